@@ -1,0 +1,49 @@
+//! `policyc check [FILES...] [--format human|json|sarif] [--deny-warnings]`
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::{fail, inputs, use_color, EXIT_ERRORS};
+use crate::check::{check, summary};
+use crate::diagnostic::Severity;
+use crate::render::{render_human, render_json, render_sarif, Format};
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Policy files, or directories to search for `*.policy` files.
+    #[arg(required = true, value_name = "FILES")]
+    files: Vec<PathBuf>,
+
+    /// How to print diagnostics.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+
+    /// Treat warnings as errors (exit 1 if there are any).
+    #[arg(long)]
+    deny_warnings: bool,
+}
+
+pub fn run(args: CheckArgs) -> ExitCode {
+    let db = match inputs::load(&args.files) {
+        Ok(db) => db,
+        Err(err) => return fail(err),
+    };
+    let outcome = check(&db);
+    match args.format {
+        Format::Human => {
+            print!("{}", render_human(&db, &outcome.diagnostics, use_color()));
+            println!("{}", summary(db.len(), &outcome));
+        }
+        Format::Json => println!("{}", render_json(&db, &outcome.diagnostics)),
+        Format::Sarif => println!("{}", render_sarif(&db, &outcome.diagnostics)),
+    }
+    let failing = outcome.count(Severity::Error) > 0
+        || (args.deny_warnings && outcome.count(Severity::Warning) > 0);
+    if failing {
+        ExitCode::from(EXIT_ERRORS)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

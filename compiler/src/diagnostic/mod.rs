@@ -1,0 +1,112 @@
+//! The one diagnostic type every phase of `policyc` produces, and the CLI,
+//! the JSON/SARIF writers and the language server consume.
+//!
+//! A diagnostic is plain data: a stable [`Code`], a severity, a message, and
+//! labelled spans. Wording is decided by the phase that finds the problem
+//! (see `syntax.rs`); drawing it is the business of `render/` alone, so the
+//! same diagnostic looks right in a terminal, in CI and in an editor.
+
+mod codes;
+
+pub use codes::Code;
+
+use converge_grammar::Span;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// A span with a short explanation. Exactly one label of a diagnostic is
+/// primary: the place the problem is; secondary labels show related places
+/// (the other definition, the other promise, the next step of a cycle).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Label {
+    pub span: Span,
+    pub message: String,
+    pub primary: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub code: Code,
+    pub severity: Severity,
+    pub message: String,
+    pub labels: Vec<Label>,
+    pub notes: Vec<String>,
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    /// A diagnostic with the code's own severity and a primary label.
+    pub fn new(
+        code: Code,
+        message: impl Into<String>,
+        span: Span,
+        label: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            code,
+            severity: code.severity(),
+            message: message.into(),
+            labels: vec![Label {
+                span,
+                message: label.into(),
+                primary: true,
+            }],
+            notes: Vec::new(),
+            help: None,
+        }
+    }
+
+    pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Self {
+        self.labels.push(Label {
+            span,
+            message: message.into(),
+            primary: false,
+        });
+        self
+    }
+
+    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
+    }
+
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// The primary label's span (every diagnostic has one).
+    pub fn primary_span(&self) -> Option<Span> {
+        self.labels
+            .iter()
+            .find(|l| l.primary)
+            .or(self.labels.first())
+            .map(|l| l.span)
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// Sorts diagnostics by file and position, errors before warnings at the
+/// same place, so output is stable and reads top to bottom.
+pub fn sort(diagnostics: &mut [Diagnostic]) {
+    diagnostics.sort_by_key(|d| {
+        let span = d.primary_span().unwrap_or_default();
+        (span.file, span.start, std::cmp::Reverse(d.severity), d.code)
+    });
+}

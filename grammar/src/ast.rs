@@ -1,0 +1,277 @@
+//! The typed syntax tree of one `.policy` file (LANGUAGE.md sections 3-4).
+//!
+//! The tree is close to the text: nothing is resolved or checked here. Every
+//! node carries a [`Span`]. Syntax errors that the parser recovered from
+//! leave `Error` nodes in place, so later phases and the language server
+//! still get a tree for the rest of the file; phases skip `Error` nodes
+//! silently because the parser already reported them.
+
+use crate::span::{FileId, Span};
+use crate::token::StrLit;
+
+/// One parsed source file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Module {
+    pub file: FileId,
+    pub items: Vec<Item>,
+}
+
+/// A name as written, with its position.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Ident {
+    pub name: String,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Item {
+    Import(Import),
+    Class(ClassDef),
+    Exclusive(Exclusive),
+    Let(LetDef),
+    Body(BodyDef),
+    Bundle(BundleDef),
+    Policy(PolicyDef),
+    /// A top-level item the parser could not make sense of.
+    Error(Span),
+}
+
+impl Item {
+    pub fn span(&self) -> Span {
+        match self {
+            Item::Import(i) => i.span,
+            Item::Class(i) => i.span,
+            Item::Exclusive(i) => i.span,
+            Item::Let(i) => i.span,
+            Item::Body(i) => i.span,
+            Item::Bundle(i) => i.span,
+            Item::Policy(i) => i.span,
+            Item::Error(span) => *span,
+        }
+    }
+}
+
+/// `import "std/classes.policy";`
+#[derive(Clone, Debug, PartialEq)]
+pub struct Import {
+    pub path: StrLit,
+    pub path_span: Span,
+    pub span: Span,
+}
+
+/// `class web = EXPR;` or, for a class set by outcomes or `--define`,
+/// `class rebooted;`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassDef {
+    pub name: Ident,
+    pub expr: Option<Expr>,
+    pub span: Span,
+}
+
+/// `exclusive { debian, redhat }`: at most one of these is ever true.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Exclusive {
+    pub classes: Vec<Ident>,
+    pub span: Span,
+}
+
+/// `let name: TYPE = EXPR;` (the type may be omitted).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LetDef {
+    pub name: Ident,
+    pub ty: Option<TypeExpr>,
+    pub value: Expr,
+    pub span: Span,
+}
+
+/// `body name { attr = value; ... }`: a reusable set of attributes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BodyDef {
+    pub name: Ident,
+    pub attrs: Vec<AttrStmt>,
+    pub span: Span,
+}
+
+/// `bundle name(params) { statements }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BundleDef {
+    pub name: Ident,
+    pub params: Vec<Param>,
+    pub body: Vec<Stmt>,
+    pub span: Span,
+}
+
+/// `port: int` or `docroot: string = "/srv/www"`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    pub name: Ident,
+    pub ty: TypeExpr,
+    pub default: Option<Expr>,
+    pub span: Span,
+}
+
+/// `policy { statements }`: the entry point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyDef {
+    pub body: Vec<Stmt>,
+    pub span: Span,
+}
+
+/// A type as written: `string`, `list<string>`, `map<string, int>`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeExpr {
+    pub name: Ident,
+    pub args: Vec<TypeExpr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    Promise(Promise),
+    When(When),
+    For(For),
+    Call(Call),
+    /// A statement the parser could not make sense of.
+    Error(Span),
+}
+
+impl Stmt {
+    pub fn span(&self) -> Span {
+        match self {
+            Stmt::Promise(s) => s.span,
+            Stmt::When(s) => s.span,
+            Stmt::For(s) => s.span,
+            Stmt::Call(s) => s.span,
+            Stmt::Error(span) => *span,
+        }
+    }
+}
+
+/// `TYPE PROMISER { attributes }`, e.g. `file "/etc/motd" { ... }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Promise {
+    pub kind: Ident,
+    pub promiser: Expr,
+    pub attrs: Vec<AttrStmt>,
+    pub span: Span,
+}
+
+/// `when CLASSEXPR { statements }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct When {
+    pub guard: Expr,
+    pub body: Vec<Stmt>,
+    pub span: Span,
+}
+
+/// `for x in LIST { statements }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct For {
+    pub var: Ident,
+    pub list: Expr,
+    pub body: Vec<Stmt>,
+    pub span: Span,
+}
+
+/// `name(args);`: a bundle call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    pub bundle: Ident,
+    pub args: Vec<Arg>,
+    pub span: Span,
+}
+
+/// A call argument, `port = 8080` or positional `8080`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arg {
+    pub name: Option<Ident>,
+    pub value: Expr,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum AttrStmt {
+    /// `name = value;`
+    Set(Attr),
+    /// `use body_name;`: splice a body's attributes here.
+    Use(Use),
+    /// An attribute the parser could not make sense of.
+    Error(Span),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attr {
+    pub name: Ident,
+    pub value: Expr,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Use {
+    pub body: Ident,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    Str(StrLit),
+    /// `octal` is true when written `0o...`.
+    Int {
+        value: i64,
+        octal: bool,
+    },
+    /// Seconds.
+    Duration(u64),
+    Bool(bool),
+    /// `name` or `sys.hostname`: a variable, class, fact or enum value;
+    /// resolution decides which.
+    Path(Vec<Ident>),
+    List(Vec<Expr>),
+    /// `{ "key": value, ... }`
+    Map(Vec<(Expr, Expr)>),
+    /// `file "/etc/x"` or `id "handle"`: a reference to a promise, used in
+    /// `after` and `notify`.
+    Ref {
+        kind: Ident,
+        target: StrLit,
+    },
+    Not(Box<Expr>),
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    Compare {
+        op: CompareOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    /// An expression the parser could not make sense of.
+    Error,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CompareOp {
+    /// `==`
+    Eq,
+    /// `!=`
+    NotEq,
+    /// `=~`
+    Match,
+    /// `in`
+    In,
+}
+
+impl CompareOp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompareOp::Eq => "==",
+            CompareOp::NotEq => "!=",
+            CompareOp::Match => "=~",
+            CompareOp::In => "in",
+        }
+    }
+}

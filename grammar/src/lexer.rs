@@ -1,0 +1,94 @@
+//! Adapts the logos token stream to what the lalrpop parser consumes:
+//! `(start, token, end)` triples with `u32` byte offsets.
+//!
+//! Lexical errors never reach the parser. They are recorded, and the bad
+//! token is replaced by a harmless stand-in (an unterminated string still
+//! becomes a string token, a malformed number becomes `0`, a stray character
+//! is dropped), so the parser sees the structure the author meant and keeps
+//! reporting real syntax errors further on instead of cascading.
+
+use logos::Logos;
+
+use crate::token::{LexError, LexErrorKind, Number, StrLit, Token};
+
+/// A lexical error with its absolute byte range.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpannedLexError {
+    pub kind: LexErrorKind,
+    pub start: u32,
+    pub end: u32,
+}
+
+pub type Triple = (u32, Token, u32);
+
+pub struct Lexer<'src> {
+    inner: logos::Lexer<'src, Token>,
+    pub errors: Vec<SpannedLexError>,
+}
+
+impl std::fmt::Debug for Lexer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lexer")
+            .field("offset", &self.inner.span().end)
+            .field("errors", &self.errors)
+            .finish()
+    }
+}
+
+impl<'src> Lexer<'src> {
+    pub fn new(src: &'src str) -> Self {
+        Lexer {
+            inner: Token::lexer(src),
+            errors: Vec::new(),
+        }
+    }
+}
+
+impl Iterator for Lexer<'_> {
+    type Item = Result<Triple, LexError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let result = self.inner.next()?;
+            let span = self.inner.span();
+            let (start, end) = (span.start as u32, span.end as u32);
+            match result {
+                Ok(token) => return Some(Ok((start, token, end))),
+                Err(err) => {
+                    let (err_start, err_end) = err.at.unwrap_or((start, end));
+                    self.errors.push(SpannedLexError {
+                        kind: err.kind.clone(),
+                        start: err_start,
+                        end: err_end,
+                    });
+                    if let Some(stand_in) = stand_in(&err.kind) {
+                        return Some(Ok((start, stand_in, end)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The token the parser sees in place of a malformed one, or `None` to drop it.
+fn stand_in(kind: &LexErrorKind) -> Option<Token> {
+    match kind {
+        LexErrorKind::UnexpectedChar | LexErrorKind::UnterminatedBlockComment => None,
+        LexErrorKind::UnterminatedString
+        | LexErrorKind::UnterminatedInterpolation
+        | LexErrorKind::BadInterpolation
+        | LexErrorKind::InvalidEscape(_) => Some(Token::Str(StrLit::default())),
+        LexErrorKind::UnterminatedRawString => Some(Token::RawStr(StrLit {
+            parts: Vec::new(),
+            raw: true,
+        })),
+        LexErrorKind::UnterminatedHeredoc => Some(Token::Heredoc(StrLit::default())),
+        LexErrorKind::NumberTooLarge | LexErrorKind::BadNumber => {
+            Some(Token::Number(Number::Int {
+                value: 0,
+                octal: false,
+            }))
+        }
+        LexErrorKind::BadDurationUnit(_) => Some(Token::Number(Number::Duration(0))),
+    }
+}

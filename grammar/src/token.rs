@@ -1,0 +1,342 @@
+//! The tokens of the policy language (LANGUAGE.md section 2), produced by a
+//! logos-generated DFA.
+//!
+//! Strings are lexed whole by a callback rather than by a modal lexer: the
+//! only thing inside `${...}` is a dotted name, so the callback can split a
+//! string into literal and interpolation parts itself and hand the parser a
+//! single finished token. Numbers are lexed as one greedy run
+//! (`[0-9][0-9A-Za-z_]*`) and classified afterwards, so `0o64x`, `10q` and
+//! `99999999999999999999` each get one precise error instead of being split
+//! into surprising pieces.
+
+use logos::{FilterResult, Lexer, Logos};
+
+use crate::strings::{lex_heredoc, lex_raw_string, lex_string};
+
+/// One piece of a string literal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StrPart {
+    /// Text with escapes already resolved.
+    Lit(String),
+    /// `${a.b.c}`: a dotted name, with the absolute byte range of the whole
+    /// `${...}` in the source so that later phases can point at it.
+    Interp {
+        path: Vec<String>,
+        start: u32,
+        end: u32,
+    },
+}
+
+/// A string literal after escapes, interpolation splitting and (for heredocs)
+/// indentation stripping.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct StrLit {
+    pub parts: Vec<StrPart>,
+    /// Raw strings (`r"..."`) never interpolate; kept so diagnostics and the
+    /// formatter can tell them apart.
+    pub raw: bool,
+}
+
+impl StrLit {
+    /// The text of a string without interpolation, or `None` if it has any.
+    pub fn as_plain(&self) -> Option<String> {
+        let mut out = String::new();
+        for part in &self.parts {
+            match part {
+                StrPart::Lit(text) => out.push_str(text),
+                StrPart::Interp { .. } => return None,
+            }
+        }
+        Some(out)
+    }
+}
+
+/// A numeric literal: an integer (any base) or a duration in seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Number {
+    /// `42`, `0o644`, `0xff`. `octal` is kept because modes must be written
+    /// in octal and the type checker warns about a decimal mode.
+    Int { value: i64, octal: bool },
+    /// `30s`, `5m`, `2h`, as seconds.
+    Duration(u64),
+}
+
+/// What went wrong while lexing, with the exact byte range when it is
+/// narrower than the whole token (an invalid escape inside a long string).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct LexError {
+    pub kind: LexErrorKind,
+    /// Absolute byte range of the offending text, if narrower than the token.
+    pub at: Option<(u32, u32)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum LexErrorKind {
+    /// A character that starts no token.
+    #[default]
+    UnexpectedChar,
+    UnterminatedString,
+    UnterminatedRawString,
+    UnterminatedHeredoc,
+    UnterminatedBlockComment,
+    /// `${` without a closing `}` before the string ends.
+    UnterminatedInterpolation,
+    /// `${...}` whose inside is not a dotted name.
+    BadInterpolation,
+    /// `\q`: the escapes are `\n \t \r \\ \" \$`.
+    InvalidEscape(char),
+    /// A numeric literal that does not fit in 64 bits.
+    NumberTooLarge,
+    /// `0o8`, `0x`, `12ab`: malformed number.
+    BadNumber,
+    /// `10y`: a duration unit other than `s`, `m`, `h`.
+    BadDurationUnit(String),
+}
+
+impl LexError {
+    pub fn new(kind: LexErrorKind) -> Self {
+        LexError { kind, at: None }
+    }
+
+    pub fn at(kind: LexErrorKind, start: usize, end: usize) -> Self {
+        LexError {
+            kind,
+            at: Some((start as u32, end as u32)),
+        }
+    }
+
+    fn from_lexer(_: &mut Lexer<'_, Token>) -> Self {
+        LexError::new(LexErrorKind::UnexpectedChar)
+    }
+}
+
+#[derive(Logos, Clone, Debug, PartialEq)]
+#[logos(error(LexError, LexError::from_lexer))]
+#[logos(skip r"[ \t\r\n\f]+")]
+#[logos(skip(r"//[^\n]*", allow_greedy = true))]
+pub enum Token {
+    // Keywords.
+    #[token("import")]
+    Import,
+    #[token("class")]
+    Class,
+    #[token("exclusive")]
+    Exclusive,
+    #[token("let")]
+    Let,
+    #[token("body")]
+    Body,
+    #[token("bundle")]
+    Bundle,
+    #[token("policy")]
+    Policy,
+    #[token("when")]
+    When,
+    #[token("for")]
+    For,
+    #[token("in")]
+    In,
+    #[token("use")]
+    Use,
+    #[token("true")]
+    True,
+    #[token("false")]
+    False,
+
+    #[regex("[A-Za-z_][A-Za-z0-9_]*", |lex| lex.slice().to_owned())]
+    Ident(String),
+
+    #[regex("[0-9][0-9A-Za-z_]*", lex_number)]
+    Number(Number),
+
+    #[token("\"", lex_string)]
+    Str(StrLit),
+    #[token("r\"", lex_raw_string)]
+    RawStr(StrLit),
+    #[token("\"\"\"", lex_heredoc)]
+    Heredoc(StrLit),
+
+    #[token("/*", skip_block_comment)]
+    BlockComment,
+
+    // Punctuation.
+    #[token("{")]
+    LBrace,
+    #[token("}")]
+    RBrace,
+    #[token("(")]
+    LParen,
+    #[token(")")]
+    RParen,
+    #[token("[")]
+    LBracket,
+    #[token("]")]
+    RBracket,
+    #[token(";")]
+    Semi,
+    #[token(",")]
+    Comma,
+    #[token(":")]
+    Colon,
+    #[token(".")]
+    Dot,
+    #[token("=")]
+    Eq,
+    #[token("==")]
+    EqEq,
+    #[token("!=")]
+    NotEq,
+    #[token("=~")]
+    Match,
+    #[token("!")]
+    Bang,
+    #[token("&&")]
+    AndAnd,
+    #[token("||")]
+    OrOr,
+    #[token("<")]
+    Lt,
+    #[token(">")]
+    Gt,
+}
+
+impl Token {
+    /// How the token is shown in "expected one of ..." lists and messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Token::Ident(name) => format!("identifier `{name}`"),
+            Token::Number(Number::Int { .. }) => "integer".to_owned(),
+            Token::Number(Number::Duration(_)) => "duration".to_owned(),
+            Token::Str(_) => "string".to_owned(),
+            Token::RawStr(_) => "raw string".to_owned(),
+            Token::Heredoc(_) => "heredoc string".to_owned(),
+            other => format!("`{}`", other.text()),
+        }
+    }
+
+    /// Source text of a fixed token (keywords and punctuation).
+    pub fn text(&self) -> &'static str {
+        match self {
+            Token::Import => "import",
+            Token::Class => "class",
+            Token::Exclusive => "exclusive",
+            Token::Let => "let",
+            Token::Body => "body",
+            Token::Bundle => "bundle",
+            Token::Policy => "policy",
+            Token::When => "when",
+            Token::For => "for",
+            Token::In => "in",
+            Token::Use => "use",
+            Token::True => "true",
+            Token::False => "false",
+            Token::LBrace => "{",
+            Token::RBrace => "}",
+            Token::LParen => "(",
+            Token::RParen => ")",
+            Token::LBracket => "[",
+            Token::RBracket => "]",
+            Token::Semi => ";",
+            Token::Comma => ",",
+            Token::Colon => ":",
+            Token::Dot => ".",
+            Token::Eq => "=",
+            Token::EqEq => "==",
+            Token::NotEq => "!=",
+            Token::Match => "=~",
+            Token::Bang => "!",
+            Token::AndAnd => "&&",
+            Token::OrOr => "||",
+            Token::Lt => "<",
+            Token::Gt => ">",
+            Token::Ident(_)
+            | Token::Number(_)
+            | Token::Str(_)
+            | Token::RawStr(_)
+            | Token::Heredoc(_)
+            | Token::BlockComment => "",
+        }
+    }
+}
+
+/// `/* ... */`, not nested. Skipped; an unterminated one is an error that
+/// covers the rest of the file (there is nothing after it to lex).
+fn skip_block_comment(lex: &mut Lexer<'_, Token>) -> FilterResult<(), LexError> {
+    match lex.remainder().find("*/") {
+        Some(end) => {
+            lex.bump(end + 2);
+            FilterResult::Skip
+        }
+        None => {
+            let start = lex.span().start;
+            lex.bump(lex.remainder().len());
+            FilterResult::Error(LexError::at(
+                LexErrorKind::UnterminatedBlockComment,
+                start,
+                start + 2,
+            ))
+        }
+    }
+}
+
+fn lex_number(lex: &mut Lexer<'_, Token>) -> Result<Number, LexError> {
+    parse_number(lex.slice()).map_err(LexError::new)
+}
+
+/// Classifies one greedy numeric run. Underscores are digit separators.
+pub(crate) fn parse_number(text: &str) -> Result<Number, LexErrorKind> {
+    let (digits, radix, octal) = if let Some(rest) = text.strip_prefix("0o") {
+        (rest, 8, true)
+    } else if let Some(rest) = text.strip_prefix("0x") {
+        (rest, 16, false)
+    } else {
+        // Decimal, possibly followed by a duration unit.
+        let split = text
+            .find(|c: char| c.is_ascii_alphabetic())
+            .unwrap_or(text.len());
+        let (digits, unit) = text.split_at(split);
+        let value = parse_digits(digits, 10)?;
+        if unit.is_empty() {
+            return Ok(Number::Int {
+                value,
+                octal: false,
+            });
+        }
+        let scale: u64 = match unit {
+            "s" => 1,
+            "m" => 60,
+            "h" => 3600,
+            _ if unit.bytes().all(|b| b.is_ascii_alphabetic()) => {
+                return Err(LexErrorKind::BadDurationUnit(unit.to_owned()))
+            }
+            _ => return Err(LexErrorKind::BadNumber),
+        };
+        let secs = (value as u64)
+            .checked_mul(scale)
+            .ok_or(LexErrorKind::NumberTooLarge)?;
+        return Ok(Number::Duration(secs));
+    };
+    let value = parse_digits(digits, radix)?;
+    Ok(Number::Int { value, octal })
+}
+
+fn parse_digits(digits: &str, radix: u32) -> Result<i64, LexErrorKind> {
+    let mut value: i64 = 0;
+    let mut any = false;
+    for c in digits.chars() {
+        if c == '_' {
+            continue;
+        }
+        let digit = c.to_digit(radix).ok_or(LexErrorKind::BadNumber)?;
+        any = true;
+        value = value
+            .checked_mul(i64::from(radix))
+            .and_then(|v| v.checked_add(i64::from(digit)))
+            .ok_or(LexErrorKind::NumberTooLarge)?;
+    }
+    if any {
+        Ok(value)
+    } else {
+        Err(LexErrorKind::BadNumber)
+    }
+}

@@ -1,0 +1,23 @@
+//! Shared support for the end-to-end tests in `tests/`: where the built
+//! binaries and the repository's policy files are.
+
+use std::path::{Path, PathBuf};
+
+/// The repository root (where this package's `Cargo.toml` is).
+pub fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Path of a workspace binary (`policyc`, `policyvm`) built next to the
+/// running test executable (`target/<profile>/deps/..` -> `target/<profile>`).
+///
+/// `cargo test --workspace` and `cargo nextest run --workspace` build every
+/// binary of the workspace before running tests, so the file is there.
+pub fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("."));
+    let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+}
