@@ -23,11 +23,14 @@ pub fn to_diagnostic(err: &SyntaxError) -> Diagnostic {
                 Code::UnexpectedEof,
                 "unexpected end of file",
                 span,
-                expected_label(expected),
+                "the file ends here",
             );
-            with_expected_help(d, expected).with_note(
-                "an item was still open when the file ended; look for a missing `}` or `;`",
-            )
+            let d = match expected.as_slice() {
+                [] => d,
+                [one] => d.with_note(format!("expected {one}")),
+                many => d.with_note(format!("expected one of {}", many.join(", "))),
+            };
+            d.with_help("an item was still open when the file ended; add the missing `}` or `;`")
         }
         SyntaxErrorKind::MissingSemicolon { found } => Diagnostic::new(
             Code::UnexpectedToken,

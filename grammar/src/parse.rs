@@ -65,26 +65,63 @@ pub fn parse(file: FileId, src: &str) -> (Module, Vec<SyntaxError>) {
     (Module { file, items }, drop_cascades(src, errors))
 }
 
-/// After recovering from one parse error, the parser sometimes trips over the
-/// very next token (in `bad bad;` both `bad` and `;` are "unexpected"). A parse
-/// error separated from the previous one by nothing but whitespace is such a
-/// cascade and is dropped; lexical errors are always kept.
+/// Drops parse errors that are only echoes of an earlier error:
+/// - after recovering, the parser sometimes trips over the very next token
+///   (in `bad bad;` both `bad` and `;` are "unexpected"): a parse error
+///   separated from the previous parse error by whitespace alone is dropped;
+/// - an unterminated string swallows the rest of its line, often including
+///   the `;` or `}` that ended the statement: a parse error before the next
+///   `;`, `{` or `}` after an unterminated string is dropped;
+/// - an unterminated string, comment or heredoc swallows text that may have
+///   closed a block, so "unexpected end of file" in a file that has one is
+///   dropped (fixing the string is the first step anyway).
+///
+/// Lexical errors are always kept.
 fn drop_cascades(src: &str, errors: Vec<SyntaxError>) -> Vec<SyntaxError> {
     let mut kept: Vec<SyntaxError> = Vec::with_capacity(errors.len());
     let mut last_parse_end: Option<u32> = None;
+    let mut last_unterminated_end: Option<u32> = None;
+    let swallowed_rest = errors.iter().any(|e| {
+        matches!(
+            e.kind,
+            SyntaxErrorKind::Lex(
+                LexErrorKind::UnterminatedString
+                    | LexErrorKind::UnterminatedRawString
+                    | LexErrorKind::UnterminatedBlockComment
+                    | LexErrorKind::UnterminatedHeredoc
+            )
+        )
+    });
+    let between = |from: u32, to: u32| src.get(from as usize..to as usize);
     for err in errors {
-        let is_parse = !matches!(err.kind, SyntaxErrorKind::Lex(_));
-        if is_parse {
-            let cascade = last_parse_end.is_some_and(|end| {
-                src.get(end as usize..err.span.start as usize)
-                    .is_some_and(|between| between.chars().all(char::is_whitespace))
-            });
-            last_parse_end = Some(err.span.end);
-            if cascade {
-                continue;
+        match &err.kind {
+            SyntaxErrorKind::Lex(kind) => {
+                if matches!(
+                    kind,
+                    LexErrorKind::UnterminatedString
+                        | LexErrorKind::UnterminatedRawString
+                        | LexErrorKind::UnterminatedHeredoc
+                ) {
+                    last_unterminated_end = Some(err.span.end);
+                }
+                kept.push(err);
+            }
+            _ => {
+                let start = err.span.start;
+                let echo_of_parse = last_parse_end.is_some_and(|end| {
+                    between(end, start).is_some_and(|t| t.chars().all(char::is_whitespace))
+                });
+                let echo_of_string = last_unterminated_end.is_some_and(|end| {
+                    between(end, start).is_some_and(|t| !t.contains([';', '{', '}']))
+                });
+                let echo_of_eof =
+                    swallowed_rest && matches!(err.kind, SyntaxErrorKind::UnexpectedEof { .. });
+                last_parse_end = Some(err.span.end);
+                if !(echo_of_parse || echo_of_string || echo_of_eof) {
+                    kept.push(err);
+                }
             }
         }
-        kept.push(err);
     }
     kept
 }
@@ -120,16 +157,17 @@ fn convert(file: FileId, src: &str, err: ParseError<u32, Token, LexError>) -> Sy
             kind: SyntaxErrorKind::Lex(LexErrorKind::UnexpectedChar),
             span: Span::new(file, location, location.saturating_add(1).min(eof)),
         },
-        ParseError::UnrecognizedEof { location, expected } => SyntaxError {
+        // Points at the very end of the file, where something is missing.
+        ParseError::UnrecognizedEof { expected, .. } => SyntaxError {
             kind: SyntaxErrorKind::UnexpectedEof {
                 expected: describe_expected(expected),
             },
-            span: Span::new(file, location, location),
+            span: Span::new(file, eof, eof),
         },
         ParseError::UnrecognizedToken {
             token: (start, token, _),
             expected,
-        } if expected.len() == 1 && expected.first().is_some_and(|e| e == "\";\"") => {
+        } if only_semicolon_fits(&expected) => {
             let at = end_of_previous_token(src, start);
             SyntaxError {
                 kind: SyntaxErrorKind::MissingSemicolon {
@@ -165,6 +203,23 @@ fn convert(file: FileId, src: &str, err: ParseError<u32, Token, LexError>) -> Sy
             }
         }
     }
+}
+
+/// Whether `;` is the only thing that could end the statement here: it is
+/// expected, and everything else expected would only extend an expression
+/// (`x = 1 mode = 2` lacks a `;`, it does not lack an `==`).
+fn only_semicolon_fits(expected: &[String]) -> bool {
+    const CONTINUATIONS: [&str; 7] = ["in", "==", "!=", "=~", "&&", "||", "."];
+    let mut has_semicolon = false;
+    for name in expected {
+        let bare = name.trim_matches('"');
+        if bare == ";" {
+            has_semicolon = true;
+        } else if !CONTINUATIONS.contains(&bare) {
+            return false;
+        }
+    }
+    has_semicolon
 }
 
 /// The offset just after the last non-blank character before `offset`,

@@ -100,7 +100,13 @@ pub(crate) fn lex_heredoc(lex: &mut Lexer<'_, Token>) -> Result<StrLit, LexError
         match bytes.get(i) {
             Some(b'\\') => i += 2,
             Some(b'"') if bytes.get(i..i + 3) == Some(b"\"\"\"") => {
-                end = Some(i);
+                // The last three of a run of quotes close the heredoc, so
+                // text may end with a quote: `"""say "hi""""`.
+                let mut close = i;
+                while bytes.get(close + 3) == Some(&b'"') {
+                    close += 1;
+                }
+                end = Some(close);
                 break;
             }
             _ => i += 1,
