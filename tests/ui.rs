@@ -7,6 +7,8 @@
 //! in source order). That line is asserted independently of the snapshot,
 //! so accepting a wrong snapshot cannot hide a missing or extra diagnostic.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::Path;
 
 use converge_compiler::check::check;

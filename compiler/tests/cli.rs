@@ -1,6 +1,8 @@
 //! The `policyc` command line as a user sees it: exit codes, output formats
 //! and one-line errors for bad input.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 

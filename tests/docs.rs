@@ -1,0 +1,54 @@
+//! The documentation stays in step with the code.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+
+use converge_compiler::diagnostic::Code;
+
+fn doc(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every diagnostic code has a section `## CODE: title` in diagnostics.md.
+#[test]
+fn every_code_is_documented() {
+    let page = doc("diagnostics.md");
+    for code in Code::ALL {
+        let heading = format!("## {}: {}", code.as_str(), code.title());
+        assert!(
+            page.contains(&heading),
+            "docs/diagnostics.md lacks `{heading}`"
+        );
+    }
+}
+
+/// Every chapter named in SUMMARY.md exists, and every chapter is named.
+#[test]
+fn book_summary_matches_the_files() {
+    let summary = doc("SUMMARY.md");
+    let linked: Vec<&str> = summary
+        .split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split(')').next())
+        .collect();
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+    for link in &linked {
+        assert!(
+            docs.join(link).is_file(),
+            "SUMMARY.md links to missing {link}"
+        );
+    }
+    for entry in std::fs::read_dir(&docs).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".md") && name != "SUMMARY.md" {
+            assert!(
+                linked.contains(&name.as_str()),
+                "docs/{name} is not in SUMMARY.md"
+            );
+        }
+    }
+}
