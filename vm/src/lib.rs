@@ -9,3 +9,5 @@
 
 /// The VM's version, reported by `policyvm --version` and in run reports.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+pub mod schema;

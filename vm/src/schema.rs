@@ -1,0 +1,525 @@
+//! The promise-type schema: every promise type, its attributes, their types,
+//! defaults, which are required or mutually exclusive, and a one-line doc
+//! string for each (LANGUAGE.md section 4).
+//!
+//! It is defined once, here in the VM crate, because three parties read it:
+//! the compiler's type checker (which `policyc` links this crate for), the
+//! language server's hover and completion, and the VM's operators. The VM
+//! must never depend on the compiler, so the schema cannot live there.
+
+/// The type of an attribute value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttrType {
+    String,
+    Int,
+    Bool,
+    /// A permission mode, `0..=0o7777`, written in octal.
+    Mode,
+    /// Seconds, written `30s`, `5m`, `2h`.
+    Duration,
+    /// One of a fixed set of bare words (`installed`, `running`, ...).
+    Enum(&'static [&'static str]),
+    /// A list of values of one type.
+    List(&'static AttrType),
+    /// A reference to another promise: `file "/x"` or `id "handle"`.
+    Ref,
+    /// The name of a declared class (set by a promise outcome).
+    Class,
+}
+
+impl AttrType {
+    /// How the type is written in policy source and in messages.
+    pub fn describe(&self) -> String {
+        match self {
+            AttrType::String => "string".to_owned(),
+            AttrType::Int => "int".to_owned(),
+            AttrType::Bool => "bool".to_owned(),
+            AttrType::Mode => "mode".to_owned(),
+            AttrType::Duration => "duration".to_owned(),
+            AttrType::Enum(values) => values.join(" | "),
+            AttrType::List(inner) => format!("list<{}>", inner.describe()),
+            AttrType::Ref => "ref".to_owned(),
+            AttrType::Class => "class".to_owned(),
+        }
+    }
+}
+
+/// The value an attribute has when the promise does not set it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultValue {
+    /// Not set means "not managed": the VM leaves that property alone.
+    Unmanaged,
+    Str(&'static str),
+    Int(i64),
+    Bool(bool),
+    Mode(u32),
+    Duration(u64),
+    /// An enum value.
+    Word(&'static str),
+    EmptyList,
+}
+
+impl DefaultValue {
+    /// How the default is shown in hover text and docs.
+    pub fn describe(&self) -> String {
+        match self {
+            DefaultValue::Unmanaged => "not managed".to_owned(),
+            DefaultValue::Str(s) => format!("{s:?}"),
+            DefaultValue::Int(i) => i.to_string(),
+            DefaultValue::Bool(b) => b.to_string(),
+            DefaultValue::Mode(m) => format!("0o{m:o}"),
+            DefaultValue::Duration(secs) => format!("{secs}s"),
+            DefaultValue::Word(w) => (*w).to_owned(),
+            DefaultValue::EmptyList => "[]".to_owned(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttrSpec {
+    pub name: &'static str,
+    pub ty: AttrType,
+    pub default: DefaultValue,
+    pub doc: &'static str,
+}
+
+/// What the promiser of a promise type names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PromiserKind {
+    /// An absolute path (checked at compile time when known).
+    AbsolutePath,
+    /// A package, service, user or group name.
+    Name,
+    /// A free-form label (commands and reports).
+    Label,
+}
+
+/// A constraint between attributes of one promise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// This attribute must be set.
+    Required(&'static str),
+    /// Exactly one of these must be set.
+    ExactlyOne(&'static [&'static str]),
+    /// At most one of these may be set.
+    AtMostOne(&'static [&'static str]),
+    /// If the first is set, the second must be too.
+    Requires(&'static str, &'static str),
+    /// This attribute is required unless `ensure = absent`.
+    RequiredWhenPresent(&'static str),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PromiseType {
+    pub name: &'static str,
+    pub promiser: PromiserKind,
+    pub doc: &'static str,
+    /// Attributes specific to this type (the common ones are in [`COMMON`]).
+    pub attrs: &'static [AttrSpec],
+    pub rules: &'static [Rule],
+}
+
+impl PromiseType {
+    /// An attribute of this type, or a common attribute, by name.
+    pub fn attr(&self, name: &str) -> Option<&'static AttrSpec> {
+        self.attrs.iter().chain(COMMON).find(|a| a.name == name)
+    }
+
+    /// Every attribute valid on this type: its own, then the common ones.
+    pub fn all_attrs(&self) -> impl Iterator<Item = &'static AttrSpec> {
+        self.attrs.iter().chain(COMMON)
+    }
+}
+
+/// A promise type by name.
+pub fn promise_type(name: &str) -> Option<&'static PromiseType> {
+    PROMISE_TYPES.iter().find(|t| t.name == name)
+}
+
+const ENSURE_VALUES: &[&str] = &["present", "absent"];
+const PACKAGE_STATES: &[&str] = &["installed", "removed", "latest"];
+const SERVICE_STATES: &[&str] = &["running", "stopped"];
+
+const fn attr(
+    name: &'static str,
+    ty: AttrType,
+    default: DefaultValue,
+    doc: &'static str,
+) -> AttrSpec {
+    AttrSpec {
+        name,
+        ty,
+        default,
+        doc,
+    }
+}
+
+const ENSURE: AttrSpec = attr(
+    "ensure",
+    AttrType::Enum(ENSURE_VALUES),
+    DefaultValue::Word("present"),
+    "Whether the object exists (`present`) or must not (`absent`).",
+);
+const MODE: AttrSpec = attr(
+    "mode",
+    AttrType::Mode,
+    DefaultValue::Unmanaged,
+    "Permission bits, in octal (`0o644`); new files get 0o644 and directories 0o755.",
+);
+const OWNER: AttrSpec = attr(
+    "owner",
+    AttrType::String,
+    DefaultValue::Unmanaged,
+    "Owning user name; new objects are owned by the VM's user, existing ones are left alone unless set.",
+);
+const GROUP: AttrSpec = attr(
+    "group",
+    AttrType::String,
+    DefaultValue::Unmanaged,
+    "Owning group name; new objects get the VM's group, existing ones are left alone unless set.",
+);
+
+/// Attributes every promise type accepts.
+pub const COMMON: &[AttrSpec] = &[
+    attr(
+        "id",
+        AttrType::String,
+        DefaultValue::Unmanaged,
+        "A handle other promises can name with `id \"handle\"` in `after` and `notify`.",
+    ),
+    attr(
+        "after",
+        AttrType::List(&AttrType::Ref),
+        DefaultValue::EmptyList,
+        "Promises that must be applied before this one.",
+    ),
+    attr(
+        "notify",
+        AttrType::List(&AttrType::Ref),
+        DefaultValue::EmptyList,
+        "Promises to trigger when this one is repaired (a service is restarted).",
+    ),
+    attr(
+        "on_repaired",
+        AttrType::Class,
+        DefaultValue::Unmanaged,
+        "A class defined for the rest of the run when this promise is repaired.",
+    ),
+    attr(
+        "on_kept",
+        AttrType::Class,
+        DefaultValue::Unmanaged,
+        "A class defined for the rest of the run when this promise was already kept.",
+    ),
+    attr(
+        "on_failed",
+        AttrType::Class,
+        DefaultValue::Unmanaged,
+        "A class defined for the rest of the run when this promise fails.",
+    ),
+    attr(
+        "comment",
+        AttrType::String,
+        DefaultValue::Unmanaged,
+        "Why this promise exists; shown in reports.",
+    ),
+];
+
+/// Every promise type of LANGUAGE.md section 4.
+pub const PROMISE_TYPES: &[PromiseType] = &[
+    PromiseType {
+        name: "file",
+        promiser: PromiserKind::AbsolutePath,
+        doc: "A regular file: existence, content, mode and ownership.",
+        attrs: &[
+            ENSURE,
+            attr(
+                "content",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "The whole content of the file.",
+            ),
+            attr(
+                "source",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "A file next to the policy, embedded at compile time, copied verbatim.",
+            ),
+            attr(
+                "template",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "A file next to the policy, embedded at compile time; `${...}` is expanded on the host.",
+            ),
+            MODE,
+            OWNER,
+            GROUP,
+            attr(
+                "backup",
+                AttrType::Bool,
+                DefaultValue::Bool(false),
+                "Keep the previous content as a backup when the file is rewritten.",
+            ),
+        ],
+        rules: &[Rule::AtMostOne(&["content", "source", "template"])],
+    },
+    PromiseType {
+        name: "directory",
+        promiser: PromiserKind::AbsolutePath,
+        doc: "A directory: existence, mode, ownership, and optionally no unmanaged entries.",
+        attrs: &[
+            ENSURE,
+            MODE,
+            OWNER,
+            GROUP,
+            attr(
+                "purge",
+                AttrType::Bool,
+                DefaultValue::Bool(false),
+                "Remove entries no promise manages; when false they are only reported as unmanaged.",
+            ),
+        ],
+        rules: &[],
+    },
+    PromiseType {
+        name: "link",
+        promiser: PromiserKind::AbsolutePath,
+        doc: "A symbolic link.",
+        attrs: &[
+            ENSURE,
+            attr(
+                "target",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "Where the link points, written verbatim (read inside the root, as in a chroot).",
+            ),
+        ],
+        rules: &[Rule::RequiredWhenPresent("target")],
+    },
+    PromiseType {
+        name: "line",
+        promiser: PromiserKind::AbsolutePath,
+        doc: "One line of an existing or promised file.",
+        attrs: &[
+            attr(
+                "present",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "This exact line exists; appended at the end if missing.",
+            ),
+            attr(
+                "absent",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "No line equals this; every copy is removed.",
+            ),
+            attr(
+                "replace",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "A regex; every match on each line is replaced by `with`.",
+            ),
+            attr(
+                "with",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "The replacement for `replace`; `$1`/`${name}` are capture groups (write it as r\"...\").",
+            ),
+        ],
+        rules: &[
+            Rule::ExactlyOne(&["present", "absent", "replace"]),
+            Rule::Requires("replace", "with"),
+            Rule::Requires("with", "replace"),
+        ],
+    },
+    PromiseType {
+        name: "package",
+        promiser: PromiserKind::Name,
+        doc: "A software package, through the host's package manager.",
+        attrs: &[
+            attr(
+                "state",
+                AttrType::Enum(PACKAGE_STATES),
+                DefaultValue::Word("installed"),
+                "`installed`, `removed`, or `latest` (upgraded whenever a newer version exists).",
+            ),
+            attr(
+                "version",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "An exact version to install.",
+            ),
+            attr(
+                "manager",
+                AttrType::String,
+                DefaultValue::Str("apt"),
+                "The package manager (`apt` on the Debian family).",
+            ),
+        ],
+        rules: &[],
+    },
+    PromiseType {
+        name: "service",
+        promiser: PromiserKind::Name,
+        doc: "A system service: running or stopped, enabled at boot or not.",
+        attrs: &[
+            attr(
+                "state",
+                AttrType::Enum(SERVICE_STATES),
+                DefaultValue::Unmanaged,
+                "`running` or `stopped`.",
+            ),
+            attr(
+                "enabled",
+                AttrType::Bool,
+                DefaultValue::Unmanaged,
+                "Whether the service starts at boot.",
+            ),
+            attr(
+                "manager",
+                AttrType::String,
+                DefaultValue::Str("systemd"),
+                "The service manager (`systemd`, `runit`).",
+            ),
+        ],
+        rules: &[],
+    },
+    PromiseType {
+        name: "command",
+        promiser: PromiserKind::Label,
+        doc: "A command run without a shell; convergent only with `unless` or `creates`.",
+        attrs: &[
+            attr(
+                "run",
+                AttrType::List(&AttrType::String),
+                DefaultValue::Unmanaged,
+                "The argv to run (no shell).",
+            ),
+            attr(
+                "unless",
+                AttrType::List(&AttrType::String),
+                DefaultValue::Unmanaged,
+                "An argv; the command is skipped when it exits 0.",
+            ),
+            attr(
+                "creates",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "A path; the command is skipped when it exists.",
+            ),
+            attr(
+                "timeout",
+                AttrType::Duration,
+                DefaultValue::Duration(60),
+                "How long the command may run before it is killed and fails.",
+            ),
+            attr(
+                "cwd",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "Working directory (inside the root).",
+            ),
+        ],
+        rules: &[Rule::Required("run")],
+    },
+    PromiseType {
+        name: "user",
+        promiser: PromiserKind::Name,
+        doc: "A local user account.",
+        attrs: &[
+            ENSURE,
+            attr("uid", AttrType::Int, DefaultValue::Unmanaged, "Numeric user id."),
+            attr("shell", AttrType::String, DefaultValue::Unmanaged, "Login shell."),
+            attr("home", AttrType::String, DefaultValue::Unmanaged, "Home directory."),
+            attr(
+                "groups",
+                AttrType::List(&AttrType::String),
+                DefaultValue::Unmanaged,
+                "Supplementary groups, converged as a set.",
+            ),
+        ],
+        rules: &[],
+    },
+    PromiseType {
+        name: "group",
+        promiser: PromiserKind::Name,
+        doc: "A local group.",
+        attrs: &[
+            ENSURE,
+            attr("gid", AttrType::Int, DefaultValue::Unmanaged, "Numeric group id."),
+        ],
+        rules: &[],
+    },
+    PromiseType {
+        name: "report",
+        promiser: PromiserKind::Label,
+        doc: "A message printed in the run report when the promise is active.",
+        attrs: &[attr(
+            "message",
+            AttrType::String,
+            DefaultValue::Unmanaged,
+            "The text to report.",
+        )],
+        rules: &[Rule::Required("message")],
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_are_unique() {
+        let mut types = HashSet::new();
+        for t in PROMISE_TYPES {
+            assert!(types.insert(t.name), "duplicate promise type {}", t.name);
+            let mut attrs = HashSet::new();
+            for a in t.all_attrs() {
+                assert!(
+                    attrs.insert(a.name),
+                    "duplicate attribute {}.{}",
+                    t.name,
+                    a.name
+                );
+                assert!(!a.doc.is_empty(), "{}.{} has no doc", t.name, a.name);
+            }
+        }
+    }
+
+    #[test]
+    fn rules_name_real_attributes() {
+        for t in PROMISE_TYPES {
+            let names: Vec<&str> = t
+                .rules
+                .iter()
+                .flat_map(|r| match *r {
+                    Rule::Required(a) | Rule::RequiredWhenPresent(a) => vec![a],
+                    Rule::ExactlyOne(list) | Rule::AtMostOne(list) => list.to_vec(),
+                    Rule::Requires(a, b) => vec![a, b],
+                })
+                .collect();
+            for name in names {
+                assert!(
+                    t.attr(name).is_some(),
+                    "{} rule names unknown {name}",
+                    t.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn lookup() {
+        let file = promise_type("file").unwrap();
+        assert_eq!(file.attr("mode").unwrap().ty, AttrType::Mode);
+        assert_eq!(file.attr("notify").unwrap().ty.describe(), "list<ref>");
+        assert!(file.attr("state").is_none());
+        assert!(promise_type("files").is_none());
+        let pkg = promise_type("package").unwrap();
+        assert_eq!(
+            pkg.attr("state").unwrap().ty.describe(),
+            "installed | removed | latest"
+        );
+    }
+}
