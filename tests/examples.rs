@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use converge_compiler::check::check;
 use converge_compiler::render::render_human;
-use converge_compiler::source::SourceDb;
+use converge_compiler::workspace::{FileSystem, Workspace};
 
 fn policy_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -33,20 +33,15 @@ fn assert_all_clean(dir: &str, at_least: usize) {
         "expected at least {at_least} policies in {dir}, found {}",
         files.len()
     );
-    let mut db = SourceDb::new();
+    let mut ws = Workspace::new(FileSystem::new());
     for file in &files {
-        let name = file
-            .strip_prefix(root)
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        db.add(name, std::fs::read_to_string(file).unwrap());
+        ws.add_root(file.strip_prefix(root).unwrap()).unwrap();
     }
-    let outcome = check(&db);
+    let outcome = check(&ws);
     assert!(
         outcome.diagnostics.is_empty(),
         "{dir} does not check clean:\n{}",
-        render_human(&db, &outcome.diagnostics, false)
+        render_human(&ws.db, &outcome.diagnostics, false)
     );
 }
 

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use converge_compiler::check::check;
 use converge_compiler::render::{render_human, render_json};
-use converge_compiler::source::SourceDb;
+use converge_compiler::workspace::{FileSystem, Workspace};
 
 fn expected_codes(src: &str) -> Vec<String> {
     let first = src.lines().next().unwrap_or_default();
@@ -33,14 +33,14 @@ fn ui() {
     let ui_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui");
     insta::glob!("ui/**/*.policy", |path| {
         let src = std::fs::read_to_string(path).unwrap();
-        let name = path
-            .strip_prefix(&ui_dir)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
-        let mut db = SourceDb::new();
-        db.add(&name, src.clone());
-        let outcome = check(&db);
+        // Relative to the package root (the test's working directory), so
+        // file names in the snapshots are the same on every machine.
+        let relative = Path::new("tests/ui").join(path.strip_prefix(&ui_dir).unwrap());
+        let name = relative.to_string_lossy().replace('\\', "/");
+        let mut ws = Workspace::new(FileSystem::new());
+        ws.add_root(&relative).unwrap();
+        let outcome = check(&ws);
+        let db = &ws.db;
 
         let codes: Vec<String> = outcome
             .diagnostics
@@ -49,8 +49,8 @@ fn ui() {
             .collect();
         assert_eq!(codes, expected_codes(&src), "diagnostic codes of {name}");
 
-        let human = render_human(&db, &outcome.diagnostics, false);
-        let json = render_json(&db, &outcome.diagnostics);
+        let human = render_human(db, &outcome.diagnostics, false);
+        let json = render_json(db, &outcome.diagnostics);
         insta::assert_snapshot!(format!(
             "----- SOURCE\n{src}----- HUMAN\n{human}----- JSON\n{json}\n"
         ));

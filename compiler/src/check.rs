@@ -1,19 +1,22 @@
 //! `policyc check`: everything that can be said about policy source without
-//! running it. Pure: takes files already loaded into a [`SourceDb`] and
-//! returns diagnostics; reading files is the CLI's job.
-
-use converge_grammar::ast::Module;
-use converge_grammar::FileId;
+//! running it. Pure apart from the file reading done by the [`Workspace`]:
+//! parse, resolve imports, then analyse each program.
 
 use crate::diagnostic::{self, Diagnostic, Severity};
-use crate::source::SourceDb;
-use crate::syntax;
+use crate::ir;
+use crate::sema;
+use crate::workspace::Workspace;
 
-/// The outcome of checking a set of files.
+/// The outcome of checking everything a workspace loaded.
 #[derive(Debug, Default)]
 pub struct CheckOutcome {
-    pub modules: Vec<Module>,
     pub diagnostics: Vec<Diagnostic>,
+    /// Files read, imports and the standard library included.
+    pub files: usize,
+    /// Promises of all programs (expanded where there is a `policy` block).
+    pub promises: usize,
+    /// The expanded programs that had no errors.
+    pub programs: Vec<ir::Program>,
 }
 
 impl CheckOutcome {
@@ -25,27 +28,38 @@ impl CheckOutcome {
     }
 }
 
-/// Parses every file of the database and collects their diagnostics,
-/// sorted by position.
-pub fn check(db: &SourceDb) -> CheckOutcome {
-    let mut outcome = CheckOutcome::default();
-    for (id, file) in db.iter() {
-        let (module, errors) = parse_file(id, &file.text);
-        outcome.modules.push(module);
-        outcome
+/// Checks every program of the workspace. A program with syntax errors is
+/// not analysed further: its tree has holes, and names defined in a broken
+/// item would be reported as undefined everywhere else.
+pub fn check(ws: &Workspace) -> CheckOutcome {
+    let mut outcome = CheckOutcome {
+        files: ws.db.len(),
+        ..CheckOutcome::default()
+    };
+    outcome.diagnostics.extend(ws.diagnostics.iter().cloned());
+    outcome.diagnostics.extend(ws.import_cycles());
+    for files in ws.programs() {
+        let broken = outcome
             .diagnostics
-            .extend(errors.iter().map(syntax::to_diagnostic));
+            .iter()
+            .any(|d| d.is_error() && d.primary_span().is_some_and(|s| files.contains(&s.file)));
+        if broken {
+            continue;
+        }
+        let analysis = sema::analyze(ws, &files);
+        outcome.promises += analysis.promises;
+        outcome.diagnostics.extend(analysis.diagnostics);
+        outcome.programs.extend(analysis.program);
     }
     diagnostic::sort(&mut outcome.diagnostics);
+    // Programs share files (two roots importing one library): report each
+    // problem once.
+    outcome.diagnostics.dedup();
     outcome
 }
 
-fn parse_file(id: FileId, text: &str) -> (Module, Vec<converge_grammar::SyntaxError>) {
-    converge_grammar::parse(id, text)
-}
-
-/// `checked 3 files: no errors`, `checked 3 files: 2 errors, 1 warning`.
-pub fn summary(files: usize, outcome: &CheckOutcome) -> String {
+/// `checked 12 files, 340 promises: no errors`.
+pub fn summary(outcome: &CheckOutcome) -> String {
     let plural = |n: usize, word: &str| {
         if n == 1 {
             format!("{n} {word}")
@@ -61,5 +75,9 @@ pub fn summary(files: usize, outcome: &CheckOutcome) -> String {
         (0, w) => format!("no errors, {}", plural(w, "warning")),
         (e, w) => format!("{}, {}", plural(e, "error"), plural(w, "warning")),
     };
-    format!("checked {}: {found}", plural(files, "file"))
+    format!(
+        "checked {}, {}: {found}",
+        plural(outcome.files, "file"),
+        plural(outcome.promises, "promise")
+    )
 }

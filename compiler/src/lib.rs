@@ -2,13 +2,20 @@
 //! [`diagnostic::Diagnostic`]s, and (in later stages) analyses, compiles and
 //! signs it.
 //!
-//! Layout: [`source`] holds the files of a compilation; [`syntax`] words
-//! the parser's errors; [`diagnostic`] is the data every phase produces and
-//! [`render`] draws it; [`cli`] is the command line.
+//! Layout, in pipeline order: [`workspace`] loads files and follows imports;
+//! [`syntax`] words the parser's errors; [`sema`] resolves names, checks
+//! types and expands the program into the flat [`ir`]; [`check`] runs it
+//! all. [`diagnostic`] is the data every phase produces and [`render`] draws
+//! it; [`cli`] is the command line.
 
 pub mod check;
 pub mod cli;
 pub mod diagnostic;
+pub mod graph;
+pub mod ir;
 pub mod render;
+pub mod sema;
 pub mod source;
+pub mod suggest;
 pub mod syntax;
+pub mod workspace;

@@ -28,7 +28,7 @@ fn clean_file_prints_only_a_summary_and_exits_0() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        "checked 1 file: no errors\n"
+        "checked 1 file, 1 promise: no errors\n"
     );
     assert!(out.stderr.is_empty());
 }
@@ -42,7 +42,7 @@ fn errors_exit_1_with_located_diagnostics() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("[E0001]"), "{stdout}");
     assert!(stdout.contains("bad.policy:2:32"), "{stdout}");
-    assert!(stdout.ends_with("checked 1 file: 1 error\n"), "{stdout}");
+    assert!(stdout.ends_with("checked 1 file, 0 promises: 1 error\n"), "{stdout}");
     // Not a terminal: no colour escapes.
     assert!(!stdout.contains('\u{1b}'), "{stdout}");
 }
@@ -158,7 +158,7 @@ fn directories_are_searched_for_policy_files() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        "checked 2 files: no errors\n"
+        "checked 2 files, 1 promise: no errors\n"
     );
 
     let empty = tempfile::tempdir().unwrap();

@@ -464,6 +464,129 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
     },
 ];
 
+/// A host fact the VM gathers (`sys.*`), known to the compiler by name and
+/// type (LANGUAGE.md section 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FactSpec {
+    /// The full dotted name, `sys.hostname`.
+    pub name: &'static str,
+    pub ty: AttrType,
+    pub doc: &'static str,
+}
+
+/// Every fact of LANGUAGE.md section 3.
+pub const FACTS: &[FactSpec] = &[
+    FactSpec {
+        name: "sys.hostname",
+        ty: AttrType::String,
+        doc: "The short host name.",
+    },
+    FactSpec {
+        name: "sys.fqdn",
+        ty: AttrType::String,
+        doc: "The fully qualified domain name.",
+    },
+    FactSpec {
+        name: "sys.os",
+        ty: AttrType::String,
+        doc: "The kernel, e.g. \"linux\".",
+    },
+    FactSpec {
+        name: "sys.os_family",
+        ty: AttrType::String,
+        doc: "The OS family from /etc/os-release (\"debian\", \"redhat\", \"alpine\", ...).",
+    },
+    FactSpec {
+        name: "sys.os_release",
+        ty: AttrType::String,
+        doc: "The OS version from /etc/os-release (VERSION_ID).",
+    },
+    FactSpec {
+        name: "sys.arch",
+        ty: AttrType::String,
+        doc: "The CPU architecture (\"x86_64\", \"aarch64\").",
+    },
+    FactSpec {
+        name: "sys.ipv4",
+        ty: AttrType::List(&AttrType::String),
+        doc: "The host's IPv4 addresses.",
+    },
+    FactSpec {
+        name: "sys.cpus",
+        ty: AttrType::Int,
+        doc: "The number of CPUs.",
+    },
+    FactSpec {
+        name: "sys.memory_mb",
+        ty: AttrType::Int,
+        doc: "Total memory in MiB.",
+    },
+    FactSpec {
+        name: "sys.time.weekday",
+        ty: AttrType::String,
+        doc: "The weekday in local time (\"monday\" .. \"sunday\").",
+    },
+    FactSpec {
+        name: "sys.time.hour",
+        ty: AttrType::Int,
+        doc: "The hour in local time, 0..23.",
+    },
+];
+
+/// A fact by its full dotted name.
+pub fn fact(name: &str) -> Option<&'static FactSpec> {
+    FACTS.iter().find(|f| f.name == name)
+}
+
+/// OS families the VM recognises (from `ID` and `ID_LIKE` in os-release).
+pub const OS_FAMILIES: &[&str] = &["debian", "redhat", "alpine", "arch", "suse", "gentoo"];
+
+/// CPU architectures the VM names as hard classes.
+pub const ARCHITECTURES: &[&str] = &[
+    "x86_64", "aarch64", "armv7l", "i686", "riscv64", "ppc64le", "s390x",
+];
+
+pub const WEEKDAYS: &[&str] = &[
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+];
+
+/// Whether the VM defines this class itself from facts (LANGUAGE.md section
+/// 3): `any`, `linux`, an OS family, an architecture, a weekday, `hr00` ..
+/// `hr23`, or `host_<hostname>`. The compiler knows these without a
+/// declaration.
+pub fn is_hard_class(name: &str) -> bool {
+    matches!(name, "any" | "linux")
+        || OS_FAMILIES.contains(&name)
+        || ARCHITECTURES.contains(&name)
+        || WEEKDAYS.contains(&name)
+        || is_hour_class(name)
+        || name.strip_prefix("host_").is_some_and(|h| !h.is_empty())
+}
+
+fn is_hour_class(name: &str) -> bool {
+    name.strip_prefix("hr")
+        .filter(|h| h.len() == 2 && h.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|h| h.parse::<u8>().ok())
+        .is_some_and(|h| h < 24)
+}
+
+/// The fixed hard class names (everything but `host_*`), for suggestions and
+/// completion.
+pub fn hard_class_names() -> Vec<String> {
+    let mut names: Vec<String> = ["any", "linux"].iter().map(|s| (*s).to_owned()).collect();
+    names.extend(OS_FAMILIES.iter().map(|s| (*s).to_owned()));
+    names.extend(ARCHITECTURES.iter().map(|s| (*s).to_owned()));
+    names.extend(WEEKDAYS.iter().map(|s| (*s).to_owned()));
+    names.extend((0..24).map(|h| format!("hr{h:02}")));
+    names
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -507,6 +630,27 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn hard_classes() {
+        for name in [
+            "any",
+            "linux",
+            "debian",
+            "x86_64",
+            "monday",
+            "hr00",
+            "hr23",
+            "host_web01",
+        ] {
+            assert!(is_hard_class(name), "{name}");
+        }
+        for name in ["web", "hr24", "hr1", "host_", "Debian"] {
+            assert!(!is_hard_class(name), "{name}");
+        }
+        assert!(hard_class_names().iter().all(|n| is_hard_class(n)));
+        assert_eq!(fact("sys.ipv4").unwrap().ty.describe(), "list<string>");
     }
 
     #[test]

@@ -26,18 +26,19 @@ pub struct CheckArgs {
 }
 
 pub fn run(args: CheckArgs) -> ExitCode {
-    let db = match inputs::load(&args.files) {
-        Ok(db) => db,
+    let ws = match inputs::load(&args.files) {
+        Ok(ws) => ws,
         Err(err) => return fail(err),
     };
-    let outcome = check(&db);
+    let outcome = check(&ws);
+    let db = &ws.db;
     match args.format {
         Format::Human => {
-            print!("{}", render_human(&db, &outcome.diagnostics, use_color()));
-            println!("{}", summary(db.len(), &outcome));
+            print!("{}", render_human(db, &outcome.diagnostics, use_color()));
+            println!("{}", summary(&outcome));
         }
-        Format::Json => println!("{}", render_json(&db, &outcome.diagnostics)),
-        Format::Sarif => println!("{}", render_sarif(&db, &outcome.diagnostics)),
+        Format::Json => println!("{}", render_json(db, &outcome.diagnostics)),
+        Format::Sarif => println!("{}", render_sarif(db, &outcome.diagnostics)),
     }
     let failing = outcome.count(Severity::Error) > 0
         || (args.deny_warnings && outcome.count(Severity::Warning) > 0);

@@ -1,85 +1,63 @@
-//! Loading the files named on the command line into a [`SourceDb`].
+//! Turning the paths named on the command line into a loaded [`Workspace`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::source::{SourceDb, MAX_FILE_BYTES};
+use crate::workspace::{FileSystem, ReadError, Workspace};
 
 /// A problem reading input, shown as one line.
 #[derive(Debug)]
 pub enum InputError {
-    Read { path: PathBuf, err: std::io::Error },
-    NotUtf8 { path: PathBuf, offset: usize },
-    TooLarge { path: PathBuf },
+    Read { path: PathBuf, err: ReadError },
+    ReadDir { path: PathBuf, err: std::io::Error },
     NoPolicyFiles { dir: PathBuf },
 }
 
 impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            InputError::Read { path, err } => {
+            InputError::Read {
+                path,
+                err: ReadError::Io(err),
+            } => {
                 write!(f, "cannot read `{}`: {err}", path.display())
             }
-            InputError::NotUtf8 { path, offset } => write!(
-                f,
-                "`{}` is not valid UTF-8 (first bad byte at offset {offset}); policy files must be UTF-8",
-                path.display()
-            ),
-            InputError::TooLarge { path } => write!(
-                f,
-                "`{}` is larger than 4 GiB; split the policy into several files",
-                path.display()
-            ),
-            InputError::NoPolicyFiles { dir } => write!(
-                f,
-                "`{}` contains no `.policy` files",
-                dir.display()
-            ),
+            InputError::Read { path, err } => write!(f, "`{}` is {err}", path.display()),
+            InputError::ReadDir { path, err } => {
+                write!(f, "cannot read directory `{}`: {err}", path.display())
+            }
+            InputError::NoPolicyFiles { dir } => {
+                write!(f, "`{}` contains no `.policy` files", dir.display())
+            }
         }
     }
 }
 
-/// Reads every file (directories are searched recursively for `*.policy`,
-/// in sorted order so output is stable).
-pub fn load(paths: &[PathBuf]) -> Result<SourceDb, InputError> {
-    let mut db = SourceDb::new();
+/// Loads every named file (directories are searched recursively for
+/// `*.policy`, in sorted order so output is stable) with its imports.
+pub fn load(paths: &[PathBuf]) -> Result<Workspace, InputError> {
+    let mut roots = Vec::new();
     for path in paths {
         if path.is_dir() {
-            let mut found = Vec::new();
-            collect_policy_files(path, &mut found)?;
-            if found.is_empty() {
+            let before = roots.len();
+            collect_policy_files(path, &mut roots)?;
+            if roots.len() == before {
                 return Err(InputError::NoPolicyFiles { dir: path.clone() });
             }
-            for file in found {
-                add_file(&mut db, &file)?;
-            }
         } else {
-            add_file(&mut db, path)?;
+            roots.push(path.clone());
         }
     }
-    Ok(db)
-}
-
-fn add_file(db: &mut SourceDb, path: &Path) -> Result<(), InputError> {
-    let bytes = std::fs::read(path).map_err(|err| InputError::Read {
-        path: path.to_path_buf(),
-        err,
-    })?;
-    if bytes.len() > MAX_FILE_BYTES {
-        return Err(InputError::TooLarge {
-            path: path.to_path_buf(),
-        });
+    let mut ws = Workspace::new(FileSystem::new());
+    for root in &roots {
+        ws.add_root(root)
+            .map_err(|(path, err)| InputError::Read { path, err })?;
     }
-    let text = String::from_utf8(bytes).map_err(|e| InputError::NotUtf8 {
-        path: path.to_path_buf(),
-        offset: e.utf8_error().valid_up_to(),
-    })?;
-    db.add(path, text);
-    Ok(())
+    Ok(ws)
 }
 
 fn collect_policy_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
-    let read_err = |err| InputError::Read {
+    let read_err = |err| InputError::ReadDir {
         path: dir.to_path_buf(),
         err,
     };

@@ -60,6 +60,74 @@ codes! {
     NumberTooLarge = "E0010", Error, "number too large";
     /// A duration with a unit other than `s`, `m`, `h`.
     InvalidDurationUnit = "E0011", Error, "invalid duration unit";
+
+    /// An imported file that does not exist (or a `std/` file the stdlib lacks).
+    ImportNotFound = "E0101", Error, "imported file not found";
+    /// Files that import each other in a loop.
+    ImportCycle = "E0102", Error, "import cycle";
+    /// An import path with interpolation.
+    ImportNotPlain = "E0103", Error, "import path must be a plain string";
+    /// Two definitions of one name of one kind, or two `policy` blocks.
+    DuplicateDefinition = "E0104", Error, "duplicate definition";
+    /// A class name that is neither defined, declared nor a hard class.
+    UndefinedClass = "E0105", Error, "undefined class";
+    /// A name that is not a let, parameter or loop variable in scope.
+    UndefinedVariable = "E0106", Error, "undefined variable";
+    /// `use` of a body that does not exist.
+    UndefinedBody = "E0107", Error, "undefined body";
+    /// A call of a bundle that does not exist.
+    UndefinedBundle = "E0108", Error, "undefined bundle";
+    /// `sys.x` that is not a known fact.
+    UnknownFact = "E0109", Error, "unknown fact";
+    /// A promise type that does not exist.
+    UnknownPromiseType = "E0110", Error, "unknown promise type";
+    /// An attribute the promise type does not have.
+    UnknownAttribute = "E0111", Error, "unknown attribute";
+    /// `after`/`notify` naming a promise that the policy does not make.
+    UnknownReference = "E0112", Error, "reference to no promise";
+    /// A named argument that the bundle has no parameter for.
+    UnknownParameter = "E0113", Error, "unknown parameter";
+    /// Definitions that depend on themselves: classes, lets, bodies, bundle calls.
+    DefinitionCycle = "E0114", Error, "definition cycle";
+
+    /// A value of the wrong type.
+    TypeMismatch = "E0201", Error, "type mismatch";
+    /// A type name that does not exist.
+    UnknownType = "E0202", Error, "unknown type";
+    /// A word that is not one of the attribute's allowed values.
+    InvalidEnumValue = "E0203", Error, "invalid value";
+    /// A mode above 0o7777 or below zero.
+    ModeOutOfRange = "E0204", Error, "mode out of range";
+    /// A file-like promiser that is not an absolute path.
+    RelativePath = "E0205", Error, "path is not absolute";
+    /// A regular expression the regex engine rejects.
+    InvalidRegex = "E0206", Error, "invalid regular expression";
+    /// A required attribute is missing.
+    MissingAttribute = "E0207", Error, "missing required attribute";
+    /// Attributes that cannot be used together (two content sources).
+    ConflictingAttributes = "E0208", Error, "conflicting attributes";
+    /// Missing, extra or repeated arguments in a bundle call.
+    WrongArguments = "E0209", Error, "wrong arguments";
+    /// The same attribute set twice in one promise or body.
+    DuplicateAttribute = "E0210", Error, "attribute set twice";
+    /// An expression used where it cannot be: a class expression as a value,
+    /// a comparison of two constants, a `for` over something not a list.
+    InvalidExpression = "E0211", Error, "invalid expression";
+    /// `on_repaired = c` where `c` is defined by an expression.
+    NotAnOutcomeClass = "E0212", Error, "class cannot be set by an outcome";
+
+    /// A `command` with neither `unless` nor `creates` runs on every pass.
+    NonConvergentCommand = "W0001", Warning, "command is not convergent";
+    /// A `let` nobody reads.
+    UnusedLet = "W0002", Warning, "unused let";
+    /// A `body` nobody uses.
+    UnusedBody = "W0003", Warning, "unused body";
+    /// A `bundle` the policy never calls.
+    UnusedBundle = "W0004", Warning, "unused bundle";
+    /// A guard that no assignment of classes makes true.
+    GuardNeverTrue = "W0005", Warning, "promise can never be active";
+    /// A mode written in decimal (`644` instead of `0o644`).
+    DecimalMode = "W0006", Warning, "mode written in decimal";
 }
 
 impl std::fmt::Display for Code {

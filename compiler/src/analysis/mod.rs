@@ -1,0 +1,13 @@
+//! The static analyses of the compiler: what can be proved about a policy
+//! without running it on a host.
+//!
+//! - [`sat`]: whether a class guard, or two guards together, can ever be
+//!   true, with a witness assignment of classes when they can. It is exact
+//!   (never a false "satisfiable" or "unsatisfiable"), so diagnostics built
+//!   on it are never guesses.
+//!
+//! Later analyses live here too and build on [`sat`]: dead promises (a guard
+//! that can never hold), contradictions (two promises on the same resource
+//! whose guards can hold together) and cycle detection in promise ordering.
+
+pub mod sat;

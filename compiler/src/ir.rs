@@ -1,0 +1,206 @@
+//! The expanded program: every promise after bundle calls, compile-time
+//! `for` loops and `use` splicing, each with its full guard, its resolved
+//! attribute values and where it came from. Contradiction analysis, the
+//! ordering graph and code generation all work on this flat list.
+
+use converge_grammar::Span;
+
+#[derive(Clone, Debug, Default)]
+pub struct Program {
+    pub promises: Vec<Promise>,
+    /// Class definitions and declarations, in definition order.
+    pub classes: Vec<ClassDecl>,
+    /// `exclusive` groups.
+    pub exclusive: Vec<Vec<String>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ClassDecl {
+    pub name: String,
+    /// `None` for a class declared for outcomes or `--define`.
+    pub expr: Option<Guard>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct Promise {
+    /// The promise type (`file`, `package`, ...).
+    pub kind: &'static str,
+    pub promiser: Value,
+    /// Attributes in the order they were written (the promise's own, then
+    /// those spliced from bodies), with the span of each value.
+    pub attrs: Vec<Attr>,
+    /// The conjunction of every enclosing `when` and call-site guard.
+    pub guard: Guard,
+    /// The promise type and promiser as written.
+    pub span: Span,
+    /// The bundle calls that led here, outermost first.
+    pub chain: Vec<CallSite>,
+    /// Loops over run-time lists (`for ip in sys.ipv4`) enclosing the
+    /// promise, outermost first: the VM repeats the promise per element.
+    pub runtime_loops: Vec<RuntimeLoop>,
+}
+
+impl Promise {
+    pub fn attr(&self, name: &str) -> Option<&Value> {
+        self.attrs.iter().find(|a| a.name == name).map(|a| &a.value)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Attr {
+    pub name: String,
+    pub value: Value,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallSite {
+    pub bundle: String,
+    /// The call statement.
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeLoop {
+    pub var: String,
+    /// The fact holding the list (`sys.ipv4`).
+    pub fact: String,
+}
+
+/// A value known at compile time, or an expression over facts and run-time
+/// loop variables that the VM evaluates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    Str(String),
+    Int(i64),
+    Bool(bool),
+    /// Seconds.
+    Duration(u64),
+    /// A bare word: an enum value (`installed`) or a class name.
+    Word(String),
+    List(Vec<Value>),
+    Map(Vec<(String, Value)>),
+    /// A reference to a promise: `file "/x"` (kind `file`) or `id "h"`.
+    Ref {
+        kind: String,
+        target: Box<Value>,
+    },
+    /// A string with run-time parts.
+    Template(Vec<TemplatePart>),
+    /// The value of a fact (`sys.cpus`).
+    Fact(String),
+    /// The current element of a run-time loop.
+    LoopVar(String),
+}
+
+impl Value {
+    /// Whether the value is fully known at compile time.
+    pub fn is_constant(&self) -> bool {
+        match self {
+            Value::Template(_) | Value::Fact(_) | Value::LoopVar(_) => false,
+            Value::List(items) => items.iter().all(Value::is_constant),
+            Value::Map(entries) => entries.iter().all(|(_, v)| v.is_constant()),
+            Value::Ref { target, .. } => target.is_constant(),
+            _ => true,
+        }
+    }
+
+    /// The text of a constant string or word.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) | Value::Word(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// How the value reads in messages and `policyc explain`.
+    pub fn display(&self) -> String {
+        match self {
+            Value::Str(s) => format!("{s:?}"),
+            Value::Int(i) => i.to_string(),
+            Value::Bool(b) => b.to_string(),
+            Value::Duration(s) => format!("{s}s"),
+            Value::Word(w) => w.clone(),
+            Value::List(items) => {
+                let items: Vec<String> = items.iter().map(Value::display).collect();
+                format!("[{}]", items.join(", "))
+            }
+            Value::Map(entries) => {
+                let items: Vec<String> = entries
+                    .iter()
+                    .map(|(k, v)| format!("{k:?}: {}", v.display()))
+                    .collect();
+                format!("{{{}}}", items.join(", "))
+            }
+            Value::Ref { kind, target } => format!("{kind} {}", target.display()),
+            Value::Template(parts) => {
+                let text: String = parts
+                    .iter()
+                    .map(|p| match p {
+                        TemplatePart::Lit(t) => t.replace('$', "\\$"),
+                        TemplatePart::Fact(f) => format!("${{{f}}}"),
+                        TemplatePart::LoopVar(v) => format!("${{{v}}}"),
+                    })
+                    .collect();
+                format!("{text:?}")
+            }
+            Value::Fact(f) => f.clone(),
+            Value::LoopVar(v) => v.clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TemplatePart {
+    Lit(String),
+    Fact(String),
+    LoopVar(String),
+}
+
+/// A class expression after expansion: bundle parameters and compile-time
+/// loop variables are substituted, comparisons of constants are folded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Guard {
+    Const(bool),
+    Class(String),
+    Compare {
+        op: CompareOp,
+        lhs: Value,
+        rhs: Value,
+    },
+    Not(Box<Guard>),
+    And(Vec<Guard>),
+    Or(Vec<Guard>),
+}
+
+impl Guard {
+    /// `a && b`, simplifying constants and flattening.
+    pub fn and(self, other: Guard) -> Guard {
+        match (self, other) {
+            (Guard::Const(true), g) | (g, Guard::Const(true)) => g,
+            (Guard::Const(false), _) | (_, Guard::Const(false)) => Guard::Const(false),
+            (Guard::And(mut a), Guard::And(b)) => {
+                a.extend(b);
+                Guard::And(a)
+            }
+            (Guard::And(mut a), g) => {
+                a.push(g);
+                Guard::And(a)
+            }
+            (g, Guard::And(mut b)) => {
+                b.insert(0, g);
+                Guard::And(b)
+            }
+            (a, b) => Guard::And(vec![a, b]),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompareOp {
+    Eq,
+    NotEq,
+    Match,
+    In,
+}

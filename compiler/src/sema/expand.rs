@@ -1,0 +1,640 @@
+//! Expansion: from the `policy` block, instantiate every bundle call with
+//! its arguments, unroll `for` loops over compile-time lists, splice `use`d
+//! bodies, and collect the resulting promises into a flat [`ir::Program`],
+//! each with its full guard and call chain.
+//!
+//! Runs only on a program that type-checked, so it reports only what needs
+//! real argument values: a promiser that turns out relative, a word passed
+//! for an enum, a mode out of range, a missing map key, recursive bundles,
+//! and `after`/`notify` references to promises the policy does not make.
+
+use std::collections::{HashMap, HashSet};
+
+use converge_grammar::ast::{self, ClassDef, Expr, ExprKind, PolicyDef, Stmt};
+use converge_grammar::token::{StrLit, StrPart};
+use converge_grammar::Span;
+use converge_vm::schema::{promise_type, AttrType, PromiserKind};
+
+use super::check::{bind_arguments, relative_path, Checker};
+use super::symbols::Symbols;
+use crate::diagnostic::{Code, Diagnostic};
+use crate::ir::{self, CallSite, Guard, RuntimeLoop, TemplatePart, Value};
+use crate::suggest::{did_you_mean, one_of};
+
+#[derive(Debug)]
+pub struct Expansion {
+    pub program: ir::Program,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Bundle calls nest at most this deep (recursion is reported before it).
+const MAX_CALL_DEPTH: usize = 64;
+
+pub fn expand<'a>(
+    symbols: &'a Symbols<'a>,
+    checker: &mut Checker<'a>,
+    policy: &'a PolicyDef,
+) -> Expansion {
+    let mut ex = Expander {
+        symbols,
+        checker,
+        diagnostics: Vec::new(),
+        promises: Vec::new(),
+        lets: HashMap::new(),
+        chain: Vec::new(),
+        loops: Vec::new(),
+        reported_recursion: HashSet::new(),
+    };
+    ex.stmts(&policy.body, &mut Vec::new(), &Guard::Const(true));
+    let classes = symbols
+        .classes
+        .defs
+        .iter()
+        .map(|(name, def)| ex.class_decl(name, def))
+        .collect();
+    let exclusive = symbols
+        .exclusives
+        .iter()
+        .map(|g| g.classes.iter().map(|c| c.name.clone()).collect())
+        .collect();
+    let program = ir::Program {
+        promises: std::mem::take(&mut ex.promises),
+        classes,
+        exclusive,
+    };
+    ex.check_references(&program);
+    Expansion {
+        program,
+        diagnostics: ex.diagnostics,
+    }
+}
+
+type Env<'a> = Vec<(&'a str, Value)>;
+
+struct Expander<'a, 'c> {
+    symbols: &'a Symbols<'a>,
+    checker: &'c mut Checker<'a>,
+    diagnostics: Vec<Diagnostic>,
+    promises: Vec<ir::Promise>,
+    lets: HashMap<&'a str, Value>,
+    chain: Vec<CallSite>,
+    loops: Vec<RuntimeLoop>,
+    reported_recursion: HashSet<Span>,
+}
+
+impl<'a> Expander<'a, '_> {
+    fn class_decl(&mut self, name: &str, def: &'a ClassDef) -> ir::ClassDecl {
+        ir::ClassDecl {
+            name: name.to_owned(),
+            expr: def.expr.as_ref().map(|e| self.guard(e, &Vec::new())),
+            span: def.name.span,
+        }
+    }
+
+    fn stmts(&mut self, stmts: &'a [Stmt], env: &mut Env<'a>, guard: &Guard) {
+        for stmt in stmts {
+            match stmt {
+                Stmt::Promise(p) => self.promise(p, env, guard),
+                Stmt::When(w) => {
+                    let inner = guard.clone().and(self.guard(&w.guard, env));
+                    self.stmts(&w.body, env, &inner);
+                }
+                Stmt::For(f) => match self.eval(&f.list, env) {
+                    Value::List(items) => {
+                        for item in items {
+                            env.push((&f.var.name, item));
+                            self.stmts(&f.body, env, guard);
+                            env.pop();
+                        }
+                    }
+                    Value::Fact(fact) => {
+                        self.loops.push(RuntimeLoop {
+                            var: f.var.name.clone(),
+                            fact,
+                        });
+                        env.push((&f.var.name, Value::LoopVar(f.var.name.clone())));
+                        self.stmts(&f.body, env, guard);
+                        env.pop();
+                        self.loops.pop();
+                    }
+                    // Type checking guarantees a list; anything else expands
+                    // to nothing.
+                    _ => {}
+                },
+                Stmt::Call(call) => self.call(call, env, guard),
+                Stmt::Error(_) => {}
+            }
+        }
+    }
+
+    fn call(&mut self, call: &'a ast::Call, env: &mut Env<'a>, guard: &Guard) {
+        let Some(bundle) = self.symbols.bundles.get(&call.bundle.name) else {
+            return;
+        };
+        if let Some(first) = self.chain.iter().position(|c| c.bundle == bundle.name.name) {
+            if self.reported_recursion.insert(call.span) {
+                let mut names: Vec<&str> = self
+                    .chain
+                    .iter()
+                    .skip(first)
+                    .map(|c| c.bundle.as_str())
+                    .collect();
+                names.push(&bundle.name.name);
+                let mut d = Diagnostic::new(
+                    Code::DefinitionCycle,
+                    format!("bundle calls form a cycle: {}", names.join(" -> ")),
+                    call.span,
+                    format!("calls `{}` again", bundle.name.name),
+                );
+                for site in self.chain.iter().skip(first) {
+                    d = d.with_secondary(site.span, format!("`{}` called here", site.bundle));
+                }
+                self.diagnostics
+                    .push(d.with_help("a bundle cannot call itself, directly or through others"));
+            }
+            return;
+        }
+        if self.chain.len() >= MAX_CALL_DEPTH {
+            return;
+        }
+        let Ok(bound) = bind_arguments(bundle, &call.args) else {
+            return;
+        };
+        let mut inner: Env<'a> = Vec::with_capacity(bundle.params.len());
+        for (param, arg) in bundle.params.iter().zip(bound) {
+            let value = match (arg, &param.default) {
+                (Some(arg), _) => self.eval(&arg.value, env),
+                (None, Some(default)) => self.eval(default, &Vec::new()),
+                (None, None) => continue,
+            };
+            inner.push((&param.name.name, value));
+        }
+        self.chain.push(CallSite {
+            bundle: bundle.name.name.clone(),
+            span: call.span,
+        });
+        self.stmts(&bundle.body, &mut inner, guard);
+        self.chain.pop();
+    }
+
+    fn promise(&mut self, p: &'a ast::Promise, env: &mut Env<'a>, guard: &Guard) {
+        let Some(pt) = promise_type(&p.kind.name) else {
+            return;
+        };
+        let promiser = self.eval(&p.promiser, env);
+        let span = p.kind.span.to(p.promiser.span);
+        if pt.promiser == PromiserKind::AbsolutePath {
+            let text = match &promiser {
+                Value::Str(s) => Some(s.as_str()),
+                Value::Template(parts) => match parts.first() {
+                    Some(TemplatePart::Lit(s)) => Some(s.as_str()),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(text) = text.filter(|t| !t.starts_with('/')) {
+                let d = relative_path(pt, p.promiser.span, text);
+                self.report(d);
+            }
+        }
+        let sources = self.checker.promise_attrs(p);
+        let mut attrs = Vec::with_capacity(sources.len());
+        for source in sources {
+            let Some(spec) = pt.attr(&source.name.name) else {
+                continue;
+            };
+            let value = self.attr_value(&spec.ty, source.value, env);
+            self.check_value(&spec.ty, &value, source.value.span);
+            attrs.push(ir::Attr {
+                name: source.name.name.clone(),
+                value,
+                span: source.value.span,
+            });
+        }
+        self.promises.push(ir::Promise {
+            kind: pt.name,
+            promiser,
+            attrs,
+            guard: guard.clone(),
+            span,
+            chain: self.chain.clone(),
+            runtime_loops: self.loops.clone(),
+        });
+    }
+
+    /// Evaluates an attribute value; bare words stand for themselves where
+    /// the attribute takes enum values or class names.
+    fn attr_value(&mut self, ty: &AttrType, expr: &'a Expr, env: &Env<'a>) -> Value {
+        match (ty, &expr.kind) {
+            (AttrType::Enum(_) | AttrType::Class, ExprKind::Path(path)) if path.len() == 1 => {
+                let name = path.first().map(|i| i.name.as_str()).unwrap_or("");
+                if env.iter().any(|(n, _)| *n == name) || self.symbols.lets.get(name).is_some() {
+                    self.eval(expr, env)
+                } else {
+                    Value::Word(name.to_owned())
+                }
+            }
+            (AttrType::Enum(_), ExprKind::Str(_)) => match self.eval(expr, env) {
+                Value::Str(s) => Value::Word(s),
+                other => other,
+            },
+            (AttrType::List(inner), ExprKind::List(items)) => Value::List(
+                items
+                    .iter()
+                    .map(|i| self.attr_value(inner, i, env))
+                    .collect(),
+            ),
+            _ => self.eval(expr, env),
+        }
+    }
+
+    /// Checks a value that only expansion knows against its attribute type.
+    fn check_value(&mut self, ty: &AttrType, value: &Value, span: Span) {
+        match (ty, value) {
+            (AttrType::Enum(words), Value::Word(w) | Value::Str(w))
+                if !words.contains(&w.as_str()) =>
+            {
+                let mut d = Diagnostic::new(
+                    Code::InvalidEnumValue,
+                    format!("`{w}` is not a valid value here"),
+                    span,
+                    format!("expected {}", one_of(words)),
+                );
+                if let Some(s) = did_you_mean(w, words.iter().copied()) {
+                    d = d.with_help(format!("did you mean `{s}`?"));
+                }
+                self.report(d);
+            }
+            (AttrType::Mode, Value::Int(m)) if !(0..=0o7777).contains(m) => {
+                self.report(Diagnostic::new(
+                    Code::ModeOutOfRange,
+                    format!("mode {m} is out of range"),
+                    span,
+                    "modes are 0o0 to 0o7777",
+                ));
+            }
+            _ => {}
+        }
+    }
+
+    /// Reports a diagnostic found while expanding, naming the call chain
+    /// that led to it.
+    fn report(&mut self, mut d: Diagnostic) {
+        if let Some(innermost) = self.chain.last() {
+            let mut steps: Vec<String> = self
+                .chain
+                .iter()
+                .rev()
+                .map(|c| format!("bundle `{}`", c.bundle))
+                .collect();
+            steps.push("the policy block".to_owned());
+            d = d.with_note(format!("in {}", steps.join(", called from ")));
+            for site in self.chain.iter().rev() {
+                d = d.with_secondary(site.span, format!("`{}` called here", site.bundle));
+            }
+            let _ = innermost;
+        }
+        self.diagnostics.push(d);
+    }
+
+    // ------------------------------------------------------------ values
+
+    fn let_value(&mut self, name: &'a str) -> Value {
+        if let Some(v) = self.lets.get(name) {
+            return v.clone();
+        }
+        let Some(def) = self.symbols.lets.get(name) else {
+            return Value::Str(String::new());
+        };
+        // Insert a placeholder first: a let cycle was already reported by
+        // the checker, and this keeps evaluation finite.
+        self.lets.insert(name, Value::Str(String::new()));
+        let value = self.eval(&def.value, &Vec::new());
+        self.lets.insert(name, value.clone());
+        value
+    }
+
+    fn lookup(&mut self, name: &'a str, env: &Env<'a>) -> Option<Value> {
+        if let Some((_, v)) = env.iter().rev().find(|(n, _)| *n == name) {
+            return Some(v.clone());
+        }
+        if self.symbols.lets.get(name).is_some() {
+            return Some(self.let_value(name));
+        }
+        None
+    }
+
+    fn eval(&mut self, expr: &'a Expr, env: &Env<'a>) -> Value {
+        match &expr.kind {
+            ExprKind::Str(lit) => self.string(lit, expr.span, env),
+            ExprKind::Int { value, .. } => Value::Int(*value),
+            ExprKind::Duration(secs) => Value::Duration(*secs),
+            ExprKind::Bool(b) => Value::Bool(*b),
+            ExprKind::Path(path) => self.path(path, env),
+            ExprKind::List(items) => Value::List(items.iter().map(|i| self.eval(i, env)).collect()),
+            ExprKind::Map(entries) => Value::Map(
+                entries
+                    .iter()
+                    .map(|(k, v)| {
+                        let key = match self.eval(k, env) {
+                            Value::Str(s) => s,
+                            other => other.display(),
+                        };
+                        (key, self.eval(v, env))
+                    })
+                    .collect(),
+            ),
+            ExprKind::Ref { kind, target } => Value::Ref {
+                kind: kind.name.clone(),
+                target: Box::new(self.string(target, expr.span, env)),
+            },
+            ExprKind::Not(_)
+            | ExprKind::And(..)
+            | ExprKind::Or(..)
+            | ExprKind::Compare { .. }
+            | ExprKind::Error => Value::Bool(false),
+        }
+    }
+
+    fn path(&mut self, path: &'a [ast::Ident], env: &Env<'a>) -> Value {
+        let Some(first) = path.first() else {
+            return Value::Str(String::new());
+        };
+        if first.name == "sys" {
+            let name: Vec<&str> = path.iter().map(|i| i.name.as_str()).collect();
+            return Value::Fact(name.join("."));
+        }
+        let Some(mut value) = self.lookup(&first.name, env) else {
+            return Value::Word(first.name.clone());
+        };
+        for key in path.iter().skip(1) {
+            value = match value {
+                Value::Map(entries) => match entries.into_iter().find(|(k, _)| *k == key.name) {
+                    Some((_, v)) => v,
+                    None => {
+                        self.report(Diagnostic::new(
+                            Code::UndefinedVariable,
+                            format!("the map has no key `{}`", key.name),
+                            key.span,
+                            "no such key",
+                        ));
+                        return Value::Str(String::new());
+                    }
+                },
+                other => other,
+            };
+        }
+        value
+    }
+
+    /// A string literal with its interpolations substituted: constants are
+    /// spliced in as text, facts and run-time loop variables stay parts of
+    /// a template.
+    fn string(&mut self, lit: &'a StrLit, span: Span, env: &Env<'a>) -> Value {
+        let mut parts: Vec<TemplatePart> = Vec::new();
+        let push_lit = |parts: &mut Vec<TemplatePart>, text: &str| match parts.last_mut() {
+            Some(TemplatePart::Lit(prev)) => prev.push_str(text),
+            _ => parts.push(TemplatePart::Lit(text.to_owned())),
+        };
+        for part in &lit.parts {
+            match part {
+                StrPart::Lit(text) => push_lit(&mut parts, text),
+                StrPart::Interp { path, .. } => {
+                    let value = self.interp_value(path, span, env);
+                    match value {
+                        Value::Fact(f) => parts.push(TemplatePart::Fact(f)),
+                        Value::LoopVar(v) => parts.push(TemplatePart::LoopVar(v)),
+                        Value::Template(inner) => {
+                            for p in inner {
+                                match p {
+                                    TemplatePart::Lit(t) => push_lit(&mut parts, &t),
+                                    other => parts.push(other),
+                                }
+                            }
+                        }
+                        other => push_lit(&mut parts, &render(&other)),
+                    }
+                }
+            }
+        }
+        match parts.as_slice() {
+            [] => Value::Str(String::new()),
+            [TemplatePart::Lit(text)] => Value::Str(text.clone()),
+            _ => Value::Template(parts),
+        }
+    }
+
+    fn interp_value(&mut self, path: &[String], span: Span, env: &Env<'a>) -> Value {
+        let Some(first) = path.first() else {
+            return Value::Str(String::new());
+        };
+        if first == "sys" {
+            return Value::Fact(path.join("."));
+        }
+        let name: Option<&'a str> = env
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == first)
+            .map(|(n, _)| *n)
+            .or_else(|| {
+                self.symbols
+                    .lets
+                    .defs
+                    .iter()
+                    .find(|(n, _)| *n == first)
+                    .map(|(n, _)| *n)
+            });
+        let Some(name) = name else {
+            return Value::Str(String::new());
+        };
+        let mut value = self.lookup(name, env).unwrap_or(Value::Str(String::new()));
+        for key in path.iter().skip(1) {
+            value = match value {
+                Value::Map(entries) => match entries.into_iter().find(|(k, _)| k == key) {
+                    Some((_, v)) => v,
+                    None => {
+                        self.report(Diagnostic::new(
+                            Code::UndefinedVariable,
+                            format!("the map `{first}` has no key `{key}`"),
+                            span,
+                            "no such key",
+                        ));
+                        return Value::Str(String::new());
+                    }
+                },
+                other => other,
+            };
+        }
+        value
+    }
+
+    fn guard(&mut self, expr: &'a Expr, env: &Env<'a>) -> Guard {
+        match &expr.kind {
+            ExprKind::Bool(b) => Guard::Const(*b),
+            ExprKind::Path(path) if path.len() == 1 => {
+                let name = path.first().map(|i| i.name.as_str()).unwrap_or("");
+                if self.symbols.classes.get(name).is_none()
+                    && !converge_vm::schema::is_hard_class(name)
+                {
+                    if let Some(Value::Bool(b)) = self.lookup(name, env) {
+                        return Guard::Const(b);
+                    }
+                }
+                Guard::Class(name.to_owned())
+            }
+            ExprKind::Not(inner) => match self.guard(inner, env) {
+                Guard::Const(b) => Guard::Const(!b),
+                g => Guard::Not(Box::new(g)),
+            },
+            ExprKind::And(a, b) => {
+                let a = self.guard(a, env);
+                let b = self.guard(b, env);
+                a.and(b)
+            }
+            ExprKind::Or(a, b) => match (self.guard(a, env), self.guard(b, env)) {
+                (Guard::Const(true), _) | (_, Guard::Const(true)) => Guard::Const(true),
+                (Guard::Const(false), g) | (g, Guard::Const(false)) => g,
+                (Guard::Or(mut x), Guard::Or(y)) => {
+                    x.extend(y);
+                    Guard::Or(x)
+                }
+                (Guard::Or(mut x), g) => {
+                    x.push(g);
+                    Guard::Or(x)
+                }
+                (x, y) => Guard::Or(vec![x, y]),
+            },
+            ExprKind::Compare { op, lhs, rhs } => {
+                let op = match op {
+                    ast::CompareOp::Eq => ir::CompareOp::Eq,
+                    ast::CompareOp::NotEq => ir::CompareOp::NotEq,
+                    ast::CompareOp::Match => ir::CompareOp::Match,
+                    ast::CompareOp::In => ir::CompareOp::In,
+                };
+                let lhs = self.eval(lhs, env);
+                let rhs = self.eval(rhs, env);
+                fold_compare(op, lhs, rhs)
+            }
+            _ => Guard::Const(false),
+        }
+    }
+
+    // ------------------------------------------------------------ references
+
+    /// Every `after`/`notify` reference with a compile-time target must name
+    /// a promise of the program; `id`s must be unique.
+    fn check_references(&mut self, program: &ir::Program) {
+        let mut ids: HashMap<&str, Span> = HashMap::new();
+        let mut objects: HashSet<(&str, &str)> = HashSet::new();
+        for p in &program.promises {
+            if let Some(text) = p.promiser.as_str() {
+                objects.insert((p.kind, text));
+            }
+            if let Some(id) = p.attr("id").and_then(Value::as_str) {
+                let span = p
+                    .attrs
+                    .iter()
+                    .find(|a| a.name == "id")
+                    .map_or(p.span, |a| a.span);
+                match ids.get(id) {
+                    Some(first) if *first != span => self.diagnostics.push(
+                        Diagnostic::new(
+                            Code::DuplicateDefinition,
+                            format!("two promises have the id `{id}`"),
+                            span,
+                            "used again here",
+                        )
+                        .with_secondary(*first, "first used here")
+                        .with_help("ids name one promise each; rename one of them"),
+                    ),
+                    _ => {
+                        ids.insert(id, span);
+                    }
+                }
+            }
+        }
+        for p in &program.promises {
+            for attr in p
+                .attrs
+                .iter()
+                .filter(|a| a.name == "after" || a.name == "notify")
+            {
+                let Value::List(refs) = &attr.value else {
+                    continue;
+                };
+                for r in refs {
+                    let Value::Ref { kind, target } = r else {
+                        continue;
+                    };
+                    let Some(target) = target.as_str() else {
+                        continue;
+                    };
+                    let found = if kind == "id" {
+                        ids.contains_key(target)
+                    } else {
+                        objects.contains(&(kind.as_str(), target))
+                    };
+                    if !found {
+                        let candidates: Vec<&str> = if kind == "id" {
+                            ids.keys().copied().collect()
+                        } else {
+                            objects
+                                .iter()
+                                .filter(|(k, _)| k == kind)
+                                .map(|(_, t)| *t)
+                                .collect()
+                        };
+                        let mut d = Diagnostic::new(
+                            Code::UnknownReference,
+                            format!("no promise `{kind} {target:?}` in this policy"),
+                            attr.span,
+                            format!("`{}` names it", attr.name),
+                        );
+                        let mut sorted = candidates;
+                        sorted.sort_unstable();
+                        d = match did_you_mean(target, sorted.iter().copied()) {
+                            Some(s) => d.with_help(format!("did you mean `{kind} {s:?}`?")),
+                            None => d.with_help("a reference names a promise the policy makes: `TYPE \"promiser\"` or `id \"handle\"`"),
+                        };
+                        self.diagnostics.push(d);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The text a constant contributes when interpolated into a string.
+fn render(value: &Value) -> String {
+    match value {
+        Value::Str(s) | Value::Word(s) => s.clone(),
+        Value::Int(i) => i.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Duration(s) => s.to_string(),
+        other => other.display(),
+    }
+}
+
+/// Folds a comparison whose two sides are known.
+fn fold_compare(op: ir::CompareOp, lhs: Value, rhs: Value) -> Guard {
+    if lhs.is_constant() && rhs.is_constant() {
+        let result = match op {
+            ir::CompareOp::Eq => Some(lhs == rhs),
+            ir::CompareOp::NotEq => Some(lhs != rhs),
+            ir::CompareOp::In => match &rhs {
+                Value::List(items) => Some(items.contains(&lhs)),
+                _ => None,
+            },
+            ir::CompareOp::Match => match (lhs.as_str(), rhs.as_str()) {
+                (Some(text), Some(pattern)) => {
+                    regex::Regex::new(pattern).ok().map(|re| re.is_match(text))
+                }
+                _ => None,
+            },
+        };
+        if let Some(b) = result {
+            return Guard::Const(b);
+        }
+    }
+    Guard::Compare { op, lhs, rhs }
+}

@@ -1,0 +1,108 @@
+//! Semantic analysis of one program: global names ([`symbols`]), name
+//! resolution and type checking ([`check`]), and expansion into the flat
+//! promise list later stages analyse and compile ([`expand`]).
+
+pub mod check;
+pub mod expand;
+pub mod symbols;
+pub mod types;
+
+use converge_grammar::FileId;
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::ir;
+use crate::workspace::Workspace;
+
+/// The result of analysing one program.
+#[derive(Debug, Default)]
+pub struct Analysis {
+    pub diagnostics: Vec<Diagnostic>,
+    /// The expanded program, when it has a `policy` block and no errors.
+    pub program: Option<ir::Program>,
+    /// Promises counted for the summary line: expanded promises when there
+    /// is a `policy` block, promise statements otherwise.
+    pub promises: usize,
+}
+
+/// Analyses the program made of `files` (a root and its imports).
+pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
+    let mut diagnostics = Vec::new();
+    let symbols = symbols::Symbols::collect(ws, files, &mut diagnostics);
+    let mut checker = check::Checker::new(&symbols);
+    checker.check_program();
+    diagnostics.append(&mut checker.diagnostics);
+    unused_warnings(&symbols, &checker, &mut diagnostics);
+
+    let mut analysis = Analysis {
+        promises: checker.promise_statements,
+        ..Analysis::default()
+    };
+    let has_errors = diagnostics.iter().any(Diagnostic::is_error);
+    if let (Some(policy), false) = (symbols.policy, has_errors) {
+        let expansion = expand::expand(&symbols, &mut checker, policy);
+        diagnostics.extend(expansion.diagnostics);
+        analysis.promises = expansion.program.promises.len();
+        analysis.program = Some(expansion.program);
+    }
+    analysis.diagnostics = diagnostics;
+    analysis
+}
+
+/// Lets, bodies and bundles that nothing uses. Only reported for a program
+/// with a `policy` block (a file of definitions checked on its own is a
+/// library), and never for the standard library, whose definitions are
+/// there to be picked from.
+fn unused_warnings(
+    symbols: &symbols::Symbols,
+    checker: &check::Checker,
+    out: &mut Vec<Diagnostic>,
+) {
+    if symbols.policy.is_none() {
+        return;
+    }
+    for (name, def) in &symbols.lets.defs {
+        if !checker.used_lets.contains(name) && !symbols.is_stdlib(def.span) {
+            out.push(
+                Diagnostic::new(
+                    Code::UnusedLet,
+                    format!("let `{name}` is never used"),
+                    def.name.span,
+                    "defined here",
+                )
+                .with_help("remove it, or use it in a promise"),
+            );
+        }
+    }
+    for (name, def) in &symbols.bodies.defs {
+        if !checker.used_bodies.contains(name) && !symbols.is_stdlib(def.span) {
+            out.push(
+                Diagnostic::new(
+                    Code::UnusedBody,
+                    format!("body `{name}` is never used"),
+                    def.name.span,
+                    "defined here",
+                )
+                .with_help(format!(
+                    "splice it into a promise with `use {name};`, or remove it"
+                )),
+            );
+        }
+    }
+    {
+        for (name, def) in &symbols.bundles.defs {
+            if !checker.used_bundles.contains(name) && !symbols.is_stdlib(def.span) {
+                out.push(
+                    Diagnostic::new(
+                        Code::UnusedBundle,
+                        format!("bundle `{name}` is never called"),
+                        def.name.span,
+                        "defined here",
+                    )
+                    .with_help(format!(
+                        "call it from the policy block (`{name}();`), or remove it"
+                    )),
+                );
+            }
+        }
+    }
+}
