@@ -3,9 +3,10 @@
 //! with the source. Add a test by adding a file.
 //!
 //! The first line of each file says what it must produce:
-//! `// expect: ok` or `// expect: E0001 E0004` (the codes of all diagnostics,
-//! in source order). That line is asserted independently of the snapshot,
-//! so accepting a wrong snapshot cannot hide a missing or extra diagnostic.
+//! `// expect: ok` or `// expect: E0001 E0004@7` (the codes of all
+//! diagnostics in source order, each optionally with the line of its primary
+//! label). That line is asserted independently of the snapshot, so accepting
+//! a wrong snapshot cannot hide a missing, extra or misplaced diagnostic.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -42,12 +43,35 @@ fn ui() {
         let outcome = check(&ws);
         let db = &ws.db;
 
-        let codes: Vec<String> = outcome
-            .diagnostics
+        let expected = expected_codes(&src);
+        let json: serde_json::Value =
+            serde_json::from_str(&render_json(db, &outcome.diagnostics)).unwrap();
+        let found: Vec<String> = json["diagnostics"]
+            .as_array()
+            .unwrap()
             .iter()
-            .map(|d| d.code.to_string())
+            .zip(
+                expected
+                    .iter()
+                    .map(|e| e.contains('@'))
+                    .chain(std::iter::repeat(false)),
+            )
+            .map(|(d, with_line)| {
+                let code = d["code"].as_str().unwrap().to_owned();
+                let primary = d["labels"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|l| l["primary"] == true)
+                    .unwrap();
+                if with_line {
+                    format!("{code}@{}", primary["line"])
+                } else {
+                    code
+                }
+            })
             .collect();
-        assert_eq!(codes, expected_codes(&src), "diagnostic codes of {name}");
+        assert_eq!(found, expected, "diagnostics of {name}");
 
         let human = render_human(db, &outcome.diagnostics, false);
         let json = render_json(db, &outcome.diagnostics);

@@ -42,7 +42,10 @@ fn errors_exit_1_with_located_diagnostics() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("[E0001]"), "{stdout}");
     assert!(stdout.contains("bad.policy:2:32"), "{stdout}");
-    assert!(stdout.ends_with("checked 1 file, 0 promises: 1 error\n"), "{stdout}");
+    assert!(
+        stdout.ends_with("checked 1 file, 0 promises: 1 error\n"),
+        "{stdout}"
+    );
     // Not a terminal: no colour escapes.
     assert!(!stdout.contains('\u{1b}'), "{stdout}");
 }

@@ -31,7 +31,11 @@ pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
     let mut checker = check::Checker::new(&symbols);
     checker.check_program();
     diagnostics.append(&mut checker.diagnostics);
-    unused_warnings(&symbols, &checker, &mut diagnostics);
+    // After an error, "unused" is often an echo of it (a misspelt call
+    // leaves its bundle unused): report unused definitions on clean programs.
+    if !diagnostics.iter().any(Diagnostic::is_error) {
+        unused_warnings(&symbols, &checker, &mut diagnostics);
+    }
 
     let mut analysis = Analysis {
         promises: checker.promise_statements,
