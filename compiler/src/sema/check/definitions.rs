@@ -1,0 +1,326 @@
+//! Definitions: classes (and their cycles), exclusive groups, lets, bodies
+//! and bundle signatures.
+
+use std::collections::HashMap;
+
+use converge_grammar::ast::{AttrStmt, BodyDef, BundleDef, Ident, LetDef};
+use converge_grammar::Span;
+use converge_vm::schema::{self, is_hard_class, AttrType};
+
+use super::*;
+use crate::diagnostic::{Code, Diagnostic};
+use crate::sema::types::{self, Type};
+use crate::suggest::did_you_mean;
+
+impl<'a> Checker<'a> {
+    pub(super) fn check_classes(&mut self) {
+        let defs = self.symbols.classes.defs.clone();
+        let index: HashMap<&str, usize> =
+            defs.iter().enumerate().map(|(i, (n, _))| (*n, i)).collect();
+        let mut graph: Vec<Vec<usize>> = vec![Vec::new(); defs.len()];
+        let mut edge_spans: HashMap<(usize, usize), Span> = HashMap::new();
+        for (i, (_, def)) in defs.iter().enumerate() {
+            let Some(expr) = &def.expr else { continue };
+            self.class_refs = Some(Vec::new());
+            self.check_guard(expr, &Vec::new());
+            let refs = self.class_refs.take().unwrap_or_default();
+            for (name, span) in refs {
+                if let Some(&j) = index.get(name) {
+                    if let Some(edges) = graph.get_mut(i) {
+                        edges.push(j);
+                    }
+                    edge_spans.entry((i, j)).or_insert(span);
+                }
+            }
+        }
+        for cycle in crate::graph::cycles(&graph) {
+            let names: Vec<&str> = cycle
+                .iter()
+                .chain(cycle.first())
+                .filter_map(|i| defs.get(*i).map(|(n, _)| *n))
+                .collect();
+            let mut labels = cycle.iter().enumerate().filter_map(|(k, from)| {
+                let to = cycle.get((k + 1) % cycle.len())?;
+                let span = edge_spans.get(&(*from, *to))?;
+                let to_name = defs.get(*to).map(|(n, _)| *n)?;
+                Some((*span, to_name))
+            });
+            let Some((first_span, first_to)) = labels.next() else {
+                continue;
+            };
+            let mut d = Diagnostic::new(
+                Code::DefinitionCycle,
+                format!("class definitions form a cycle: {}", names.join(" -> ")),
+                first_span,
+                format!("uses `{first_to}`"),
+            );
+            for (span, to) in labels {
+                d = d.with_secondary(span, format!("which uses `{to}`"));
+            }
+            self.push(d.with_help("a class cannot depend on itself; break the loop"));
+        }
+    }
+
+    pub(super) fn check_exclusives(&mut self) {
+        for group in self.symbols.exclusives.clone() {
+            let mut seen: Vec<&str> = Vec::new();
+            for class in &group.classes {
+                if seen.contains(&class.name.as_str()) {
+                    self.push(Diagnostic::new(
+                        Code::DuplicateDefinition,
+                        format!("`{}` is listed twice in this exclusive group", class.name),
+                        class.span,
+                        "listed again here",
+                    ));
+                }
+                seen.push(&class.name);
+                if self.symbols.classes.get(&class.name).is_none() && !is_hard_class(&class.name) {
+                    self.undefined_class(&class.name, class.span);
+                }
+            }
+        }
+    }
+
+    pub(super) fn undefined_class(&mut self, name: &str, span: Span) {
+        let hard = schema::hard_class_names();
+        let candidates = self
+            .symbols
+            .classes
+            .names()
+            .chain(hard.iter().map(String::as_str));
+        let mut d = Diagnostic::new(
+            Code::UndefinedClass,
+            format!("undefined class `{name}`"),
+            span,
+            "not a defined, declared or hard class",
+        );
+        d = match did_you_mean(name, candidates) {
+            Some(s) => d.with_help(format!("did you mean `{s}`?")),
+            None => d.with_help(format!(
+                "define it (`class {name} = ...;`), or declare it for outcomes and --define (`class {name};`)"
+            )),
+        };
+        self.push(d);
+    }
+
+    /// The type of a global `let`, checking it on first use.
+    pub fn let_type(&mut self, name: &'a str) -> Option<Type> {
+        match self.let_states.get(name) {
+            Some(LetState::Done(t)) => return Some(t.clone()),
+            Some(LetState::InProgress) => return None,
+            None => {}
+        }
+        let def: &'a LetDef = self.symbols.lets.get(name)?;
+        self.let_states.insert(name, LetState::InProgress);
+        let ty = match &def.ty {
+            Some(written) => match self.resolve_type(written) {
+                Some(t) => {
+                    self.check_against(&def.value, &t, &Vec::new());
+                    t
+                }
+                None => Type::Any,
+            },
+            None => self.value_type(&def.value, &Vec::new()),
+        };
+        self.let_states.insert(name, LetState::Done(ty.clone()));
+        Some(ty)
+    }
+
+    pub(super) fn resolve_type(&mut self, ty: &converge_grammar::ast::TypeExpr) -> Option<Type> {
+        match types::resolve(ty) {
+            Ok(t) => Some(t),
+            Err((message, span)) => {
+                let mut d = Diagnostic::new(Code::UnknownType, message, span, "not a type");
+                d = match did_you_mean(&ty.name.name, types::TYPE_NAMES.iter().copied()) {
+                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                    None => d.with_note(
+                        "the types are string, int, bool, mode, duration, list<T> and map<string, T>",
+                    ),
+                };
+                self.push(d);
+                None
+            }
+        }
+    }
+
+    pub(super) fn check_body(&mut self, body: &'a BodyDef) {
+        let mut seen: Vec<&'a Ident> = Vec::new();
+        for stmt in &body.attrs {
+            match stmt {
+                AttrStmt::Set(attr) => {
+                    if let Some(first) = seen.iter().find(|i| i.name == attr.name.name) {
+                        self.duplicate_attr(&attr.name, first.span);
+                    }
+                    seen.push(&attr.name);
+                    let specs: Vec<&AttrType> = schema::PROMISE_TYPES
+                        .iter()
+                        .filter_map(|t| t.attr(&attr.name.name))
+                        .map(|a| &a.ty)
+                        .collect();
+                    match specs.as_slice() {
+                        [] => {
+                            let all: Vec<&str> = all_attribute_names();
+                            let mut d = Diagnostic::new(
+                                Code::UnknownAttribute,
+                                format!("no promise type has an attribute `{}`", attr.name.name),
+                                attr.name.span,
+                                "unknown attribute",
+                            );
+                            if let Some(s) = did_you_mean(&attr.name.name, all.iter().copied()) {
+                                d = d.with_help(format!("did you mean `{s}`?"));
+                            }
+                            self.push(d);
+                            self.value_type(&attr.value, &Vec::new());
+                        }
+                        [first, rest @ ..] if rest.iter().all(|t| t == first) => {
+                            self.check_attr_value(first, &attr.value, &Vec::new());
+                        }
+                        // The same name with different types on different
+                        // promise types (`state`): checked where it is used.
+                        _ => {
+                            self.value_type_or_word(&attr.value, &Vec::new());
+                        }
+                    }
+                }
+                AttrStmt::Use(u) => {
+                    self.lookup_body(&u.body);
+                }
+                AttrStmt::Error(_) => {}
+            }
+        }
+    }
+
+    pub(super) fn lookup_body(&mut self, name: &'a Ident) -> Option<&'a BodyDef> {
+        match self.symbols.bodies.get(&name.name) {
+            Some(body) => {
+                self.used_bodies.insert(&name.name);
+                Some(body)
+            }
+            None => {
+                let mut d = Diagnostic::new(
+                    Code::UndefinedBody,
+                    format!("undefined body `{}`", name.name),
+                    name.span,
+                    "no body with this name",
+                );
+                d = match did_you_mean(&name.name, self.symbols.bodies.names()) {
+                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                    None => d.with_help("define it with `body NAME { attribute = value; ... }`, or import the file that does (std/files.policy has common ones)"),
+                };
+                self.push(d);
+                None
+            }
+        }
+    }
+
+    /// The attributes a body contributes, with nested `use`s flattened
+    /// (a body that uses itself, directly or not, is reported once).
+    pub fn body_attrs(
+        &mut self,
+        body: &'a BodyDef,
+        via: Span,
+        stack: &mut Vec<&'a str>,
+    ) -> Vec<AttrSource<'a>> {
+        if stack.contains(&body.name.name.as_str()) {
+            let chain: Vec<&str> = stack
+                .iter()
+                .copied()
+                .chain([body.name.name.as_str()])
+                .collect();
+            self.push(Diagnostic::new(
+                Code::DefinitionCycle,
+                format!("bodies use each other in a cycle: {}", chain.join(" -> ")),
+                body.name.span,
+                "this body is used inside itself",
+            ));
+            return Vec::new();
+        }
+        stack.push(&body.name.name);
+        let mut out = Vec::new();
+        for stmt in &body.attrs {
+            match stmt {
+                AttrStmt::Set(attr) => out.push(AttrSource {
+                    name: &attr.name,
+                    value: &attr.value,
+                    via: Some(via),
+                }),
+                AttrStmt::Use(u) => {
+                    if let Some(inner) = self.symbols.bodies.get(&u.body.name) {
+                        for a in self.body_attrs(inner, via, stack) {
+                            if !out.iter().any(|o: &AttrSource| o.name.name == a.name.name) {
+                                out.push(a);
+                            }
+                        }
+                    }
+                }
+                AttrStmt::Error(_) => {}
+            }
+        }
+        stack.pop();
+        out
+    }
+
+    pub(super) fn duplicate_attr(&mut self, name: &Ident, first: Span) {
+        self.push(
+            Diagnostic::new(
+                Code::DuplicateAttribute,
+                format!("attribute `{}` is set twice", name.name),
+                name.span,
+                "set again here",
+            )
+            .with_secondary(first, "first set here")
+            .with_help("remove one of them"),
+        );
+    }
+
+    /// The declared parameter types of a bundle (reported once, cached).
+    pub fn param_types(&mut self, bundle: &'a BundleDef) -> Vec<Type> {
+        if let Some(types) = self.param_types.get(bundle.name.name.as_str()) {
+            return types.clone();
+        }
+        let types: Vec<Type> = bundle
+            .params
+            .iter()
+            .map(|p| self.resolve_type(&p.ty).unwrap_or(Type::Any))
+            .collect();
+        self.param_types.insert(&bundle.name.name, types.clone());
+        types
+    }
+
+    pub(super) fn check_bundle(&mut self, bundle: &'a BundleDef) {
+        let types = self.param_types(bundle);
+        let mut scope: Scope<'a> = Vec::new();
+        for (param, ty) in bundle.params.iter().zip(types) {
+            if let Some(prev) = scope.iter().find(|v| v.name == param.name.name) {
+                self.push(
+                    Diagnostic::new(
+                        Code::DuplicateDefinition,
+                        format!("parameter `{}` is declared twice", param.name.name),
+                        param.name.span,
+                        "declared again here",
+                    )
+                    .with_secondary(prev.span, "first declared here"),
+                );
+            }
+            if let Some(default) = &param.default {
+                self.check_against(default, &ty, &Vec::new());
+            }
+            scope.push(Var {
+                name: &param.name.name,
+                ty,
+                span: param.name.span,
+            });
+        }
+        self.check_stmts(&bundle.body, &mut scope);
+    }
+}
+
+fn all_attribute_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = schema::PROMISE_TYPES
+        .iter()
+        .flat_map(|t| t.all_attrs().map(|a| a.name))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}

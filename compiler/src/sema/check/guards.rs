@@ -1,0 +1,180 @@
+//! Class expressions: `when` guards and class definitions.
+
+use converge_grammar::ast::{CompareOp, Expr, ExprKind, Ident};
+use converge_vm::schema::is_hard_class;
+
+use super::*;
+use crate::diagnostic::{Code, Diagnostic};
+use crate::sema::types::Type;
+
+impl<'a> Checker<'a> {
+    /// Checks a class expression (a `when` guard or a class definition).
+    pub fn check_guard(&mut self, expr: &'a Expr, scope: &Scope<'a>) {
+        match &expr.kind {
+            ExprKind::Bool(_) | ExprKind::Error => {}
+            ExprKind::Path(path) => match path.as_slice() {
+                [one] => self.check_class_name(one, scope),
+                [first, ..] if first.name == "sys" => self.push(
+                    Diagnostic::new(
+                        Code::InvalidExpression,
+                        "a fact is not a class",
+                        expr.span,
+                        "compare it with a value",
+                    )
+                    .with_help("write a test such as `sys.os_family == \"debian\"`"),
+                ),
+                _ => {
+                    let ty = self.value_type(expr, scope);
+                    if !Type::Bool.accepts(&ty) {
+                        self.mismatch(expr.span, &Type::Bool, &ty, "a guard");
+                    }
+                }
+            },
+            ExprKind::Not(inner) => self.check_guard(inner, scope),
+            ExprKind::And(a, b) | ExprKind::Or(a, b) => {
+                self.check_guard(a, scope);
+                self.check_guard(b, scope);
+            }
+            ExprKind::Compare { op, lhs, rhs } => self.check_compare(*op, lhs, rhs, scope),
+            _ => self.push(
+                Diagnostic::new(
+                    Code::InvalidExpression,
+                    "not a class expression",
+                    expr.span,
+                    "a value, not a condition",
+                )
+                .with_help("a guard combines classes with `!`, `&&`, `||`, and tests facts with `==`, `!=`, `=~`, `in`"),
+            ),
+        }
+    }
+
+    pub(super) fn check_class_name(&mut self, name: &'a Ident, scope: &Scope<'a>) {
+        if let Some(refs) = &mut self.class_refs {
+            refs.push((&name.name, name.span));
+        }
+        if self.symbols.classes.get(&name.name).is_some() || is_hard_class(&name.name) {
+            return;
+        }
+        // A boolean parameter, loop variable or let may guard too.
+        let var_ty = self.lookup_var(&name.name, scope).map(|v| v.ty.clone());
+        let ty = match var_ty {
+            Some(t) => Some(t),
+            None if self.symbols.lets.get(&name.name).is_some() => {
+                self.used_lets.insert(&name.name);
+                self.let_type(&name.name)
+            }
+            None => None,
+        };
+        match ty {
+            Some(t) if Type::Bool.accepts(&t) => {}
+            Some(t) => self.push(Diagnostic::new(
+                Code::TypeMismatch,
+                format!(
+                    "`{}` is a {}, not a class or a bool",
+                    name.name,
+                    t.describe()
+                ),
+                name.span,
+                "cannot guard with this",
+            )),
+            None => self.undefined_class(&name.name, name.span),
+        }
+    }
+
+    pub(super) fn check_compare(
+        &mut self,
+        op: CompareOp,
+        lhs: &'a Expr,
+        rhs: &'a Expr,
+        scope: &Scope<'a>,
+    ) {
+        match op {
+            CompareOp::Eq | CompareOp::NotEq => {
+                let l = self.value_type(lhs, scope);
+                let r = self.value_type(rhs, scope);
+                if !l.is_scalar() || !(l.accepts(&r) || r.accepts(&l)) {
+                    self.push(Diagnostic::new(
+                        Code::TypeMismatch,
+                        format!("cannot compare a {} with a {}", l.describe(), r.describe()),
+                        lhs.span.to(rhs.span),
+                        format!("`{}` needs two values of one type", op.as_str()),
+                    ));
+                }
+            }
+            CompareOp::Match => {
+                let l = self.value_type(lhs, scope);
+                if !Type::String.accepts(&l) {
+                    self.mismatch(lhs.span, &Type::String, &l, "the left side of `=~`");
+                }
+                match &rhs.kind {
+                    ExprKind::Str(lit) => match lit.as_plain() {
+                        Some(pattern) => {
+                            if let Err(err) = regex::Regex::new(&pattern) {
+                                self.push(
+                                    Diagnostic::new(
+                                        Code::InvalidRegex,
+                                        "invalid regular expression",
+                                        rhs.span,
+                                        "the regex engine rejects this pattern",
+                                    )
+                                    .with_note(regex_error_text(&err))
+                                    .with_help("regexes follow the syntax of Rust's regex crate; write them as raw strings r\"...\""),
+                                );
+                            }
+                        }
+                        None => self.push(
+                            Diagnostic::new(
+                                Code::InvalidExpression,
+                                "a regex must be a literal string",
+                                rhs.span,
+                                "uses interpolation",
+                            )
+                            .with_help("regexes are compiled and checked at compile time; write them as raw strings r\"...\""),
+                        ),
+                    },
+                    _ => self.push(
+                        Diagnostic::new(
+                            Code::InvalidExpression,
+                            "the right side of `=~` must be a regex literal",
+                            rhs.span,
+                            "not a string literal",
+                        )
+                        .with_help("write the pattern as a raw string: `sys.hostname =~ r\"^web[0-9]+$\"`"),
+                    ),
+                }
+            }
+            CompareOp::In => {
+                let l = self.value_type(lhs, scope);
+                let r = self.value_type(rhs, scope);
+                match r.element() {
+                    Some(elem) if elem.accepts(&l) => {}
+                    Some(elem) => self.push(Diagnostic::new(
+                        Code::TypeMismatch,
+                        format!(
+                            "cannot look for a {} in a list of {}",
+                            l.describe(),
+                            elem.describe()
+                        ),
+                        lhs.span,
+                        format!("a {}", l.describe()),
+                    )),
+                    None => self.push(Diagnostic::new(
+                        Code::TypeMismatch,
+                        format!("`in` needs a list on its right, found {}", r.describe()),
+                        rhs.span,
+                        "not a list",
+                    )),
+                }
+            }
+        }
+    }
+}
+
+fn regex_error_text(err: &regex::Error) -> String {
+    let text = err.to_string();
+    let text = text.trim();
+    format!(
+        "regex error: {}",
+        text.lines().last().unwrap_or(text).trim()
+    )
+}

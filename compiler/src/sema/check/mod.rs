@@ -1,0 +1,111 @@
+//! Name resolution and type checking of one program (LANGUAGE.md sections
+//! 3-4 and section 5 items 1-3 and 6).
+//!
+//! Checking is modular: every class, let, body and bundle is checked once,
+//! on its own, with bundle parameters taken at their declared types. What
+//! can only be known once bundles are called with real arguments (a
+//! promiser that becomes a relative path, a word passed for an enum) is
+//! checked by expansion (`expand.rs`).
+//!
+//! The checker is split by what it checks: [`definitions`] (classes, lets,
+//! bodies, bundle signatures), [`statements`] (promises, `when`, `for`,
+//! calls), [`values`] (value expressions and attribute values), [`guards`]
+//! (class expressions) and [`arguments`] (binding call arguments).
+
+mod arguments;
+mod definitions;
+mod guards;
+mod statements;
+mod values;
+
+pub use arguments::{bind_arguments, ArgError};
+pub use statements::{promiser_text, relative_path};
+
+use std::collections::{HashMap, HashSet};
+
+use converge_grammar::ast::{Expr, Ident};
+use converge_grammar::Span;
+
+use super::symbols::Symbols;
+use super::types::Type;
+use crate::diagnostic::Diagnostic;
+
+/// A variable in scope: a bundle parameter or a loop variable.
+#[derive(Clone, Debug)]
+pub struct Var<'a> {
+    pub name: &'a str,
+    pub ty: Type,
+    pub span: Span,
+}
+
+pub type Scope<'a> = Vec<Var<'a>>;
+
+#[derive(Clone, Debug)]
+pub(super) enum LetState {
+    InProgress,
+    Done(Type),
+}
+
+/// An attribute as it applies to a promise: set in the promise itself or
+/// spliced from a body by `use`.
+#[derive(Clone, Copy, Debug)]
+pub struct AttrSource<'a> {
+    pub name: &'a Ident,
+    pub value: &'a Expr,
+    /// The `use` statement that brought it in, if it came from a body.
+    pub via: Option<Span>,
+}
+
+#[derive(Debug)]
+pub struct Checker<'a> {
+    pub symbols: &'a Symbols<'a>,
+    pub diagnostics: Vec<Diagnostic>,
+    pub used_lets: HashSet<&'a str>,
+    pub used_bodies: HashSet<&'a str>,
+    pub used_bundles: HashSet<&'a str>,
+    pub(super) let_states: HashMap<&'a str, LetState>,
+    pub(super) param_types: HashMap<&'a str, Vec<Type>>,
+    /// While checking a class definition: the classes its expression names.
+    pub(super) class_refs: Option<Vec<(&'a str, Span)>>,
+    /// Number of promise statements checked (the summary line counts them
+    /// when there is no `policy` block to expand).
+    pub promise_statements: usize,
+}
+
+impl<'a> Checker<'a> {
+    pub fn new(symbols: &'a Symbols<'a>) -> Self {
+        Checker {
+            symbols,
+            diagnostics: Vec::new(),
+            used_lets: HashSet::new(),
+            used_bodies: HashSet::new(),
+            used_bundles: HashSet::new(),
+            let_states: HashMap::new(),
+            param_types: HashMap::new(),
+            class_refs: None,
+            promise_statements: 0,
+        }
+    }
+
+    /// Checks every definition of the program.
+    pub fn check_program(&mut self) {
+        self.check_classes();
+        self.check_exclusives();
+        for (name, _) in self.symbols.lets.defs.clone() {
+            self.let_type(name);
+        }
+        for (_, body) in self.symbols.bodies.defs.clone() {
+            self.check_body(body);
+        }
+        for (_, bundle) in self.symbols.bundles.defs.clone() {
+            self.check_bundle(bundle);
+        }
+        if let Some(policy) = self.symbols.policy {
+            self.check_stmts(&policy.body, &mut Vec::new());
+        }
+    }
+
+    pub(super) fn push(&mut self, d: Diagnostic) {
+        self.diagnostics.push(d);
+    }
+}

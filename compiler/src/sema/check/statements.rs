@@ -1,0 +1,369 @@
+//! Statements: promises (attributes, rules between them, promisers),
+//! `when`, `for` and bundle calls.
+
+use converge_grammar::ast::{AttrStmt, Call, Expr, ExprKind, Promise, Stmt};
+use converge_grammar::token::StrPart;
+use converge_grammar::Span;
+use converge_vm::schema::{self, promise_type, PromiseType, PromiserKind, Rule};
+
+use super::*;
+use crate::diagnostic::{Code, Diagnostic};
+use crate::sema::types::Type;
+use crate::suggest::{did_you_mean, one_of};
+
+impl<'a> Checker<'a> {
+    pub fn check_stmts(&mut self, stmts: &'a [Stmt], scope: &mut Scope<'a>) {
+        for stmt in stmts {
+            match stmt {
+                Stmt::Promise(p) => self.check_promise(p, scope),
+                Stmt::When(w) => {
+                    self.check_guard(&w.guard, scope);
+                    self.check_stmts(&w.body, scope);
+                }
+                Stmt::For(f) => {
+                    let list_ty = self.value_type(&f.list, scope);
+                    let elem = match list_ty.element() {
+                        Some(e) => e.clone(),
+                        None => {
+                            self.push(
+                                Diagnostic::new(
+                                    Code::InvalidExpression,
+                                    format!("cannot loop over a value of type {}", list_ty.describe()),
+                                    f.list.span,
+                                    "not a list",
+                                )
+                                .with_help("`for x in LIST` needs a list: a literal `[...]`, a list `let`, a list parameter or `sys.ipv4`"),
+                            );
+                            Type::Any
+                        }
+                    };
+                    scope.push(Var {
+                        name: &f.var.name,
+                        ty: elem,
+                        span: f.var.span,
+                    });
+                    self.check_stmts(&f.body, scope);
+                    scope.pop();
+                }
+                Stmt::Call(call) => self.check_call(call, scope),
+                Stmt::Error(_) => {}
+            }
+        }
+    }
+
+    pub(super) fn check_call(&mut self, call: &'a Call, scope: &Scope<'a>) {
+        let Some(bundle) = self.symbols.bundles.get(&call.bundle.name) else {
+            let mut d = Diagnostic::new(
+                Code::UndefinedBundle,
+                format!("undefined bundle `{}`", call.bundle.name),
+                call.bundle.span,
+                "no bundle with this name",
+            );
+            d = match did_you_mean(&call.bundle.name, self.symbols.bundles.names()) {
+                Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                None => d.with_help(
+                    "define it with `bundle NAME { ... }`, or import the file that does",
+                ),
+            };
+            self.push(d);
+            for arg in &call.args {
+                self.value_type_or_word(&arg.value, scope);
+            }
+            return;
+        };
+        self.used_bundles.insert(&bundle.name.name);
+        let types = self.param_types(bundle);
+        match bind_arguments(bundle, &call.args) {
+            Ok(bound) => {
+                for (i, arg) in bound.iter().enumerate() {
+                    let ty = types.get(i).cloned().unwrap_or(Type::Any);
+                    if let Some(arg) = arg {
+                        self.check_against(&arg.value, &ty, scope);
+                    }
+                }
+            }
+            Err(errors) => {
+                for e in errors {
+                    self.push(e.into_diagnostic(bundle, call));
+                }
+                for arg in &call.args {
+                    self.value_type_or_word(&arg.value, scope);
+                }
+            }
+        }
+    }
+
+    pub(super) fn check_promise(&mut self, p: &'a Promise, scope: &Scope<'a>) {
+        self.promise_statements += 1;
+        let Some(pt) = promise_type(&p.kind.name) else {
+            let names: Vec<&str> = schema::PROMISE_TYPES.iter().map(|t| t.name).collect();
+            let mut d = Diagnostic::new(
+                Code::UnknownPromiseType,
+                format!("unknown promise type `{}`", p.kind.name),
+                p.kind.span,
+                "not a promise type",
+            );
+            d = match did_you_mean(&p.kind.name, names.iter().copied()) {
+                Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                None => d.with_note(format!("the promise types are {}", one_of(&names))),
+            };
+            self.push(d);
+            self.value_type(&p.promiser, scope);
+            return;
+        };
+        self.check_promiser(pt, &p.promiser, scope);
+        let attrs = self.promise_attrs(p);
+        for a in &attrs {
+            match pt.attr(&a.name.name) {
+                Some(spec) => self.check_attr_value(&spec.ty, a.value, scope),
+                None => self.unknown_attr(pt, a),
+            }
+        }
+        self.check_rules(pt, p, &attrs);
+        if pt.name == "command"
+            && !attrs
+                .iter()
+                .any(|a| matches!(a.name.name.as_str(), "unless" | "creates"))
+        {
+            self.push(
+                Diagnostic::new(
+                    Code::NonConvergentCommand,
+                    format!("command `{}` runs on every pass", promiser_text(&p.promiser)),
+                    p.kind.span.to(p.promiser.span),
+                    "neither `unless` nor `creates` is set",
+                )
+                .with_help("add `creates = \"/path/it/makes\";` or `unless = [\"/usr/bin/test\", ...];` so the command is skipped once it has done its work")
+                .with_note("the VM runs a non-convergent command at most once per run"),
+            );
+        }
+    }
+
+    /// The attributes of a promise: its own, then those of the bodies it
+    /// `use`s (an attribute set by the promise itself wins over a body's).
+    pub fn promise_attrs(&mut self, p: &'a Promise) -> Vec<AttrSource<'a>> {
+        let mut own: Vec<AttrSource<'a>> = Vec::new();
+        let mut spliced: Vec<AttrSource<'a>> = Vec::new();
+        for stmt in &p.attrs {
+            match stmt {
+                AttrStmt::Set(attr) => {
+                    if let Some(first) = own.iter().find(|a| a.name.name == attr.name.name) {
+                        let first = first.name.span;
+                        self.duplicate_attr(&attr.name, first);
+                        continue;
+                    }
+                    own.push(AttrSource {
+                        name: &attr.name,
+                        value: &attr.value,
+                        via: None,
+                    });
+                }
+                AttrStmt::Use(u) => {
+                    if let Some(body) = self.lookup_body(&u.body) {
+                        let attrs = self.body_attrs(body, u.span, &mut Vec::new());
+                        spliced.extend(attrs);
+                    }
+                }
+                AttrStmt::Error(_) => {}
+            }
+        }
+        for a in spliced {
+            let taken = own.iter().any(|o| o.name.name == a.name.name);
+            if !taken {
+                own.push(a);
+            }
+        }
+        own
+    }
+
+    pub(super) fn unknown_attr(&mut self, pt: &PromiseType, a: &AttrSource<'a>) {
+        let names: Vec<&str> = pt.all_attrs().map(|s| s.name).collect();
+        let (span, message) = match a.via {
+            None => (
+                a.name.span,
+                format!("`{}` promises have no attribute `{}`", pt.name, a.name.name),
+            ),
+            Some(use_span) => (
+                use_span,
+                format!(
+                    "this body sets `{}`, which `{}` promises do not have",
+                    a.name.name, pt.name
+                ),
+            ),
+        };
+        let mut d = Diagnostic::new(Code::UnknownAttribute, message, span, "unknown attribute");
+        if a.via.is_some() {
+            d = d.with_secondary(a.name.span, "set in the body here");
+        }
+        if let Some(s) = did_you_mean(&a.name.name, names.iter().copied()) {
+            d = d.with_help(format!("did you mean `{s}`?"));
+        }
+        d = d.with_note(format!("`{}` promises have {}", pt.name, one_of(&names)));
+        self.push(d);
+        self.value_type_or_word(a.value, &Vec::new());
+    }
+
+    pub(super) fn check_rules(&mut self, pt: &PromiseType, p: &Promise, attrs: &[AttrSource<'a>]) {
+        let find = |name: &str| attrs.iter().find(|a| a.name.name == name);
+        let head = p.kind.span.to(p.promiser.span);
+        let absent = find("ensure").is_some_and(|a| is_word(a.value, "absent"));
+        for rule in pt.rules {
+            match *rule {
+                Rule::Required(name) => {
+                    if find(name).is_none() {
+                        self.missing_attr(pt, head, name, "");
+                    }
+                }
+                Rule::RequiredWhenPresent(name) => {
+                    if find(name).is_none() && !absent {
+                        self.missing_attr(pt, head, name, " unless `ensure = absent`");
+                    }
+                }
+                Rule::ExactlyOne(names) | Rule::AtMostOne(names) => {
+                    let set: Vec<&AttrSource> = names.iter().filter_map(|n| find(n)).collect();
+                    if set.is_empty() && matches!(rule, Rule::ExactlyOne(_)) {
+                        self.push(
+                            Diagnostic::new(
+                                Code::MissingAttribute,
+                                format!("a `{}` promise needs one of {}", pt.name, one_of(names)),
+                                head,
+                                "none of them is set",
+                            )
+                            .with_help(format!("set exactly one of {}", one_of(names))),
+                        );
+                    }
+                    if let [first, second, ..] = set.as_slice() {
+                        let what = if pt.name == "file" {
+                            "a file has one content source".to_owned()
+                        } else {
+                            format!("only one of {} may be set", one_of(names))
+                        };
+                        self.push(
+                            Diagnostic::new(
+                                Code::ConflictingAttributes,
+                                format!(
+                                    "`{}` and `{}` cannot both be set on a `{}` promise",
+                                    first.name.name, second.name.name, pt.name
+                                ),
+                                second.name.span,
+                                format!("`{}` set here", second.name.name),
+                            )
+                            .with_secondary(
+                                first.name.span,
+                                format!("`{}` set here", first.name.name),
+                            )
+                            .with_help(format!("{what}; remove one of them")),
+                        );
+                    }
+                }
+                Rule::Requires(name, needs) => {
+                    if let Some(a) = find(name) {
+                        if find(needs).is_none() {
+                            self.push(
+                                Diagnostic::new(
+                                    Code::MissingAttribute,
+                                    format!("`{name}` needs `{needs}` on a `{}` promise", pt.name),
+                                    a.name.span,
+                                    format!("`{needs}` is missing"),
+                                )
+                                .with_help(format!("add `{needs} = ...;`")),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn missing_attr(
+        &mut self,
+        pt: &PromiseType,
+        head: Span,
+        name: &str,
+        condition: &str,
+    ) {
+        let doc = pt.attr(name).map(|a| a.doc).unwrap_or("");
+        self.push(
+            Diagnostic::new(
+                Code::MissingAttribute,
+                format!("a `{}` promise needs `{name}`{condition}", pt.name),
+                head,
+                format!("`{name}` is missing"),
+            )
+            .with_help(format!("add `{name} = ...;` ({doc})")),
+        );
+    }
+
+    pub(super) fn check_promiser(
+        &mut self,
+        pt: &PromiseType,
+        promiser: &'a Expr,
+        scope: &Scope<'a>,
+    ) {
+        let ty = self.value_type(promiser, scope);
+        if !Type::String.accepts(&ty) {
+            self.mismatch(promiser.span, &Type::String, &ty, "the promiser");
+            return;
+        }
+        if pt.promiser != PromiserKind::AbsolutePath {
+            return;
+        }
+        if let ExprKind::Str(lit) = &promiser.kind {
+            let relative = match lit.parts.first() {
+                None => Some(String::new()),
+                Some(StrPart::Lit(text)) if !text.starts_with('/') => Some(text.clone()),
+                _ => None,
+            };
+            if let Some(text) = relative {
+                self.push(relative_path(pt, promiser.span, &text));
+            }
+        }
+    }
+}
+
+fn is_word(expr: &Expr, word: &str) -> bool {
+    match &expr.kind {
+        ExprKind::Path(path) => path.len() == 1 && path.first().is_some_and(|i| i.name == word),
+        ExprKind::Str(lit) => lit.as_plain().as_deref() == Some(word),
+        _ => false,
+    }
+}
+
+pub fn promiser_text(expr: &Expr) -> String {
+    match &expr.kind {
+        ExprKind::Str(lit) => lit
+            .parts
+            .iter()
+            .map(|p| match p {
+                StrPart::Lit(t) => t.clone(),
+                StrPart::Interp { path, .. } => format!("${{{}}}", path.join(".")),
+            })
+            .collect(),
+        ExprKind::Path(path) => path
+            .iter()
+            .map(|i| i.name.as_str())
+            .collect::<Vec<_>>()
+            .join("."),
+        _ => String::new(),
+    }
+}
+
+pub fn relative_path(pt: &PromiseType, span: Span, text: &str) -> Diagnostic {
+    let shown = if text.is_empty() {
+        "an empty path".to_owned()
+    } else {
+        format!("`{text}`")
+    };
+    Diagnostic::new(
+        Code::RelativePath,
+        format!(
+            "a `{}` promise needs an absolute path, found {shown}",
+            pt.name
+        ),
+        span,
+        "not an absolute path",
+    )
+    .with_help(format!(
+        "start the path with `/`, e.g. `/{}`",
+        text.trim_start_matches("./")
+    ))
+}

@@ -1,0 +1,497 @@
+//! Value expressions and attribute values: types, enum words, outcome
+//! classes, modes, names and facts, interpolation.
+
+use converge_grammar::ast::{Expr, ExprKind, Ident};
+use converge_grammar::token::{StrLit, StrPart};
+use converge_grammar::Span;
+use converge_vm::schema::{self, is_hard_class, promise_type, AttrType};
+
+use super::*;
+use crate::diagnostic::{Code, Diagnostic};
+use crate::sema::types::Type;
+use crate::suggest::{did_you_mean, one_of};
+
+impl<'a> Checker<'a> {
+    /// Checks a value against an attribute's type, with the special forms
+    /// attributes allow (enum words, class names, octal modes, refs).
+    pub fn check_attr_value(&mut self, ty: &AttrType, expr: &'a Expr, scope: &Scope<'a>) {
+        match ty {
+            AttrType::Enum(words) => self.check_enum(words, expr, scope),
+            AttrType::Class => self.check_outcome_class(expr),
+            AttrType::Mode => self.check_mode(expr, scope),
+            AttrType::List(inner) => match &expr.kind {
+                ExprKind::List(items) => {
+                    for item in items {
+                        self.check_attr_value(inner, item, scope);
+                    }
+                }
+                _ => {
+                    let actual = self.value_type(expr, scope);
+                    let expected = Type::of_attr(ty);
+                    if !expected.accepts(&actual) {
+                        self.mismatch(expr.span, &expected, &actual, "this attribute");
+                    }
+                }
+            },
+            _ => {
+                let expected = Type::of_attr(ty);
+                self.check_against(expr, &expected, scope);
+            }
+        }
+    }
+
+    pub(super) fn check_enum(&mut self, words: &[&str], expr: &'a Expr, scope: &Scope<'a>) {
+        let word = match &expr.kind {
+            ExprKind::Path(path)
+                if path.len() == 1 && self.lookup_var(&path[0].name, scope).is_none() =>
+            {
+                path.first().map(|i| i.name.clone())
+            }
+            ExprKind::Str(lit) => lit.as_plain(),
+            _ => None,
+        };
+        match word {
+            Some(w) => {
+                if !words.contains(&w.as_str()) {
+                    let mut d = Diagnostic::new(
+                        Code::InvalidEnumValue,
+                        format!("`{w}` is not a valid value here"),
+                        expr.span,
+                        format!("expected {}", one_of(words)),
+                    );
+                    if let Some(s) = did_you_mean(&w, words.iter().copied()) {
+                        d = d.with_help(format!("did you mean `{s}`?"));
+                    }
+                    self.push(d);
+                }
+            }
+            None => {
+                let actual = self.value_type(expr, scope);
+                if !Type::String.accepts(&actual) {
+                    self.push(Diagnostic::new(
+                        Code::TypeMismatch,
+                        format!(
+                            "expected one of {}, found a {}",
+                            one_of(words),
+                            actual.describe()
+                        ),
+                        expr.span,
+                        format!("expected {}", one_of(words)),
+                    ));
+                }
+            }
+        }
+    }
+
+    pub(super) fn check_outcome_class(&mut self, expr: &Expr) {
+        let ExprKind::Path(path) = &expr.kind else {
+            self.push(
+                Diagnostic::new(
+                    Code::TypeMismatch,
+                    "expected a class name",
+                    expr.span,
+                    "not a class name",
+                )
+                .with_help("write the name of a declared class: `on_repaired = config_changed;` with `class config_changed;`"),
+            );
+            return;
+        };
+        let [name] = path.as_slice() else {
+            self.push(Diagnostic::new(
+                Code::TypeMismatch,
+                "expected a class name",
+                expr.span,
+                "not a class name",
+            ));
+            return;
+        };
+        match self.symbols.classes.get(&name.name) {
+            Some(def) if def.expr.is_some() => self.push(
+                Diagnostic::new(
+                    Code::NotAnOutcomeClass,
+                    format!("class `{}` is defined by an expression and cannot be set by a promise outcome", name.name),
+                    name.span,
+                    "set by an outcome here",
+                )
+                .with_secondary(def.name.span, "defined by an expression here")
+                .with_help(format!("declare a separate class for the outcome: `class {}_repaired;`", name.name)),
+            ),
+            Some(_) => {}
+            None if is_hard_class(&name.name) => self.push(
+                Diagnostic::new(
+                    Code::NotAnOutcomeClass,
+                    format!("`{}` is a hard class, defined by the VM from facts", name.name),
+                    name.span,
+                    "cannot be set by an outcome",
+                )
+                .with_help("declare a class of your own: `class NAME;`"),
+            ),
+            None => {
+                let mut d = Diagnostic::new(
+                    Code::UndefinedClass,
+                    format!("undefined class `{}`", name.name),
+                    name.span,
+                    "not declared",
+                );
+                d = match did_you_mean(&name.name, self.symbols.classes.names()) {
+                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                    None => d.with_help(format!("declare it: `class {};`", name.name)),
+                };
+                self.push(d);
+            }
+        }
+    }
+
+    pub(super) fn check_mode(&mut self, expr: &'a Expr, scope: &Scope<'a>) {
+        if let ExprKind::Int { value, octal } = expr.kind {
+            if !(0..=0o7777).contains(&value) {
+                self.push(
+                    Diagnostic::new(
+                        Code::ModeOutOfRange,
+                        format!("mode {} is out of range", format_mode(value, octal)),
+                        expr.span,
+                        "modes are 0o0 to 0o7777",
+                    )
+                    .with_help("write the permission bits in octal, e.g. `0o644` or `0o2755`"),
+                );
+            } else if !octal && value > 7 {
+                let looks_octal = value
+                    .to_string()
+                    .bytes()
+                    .all(|b| (b'0'..=b'7').contains(&b));
+                let mut d = Diagnostic::new(
+                    Code::DecimalMode,
+                    format!("mode written in decimal: {value} is 0o{value:o}"),
+                    expr.span,
+                    "decimal number",
+                );
+                if looks_octal {
+                    d = d.with_help(format!("if you meant octal, write `0o{value}`"));
+                }
+                self.push(d);
+            }
+            return;
+        }
+        self.check_against(expr, &Type::Mode, scope);
+    }
+
+    /// Checks that a value has (or is accepted as) the expected type.
+    pub fn check_against(&mut self, expr: &'a Expr, expected: &Type, scope: &Scope<'a>) {
+        match (&expr.kind, expected) {
+            (ExprKind::Int { .. }, Type::Mode) => {
+                if let Some(attr) = mode_attr() {
+                    self.check_attr_value(attr, expr, scope);
+                }
+            }
+            (ExprKind::List(items), Type::List(inner)) => {
+                for item in items {
+                    self.check_against(item, inner, scope);
+                }
+            }
+            _ => {
+                let actual = self.value_type(expr, scope);
+                if !expected.accepts(&actual) {
+                    self.mismatch(expr.span, expected, &actual, "this value");
+                }
+            }
+        }
+    }
+
+    pub(super) fn mismatch(&mut self, span: Span, expected: &Type, actual: &Type, what: &str) {
+        self.push(Diagnostic::new(
+            Code::TypeMismatch,
+            format!(
+                "expected {}, found {}",
+                expected.describe(),
+                actual.describe()
+            ),
+            span,
+            format!("{what} must be a {}", expected.describe()),
+        ));
+    }
+
+    /// Like [`value_type`](Self::value_type), but a bare word that is not a
+    /// variable is accepted (its meaning depends on where it is used).
+    pub(super) fn value_type_or_word(&mut self, expr: &'a Expr, scope: &Scope<'a>) -> Type {
+        if let ExprKind::Path(path) = &expr.kind {
+            if let [one] = path.as_slice() {
+                if self.lookup_var(&one.name, scope).is_none()
+                    && self.symbols.lets.get(&one.name).is_none()
+                {
+                    return Type::String;
+                }
+            }
+        }
+        self.value_type(expr, scope)
+    }
+
+    /// The type of a value expression, reporting what is wrong inside it.
+    pub fn value_type(&mut self, expr: &'a Expr, scope: &Scope<'a>) -> Type {
+        match &expr.kind {
+            ExprKind::Str(lit) => {
+                self.check_interpolation(lit, expr.span, scope);
+                Type::String
+            }
+            ExprKind::Int { .. } => Type::Int,
+            ExprKind::Duration(_) => Type::Duration,
+            ExprKind::Bool(_) => Type::Bool,
+            ExprKind::Path(path) => self.path_type(path, expr.span, scope),
+            ExprKind::List(items) => {
+                let mut elem = Type::Any;
+                for item in items {
+                    let t = self.value_type(item, scope);
+                    if elem == Type::Any {
+                        elem = t;
+                    } else if !elem.accepts(&t) {
+                        self.push(Diagnostic::new(
+                            Code::TypeMismatch,
+                            format!(
+                                "list elements must all have one type: expected {}, found {}",
+                                elem.describe(),
+                                t.describe()
+                            ),
+                            item.span,
+                            format!("a {}", t.describe()),
+                        ));
+                    }
+                }
+                Type::List(Box::new(elem))
+            }
+            ExprKind::Map(entries) => {
+                let mut elem = Type::Any;
+                for (key, value) in entries {
+                    match &key.kind {
+                        ExprKind::Str(lit) if lit.as_plain().is_some() => {}
+                        _ => self.push(
+                            Diagnostic::new(
+                                Code::InvalidExpression,
+                                "map keys must be plain strings",
+                                key.span,
+                                "not a plain string",
+                            )
+                            .with_help("write the key in quotes: `{ \"http\": 80 }`"),
+                        ),
+                    }
+                    let t = self.value_type(value, scope);
+                    if elem == Type::Any {
+                        elem = t;
+                    } else if !elem.accepts(&t) {
+                        self.push(Diagnostic::new(
+                            Code::TypeMismatch,
+                            format!(
+                                "map values must all have one type: expected {}, found {}",
+                                elem.describe(),
+                                t.describe()
+                            ),
+                            value.span,
+                            format!("a {}", t.describe()),
+                        ));
+                    }
+                }
+                Type::Map(Box::new(elem))
+            }
+            ExprKind::Ref { kind, target } => {
+                if kind.name != "id" && promise_type(&kind.name).is_none() {
+                    let mut names: Vec<&str> =
+                        schema::PROMISE_TYPES.iter().map(|t| t.name).collect();
+                    names.push("id");
+                    let mut d = Diagnostic::new(
+                        Code::UnknownPromiseType,
+                        format!("`{}` is not a promise type", kind.name),
+                        kind.span,
+                        "a reference names a promise type or `id`",
+                    );
+                    if let Some(s) = did_you_mean(&kind.name, names.iter().copied()) {
+                        d = d.with_help(format!("did you mean `{s}`?"));
+                    }
+                    self.push(d);
+                }
+                self.check_interpolation(target, expr.span, scope);
+                Type::Ref
+            }
+            ExprKind::Not(_) | ExprKind::And(..) | ExprKind::Or(..) | ExprKind::Compare { .. } => {
+                self.push(
+                    Diagnostic::new(
+                        Code::InvalidExpression,
+                        "a class expression cannot be used as a value",
+                        expr.span,
+                        "class expression",
+                    )
+                    .with_help("define a class with it (`class x = ...;`) and guard promises with `when x { ... }`"),
+                );
+                Type::Any
+            }
+            ExprKind::Error => Type::Any,
+        }
+    }
+
+    pub(super) fn lookup_var<'s>(&self, name: &str, scope: &'s Scope<'a>) -> Option<&'s Var<'a>> {
+        scope.iter().rev().find(|v| v.name == name)
+    }
+
+    /// The type of a name: a variable, a `let` (possibly indexed as a map:
+    /// `ports.http`), or a fact `sys.x`.
+    pub(super) fn path_type(&mut self, path: &'a [Ident], span: Span, scope: &Scope<'a>) -> Type {
+        let Some(first) = path.first() else {
+            return Type::Any;
+        };
+        if first.name == "sys" {
+            return self.fact_type(path, span);
+        }
+        let base = if let Some(var) = self.lookup_var(&first.name, scope) {
+            var.ty.clone()
+        } else if self.symbols.lets.get(&first.name).is_some() {
+            self.used_lets.insert(&first.name);
+            match self.let_type(&first.name) {
+                Some(t) => t,
+                None => {
+                    let let_span = self.symbols.lets.get(&first.name).map(|l| l.name.span);
+                    let mut d = Diagnostic::new(
+                        Code::DefinitionCycle,
+                        format!("`{}` is used in its own definition", first.name),
+                        first.span,
+                        "used here",
+                    );
+                    if let Some(s) = let_span {
+                        d = d.with_secondary(s, "while defining this");
+                    }
+                    self.push(d);
+                    Type::Any
+                }
+            }
+        } else {
+            self.undefined_variable(&first.name, first.span, scope);
+            return Type::Any;
+        };
+        let mut ty = base;
+        for key in path.iter().skip(1) {
+            ty = match ty {
+                Type::Map(inner) => *inner,
+                Type::Any => Type::Any,
+                other => {
+                    self.push(Diagnostic::new(
+                        Code::TypeMismatch,
+                        format!(
+                            "`.{}` needs a map, but this is a {}",
+                            key.name,
+                            other.describe()
+                        ),
+                        key.span,
+                        "not a map",
+                    ));
+                    return Type::Any;
+                }
+            };
+        }
+        ty
+    }
+
+    pub(super) fn fact_type(&mut self, path: &[Ident], span: Span) -> Type {
+        let name: Vec<&str> = path.iter().map(|i| i.name.as_str()).collect();
+        let name = name.join(".");
+        match schema::fact(&name) {
+            Some(f) => Type::of_attr(&f.ty),
+            None => {
+                let mut d = Diagnostic::new(
+                    Code::UnknownFact,
+                    format!("unknown fact `{name}`"),
+                    span,
+                    "not a fact the VM gathers",
+                );
+                let names: Vec<&str> = schema::FACTS.iter().map(|f| f.name).collect();
+                d = match did_you_mean(&name, names.iter().copied()) {
+                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                    None => d.with_note(format!("the facts are {}", names.join(", "))),
+                };
+                self.push(d);
+                Type::Any
+            }
+        }
+    }
+
+    pub(super) fn undefined_variable(&mut self, name: &str, span: Span, scope: &Scope<'a>) {
+        let mut candidates: Vec<&str> = scope.iter().map(|v| v.name).collect();
+        candidates.extend(self.symbols.lets.names());
+        let mut d = Diagnostic::new(
+            Code::UndefinedVariable,
+            format!("undefined variable `{name}`"),
+            span,
+            "not a parameter, loop variable or let in scope",
+        );
+        d = match did_you_mean(name, candidates.iter().copied()) {
+            Some(s) => d.with_help(format!("did you mean `{s}`?")),
+            None => d.with_help(format!(
+                "define it with `let {name} = ...;` or pass it as a bundle parameter"
+            )),
+        };
+        self.push(d);
+    }
+
+    /// Every `${...}` of a string must name something in scope.
+    pub(super) fn check_interpolation(&mut self, lit: &StrLit, span: Span, scope: &Scope<'a>) {
+        for part in &lit.parts {
+            let StrPart::Interp { path, start, end } = part else {
+                continue;
+            };
+            let part_span = Span::new(span.file, *start, *end);
+            let Some(first) = path.first() else { continue };
+            let ty = if first == "sys" {
+                let idents: Vec<Ident> = path
+                    .iter()
+                    .map(|p| Ident {
+                        name: p.clone(),
+                        span: part_span,
+                    })
+                    .collect();
+                self.fact_type(&idents, part_span)
+            } else if let Some(var) = self.lookup_var(first, scope) {
+                index_type(var.ty.clone(), path.len())
+            } else if let Some((name, _)) = self.symbols.lets.defs.iter().find(|(n, _)| *n == first)
+            {
+                let name: &'a str = name;
+                self.used_lets.insert(name);
+                index_type(self.let_type(name).unwrap_or(Type::Any), path.len())
+            } else {
+                self.undefined_variable(first, part_span, scope);
+                Type::Any
+            };
+            if !ty.is_scalar() {
+                self.push(
+                    Diagnostic::new(
+                        Code::TypeMismatch,
+                        format!("cannot interpolate a {} into a string", ty.describe()),
+                        part_span,
+                        "not a single value",
+                    )
+                    .with_help(
+                        "loop over a list with `for x in LIST { ... }` and interpolate `${x}`",
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn index_type(mut ty: Type, len: usize) -> Type {
+    for _ in 1..len {
+        ty = match ty {
+            Type::Map(inner) => *inner,
+            _ => return Type::Any,
+        };
+    }
+    ty
+}
+
+fn mode_attr() -> Option<&'static AttrType> {
+    promise_type("file")
+        .and_then(|f| f.attr("mode"))
+        .map(|a| &a.ty)
+}
+
+fn format_mode(value: i64, octal: bool) -> String {
+    if octal && value >= 0 {
+        format!("0o{value:o}")
+    } else {
+        value.to_string()
+    }
+}
