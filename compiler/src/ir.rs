@@ -70,7 +70,7 @@ pub struct RuntimeLoop {
 
 /// A value known at compile time, or an expression over facts and run-time
 /// loop variables that the VM evaluates.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Value {
     Str(String),
     Int(i64),
@@ -151,7 +151,7 @@ impl Value {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TemplatePart {
     Lit(String),
     Fact(String),
@@ -160,7 +160,7 @@ pub enum TemplatePart {
 
 /// A class expression after expansion: bundle parameters and compile-time
 /// loop variables are substituted, comparisons of constants are folded.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Guard {
     Const(bool),
     Class(String),
@@ -175,6 +175,37 @@ pub enum Guard {
 }
 
 impl Guard {
+    /// The guard in policy syntax, for messages (`web && !debian`).
+    pub fn display(&self) -> String {
+        self.display_in(0)
+    }
+
+    /// `level`: 0 top, 1 inside `||`, 2 inside `&&`, 3 inside `!`.
+    fn display_in(&self, level: u8) -> String {
+        let (text, own) = match self {
+            Guard::Const(b) => (b.to_string(), 4),
+            Guard::Class(name) => (name.clone(), 4),
+            Guard::Compare { op, lhs, rhs } => (
+                format!("{} {} {}", lhs.display(), op.as_str(), rhs.display()),
+                3,
+            ),
+            Guard::Not(inner) => (format!("!{}", inner.display_in(3)), 3),
+            Guard::And(items) => {
+                let parts: Vec<String> = items.iter().map(|g| g.display_in(2)).collect();
+                (parts.join(" && "), 2)
+            }
+            Guard::Or(items) => {
+                let parts: Vec<String> = items.iter().map(|g| g.display_in(1)).collect();
+                (parts.join(" || "), 1)
+            }
+        };
+        if own < level || (own == 3 && level == 3 && !matches!(self, Guard::Not(_))) {
+            format!("({text})")
+        } else {
+            text
+        }
+    }
+
     /// `a && b`, simplifying constants and flattening.
     pub fn and(self, other: Guard) -> Guard {
         match (self, other) {
@@ -197,10 +228,21 @@ impl Guard {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CompareOp {
     Eq,
     NotEq,
     Match,
     In,
+}
+
+impl CompareOp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompareOp::Eq => "==",
+            CompareOp::NotEq => "!=",
+            CompareOp::Match => "=~",
+            CompareOp::In => "in",
+        }
+    }
 }

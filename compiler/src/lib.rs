@@ -8,6 +8,7 @@
 //! all. [`diagnostic`] is the data every phase produces and [`render`] draws
 //! it; [`cli`] is the command line.
 
+pub mod analysis;
 pub mod check;
 pub mod cli;
 pub mod diagnostic;

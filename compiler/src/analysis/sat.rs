@@ -370,8 +370,11 @@ struct Encoder {
 
 impl Encoder {
     fn new(atoms: &[Atom]) -> Encoder {
-        let atom_vars: HashMap<Atom, usize> =
-            atoms.iter().enumerate().map(|(var, &atom)| (atom, var)).collect();
+        let atom_vars: HashMap<Atom, usize> = atoms
+            .iter()
+            .enumerate()
+            .map(|(var, &atom)| (atom, var))
+            .collect();
         Encoder {
             num_vars: atom_vars.len(),
             atom_vars,
@@ -824,9 +827,18 @@ mod tests {
     fn witness(formula: &Formula, constraints: &Constraints) -> Option<Vec<Atom>> {
         let found = solve(formula, constraints);
         if let Some(atoms) = &found {
-            assert!(eval(formula, atoms), "witness {atoms:?} falsifies {formula:?}");
-            assert!(constraints.allows(atoms), "witness {atoms:?} breaks a group");
-            assert!(atoms.windows(2).all(|w| w[0] < w[1]), "not sorted: {atoms:?}");
+            assert!(
+                eval(formula, atoms),
+                "witness {atoms:?} falsifies {formula:?}"
+            );
+            assert!(
+                constraints.allows(atoms),
+                "witness {atoms:?} breaks a group"
+            );
+            assert!(
+                atoms.windows(2).all(|w| w[0] < w[1]),
+                "not sorted: {atoms:?}"
+            );
             assert!(satisfiable(formula, constraints));
         } else {
             assert!(!satisfiable(formula, constraints));
@@ -836,7 +848,10 @@ mod tests {
 
     #[test]
     fn constants() {
-        assert_eq!(witness(&Formula::Const(true), &no_constraints()), Some(vec![]));
+        assert_eq!(
+            witness(&Formula::Const(true), &no_constraints()),
+            Some(vec![])
+        );
         assert_eq!(witness(&Formula::Const(false), &no_constraints()), None);
         assert_eq!(witness(&Formula::Const(true), &os_families()), Some(vec![]));
     }
@@ -844,7 +859,10 @@ mod tests {
     #[test]
     fn single_atom() {
         assert_eq!(witness(&atom(7), &no_constraints()), Some(vec![7]));
-        assert_eq!(witness(&Formula::not(atom(7)), &no_constraints()), Some(vec![]));
+        assert_eq!(
+            witness(&Formula::not(atom(7)), &no_constraints()),
+            Some(vec![])
+        );
         assert_eq!(witness(&atom(DEBIAN), &os_families()), Some(vec![DEBIAN]));
     }
 
@@ -862,7 +880,10 @@ mod tests {
         let both = Formula::and(atom(DEBIAN), atom(REDHAT));
         assert_eq!(witness(&both, &os_families()), None);
         // Without the group they are independent classes.
-        assert_eq!(witness(&both, &no_constraints()), Some(vec![DEBIAN, REDHAT]));
+        assert_eq!(
+            witness(&both, &no_constraints()),
+            Some(vec![DEBIAN, REDHAT])
+        );
     }
 
     #[test]
@@ -936,7 +957,10 @@ mod tests {
 
     #[test]
     fn empty_lists() {
-        assert_eq!(witness(&Formula::And(vec![]), &no_constraints()), Some(vec![]));
+        assert_eq!(
+            witness(&Formula::And(vec![]), &no_constraints()),
+            Some(vec![])
+        );
         assert_eq!(witness(&Formula::Or(vec![]), &no_constraints()), None);
         let not_empty_and = Formula::Not(Box::new(Formula::And(vec![])));
         assert_eq!(witness(&not_empty_and, &no_constraints()), None);
@@ -967,7 +991,11 @@ mod tests {
             at_most_one: vec![vec![17, 42]],
         };
         assert_eq!(witness(&f, &pair), None);
-        assert!(start.elapsed() < Duration::from_secs(1), "took {:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "took {:?}",
+            start.elapsed()
+        );
     }
 
     #[test]
@@ -980,7 +1008,11 @@ mod tests {
         assert_eq!(witness(&f, &group), Some(vec![59]));
         let two = Formula::and(f, Formula::and(atom(3), atom(30)));
         assert_eq!(witness(&two, &group), None);
-        assert!(start.elapsed() < Duration::from_secs(1), "took {:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "took {:?}",
+            start.elapsed()
+        );
     }
 
     #[test]
@@ -1005,7 +1037,11 @@ mod tests {
         let g = Formula::all(choices.chain([xor]));
         let expected: Vec<Atom> = (0..30).map(|i| 2 * i + 1).chain([101]).collect();
         assert_eq!(witness(&g, &no_constraints()), Some(expected));
-        assert!(start.elapsed() < Duration::from_secs(2), "took {:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "took {:?}",
+            start.elapsed()
+        );
     }
 
     #[test]
@@ -1044,15 +1080,24 @@ mod tests {
     fn constructors_fold_and_flatten() {
         let (a, b, c, d) = (atom(0), atom(1), atom(2), atom(3));
         assert_eq!(Formula::and(Formula::Const(true), a.clone()), a);
-        assert_eq!(Formula::and(a.clone(), Formula::Const(false)), Formula::Const(false));
+        assert_eq!(
+            Formula::and(a.clone(), Formula::Const(false)),
+            Formula::Const(false)
+        );
         assert_eq!(Formula::or(a.clone(), Formula::Const(false)), a);
-        assert_eq!(Formula::or(Formula::Const(true), a.clone()), Formula::Const(true));
+        assert_eq!(
+            Formula::or(Formula::Const(true), a.clone()),
+            Formula::Const(true)
+        );
         assert_eq!(
             Formula::and(Formula::and(a.clone(), b.clone()), c.clone()),
             Formula::And(vec![a.clone(), b.clone(), c.clone()])
         );
         assert_eq!(
-            Formula::or(Formula::or(a.clone(), b.clone()), Formula::or(c.clone(), d.clone())),
+            Formula::or(
+                Formula::or(a.clone(), b.clone()),
+                Formula::or(c.clone(), d.clone())
+            ),
             Formula::Or(vec![a.clone(), b.clone(), c.clone(), d.clone()])
         );
         // Only lists of the same kind merge.
@@ -1111,6 +1156,29 @@ mod tests {
         })
     }
 
+    /// Random 3-CNF over 6-10 atoms with 4-5 clauses per atom, the region
+    /// where random instances are hardest: about half are unsatisfiable and
+    /// many need conflicts and backjumps, which the nested formulas above
+    /// (mostly settled by unit propagation) rarely reach.
+    fn hard_problem() -> impl Strategy<Value = (u32, Formula, Vec<Vec<Atom>>)> {
+        (6u32..=10).prop_flat_map(|n| {
+            let literal = (0..n, any::<bool>()).prop_map(|(a, positive)| {
+                if positive {
+                    Formula::Atom(a)
+                } else {
+                    Formula::Not(Box::new(Formula::Atom(a)))
+                }
+            });
+            let clause = prop::collection::vec(literal, 3).prop_map(Formula::Or);
+            let clauses = 4 * n as usize..=5 * n as usize;
+            (
+                Just(n),
+                prop::collection::vec(clause, clauses).prop_map(Formula::And),
+                prop::collection::vec(prop::collection::vec(0..n, 2..=4), 0..=3),
+            )
+        })
+    }
+
     /// At most one true atom per group, counted independently of `allows`.
     fn groups_hold(groups: &[Vec<Atom>], true_atoms: &[Atom]) -> bool {
         groups.iter().all(|group| {
@@ -1138,38 +1206,57 @@ mod tests {
         chosen
     }
 
+    /// Checks `solve` against brute force: satisfiable exactly when some
+    /// assignment of atoms `0..n` respecting the groups satisfies `f`, and
+    /// the witness is a genuine solution and the documented one, the
+    /// lexicographically least over `f.atoms()`.
+    fn check_against_brute_force(
+        n: u32,
+        f: &Formula,
+        groups: &[Vec<Atom>],
+    ) -> Result<(), TestCaseError> {
+        let constraints = Constraints {
+            at_most_one: groups.to_vec(),
+        };
+        let result = solve(f, &constraints);
+
+        // Every assignment of all n atoms that respects the groups.
+        let universe: Vec<Atom> = (0..n).collect();
+        let exists = (0u32..1 << n).any(|mask| {
+            let true_atoms = subset(&universe, mask);
+            groups_hold(groups, &true_atoms) && eval(f, &true_atoms)
+        });
+        prop_assert_eq!(result.is_some(), exists, "formula {:?} groups {:?}", f, groups);
+        prop_assert_eq!(satisfiable(f, &constraints), exists);
+
+        // Solutions over the formula's atoms alone, in lexicographic order.
+        let atoms = f.atoms();
+        let least = (0u32..1 << atoms.len())
+            .map(|mask| subset(&atoms, mask))
+            .find(|true_atoms| groups_hold(groups, true_atoms) && eval(f, true_atoms));
+        prop_assert_eq!(least.is_some(), exists);
+        if let Some(witness) = &result {
+            prop_assert!(eval(f, witness));
+            prop_assert!(groups_hold(groups, witness));
+            prop_assert!(constraints.allows(witness));
+            prop_assert!(witness.windows(2).all(|w| w[0] < w[1]));
+            prop_assert!(witness.iter().all(|a| atoms.contains(a)));
+            prop_assert_eq!(Some(witness), least.as_ref());
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
 
         #[test]
         fn solve_agrees_with_brute_force((n, f, groups) in problem()) {
-            let constraints = Constraints { at_most_one: groups.clone() };
-            let result = solve(&f, &constraints);
+            check_against_brute_force(n, &f, &groups)?;
+        }
 
-            // Every assignment of all n atoms that respects the groups.
-            let universe: Vec<Atom> = (0..n).collect();
-            let exists = (0u32..1 << n).any(|mask| {
-                let true_atoms = subset(&universe, mask);
-                groups_hold(&groups, &true_atoms) && eval(&f, &true_atoms)
-            });
-            prop_assert_eq!(result.is_some(), exists, "formula {:?} groups {:?}", f, groups);
-            prop_assert_eq!(satisfiable(&f, &constraints), exists);
-
-            // The documented witness: the lexicographically least solution
-            // over the formula's atoms in first-appearance order.
-            let atoms = f.atoms();
-            let least = (0u32..1 << atoms.len())
-                .map(|mask| subset(&atoms, mask))
-                .find(|true_atoms| groups_hold(&groups, true_atoms) && eval(&f, true_atoms));
-            prop_assert_eq!(least.is_some(), exists);
-            if let Some(witness) = &result {
-                prop_assert!(eval(&f, witness));
-                prop_assert!(groups_hold(&groups, witness));
-                prop_assert!(constraints.allows(witness));
-                prop_assert!(witness.windows(2).all(|w| w[0] < w[1]));
-                prop_assert!(witness.iter().all(|a| atoms.contains(a)));
-                prop_assert_eq!(Some(witness), least.as_ref());
-            }
+        #[test]
+        fn solve_agrees_with_brute_force_on_hard_cnf((n, f, groups) in hard_problem()) {
+            check_against_brute_force(n, &f, &groups)?;
         }
 
         #[test]

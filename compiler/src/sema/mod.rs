@@ -45,6 +45,7 @@ pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
     if let (Some(policy), false) = (symbols.policy, has_errors) {
         let expansion = expand::expand(&symbols, &mut checker, policy);
         diagnostics.extend(expansion.diagnostics);
+        diagnostics.extend(crate::analysis::dead::dead_promises(&expansion.program));
         analysis.promises = expansion.program.promises.len();
         analysis.program = Some(expansion.program);
     }

@@ -1,0 +1,59 @@
+//! Promises that can never be active (warning `W0005`): their guard is
+//! unsatisfiable under the class rules of [`guards`](super::guards).
+
+use std::collections::{HashMap, HashSet};
+
+use converge_grammar::Span;
+
+use super::guards::GuardSpace;
+use crate::diagnostic::{Code, Diagnostic};
+use crate::ir::{Guard, Program};
+
+/// One warning per promise statement whose guard no host can make true in
+/// any of its expansions (a bundle called twice may be dead in one call and
+/// alive in the other: that is not reported). A guard that is simply
+/// `false` — written so, or a `bool` parameter passed `false` — is a
+/// deliberate switch, not a mistake, and is not reported either.
+pub fn dead_promises(program: &Program) -> Vec<Diagnostic> {
+    let mut space = GuardSpace::new(program);
+    let mut alive: HashMap<&Guard, bool> = HashMap::new();
+    let mut live_statements: HashSet<Span> = HashSet::new();
+    let mut dead: Vec<&crate::ir::Promise> = Vec::new();
+    for promise in &program.promises {
+        if matches!(promise.guard, Guard::Const(_)) {
+            live_statements.insert(promise.span);
+            continue;
+        }
+        let is_alive = match alive.get(&promise.guard) {
+            Some(known) => *known,
+            None => {
+                let formula = space.formula(&promise.guard);
+                let known = space.witness(&formula).is_some();
+                alive.insert(&promise.guard, known);
+                known
+            }
+        };
+        if is_alive {
+            live_statements.insert(promise.span);
+        } else {
+            dead.push(promise);
+        }
+    }
+    let mut reported: HashSet<Span> = HashSet::new();
+    let mut out = Vec::new();
+    for promise in dead {
+        if !live_statements.contains(&promise.span) && reported.insert(promise.span) {
+            out.push(
+                Diagnostic::new(
+                    Code::GuardNeverTrue,
+                    "this promise can never be active",
+                    promise.span,
+                    "no host makes its guard true",
+                )
+                .with_note(format!("its guard is `{}`", promise.guard.display()))
+                .with_help("check for exclusive classes (OS families, weekdays, hours) or one fact compared with two values; remove the promise or fix the guard"),
+            );
+        }
+    }
+    out
+}

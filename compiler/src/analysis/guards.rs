@@ -1,0 +1,267 @@
+//! From expanded guards ([`ir::Guard`]) to propositional formulas the
+//! [`sat`](super::sat) solver decides, under the rules of LANGUAGE.md
+//! section 5 item 4:
+//!
+//! - class names are independent booleans, except that
+//! - class definitions are expanded (`class web = ...` is replaced by its
+//!   expression),
+//! - `exclusive` groups become at-most-one constraints, and
+//! - fact tests on the same fact with different literal values exclude each
+//!   other (`sys.os_family == "debian"` and `== "alpine"`).
+//!
+//! Other tests (regex matches, `in`, comparisons of run-time values) are
+//! opaque atoms: possibly true, possibly false. That keeps every answer
+//! sound: "never true" is only said when no assignment of the atoms makes
+//! the guard true.
+
+use std::collections::HashMap;
+
+use super::sat::{self, Atom, Constraints, Formula};
+use crate::ir::{self, CompareOp, Guard, Value};
+
+/// What an atom stands for, for witnesses and for grouping fact tests.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AtomKind {
+    Class(String),
+    /// `fact == "value"`
+    FactEquals {
+        fact: String,
+        value: String,
+    },
+    /// Any other test, by its text.
+    Opaque(String),
+}
+
+impl AtomKind {
+    /// How the atom reads in a witness (`web`, `sys.os_family == "debian"`).
+    pub fn describe(&self) -> String {
+        match self {
+            AtomKind::Class(name) => name.clone(),
+            AtomKind::FactEquals { fact, value } => format!("{fact} == {value:?}"),
+            AtomKind::Opaque(text) => text.clone(),
+        }
+    }
+}
+
+/// Translates guards of one program, sharing atoms between them so that
+/// two guards can be solved together.
+#[derive(Debug)]
+pub struct GuardSpace<'p> {
+    definitions: HashMap<&'p str, Option<&'p Guard>>,
+    exclusive: &'p [Vec<String>],
+    atoms: Vec<AtomKind>,
+    index: HashMap<AtomKind, Atom>,
+}
+
+impl<'p> GuardSpace<'p> {
+    pub fn new(program: &'p ir::Program) -> Self {
+        GuardSpace {
+            definitions: program
+                .classes
+                .iter()
+                .map(|c| (c.name.as_str(), c.expr.as_ref()))
+                .collect(),
+            exclusive: &program.exclusive,
+            atoms: Vec::new(),
+            index: HashMap::new(),
+        }
+    }
+
+    fn atom(&mut self, kind: AtomKind) -> Formula {
+        if let Some(a) = self.index.get(&kind) {
+            return Formula::Atom(*a);
+        }
+        let a = self.atoms.len() as Atom;
+        self.atoms.push(kind.clone());
+        self.index.insert(kind, a);
+        Formula::Atom(a)
+    }
+
+    pub fn describe(&self, atom: Atom) -> String {
+        self.atoms
+            .get(atom as usize)
+            .map(AtomKind::describe)
+            .unwrap_or_default()
+    }
+
+    /// The formula of a guard, with class definitions expanded.
+    pub fn formula(&mut self, guard: &'p Guard) -> Formula {
+        self.translate(guard, &mut Vec::new())
+    }
+
+    fn translate(&mut self, guard: &'p Guard, expanding: &mut Vec<&'p str>) -> Formula {
+        match guard {
+            Guard::Const(b) => Formula::Const(*b),
+            Guard::Class(name) => {
+                let definition = self.definitions.get(name.as_str()).copied().flatten();
+                match definition {
+                    // A cycle was reported by the checker; treat the class
+                    // as an atom to stay finite.
+                    Some(expr) if !expanding.contains(&name.as_str()) => {
+                        expanding.push(name);
+                        let f = self.translate(expr, expanding);
+                        expanding.pop();
+                        f
+                    }
+                    _ => self.atom(AtomKind::Class(name.clone())),
+                }
+            }
+            Guard::Not(inner) => Formula::not(self.translate(inner, expanding)),
+            Guard::And(items) => {
+                let parts: Vec<Formula> =
+                    items.iter().map(|g| self.translate(g, expanding)).collect();
+                Formula::all(parts)
+            }
+            Guard::Or(items) => {
+                let parts: Vec<Formula> =
+                    items.iter().map(|g| self.translate(g, expanding)).collect();
+                Formula::any(parts)
+            }
+            Guard::Compare { op, lhs, rhs } => self.compare(*op, lhs, rhs),
+        }
+    }
+
+    fn compare(&mut self, op: CompareOp, lhs: &Value, rhs: &Value) -> Formula {
+        let equality = match (lhs, rhs) {
+            (Value::Fact(fact), other) | (other, Value::Fact(fact)) if other.is_constant() => {
+                let value = match other {
+                    Value::Str(s) | Value::Word(s) => s.clone(),
+                    v => v.display(),
+                };
+                Some(AtomKind::FactEquals {
+                    fact: fact.clone(),
+                    value,
+                })
+            }
+            _ => None,
+        };
+        match (op, equality) {
+            (CompareOp::Eq, Some(kind)) => self.atom(kind),
+            (CompareOp::NotEq, Some(kind)) => Formula::not(self.atom(kind)),
+            (op, _) => {
+                let text = format!(
+                    "{} {} {}",
+                    lhs.display(),
+                    match op {
+                        CompareOp::Eq => "==",
+                        CompareOp::NotEq => "!=",
+                        CompareOp::Match => "=~",
+                        CompareOp::In => "in",
+                    },
+                    rhs.display()
+                );
+                self.atom(AtomKind::Opaque(text))
+            }
+        }
+    }
+
+    /// The constraints between the atoms created so far: exclusive groups
+    /// and equality tests of one fact against different values.
+    pub fn constraints(&self) -> Constraints {
+        let mut groups: Vec<Vec<Atom>> = Vec::new();
+        for group in self.exclusive {
+            let atoms: Vec<Atom> = group
+                .iter()
+                .filter_map(|c| self.index.get(&AtomKind::Class(c.clone())).copied())
+                .collect();
+            if atoms.len() > 1 {
+                groups.push(atoms);
+            }
+        }
+        let mut by_fact: HashMap<&str, Vec<Atom>> = HashMap::new();
+        for (i, kind) in self.atoms.iter().enumerate() {
+            if let AtomKind::FactEquals { fact, .. } = kind {
+                by_fact.entry(fact).or_default().push(i as Atom);
+            }
+        }
+        let mut facts: Vec<(&str, Vec<Atom>)> =
+            by_fact.into_iter().filter(|(_, a)| a.len() > 1).collect();
+        facts.sort();
+        groups.extend(facts.into_iter().map(|(_, atoms)| atoms));
+        Constraints {
+            at_most_one: groups,
+        }
+    }
+
+    /// A witness for `formula`: the atoms that are true in one satisfying
+    /// assignment, described, or `None` when it is unsatisfiable.
+    pub fn witness(&self, formula: &Formula) -> Option<Vec<String>> {
+        sat::solve(formula, &self.constraints())
+            .map(|atoms| atoms.iter().map(|a| self.describe(*a)).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{ClassDecl, Program};
+    use converge_grammar::Span;
+
+    fn class(name: &str) -> Guard {
+        Guard::Class(name.to_owned())
+    }
+
+    fn fact_eq(fact: &str, value: &str) -> Guard {
+        Guard::Compare {
+            op: CompareOp::Eq,
+            lhs: Value::Fact(fact.to_owned()),
+            rhs: Value::Str(value.to_owned()),
+        }
+    }
+
+    fn program() -> Program {
+        Program {
+            promises: Vec::new(),
+            classes: vec![ClassDecl {
+                name: "web".into(),
+                expr: Some(Guard::Or(vec![class("nginx_host"), class("apache_host")])),
+                span: Span::default(),
+            }],
+            exclusive: vec![vec!["debian".into(), "redhat".into(), "alpine".into()]],
+        }
+    }
+
+    #[test]
+    fn exclusive_classes_cannot_both_hold() {
+        let p = program();
+        let mut space = GuardSpace::new(&p);
+        let both = Guard::And(vec![class("debian"), class("redhat")]);
+        let f = space.formula(&both);
+        assert_eq!(space.witness(&f), None);
+        let one = Guard::And(vec![class("debian"), Guard::Not(Box::new(class("redhat")))]);
+        let f = space.formula(&one);
+        assert_eq!(space.witness(&f), Some(vec!["debian".to_owned()]));
+    }
+
+    #[test]
+    fn different_values_of_one_fact_exclude_each_other() {
+        let p = program();
+        let mut space = GuardSpace::new(&p);
+        let g = Guard::And(vec![
+            fact_eq("sys.os_family", "debian"),
+            fact_eq("sys.os_family", "alpine"),
+        ]);
+        let f = space.formula(&g);
+        assert_eq!(space.witness(&f), None);
+        let g = Guard::And(vec![
+            fact_eq("sys.os_family", "debian"),
+            fact_eq("sys.arch", "x86_64"),
+        ]);
+        let f = space.formula(&g);
+        assert!(space.witness(&f).is_some());
+    }
+
+    #[test]
+    fn definitions_are_expanded() {
+        let p = program();
+        let mut space = GuardSpace::new(&p);
+        // web && !nginx_host && !apache_host is impossible once web is expanded.
+        let g = Guard::And(vec![
+            class("web"),
+            Guard::Not(Box::new(class("nginx_host"))),
+            Guard::Not(Box::new(class("apache_host"))),
+        ]);
+        let f = space.formula(&g);
+        assert_eq!(space.witness(&f), None);
+    }
+}
