@@ -3,6 +3,8 @@
 //! attribute values and where it came from. Contradiction analysis, the
 //! ordering graph and code generation all work on this flat list.
 
+use std::sync::Arc;
+
 use converge_grammar::Span;
 
 #[derive(Clone, Debug, Default)]
@@ -30,15 +32,17 @@ pub struct Promise {
     /// Attributes in the order they were written (the promise's own, then
     /// those spliced from bodies), with the span of each value.
     pub attrs: Vec<Attr>,
-    /// The conjunction of every enclosing `when` and call-site guard.
-    pub guard: Guard,
+    /// The conjunction of every enclosing `when` and call-site guard
+    /// (shared by the promises of one block).
+    pub guard: Arc<Guard>,
     /// The promise type and promiser as written.
     pub span: Span,
-    /// The bundle calls that led here, outermost first.
-    pub chain: Vec<CallSite>,
+    /// The bundle calls that led here, outermost first (shared by the
+    /// promises of one call).
+    pub chain: Arc<[CallSite]>,
     /// Loops over run-time lists (`for ip in sys.ipv4`) enclosing the
     /// promise, outermost first: the VM repeats the promise per element.
-    pub runtime_loops: Vec<RuntimeLoop>,
+    pub runtime_loops: Arc<[RuntimeLoop]>,
 }
 
 impl Promise {

@@ -20,16 +20,16 @@ pub fn dead_promises(program: &Program) -> Vec<Diagnostic> {
     let mut live_statements: HashSet<Span> = HashSet::new();
     let mut dead: Vec<&crate::ir::Promise> = Vec::new();
     for promise in &program.promises {
-        if matches!(promise.guard, Guard::Const(_)) {
+        if matches!(*promise.guard, Guard::Const(_)) {
             live_statements.insert(promise.span);
             continue;
         }
-        let is_alive = match alive.get(&promise.guard) {
+        let is_alive = match alive.get(&*promise.guard) {
             Some(known) => *known,
             None => {
                 let formula = space.formula(&promise.guard);
                 let known = space.witness(&formula).is_some();
-                alive.insert(&promise.guard, known);
+                alive.insert(&*promise.guard, known);
                 known
             }
         };

@@ -1226,7 +1226,13 @@ mod tests {
             let true_atoms = subset(&universe, mask);
             groups_hold(groups, &true_atoms) && eval(f, &true_atoms)
         });
-        prop_assert_eq!(result.is_some(), exists, "formula {:?} groups {:?}", f, groups);
+        prop_assert_eq!(
+            result.is_some(),
+            exists,
+            "formula {:?} groups {:?}",
+            f,
+            groups
+        );
         prop_assert_eq!(satisfiable(f, &constraints), exists);
 
         // Solutions over the formula's atoms alone, in lexicographic order.

@@ -9,6 +9,7 @@
 //! and `after`/`notify` references to promises the policy does not make.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use converge_grammar::ast::{self, ClassDef, Expr, ExprKind, PolicyDef, Stmt};
 use converge_grammar::token::{StrLit, StrPart};
@@ -43,9 +44,11 @@ pub fn expand<'a>(
         lets: HashMap::new(),
         chain: Vec::new(),
         loops: Vec::new(),
+        shared_chain: Arc::from(Vec::new()),
+        shared_loops: Arc::from(Vec::new()),
         reported_recursion: HashSet::new(),
     };
-    ex.stmts(&policy.body, &mut Vec::new(), &Guard::Const(true));
+    ex.stmts(&policy.body, &mut Vec::new(), &Arc::new(Guard::Const(true)));
     let classes = symbols
         .classes
         .defs
@@ -79,6 +82,10 @@ struct Expander<'a, 'c> {
     lets: HashMap<&'a str, Value>,
     chain: Vec<CallSite>,
     loops: Vec<RuntimeLoop>,
+    /// `chain` and `loops` as shared slices, rebuilt when they change, so
+    /// that every promise of a call shares one allocation.
+    shared_chain: Arc<[CallSite]>,
+    shared_loops: Arc<[RuntimeLoop]>,
     reported_recursion: HashSet<Span>,
 }
 
@@ -91,12 +98,12 @@ impl<'a> Expander<'a, '_> {
         }
     }
 
-    fn stmts(&mut self, stmts: &'a [Stmt], env: &mut Env<'a>, guard: &Guard) {
+    fn stmts(&mut self, stmts: &'a [Stmt], env: &mut Env<'a>, guard: &Arc<Guard>) {
         for stmt in stmts {
             match stmt {
                 Stmt::Promise(p) => self.promise(p, env, guard),
                 Stmt::When(w) => {
-                    let inner = guard.clone().and(self.guard(&w.guard, env));
+                    let inner = Arc::new(Guard::clone(guard).and(self.guard(&w.guard, env)));
                     self.stmts(&w.body, env, &inner);
                 }
                 Stmt::For(f) => match self.eval(&f.list, env) {
@@ -112,10 +119,12 @@ impl<'a> Expander<'a, '_> {
                             var: f.var.name.clone(),
                             fact,
                         });
+                        self.shared_loops = Arc::from(self.loops.as_slice());
                         env.push((&f.var.name, Value::LoopVar(f.var.name.clone())));
                         self.stmts(&f.body, env, guard);
                         env.pop();
                         self.loops.pop();
+                        self.shared_loops = Arc::from(self.loops.as_slice());
                     }
                     // Type checking guarantees a list; anything else expands
                     // to nothing.
@@ -127,7 +136,7 @@ impl<'a> Expander<'a, '_> {
         }
     }
 
-    fn call(&mut self, call: &'a ast::Call, env: &mut Env<'a>, guard: &Guard) {
+    fn call(&mut self, call: &'a ast::Call, env: &mut Env<'a>, guard: &Arc<Guard>) {
         let Some(bundle) = self.symbols.bundles.get(&call.bundle.name) else {
             return;
         };
@@ -173,11 +182,13 @@ impl<'a> Expander<'a, '_> {
             bundle: bundle.name.name.clone(),
             span: call.span,
         });
+        self.shared_chain = Arc::from(self.chain.as_slice());
         self.stmts(&bundle.body, &mut inner, guard);
         self.chain.pop();
+        self.shared_chain = Arc::from(self.chain.as_slice());
     }
 
-    fn promise(&mut self, p: &'a ast::Promise, env: &mut Env<'a>, guard: &Guard) {
+    fn promise(&mut self, p: &'a ast::Promise, env: &mut Env<'a>, guard: &Arc<Guard>) {
         let Some(pt) = promise_type(&p.kind.name) else {
             return;
         };
@@ -215,10 +226,10 @@ impl<'a> Expander<'a, '_> {
             kind: pt.name,
             promiser,
             attrs,
-            guard: guard.clone(),
+            guard: Arc::clone(guard),
             span,
-            chain: self.chain.clone(),
-            runtime_loops: self.loops.clone(),
+            chain: Arc::clone(&self.shared_chain),
+            runtime_loops: Arc::clone(&self.shared_loops),
         });
     }
 
