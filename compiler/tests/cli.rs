@@ -209,3 +209,50 @@ fn deny_warnings_passes_a_clean_file() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
 }
+
+#[test]
+fn warnings_exit_0_unless_denied() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "warn.policy",
+        "bundle b {\n  command \"apt-update\" { run = [\"/usr/bin/apt-get\", \"update\"]; }\n}\npolicy { b(); }\n",
+    );
+    let out = policyc().arg("check").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("[W0001]"), "{stdout}");
+    assert!(
+        stdout.ends_with("checked 1 file, 1 promise: no errors, 1 warning\n"),
+        "{stdout}"
+    );
+    let out = policyc()
+        .args(["check", "--deny-warnings"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn imports_are_followed_and_the_stdlib_is_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("roles")).unwrap();
+    write(
+        &dir.path().join("roles"),
+        "web.policy",
+        "import \"std/files.policy\";\nbundle web { file \"/etc/web\" { content = \"w\\n\"; use public_file; } }\n",
+    );
+    let site = write(
+        dir.path(),
+        "site.policy",
+        "import \"roles/web.policy\";\nimport \"std/classes.policy\";\npolicy { when weekday { web(); } }\n",
+    );
+    let out = policyc().arg("check").arg(&site).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.starts_with("checked 4 files, 1 promise: no errors"),
+        "{stdout}"
+    );
+}

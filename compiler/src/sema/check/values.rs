@@ -331,6 +331,26 @@ impl<'a> Checker<'a> {
 
     /// The type of a name: a variable, a `let` (possibly indexed as a map:
     /// `ports.http`), or a fact `sys.x`.
+    /// The type of a `let` read at `span`, marking it used; reading a let
+    /// inside its own definition is a cycle.
+    fn let_reference(&mut self, name: &'a str, span: Span) -> Type {
+        self.used_lets.insert(name);
+        if let Some(t) = self.let_type(name) {
+            return t;
+        }
+        let mut d = Diagnostic::new(
+            Code::DefinitionCycle,
+            format!("`{name}` is used in its own definition"),
+            span,
+            "used here",
+        );
+        if let Some(def) = self.symbols.lets.get(name) {
+            d = d.with_secondary(def.name.span, "while defining this");
+        }
+        self.push(d.with_help("a let cannot depend on itself, directly or through other lets"));
+        Type::Any
+    }
+
     pub(super) fn path_type(&mut self, path: &'a [Ident], span: Span, scope: &Scope<'a>) -> Type {
         let Some(first) = path.first() else {
             return Type::Any;
@@ -341,24 +361,7 @@ impl<'a> Checker<'a> {
         let base = if let Some(var) = self.lookup_var(&first.name, scope) {
             var.ty.clone()
         } else if self.symbols.lets.get(&first.name).is_some() {
-            self.used_lets.insert(&first.name);
-            match self.let_type(&first.name) {
-                Some(t) => t,
-                None => {
-                    let let_span = self.symbols.lets.get(&first.name).map(|l| l.name.span);
-                    let mut d = Diagnostic::new(
-                        Code::DefinitionCycle,
-                        format!("`{}` is used in its own definition", first.name),
-                        first.span,
-                        "used here",
-                    );
-                    if let Some(s) = let_span {
-                        d = d.with_secondary(s, "while defining this");
-                    }
-                    self.push(d);
-                    Type::Any
-                }
-            }
+            self.let_reference(&first.name, first.span)
         } else {
             self.undefined_variable(&first.name, first.span, scope);
             return Type::Any;
@@ -450,7 +453,7 @@ impl<'a> Checker<'a> {
             {
                 let name: &'a str = name;
                 self.used_lets.insert(name);
-                index_type(self.let_type(name).unwrap_or(Type::Any), path.len())
+                index_type(self.let_reference(name, part_span), path.len())
             } else {
                 self.undefined_variable(first, part_span, scope);
                 Type::Any
