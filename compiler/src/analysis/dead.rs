@@ -16,10 +16,17 @@ use crate::ir::{Guard, Program};
 /// deliberate switch, not a mistake, and is not reported either.
 pub fn dead_promises(program: &Program) -> Vec<Diagnostic> {
     let mut space = GuardSpace::new(program);
+    // Translate every guard first, so the constraints cover all atoms.
+    let formulas: Vec<_> = program
+        .promises
+        .iter()
+        .map(|p| space.formula(&p.guard))
+        .collect();
+    let constraints = space.constraints();
     let mut alive: HashMap<&Guard, bool> = HashMap::new();
     let mut live_statements: HashSet<Span> = HashSet::new();
     let mut dead: Vec<&crate::ir::Promise> = Vec::new();
-    for promise in &program.promises {
+    for (promise, formula) in program.promises.iter().zip(&formulas) {
         if matches!(*promise.guard, Guard::Const(_)) {
             live_statements.insert(promise.span);
             continue;
@@ -27,8 +34,7 @@ pub fn dead_promises(program: &Program) -> Vec<Diagnostic> {
         let is_alive = match alive.get(&*promise.guard) {
             Some(known) => *known,
             None => {
-                let formula = space.formula(&promise.guard);
-                let known = space.witness(&formula).is_some();
+                let known = space.witness(formula, &constraints).is_some();
                 alive.insert(&*promise.guard, known);
                 known
             }

@@ -3,8 +3,10 @@
 //! section 5 item 4:
 //!
 //! - class names are independent booleans, except that
-//! - class definitions are expanded (`class web = ...` is replaced by its
-//!   expression),
+//! - class definitions hold: a defined class is an atom constrained to be
+//!   equivalent to its expression (`web <-> sys.hostname =~ "^web"`), which
+//!   decides exactly as substituting the expression would, and lets a
+//!   witness name the class the policy wrote (`web`) rather than its body,
 //! - `exclusive` groups become at-most-one constraints, and
 //! - fact tests on the same fact with different literal values exclude each
 //!   other (`sys.os_family == "debian"` and `== "alpine"`).
@@ -47,24 +49,30 @@ impl AtomKind {
 /// two guards can be solved together.
 #[derive(Debug)]
 pub struct GuardSpace<'p> {
-    definitions: HashMap<&'p str, Option<&'p Guard>>,
     exclusive: &'p [Vec<String>],
     atoms: Vec<AtomKind>,
     index: HashMap<AtomKind, Atom>,
+    /// The expression of each defined class, by the class's atom.
+    definitions: HashMap<Atom, Formula>,
 }
 
 impl<'p> GuardSpace<'p> {
     pub fn new(program: &'p ir::Program) -> Self {
-        GuardSpace {
-            definitions: program
-                .classes
-                .iter()
-                .map(|c| (c.name.as_str(), c.expr.as_ref()))
-                .collect(),
+        let mut space = GuardSpace {
             exclusive: &program.exclusive,
             atoms: Vec::new(),
             index: HashMap::new(),
+            definitions: HashMap::new(),
+        };
+        for class in &program.classes {
+            let Some(expr) = &class.expr else { continue };
+            let Formula::Atom(atom) = space.atom(AtomKind::Class(class.name.clone())) else {
+                continue;
+            };
+            let body = space.formula(expr);
+            space.definitions.insert(atom, body);
         }
+        space
     }
 
     fn atom(&mut self, kind: AtomKind) -> Formula {
@@ -84,41 +92,50 @@ impl<'p> GuardSpace<'p> {
             .unwrap_or_default()
     }
 
-    /// The formula of a guard, with class definitions expanded.
-    pub fn formula(&mut self, guard: &'p Guard) -> Formula {
-        self.translate(guard, &mut Vec::new())
-    }
-
-    fn translate(&mut self, guard: &'p Guard, expanding: &mut Vec<&'p str>) -> Formula {
+    /// The formula of a guard. Classes are atoms; combine the result with
+    /// [`with_definitions`](Self::with_definitions) before solving.
+    pub fn formula(&mut self, guard: &Guard) -> Formula {
         match guard {
             Guard::Const(b) => Formula::Const(*b),
-            Guard::Class(name) => {
-                let definition = self.definitions.get(name.as_str()).copied().flatten();
-                match definition {
-                    // A cycle was reported by the checker; treat the class
-                    // as an atom to stay finite.
-                    Some(expr) if !expanding.contains(&name.as_str()) => {
-                        expanding.push(name);
-                        let f = self.translate(expr, expanding);
-                        expanding.pop();
-                        f
-                    }
-                    _ => self.atom(AtomKind::Class(name.clone())),
-                }
-            }
-            Guard::Not(inner) => Formula::not(self.translate(inner, expanding)),
+            Guard::Class(name) => self.atom(AtomKind::Class(name.clone())),
+            Guard::Not(inner) => Formula::not(self.formula(inner)),
             Guard::And(items) => {
-                let parts: Vec<Formula> =
-                    items.iter().map(|g| self.translate(g, expanding)).collect();
+                let parts: Vec<Formula> = items.iter().map(|g| self.formula(g)).collect();
                 Formula::all(parts)
             }
             Guard::Or(items) => {
-                let parts: Vec<Formula> =
-                    items.iter().map(|g| self.translate(g, expanding)).collect();
+                let parts: Vec<Formula> = items.iter().map(|g| self.formula(g)).collect();
                 Formula::any(parts)
             }
             Guard::Compare { op, lhs, rhs } => self.compare(*op, lhs, rhs),
         }
+    }
+
+    /// `formula` and the definitions of every defined class it depends on
+    /// (directly or through other definitions), as equivalences.
+    pub fn with_definitions(&self, formula: Formula) -> Formula {
+        let mut needed: Vec<Atom> = Vec::new();
+        let mut queue: Vec<Atom> = formula.atoms();
+        while let Some(atom) = queue.pop() {
+            if needed.contains(&atom) {
+                continue;
+            }
+            if let Some(body) = self.definitions.get(&atom) {
+                needed.push(atom);
+                queue.extend(body.atoms());
+            }
+        }
+        needed.sort_unstable();
+        let mut parts = vec![formula];
+        for atom in needed {
+            let Some(body) = self.definitions.get(&atom) else {
+                continue;
+            };
+            let a = Formula::Atom(atom);
+            parts.push(Formula::or(Formula::not(a.clone()), body.clone()));
+            parts.push(Formula::or(a, Formula::not(body.clone())));
+        }
+        Formula::all(parts)
     }
 
     fn compare(&mut self, op: CompareOp, lhs: &Value, rhs: &Value) -> Formula {
@@ -183,11 +200,19 @@ impl<'p> GuardSpace<'p> {
         }
     }
 
-    /// A witness for `formula`: the atoms that are true in one satisfying
-    /// assignment, described, or `None` when it is unsatisfiable.
-    pub fn witness(&self, formula: &Formula) -> Option<Vec<String>> {
-        sat::solve(formula, &self.constraints())
-            .map(|atoms| atoms.iter().map(|a| self.describe(*a)).collect())
+    /// A witness for `formula` (definitions included): the atoms that are
+    /// true in one satisfying assignment and that `formula` itself mentions,
+    /// described; `None` when it is unsatisfiable.
+    pub fn witness(&self, formula: &Formula, constraints: &Constraints) -> Option<Vec<String>> {
+        let direct = formula.atoms();
+        let full = self.with_definitions(formula.clone());
+        sat::solve(&full, constraints).map(|atoms| {
+            atoms
+                .iter()
+                .filter(|a| direct.contains(a))
+                .map(|a| self.describe(*a))
+                .collect()
+        })
     }
 }
 
@@ -227,10 +252,13 @@ mod tests {
         let mut space = GuardSpace::new(&p);
         let both = Guard::And(vec![class("debian"), class("redhat")]);
         let f = space.formula(&both);
-        assert_eq!(space.witness(&f), None);
+        assert_eq!(space.witness(&f, &space.constraints()), None);
         let one = Guard::And(vec![class("debian"), Guard::Not(Box::new(class("redhat")))]);
         let f = space.formula(&one);
-        assert_eq!(space.witness(&f), Some(vec!["debian".to_owned()]));
+        assert_eq!(
+            space.witness(&f, &space.constraints()),
+            Some(vec!["debian".to_owned()])
+        );
     }
 
     #[test]
@@ -242,26 +270,26 @@ mod tests {
             fact_eq("sys.os_family", "alpine"),
         ]);
         let f = space.formula(&g);
-        assert_eq!(space.witness(&f), None);
+        assert_eq!(space.witness(&f, &space.constraints()), None);
         let g = Guard::And(vec![
             fact_eq("sys.os_family", "debian"),
             fact_eq("sys.arch", "x86_64"),
         ]);
         let f = space.formula(&g);
-        assert!(space.witness(&f).is_some());
+        assert!(space.witness(&f, &space.constraints()).is_some());
     }
 
     #[test]
     fn definitions_are_expanded() {
         let p = program();
         let mut space = GuardSpace::new(&p);
-        // web && !nginx_host && !apache_host is impossible once web is expanded.
+        // web && !nginx_host && !apache_host is impossible given web's definition.
         let g = Guard::And(vec![
             class("web"),
             Guard::Not(Box::new(class("nginx_host"))),
             Guard::Not(Box::new(class("apache_host"))),
         ]);
         let f = space.formula(&g);
-        assert_eq!(space.witness(&f), None);
+        assert_eq!(space.witness(&f, &space.constraints()), None);
     }
 }

@@ -10,6 +10,7 @@
 //! that can never hold), contradictions (two promises on the same resource
 //! whose guards can hold together) and cycle detection in promise ordering.
 
+pub mod contradictions;
 pub mod dead;
 pub mod guards;
 pub mod sat;

@@ -116,6 +116,19 @@ codes! {
     /// `on_repaired = c` where `c` is defined by an expression.
     NotAnOutcomeClass = "E0212", Error, "class cannot be set by an outcome";
 
+    /// Two promises on one object want different values for one attribute,
+    /// and some host can make both active.
+    Contradiction = "E0301", Error, "contradictory promises";
+    /// `ensure = absent` with another promise on that object or inside
+    /// that path.
+    AbsentConflict = "E0302", Error, "promise on an absent object";
+    /// `line present X` with `line absent X`, or a line that the file's
+    /// fixed content does not satisfy.
+    LineContradiction = "E0303", Error, "contradictory line promises";
+    /// `after`, `notify`, outcome classes and containment order promises
+    /// in a loop.
+    OrderingCycle = "E0304", Error, "dependency cycle";
+
     /// A `command` with neither `unless` nor `creates` runs on every pass.
     NonConvergentCommand = "W0001", Warning, "command is not convergent";
     /// A `let` nobody reads.
@@ -128,6 +141,9 @@ codes! {
     GuardNeverTrue = "W0005", Warning, "promise can never be active";
     /// A mode written in decimal (`644` instead of `0o644`).
     DecimalMode = "W0006", Warning, "mode written in decimal";
+    /// Two promises on one object whose values depend on facts and may
+    /// differ on some host; the VM refuses both there.
+    PossibleContradiction = "W0007", Warning, "possible contradiction at run time";
 }
 
 impl std::fmt::Display for Code {

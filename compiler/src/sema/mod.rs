@@ -46,6 +46,9 @@ pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
         let expansion = expand::expand(&symbols, &mut checker, policy);
         diagnostics.extend(expansion.diagnostics);
         diagnostics.extend(crate::analysis::dead::dead_promises(&expansion.program));
+        diagnostics.extend(crate::analysis::contradictions::contradictions(
+            &expansion.program,
+        ));
         analysis.promises = expansion.program.promises.len();
         analysis.program = Some(expansion.program);
     }

@@ -1,0 +1,505 @@
+//! Contradictions (LANGUAGE.md section 5 item 4): two promises on the same
+//! object that want different values for one attribute, on a host where
+//! both are active. Such a policy would make the VM flip the attribute back
+//! and forth forever (Burgess's convergent operators must not contradict),
+//! so it is refused before anything ships.
+//!
+//! Promises are first bucketed by object (promise type and promiser after
+//! expansion), so only promises on one object are ever compared. Within an
+//! object, each attribute's promises are grouped by value; for every promise
+//! one satisfiability question is asked — "can its guard hold together with
+//! the guard of any promise that wants another value?" — and only when the
+//! answer is yes is the other promise searched for. A thousand promises on
+//! one object with mutually exclusive guards cost a thousand small solver
+//! calls, not half a million.
+//!
+//! The special cases of the specification are checked here too: `ensure =
+//! absent` with any promise on or below that path, `line present X` with
+//! `line absent X`, and a `line` on a file whose whole content is fixed.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use converge_grammar::Span;
+
+use super::guards::GuardSpace;
+use super::sat::{self, Constraints, Formula};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::ir::{Program, Promise, Value};
+
+/// At most this many contradictions are reported per object: past that,
+/// the object's promises need rethinking as a whole, not one by one.
+const MAX_PER_OBJECT: usize = 10;
+
+/// Attributes that say how a promise relates to others rather than what
+/// the object should look like; they never contradict.
+const RELATIONAL: &[&str] = &[
+    "id",
+    "after",
+    "notify",
+    "on_repaired",
+    "on_kept",
+    "on_failed",
+    "comment",
+];
+
+/// The three content sources of a file are one property: its content.
+const CONTENT: &[&str] = &["content", "source", "template"];
+
+/// Types whose promiser is a path (for the "absent" rule below a path).
+const PATH_TYPES: &[&str] = &["file", "directory", "link", "line"];
+
+/// Finds every contradiction of an expanded program.
+pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
+    let mut space = GuardSpace::new(program);
+    let formulas: Vec<Formula> = program
+        .promises
+        .iter()
+        .map(|p| space.formula(&p.guard))
+        .collect();
+    let constraints = space.constraints();
+    let mut finder = Finder {
+        program,
+        space: &space,
+        formulas: &formulas,
+        constraints: &constraints,
+        diagnostics: Vec::new(),
+        reported: HashSet::new(),
+    };
+
+    let mut objects: HashMap<(&str, &Value), Vec<usize>> = HashMap::new();
+    for (i, p) in program.promises.iter().enumerate() {
+        objects.entry((p.kind, &p.promiser)).or_default().push(i);
+    }
+    let mut keys: Vec<&(&str, &Value)> = objects.keys().collect();
+    // Deterministic output: objects in order of their first promise.
+    keys.sort_by_key(|k| objects.get(*k).and_then(|v| v.first()).copied());
+    for key in keys {
+        let Some(members) = objects.get(key) else {
+            continue;
+        };
+        if key.0 == "line" {
+            finder.lines(members);
+        } else if members.len() > 1 {
+            finder.attributes(members);
+        }
+    }
+    finder.absent();
+    finder.fixed_content_lines(&objects);
+    finder.diagnostics
+}
+
+struct Finder<'p> {
+    program: &'p Program,
+    space: &'p GuardSpace<'p>,
+    formulas: &'p [Formula],
+    constraints: &'p Constraints,
+    diagnostics: Vec<Diagnostic>,
+    /// (first statement, second statement, what) already reported: a bundle
+    /// called twice must not report the same pair twice.
+    reported: HashSet<(Span, Span, String)>,
+}
+
+/// One setting of one property by one promise.
+struct Setting<'p> {
+    promise: usize,
+    /// The attribute as written (`template`).
+    attr: &'p str,
+    value: &'p Value,
+    span: Span,
+}
+
+impl<'p> Finder<'p> {
+    fn promise(&self, i: usize) -> Option<&'p Promise> {
+        self.program.promises.get(i)
+    }
+
+    /// A witness for "promise `a` and promise `b` are both active", or None.
+    fn both_active(&self, a: usize, b: usize) -> Option<Vec<String>> {
+        let fa = self.formulas.get(a)?.clone();
+        let fb = self.formulas.get(b)?.clone();
+        self.space.witness(&Formula::and(fa, fb), self.constraints)
+    }
+
+    /// Generic rule: per property, promises that want different values.
+    fn attributes(&mut self, members: &[usize]) {
+        let mut properties: BTreeMap<&'p str, Vec<Setting<'p>>> = BTreeMap::new();
+        for &i in members {
+            let Some(p) = self.promise(i) else { continue };
+            for attr in &p.attrs {
+                let name = attr.name.as_str();
+                if RELATIONAL.contains(&name) || name == "ensure" {
+                    continue;
+                }
+                let property = if p.kind == "file" && CONTENT.contains(&name) {
+                    "content"
+                } else {
+                    name
+                };
+                properties.entry(property).or_default().push(Setting {
+                    promise: i,
+                    attr: name,
+                    value: &attr.value,
+                    span: attr.span,
+                });
+            }
+        }
+        let mut reported_here = 0;
+        for (property, settings) in properties {
+            if settings.len() < 2 {
+                continue;
+            }
+            let differs = |a: &Setting, b: &Setting| a.attr != b.attr || a.value != b.value;
+            let all_same = settings
+                .iter()
+                .all(|s| settings.first().is_some_and(|f| !differs(f, s)));
+            if all_same {
+                continue;
+            }
+            for (k, a) in settings.iter().enumerate() {
+                if reported_here >= MAX_PER_OBJECT {
+                    return;
+                }
+                let rivals: Vec<&Setting> = settings
+                    .iter()
+                    .skip(k + 1)
+                    .filter(|b| differs(a, b))
+                    .collect();
+                if rivals.is_empty() {
+                    continue;
+                }
+                // One question first: can `a` hold with any rival at all?
+                let Some(fa) = self.formulas.get(a.promise) else {
+                    continue;
+                };
+                let any_rival = Formula::any(
+                    rivals
+                        .iter()
+                        .filter_map(|b| self.formulas.get(b.promise).cloned()),
+                );
+                let question = self
+                    .space
+                    .with_definitions(Formula::and(fa.clone(), any_rival));
+                if !sat::satisfiable(&question, self.constraints) {
+                    continue;
+                }
+                for b in rivals {
+                    if let Some(witness) = self.both_active(a.promise, b.promise) {
+                        if self.report_values(property, a, b, &witness) {
+                            reported_here += 1;
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    fn report_values(
+        &mut self,
+        property: &str,
+        a: &Setting,
+        b: &Setting,
+        witness: &[String],
+    ) -> bool {
+        let (Some(pa), Some(pb)) = (self.promise(a.promise), self.promise(b.promise)) else {
+            return false;
+        };
+        let runtime = !a.value.is_constant() || !b.value.is_constant();
+        if !self
+            .reported
+            .insert((pa.span, pb.span, property.to_owned()))
+        {
+            return false;
+        }
+        let object = describe_object(pa);
+        let shown = |s: &Setting| format!("{} = {}", s.attr, s.value.display());
+        let (code, message) = if runtime {
+            (
+                Code::PossibleContradiction,
+                format!("{object} may get two different `{property}` values at run time"),
+            )
+        } else {
+            (
+                Code::Contradiction,
+                format!("{object} is promised two different `{property}` values"),
+            )
+        };
+        let mut d = Diagnostic::new(code, message, b.span, shown(b))
+            .with_secondary(a.span, shown(a))
+            .with_note(witness_note(witness, &self.atoms_of(a.promise, b.promise)));
+        d = add_chain(d, pa, "first");
+        d = add_chain(d, pb, "second");
+        d = if runtime {
+            d.with_help("the values depend on facts; if they can differ on one host, the VM refuses both promises there. Make the guards exclusive, or compute one value")
+        } else {
+            d.with_help("make the guards exclusive (`exclusive { ... }`, or different values of one fact), or promise one value")
+        };
+        self.diagnostics.push(d);
+        true
+    }
+
+    /// The atoms two promises' guards mention (for "none of ... holds").
+    fn atoms_of(&self, a: usize, b: usize) -> Vec<String> {
+        let mut atoms: Vec<String> = [a, b]
+            .iter()
+            .filter_map(|i| self.formulas.get(*i))
+            .flat_map(|f| f.atoms())
+            .map(|x| self.space.describe(x))
+            .collect();
+        atoms.sort();
+        atoms.dedup();
+        atoms
+    }
+
+    /// `line present X` and `line absent X` on one file.
+    fn lines(&mut self, members: &[usize]) {
+        let mut present: HashMap<&str, Vec<(usize, Span)>> = HashMap::new();
+        for &i in members {
+            let Some(p) = self.promise(i) else { continue };
+            if let Some(attr) = p.attrs.iter().find(|a| a.name == "present") {
+                if let Some(text) = attr.value.as_str() {
+                    present.entry(text).or_default().push((i, attr.span));
+                }
+            }
+        }
+        for &i in members {
+            let Some(p) = self.promise(i) else { continue };
+            let Some(attr) = p.attrs.iter().find(|a| a.name == "absent") else {
+                continue;
+            };
+            let Some(text) = attr.value.as_str() else {
+                continue;
+            };
+            let Some(rivals) = present.get(text) else {
+                continue;
+            };
+            for &(j, span) in rivals {
+                let Some(witness) = self.both_active(j, i) else {
+                    continue;
+                };
+                let Some(pj) = self.promise(j) else { continue };
+                if !self.reported.insert((pj.span, p.span, "line".to_owned())) {
+                    continue;
+                }
+                let mut d = Diagnostic::new(
+                    Code::LineContradiction,
+                    format!(
+                        "line {text:?} must be both present in and absent from {}",
+                        p.promiser.display()
+                    ),
+                    attr.span,
+                    "absent here",
+                )
+                .with_secondary(span, "present here")
+                .with_note(witness_note(&witness, &self.atoms_of(j, i)));
+                d = add_chain(d, pj, "first");
+                d = add_chain(d, p, "second");
+                self.diagnostics
+                    .push(d.with_help("remove one of the two, or make their guards exclusive"));
+                break;
+            }
+        }
+    }
+
+    /// A `line` promise on a file whose whole `content` is fixed must agree
+    /// with that content.
+    fn fixed_content_lines(&mut self, objects: &HashMap<(&str, &Value), Vec<usize>>) {
+        let mut lines: Vec<(&(&str, &Value), &Vec<usize>)> = objects
+            .iter()
+            .filter(|((kind, _), _)| *kind == "line")
+            .collect();
+        lines.sort_by_key(|(_, members)| members.first().copied());
+        for ((_, path), line_promises) in lines {
+            let Some(files) = objects.get(&("file", *path)) else {
+                continue;
+            };
+            for &f in files {
+                let Some(file) = self.promise(f) else {
+                    continue;
+                };
+                let Some(content_attr) = file.attrs.iter().find(|a| a.name == "content") else {
+                    continue;
+                };
+                let Some(content) = content_attr.value.as_str() else {
+                    continue;
+                };
+                let content_lines: HashSet<&str> = content.lines().collect();
+                for &l in line_promises {
+                    let Some(line) = self.promise(l) else {
+                        continue;
+                    };
+                    let conflict =
+                        line.attrs
+                            .iter()
+                            .find_map(|a| match (a.name.as_str(), a.value.as_str()) {
+                                ("present", Some(t)) if !content_lines.contains(t) => {
+                                    Some((a, t, "is not in"))
+                                }
+                                ("absent", Some(t)) if content_lines.contains(t) => {
+                                    Some((a, t, "is in"))
+                                }
+                                _ => None,
+                            });
+                    let Some((attr, text, relation)) = conflict else {
+                        continue;
+                    };
+                    let Some(witness) = self.both_active(f, l) else {
+                        continue;
+                    };
+                    if !self
+                        .reported
+                        .insert((file.span, line.span, "content".to_owned()))
+                    {
+                        continue;
+                    }
+                    let mut d = Diagnostic::new(
+                        Code::LineContradiction,
+                        format!(
+                            "line {text:?} {relation} the content promised for {}",
+                            path.display()
+                        ),
+                        attr.span,
+                        format!("{} = {text:?}", attr.name),
+                    )
+                    .with_secondary(content_attr.span, "the whole content is fixed here")
+                    .with_note(witness_note(&witness, &self.atoms_of(f, l)));
+                    d = add_chain(d, file, "file");
+                    d = add_chain(d, line, "line");
+                    self.diagnostics.push(d.with_help(
+                        "edit the content itself, or drop `content` and manage the file line by line",
+                    ));
+                }
+            }
+        }
+    }
+
+    /// `ensure = absent` with any other promise on that object or below
+    /// that path.
+    fn absent(&mut self) {
+        let promises = &self.program.promises;
+        let mut by_path: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        let mut by_object: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+        for (i, p) in promises.iter().enumerate() {
+            let Some(promiser) = p.promiser.as_str() else {
+                continue;
+            };
+            if PATH_TYPES.contains(&p.kind) {
+                by_path.entry(promiser).or_default().push(i);
+            } else {
+                by_object.entry((p.kind, promiser)).or_default().push(i);
+            }
+        }
+        for (i, p) in promises.iter().enumerate() {
+            let Some(ensure) = p.attrs.iter().find(|a| a.name == "ensure") else {
+                continue;
+            };
+            if ensure.value.as_str() != Some("absent") {
+                continue;
+            }
+            let Some(path) = p.promiser.as_str() else {
+                continue;
+            };
+            let mut others: Vec<usize> = Vec::new();
+            if PATH_TYPES.contains(&p.kind) {
+                let below = format!("{}/", path.trim_end_matches('/'));
+                others.extend(by_path.get(path).into_iter().flatten().copied());
+                others.extend(
+                    by_path
+                        .range::<str, _>((
+                            std::ops::Bound::Included(below.as_str()),
+                            std::ops::Bound::Unbounded,
+                        ))
+                        .take_while(|(k, _)| k.starts_with(&below))
+                        .flat_map(|(_, v)| v.iter().copied()),
+                );
+            } else {
+                others.extend(
+                    by_object
+                        .get(&(p.kind, path))
+                        .into_iter()
+                        .flatten()
+                        .copied(),
+                );
+            }
+            let mut reported_here = 0;
+            for j in others {
+                if j == i || reported_here >= MAX_PER_OBJECT {
+                    continue;
+                }
+                let Some(other) = promises.get(j) else {
+                    continue;
+                };
+                // Two promises that both say absent agree.
+                let also_absent = other.kind == p.kind
+                    && other.promiser == p.promiser
+                    && other
+                        .attrs
+                        .iter()
+                        .any(|a| a.name == "ensure" && a.value.as_str() == Some("absent"));
+                if also_absent {
+                    continue;
+                }
+                let Some(witness) = self.both_active(i, j) else {
+                    continue;
+                };
+                let (first, second) = if i < j { (p, other) } else { (other, p) };
+                if !self
+                    .reported
+                    .insert((first.span, second.span, "ensure".to_owned()))
+                {
+                    continue;
+                }
+                reported_here += 1;
+                let inside = other.promiser != p.promiser;
+                let message = if inside {
+                    format!(
+                        "{} must be absent, but {} lies inside it",
+                        describe_object(p),
+                        describe_object(other)
+                    )
+                } else {
+                    format!(
+                        "{} must be absent, but another promise manages it",
+                        describe_object(p)
+                    )
+                };
+                let mut d =
+                    Diagnostic::new(Code::AbsentConflict, message, other.span, "promised here")
+                        .with_secondary(ensure.span, "ensure = absent")
+                        .with_note(witness_note(&witness, &self.atoms_of(i, j)));
+                d = add_chain(d, p, "absent");
+                d = add_chain(d, other, "other");
+                self.diagnostics
+                    .push(d.with_help("remove one of them, or make their guards exclusive"));
+            }
+        }
+    }
+}
+
+/// `file "/etc/motd"`
+pub fn describe_object(p: &Promise) -> String {
+    format!("{} {}", p.kind, p.promiser.display())
+}
+
+/// "both active when: web, db" — the witness of a contradiction.
+fn witness_note(witness: &[String], atoms: &[String]) -> String {
+    if !witness.is_empty() {
+        format!("both active when: {}", witness.join(", "))
+    } else if atoms.is_empty() {
+        "both are active on every host".to_owned()
+    } else {
+        format!("both active when none of these holds: {}", atoms.join(", "))
+    }
+}
+
+/// Labels the call that produced a promise, if it came from a bundle (once
+/// per call site).
+fn add_chain(d: Diagnostic, p: &Promise, which: &str) -> Diagnostic {
+    match p.chain.last() {
+        Some(call) if d.labels.iter().all(|l| l.span != call.span) => d.with_secondary(
+            call.span,
+            format!("{which} from this call of `{}`", call.bundle),
+        ),
+        _ => d,
+    }
+}
