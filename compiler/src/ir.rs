@@ -14,6 +14,38 @@ pub struct Program {
     pub classes: Vec<ClassDecl>,
     /// `exclusive` groups.
     pub exclusive: Vec<Vec<String>>,
+    /// The ordering graph (filled in by the ordering analysis).
+    pub edges: Vec<Edge>,
+    /// Promise indices in the order the VM applies them.
+    pub order: Vec<usize>,
+    /// How many passes the VM may make before it declares the run not
+    /// converged (the longest outcome-class chain plus 2, capped).
+    pub pass_limit: u32,
+}
+
+/// An edge of the ordering graph: promise `from` is applied before `to`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Edge {
+    pub from: usize,
+    pub to: usize,
+    pub kind: EdgeKind,
+    /// Where the edge comes from in the source (the `after` list, the
+    /// `notify` list, the `on_*` attribute, or the contained promise).
+    pub span: Span,
+    /// For outcome edges, the class that links the two promises.
+    pub class: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EdgeKind {
+    /// `after = [...]` on `to`.
+    After,
+    /// `notify = [...]` on `from`.
+    Notify,
+    /// `from` sets an outcome class that `to`'s guard depends on.
+    Outcome,
+    /// `from` is a directory containing `to`, or the file a `line` edits.
+    Contains,
 }
 
 #[derive(Clone, Debug)]

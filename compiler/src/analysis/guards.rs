@@ -243,6 +243,7 @@ mod tests {
                 span: Span::default(),
             }],
             exclusive: vec![vec!["debian".into(), "redhat".into(), "alpine".into()]],
+            ..Program::default()
         }
     }
 

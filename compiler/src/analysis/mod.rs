@@ -13,4 +13,5 @@
 pub mod contradictions;
 pub mod dead;
 pub mod guards;
+pub mod ordering;
 pub mod sat;

@@ -64,6 +64,7 @@ pub fn expand<'a>(
         promises: std::mem::take(&mut ex.promises),
         classes,
         exclusive,
+        ..ir::Program::default()
     };
     ex.check_references(&program);
     Expansion {

@@ -9,6 +9,7 @@ pub mod types;
 
 use converge_grammar::FileId;
 
+use crate::analysis;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir;
 use crate::workspace::Workspace;
@@ -43,14 +44,21 @@ pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
     };
     let has_errors = diagnostics.iter().any(Diagnostic::is_error);
     if let (Some(policy), false) = (symbols.policy, has_errors) {
-        let expansion = expand::expand(&symbols, &mut checker, policy);
-        diagnostics.extend(expansion.diagnostics);
-        diagnostics.extend(crate::analysis::dead::dead_promises(&expansion.program));
-        diagnostics.extend(crate::analysis::contradictions::contradictions(
-            &expansion.program,
-        ));
-        analysis.promises = expansion.program.promises.len();
-        analysis.program = Some(expansion.program);
+        let mut expansion = expand::expand(&symbols, &mut checker, policy);
+        diagnostics.append(&mut expansion.diagnostics);
+        let mut program = expansion.program;
+        diagnostics.extend(analysis::dead::dead_promises(&program));
+        diagnostics.extend(analysis::contradictions::contradictions(&program));
+        match analysis::ordering::ordering(&program, analysis::ordering::DEFAULT_MAX_PASSES) {
+            Ok(ordering) => {
+                program.edges = ordering.edges;
+                program.order = ordering.order;
+                program.pass_limit = ordering.pass_limit;
+            }
+            Err(cycles) => diagnostics.extend(cycles),
+        }
+        analysis.promises = program.promises.len();
+        analysis.program = Some(program);
     }
     analysis.diagnostics = diagnostics;
     analysis

@@ -1,0 +1,391 @@
+//! The ordering graph (LANGUAGE.md section 5 item 5), its cycles, the order
+//! the VM applies promises in, and the pass limit (section 7 step 5).
+//!
+//! An edge `a -> b` means "apply `a` before `b`". Edges come from:
+//! - `after = [ref]` on `b`: every promise the ref names comes first;
+//! - `notify = [ref]` on `a`: the notified promises come after `a`;
+//! - outcome classes: `a` sets `on_repaired = c` (or `on_kept`/`on_failed`)
+//!   and `b`'s guard depends on `c` (directly or through class
+//!   definitions): `b` can only become active after `a` ran;
+//! - containment: a directory comes before what lies inside it (the
+//!   nearest promised ancestor), a file before the `line`s that edit it.
+//!
+//! A cycle is an error listing every step. Without cycles, the promises are
+//! sorted topologically (ties by source order, so runs are deterministic),
+//! and the pass limit is the longest chain of outcome-class edges plus 2
+//! (Burgess's bound for feedback chains), capped.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::path::Path;
+
+use converge_grammar::Span;
+
+use super::contradictions::describe_object;
+use crate::diagnostic::{Code, Diagnostic};
+use crate::ir::{Edge, EdgeKind, Guard, Program, Value};
+
+/// The cap on the pass limit when the policy does not set one.
+pub const DEFAULT_MAX_PASSES: u32 = 32;
+
+/// The result of ordering a program without cycles.
+#[derive(Clone, Debug, Default)]
+pub struct Ordering {
+    pub edges: Vec<Edge>,
+    /// Promise indices in the order the VM applies them.
+    pub order: Vec<usize>,
+    pub pass_limit: u32,
+    /// The longest chain of outcome edges (promise indices), which sets the
+    /// pass limit; empty when there is no feedback.
+    pub feedback_chain: Vec<usize>,
+}
+
+/// Builds the ordering graph; reports every cycle.
+pub fn ordering(program: &Program, max_passes: u32) -> Result<Ordering, Vec<Diagnostic>> {
+    let edges = edges(program);
+    let n = program.promises.len();
+    let mut adjacency: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for e in &edges {
+        if let Some(out) = adjacency.get_mut(e.from) {
+            if !out.contains(&e.to) {
+                out.push(e.to);
+            }
+        }
+    }
+    let cycles = crate::graph::cycles(&adjacency);
+    if !cycles.is_empty() {
+        return Err(cycle_diagnostics(program, &edges, &cycles));
+    }
+    let order = topological(&adjacency);
+    let (longest, feedback_chain) = feedback(&edges, &order, n);
+    let pass_limit = (longest + 2).min(max_passes.max(2));
+    Ok(Ordering {
+        edges,
+        order,
+        pass_limit,
+        feedback_chain,
+    })
+}
+
+/// Every edge of the ordering graph, in a deterministic order.
+pub fn edges(program: &Program) -> Vec<Edge> {
+    let promises = &program.promises;
+    let mut objects: HashMap<(&str, &Value), Vec<usize>> = HashMap::new();
+    let mut ids: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut directories: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut files: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, p) in promises.iter().enumerate() {
+        objects.entry((p.kind, &p.promiser)).or_default().push(i);
+        if let Some(id) = p.attr("id").and_then(Value::as_str) {
+            ids.entry(id).or_default().push(i);
+        }
+        match (p.kind, p.promiser.as_str()) {
+            ("directory", Some(path)) => directories.entry(path).or_default().push(i),
+            ("file", Some(path)) => files.entry(path).or_default().push(i),
+            _ => {}
+        }
+    }
+    let depends = class_dependencies(program);
+    let mut guarded_by: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, p) in promises.iter().enumerate() {
+        let mut classes = HashSet::new();
+        guard_classes(&p.guard, &mut classes);
+        let mut all: HashSet<&str> = HashSet::new();
+        for class in classes {
+            all.insert(class);
+            if let Some(deps) = depends.get(class) {
+                all.extend(deps.iter().copied());
+            }
+        }
+        let mut all: Vec<&str> = all.into_iter().collect();
+        all.sort_unstable();
+        for class in all {
+            guarded_by.entry(class).or_default().push(i);
+        }
+    }
+
+    let mut edges = Vec::new();
+    for (i, p) in promises.iter().enumerate() {
+        for attr in &p.attrs {
+            match attr.name.as_str() {
+                "after" | "notify" => {
+                    let Value::List(refs) = &attr.value else {
+                        continue;
+                    };
+                    for r in refs {
+                        let Value::Ref { kind, target } = r else {
+                            continue;
+                        };
+                        let targets: &[usize] = if kind == "id" {
+                            target
+                                .as_str()
+                                .and_then(|t| ids.get(t))
+                                .map_or(&[], Vec::as_slice)
+                        } else {
+                            objects
+                                .get(&(kind.as_str(), &**target))
+                                .map_or(&[], Vec::as_slice)
+                        };
+                        for &t in targets {
+                            let (from, to, kind) = if attr.name == "after" {
+                                (t, i, EdgeKind::After)
+                            } else {
+                                (i, t, EdgeKind::Notify)
+                            };
+                            edges.push(Edge {
+                                from,
+                                to,
+                                kind,
+                                span: attr.span,
+                                class: None,
+                            });
+                        }
+                    }
+                }
+                "on_repaired" | "on_kept" | "on_failed" => {
+                    let Some(class) = attr.value.as_str() else {
+                        continue;
+                    };
+                    for &q in guarded_by.get(class).map_or(&[][..], Vec::as_slice) {
+                        edges.push(Edge {
+                            from: i,
+                            to: q,
+                            kind: EdgeKind::Outcome,
+                            span: attr.span,
+                            class: Some(class.to_owned()),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Containment.
+        let Some(path) = p.promiser.as_str() else {
+            continue;
+        };
+        if p.kind == "line" {
+            for &f in files.get(path).map_or(&[][..], Vec::as_slice) {
+                edges.push(Edge {
+                    from: f,
+                    to: i,
+                    kind: EdgeKind::Contains,
+                    span: p.span,
+                    class: None,
+                });
+            }
+        }
+        if matches!(p.kind, "file" | "directory" | "link" | "line") {
+            let mut ancestor = Path::new(path).parent();
+            while let Some(dir) = ancestor {
+                let key = dir.to_string_lossy();
+                if let Some(dirs) = directories.get(key.as_ref()) {
+                    for &d in dirs {
+                        edges.push(Edge {
+                            from: d,
+                            to: i,
+                            kind: EdgeKind::Contains,
+                            span: p.span,
+                            class: None,
+                        });
+                    }
+                    break;
+                }
+                ancestor = dir.parent();
+            }
+        }
+    }
+    edges
+}
+
+/// For every defined class, the classes its definition depends on,
+/// transitively (`class restart = changed || forced;` -> {changed, forced}).
+fn class_dependencies(program: &Program) -> HashMap<&str, Vec<&str>> {
+    let direct: HashMap<&str, Vec<&str>> = program
+        .classes
+        .iter()
+        .filter_map(|c| {
+            let expr = c.expr.as_ref()?;
+            let mut set = HashSet::new();
+            guard_classes(expr, &mut set);
+            let mut v: Vec<&str> = set.into_iter().collect();
+            v.sort_unstable();
+            Some((c.name.as_str(), v))
+        })
+        .collect();
+    let mut out = HashMap::new();
+    for &class in direct.keys() {
+        let mut seen: Vec<&str> = Vec::new();
+        let mut stack: Vec<&str> = direct.get(class).cloned().unwrap_or_default();
+        while let Some(c) = stack.pop() {
+            if seen.contains(&c) {
+                continue;
+            }
+            seen.push(c);
+            if let Some(next) = direct.get(c) {
+                stack.extend(next.iter().copied());
+            }
+        }
+        seen.sort_unstable();
+        out.insert(class, seen);
+    }
+    out
+}
+
+fn guard_classes<'g>(guard: &'g Guard, out: &mut HashSet<&'g str>) {
+    match guard {
+        Guard::Class(name) => {
+            out.insert(name);
+        }
+        Guard::Not(inner) => guard_classes(inner, out),
+        Guard::And(items) | Guard::Or(items) => {
+            for g in items {
+                guard_classes(g, out);
+            }
+        }
+        Guard::Const(_) | Guard::Compare { .. } => {}
+    }
+}
+
+/// Kahn's algorithm; among the promises ready at one time, the earliest in
+/// source order goes first.
+fn topological(adjacency: &[Vec<usize>]) -> Vec<usize> {
+    let n = adjacency.len();
+    let mut indegree = vec![0usize; n];
+    for out in adjacency {
+        for &t in out {
+            if let Some(d) = indegree.get_mut(t) {
+                *d += 1;
+            }
+        }
+    }
+    let mut ready: BinaryHeap<Reverse<usize>> = indegree
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| **d == 0)
+        .map(|(i, _)| Reverse(i))
+        .collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(Reverse(i)) = ready.pop() {
+        order.push(i);
+        for &t in adjacency.get(i).map_or(&[][..], Vec::as_slice) {
+            if let Some(d) = indegree.get_mut(t) {
+                *d -= 1;
+                if *d == 0 {
+                    ready.push(Reverse(t));
+                }
+            }
+        }
+    }
+    order
+}
+
+/// The longest chain of outcome edges in the (acyclic) graph, and the
+/// promises along it.
+fn feedback(edges: &[Edge], order: &[usize], n: usize) -> (u32, Vec<usize>) {
+    let mut incoming: Vec<Vec<(usize, u32)>> = vec![Vec::new(); n];
+    for e in edges {
+        if let Some(list) = incoming.get_mut(e.to) {
+            list.push((e.from, u32::from(e.kind == EdgeKind::Outcome)));
+        }
+    }
+    let mut best = vec![0u32; n];
+    let mut previous: Vec<Option<usize>> = vec![None; n];
+    for &v in order {
+        let mut value = 0;
+        let mut from = None;
+        for &(u, weight) in incoming.get(v).map_or(&[][..], Vec::as_slice) {
+            let candidate = best.get(u).copied().unwrap_or(0) + weight;
+            if candidate > value {
+                value = candidate;
+                from = Some(u);
+            }
+        }
+        if let Some(slot) = best.get_mut(v) {
+            *slot = value;
+        }
+        if let Some(slot) = previous.get_mut(v) {
+            *slot = from;
+        }
+    }
+    let Some((end, &longest)) = best
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, b)| (**b, Reverse(*i)))
+    else {
+        return (0, Vec::new());
+    };
+    if longest == 0 {
+        return (0, Vec::new());
+    }
+    let mut chain = vec![end];
+    let mut cur = end;
+    while let Some(Some(p)) = previous.get(cur) {
+        chain.push(*p);
+        cur = *p;
+    }
+    chain.reverse();
+    (longest, chain)
+}
+
+fn cycle_diagnostics(program: &Program, edges: &[Edge], cycles: &[Vec<usize>]) -> Vec<Diagnostic> {
+    let mut seen: HashSet<Vec<Span>> = HashSet::new();
+    let mut out = Vec::new();
+    for cycle in cycles {
+        let steps: Vec<&Edge> = cycle
+            .iter()
+            .enumerate()
+            .filter_map(|(k, &from)| {
+                let to = *cycle.get((k + 1) % cycle.len())?;
+                edges.iter().find(|e| e.from == from && e.to == to)
+            })
+            .collect();
+        // The same loop through a bundle called twice is one mistake.
+        let mut key: Vec<Span> = steps.iter().map(|e| e.span).collect();
+        key.sort();
+        if !seen.insert(key) {
+            continue;
+        }
+        let name = |i: usize| {
+            program
+                .promises
+                .get(i)
+                .map(describe_object)
+                .unwrap_or_default()
+        };
+        let mut names: Vec<String> = cycle.iter().map(|&i| name(i)).collect();
+        if let Some(first) = names.first().cloned() {
+            names.push(first);
+        }
+        let mut labels = steps
+            .iter()
+            .map(|e| (e.span, step_label(e, &name(e.from), &name(e.to))));
+        let Some((span, label)) = labels.next() else {
+            continue;
+        };
+        let mut d = Diagnostic::new(
+            Code::OrderingCycle,
+            format!("promises are ordered in a cycle: {}", names.join(" -> ")),
+            span,
+            label,
+        );
+        for (span, label) in labels {
+            d = d.with_secondary(span, label);
+        }
+        out.push(d.with_help(
+            "every promise in the loop must come before the next; remove one `after`/`notify`, or set the outcome class on another promise",
+        ));
+    }
+    out
+}
+
+fn step_label(edge: &Edge, from: &str, to: &str) -> String {
+    match edge.kind {
+        EdgeKind::After => format!("{to} comes after {from}"),
+        EdgeKind::Notify => format!("{from} notifies {to}"),
+        EdgeKind::Outcome => format!(
+            "{from} sets `{}`, which {to} waits for",
+            edge.class.as_deref().unwrap_or("?")
+        ),
+        EdgeKind::Contains => format!("{to} lies inside {from}"),
+    }
+}
