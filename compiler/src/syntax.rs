@@ -123,6 +123,17 @@ fn lex_diagnostic(kind: &LexErrorKind, err: &SyntaxError) -> Diagnostic {
             span,
             "does not fit in a 64-bit integer",
         ),
+        LexErrorKind::NestingTooDeep => Diagnostic::new(
+            Code::NestingTooDeep,
+            "nesting too deep",
+            span,
+            format!(
+                "more than {} levels of brackets, braces or `!`",
+                converge_grammar::lexer::MAX_NESTING
+            ),
+        )
+        .with_help("flatten the expression: long `||`/`&&` chains need no parentheses, and lists need no nesting")
+        .with_note("the rest of the file is not checked"),
         LexErrorKind::BadDurationUnit(unit) => Diagnostic::new(
             Code::InvalidDurationUnit,
             format!("unknown duration unit `{unit}`"),

@@ -256,3 +256,27 @@ fn imports_are_followed_and_the_stdlib_is_embedded() {
         "{stdout}"
     );
 }
+
+#[test]
+fn human_output_is_capped_but_the_summary_counts_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let terms: Vec<String> = (0..500).map(|i| format!("undefined{i}")).collect();
+    let file = write(
+        dir.path(),
+        "many.policy",
+        &format!("class many = {};\n", terms.join(" || ")),
+    );
+    let out = policyc().arg("check").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.matches("[E0105]").count(), 200);
+    assert!(stdout.contains("... and 300 more diagnostics"), "{stdout}");
+    assert!(stdout.ends_with("500 errors\n"), "{stdout}");
+    let out = policyc()
+        .args(["check", "--format", "json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["diagnostics"].as_array().unwrap().len(), 500);
+}

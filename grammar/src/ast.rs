@@ -242,8 +242,11 @@ pub enum ExprKind {
         target: StrLit,
     },
     Not(Box<Expr>),
-    And(Box<Expr>, Box<Expr>),
-    Or(Box<Expr>, Box<Expr>),
+    /// `a && b && c`: a chain is one node with all its operands, so a long
+    /// chain does not make a deep tree.
+    And(Vec<Expr>),
+    /// `a || b || c`, flat like `And`.
+    Or(Vec<Expr>),
     Compare {
         op: CompareOp,
         lhs: Box<Expr>,

@@ -21,9 +21,17 @@ pub struct SpannedLexError {
 
 pub type Triple = (u32, Token, u32);
 
+/// The deepest nesting of `(`, `[`, `{` and `<` together, and the longest run
+/// of `!`, that a file may have. Deeper input is refused with one error
+/// instead of building a tree so deep that walking it overflows the stack.
+pub const MAX_NESTING: u32 = 256;
+
 pub struct Lexer<'src> {
     inner: logos::Lexer<'src, Token>,
     pub errors: Vec<SpannedLexError>,
+    depth: u32,
+    bangs: u32,
+    stopped: bool,
 }
 
 impl std::fmt::Debug for Lexer<'_> {
@@ -40,6 +48,9 @@ impl<'src> Lexer<'src> {
         Lexer {
             inner: Token::lexer(src),
             errors: Vec::new(),
+            depth: 0,
+            bangs: 0,
+            stopped: false,
         }
     }
 }
@@ -48,12 +59,26 @@ impl Iterator for Lexer<'_> {
     type Item = Result<Triple, LexError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if self.stopped {
+            return None;
+        }
         loop {
             let result = self.inner.next()?;
             let span = self.inner.span();
             let (start, end) = (span.start as u32, span.end as u32);
             match result {
-                Ok(token) => return Some(Ok((start, token, end))),
+                Ok(token) => {
+                    if self.too_deep(&token) {
+                        self.errors.push(SpannedLexError {
+                            kind: LexErrorKind::NestingTooDeep,
+                            start,
+                            end,
+                        });
+                        self.stopped = true;
+                        return None;
+                    }
+                    return Some(Ok((start, token, end)));
+                }
                 Err(err) => {
                     let (err_start, err_end) = err.at.unwrap_or((start, end));
                     self.errors.push(SpannedLexError {
@@ -70,10 +95,33 @@ impl Iterator for Lexer<'_> {
     }
 }
 
+impl Lexer<'_> {
+    /// Tracks nesting; true when `token` goes past [`MAX_NESTING`].
+    fn too_deep(&mut self, token: &Token) -> bool {
+        match token {
+            Token::LParen | Token::LBracket | Token::LBrace | Token::Lt => {
+                self.depth += 1;
+            }
+            Token::RParen | Token::RBracket | Token::RBrace | Token::Gt => {
+                self.depth = self.depth.saturating_sub(1);
+            }
+            _ => {}
+        }
+        if *token == Token::Bang {
+            self.bangs += 1;
+        } else {
+            self.bangs = 0;
+        }
+        self.depth > MAX_NESTING || self.bangs > MAX_NESTING
+    }
+}
+
 /// The token the parser sees in place of a malformed one, or `None` to drop it.
 fn stand_in(kind: &LexErrorKind) -> Option<Token> {
     match kind {
-        LexErrorKind::UnexpectedChar | LexErrorKind::UnterminatedBlockComment => None,
+        LexErrorKind::UnexpectedChar
+        | LexErrorKind::UnterminatedBlockComment
+        | LexErrorKind::NestingTooDeep => None,
         LexErrorKind::UnterminatedString
         | LexErrorKind::UnterminatedInterpolation
         | LexErrorKind::BadInterpolation

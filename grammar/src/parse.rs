@@ -89,6 +89,7 @@ fn drop_cascades(src: &str, errors: Vec<SyntaxError>) -> Vec<SyntaxError> {
                     | LexErrorKind::UnterminatedRawString
                     | LexErrorKind::UnterminatedBlockComment
                     | LexErrorKind::UnterminatedHeredoc
+                    | LexErrorKind::NestingTooDeep
             )
         )
     });
@@ -153,10 +154,18 @@ pub fn parse_expr(file: FileId, src: &str) -> Result<Expr, Vec<SyntaxError>> {
 fn convert(file: FileId, src: &str, err: ParseError<u32, Token, LexError>) -> SyntaxError {
     let eof = src.len() as u32;
     match err {
-        ParseError::InvalidToken { location } => SyntaxError {
-            kind: SyntaxErrorKind::Lex(LexErrorKind::UnexpectedChar),
-            span: Span::new(file, location, location.saturating_add(1).min(eof)),
-        },
+        ParseError::InvalidToken { location } => {
+            // One character, never ending inside a multi-byte one.
+            let start = location.min(eof);
+            let width = src
+                .get(start as usize..)
+                .and_then(|rest| rest.chars().next())
+                .map_or(0, |c| c.len_utf8() as u32);
+            SyntaxError {
+                kind: SyntaxErrorKind::Lex(LexErrorKind::UnexpectedChar),
+                span: Span::new(file, start, start + width),
+            }
+        }
         // Points at the very end of the file, where something is missing.
         ParseError::UnrecognizedEof { expected, .. } => SyntaxError {
             kind: SyntaxErrorKind::UnexpectedEof {
@@ -267,6 +276,35 @@ fn describe_expected(expected: Vec<String>) -> Vec<String> {
 /// Builds a span; used by the generated parser.
 pub(crate) fn sp(file: FileId, start: u32, end: u32) -> Span {
     Span::new(file, start, end)
+}
+
+/// Extends a `&&` (`and`) or `||` chain with one more operand; used by the
+/// generated parser. A parenthesised chain stays its own node, since its
+/// span no longer matches the one being built.
+pub(crate) fn chain(left: Expr, right: Expr, and: bool, span: Span) -> Expr {
+    let operands = match left.kind {
+        ExprKind::And(mut items) if and && left.span.start == span.start => {
+            items.push(right);
+            items
+        }
+        ExprKind::Or(mut items) if !and && left.span.start == span.start => {
+            items.push(right);
+            items
+        }
+        kind => vec![
+            Expr {
+                kind,
+                span: left.span,
+            },
+            right,
+        ],
+    };
+    let kind = if and {
+        ExprKind::And(operands)
+    } else {
+        ExprKind::Or(operands)
+    };
+    Expr { kind, span }
 }
 
 /// Turns a numeric token into an expression; used by the generated parser.

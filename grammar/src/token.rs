@@ -91,6 +91,10 @@ pub enum LexErrorKind {
     BadNumber,
     /// `10y`: a duration unit other than `s`, `m`, `h`.
     BadDurationUnit(String),
+    /// Brackets, braces, parentheses, type arguments or `!`s nested deeper
+    /// than [`crate::lexer::MAX_NESTING`]. Lexing stops there: every later
+    /// phase walks the tree recursively, and no real policy nests this deep.
+    NestingTooDeep,
 }
 
 impl LexError {

@@ -10,6 +10,9 @@ use crate::check::{check, summary};
 use crate::diagnostic::Severity;
 use crate::render::{render_human, render_json, render_sarif, Format};
 
+/// How many diagnostics `--format human` draws before summarising the rest.
+const MAX_HUMAN_DIAGNOSTICS: usize = 200;
+
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     /// Policy files, or directories to search for `*.policy` files.
@@ -34,7 +37,17 @@ pub fn run(args: CheckArgs) -> ExitCode {
     let db = &ws.db;
     match args.format {
         Format::Human => {
-            print!("{}", render_human(db, &outcome.diagnostics, use_color()));
+            // A generated file with one mistake repeated thousands of times
+            // must not flood the terminal: show the first ones.
+            let shown = outcome.diagnostics.len().min(MAX_HUMAN_DIAGNOSTICS);
+            let first = outcome.diagnostics.get(..shown).unwrap_or_default();
+            print!("{}", render_human(db, first, use_color()));
+            if shown < outcome.diagnostics.len() {
+                println!(
+                    "... and {} more diagnostics (`--format json` lists them all)",
+                    outcome.diagnostics.len() - shown
+                );
+            }
             println!("{}", summary(&outcome));
         }
         Format::Json => println!("{}", render_json(db, &outcome.diagnostics)),

@@ -60,6 +60,8 @@ codes! {
     NumberTooLarge = "E0010", Error, "number too large";
     /// A duration with a unit other than `s`, `m`, `h`.
     InvalidDurationUnit = "E0011", Error, "invalid duration unit";
+    /// Brackets, braces, parentheses or `!` nested deeper than the limit.
+    NestingTooDeep = "E0012", Error, "nesting too deep";
 
     /// An imported file that does not exist (or a `std/` file the stdlib lacks).
     ImportNotFound = "E0101", Error, "imported file not found";

@@ -498,24 +498,26 @@ impl<'a> Expander<'a, '_> {
                 Guard::Const(b) => Guard::Const(!b),
                 g => Guard::Not(Box::new(g)),
             },
-            ExprKind::And(a, b) => {
-                let a = self.guard(a, env);
-                let b = self.guard(b, env);
-                a.and(b)
+            ExprKind::And(items) => items
+                .iter()
+                .map(|e| self.guard(e, env))
+                .fold(Guard::Const(true), Guard::and),
+            ExprKind::Or(items) => {
+                let mut parts = Vec::with_capacity(items.len());
+                for item in items {
+                    match self.guard(item, env) {
+                        Guard::Const(true) => return Guard::Const(true),
+                        Guard::Const(false) => {}
+                        Guard::Or(inner) => parts.extend(inner),
+                        g => parts.push(g),
+                    }
+                }
+                match parts.len() {
+                    0 => Guard::Const(false),
+                    1 => parts.pop().unwrap_or(Guard::Const(false)),
+                    _ => Guard::Or(parts),
+                }
             }
-            ExprKind::Or(a, b) => match (self.guard(a, env), self.guard(b, env)) {
-                (Guard::Const(true), _) | (_, Guard::Const(true)) => Guard::Const(true),
-                (Guard::Const(false), g) | (g, Guard::Const(false)) => g,
-                (Guard::Or(mut x), Guard::Or(y)) => {
-                    x.extend(y);
-                    Guard::Or(x)
-                }
-                (Guard::Or(mut x), g) => {
-                    x.push(g);
-                    Guard::Or(x)
-                }
-                (x, y) => Guard::Or(vec![x, y]),
-            },
             ExprKind::Compare { op, lhs, rhs } => {
                 let op = match op {
                     ast::CompareOp::Eq => ir::CompareOp::Eq,

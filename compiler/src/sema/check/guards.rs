@@ -31,9 +31,10 @@ impl<'a> Checker<'a> {
                 }
             },
             ExprKind::Not(inner) => self.check_guard(inner, scope),
-            ExprKind::And(a, b) | ExprKind::Or(a, b) => {
-                self.check_guard(a, scope);
-                self.check_guard(b, scope);
+            ExprKind::And(items) | ExprKind::Or(items) => {
+                for item in items {
+                    self.check_guard(item, scope);
+                }
             }
             ExprKind::Compare { op, lhs, rhs } => self.check_compare(*op, lhs, rhs, scope),
             _ => self.push(
