@@ -6,6 +6,8 @@
 //! still get a tree for the rest of the file; phases skip `Error` nodes
 //! silently because the parser already reported them.
 
+pub use smol_str::SmolStr;
+
 use crate::span::{FileId, Span};
 use crate::token::StrLit;
 
@@ -16,10 +18,12 @@ pub struct Module {
     pub items: Vec<Item>,
 }
 
-/// A name as written, with its position.
+/// A name as written, with its position. Names are `SmolStr`s: the short
+/// ones (nearly all) live inline, so a large policy does not cost one heap
+/// allocation per identifier.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Ident {
-    pub name: String,
+    pub name: SmolStr,
     pub span: Span,
 }
 
@@ -236,11 +240,9 @@ pub enum ExprKind {
     /// `{ "key": value, ... }`
     Map(Vec<(Expr, Expr)>),
     /// `file "/etc/x"` or `id "handle"`: a reference to a promise, used in
-    /// `after` and `notify`.
-    Ref {
-        kind: Ident,
-        target: StrLit,
-    },
+    /// `after` and `notify` (boxed: it is rare and would double the size of
+    /// every expression).
+    Ref(Box<RefExpr>),
     Not(Box<Expr>),
     /// `a && b && c`: a chain is one node with all its operands, so a long
     /// chain does not make a deep tree.
@@ -254,6 +256,13 @@ pub enum ExprKind {
     },
     /// An expression the parser could not make sense of.
     Error,
+}
+
+/// The parts of a reference expression.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RefExpr {
+    pub kind: Ident,
+    pub target: StrLit,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

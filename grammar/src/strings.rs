@@ -73,7 +73,7 @@ pub(crate) fn lex_raw_string(lex: &mut Lexer<'_, Token>) -> Result<StrLit, LexEr
             let parts = if text.is_empty() {
                 Vec::new()
             } else {
-                vec![StrPart::Lit(text)]
+                vec![StrPart::Lit(text.into())]
             };
             Ok(StrLit { parts, raw: true })
         }
@@ -209,7 +209,8 @@ impl PartsBuilder {
                     };
                     let inner = text.get(inner_start..inner_start + close).unwrap_or("");
                     let end = inner_start + close + 1;
-                    let path: Vec<String> = inner.split('.').map(str::to_owned).collect();
+                    let path: Vec<smol_str::SmolStr> =
+                        inner.split('.').map(smol_str::SmolStr::new).collect();
                     if !path.iter().all(|seg| is_identifier(seg)) {
                         return Err(LexError::at(
                             LexErrorKind::BadInterpolation,
@@ -236,7 +237,10 @@ impl PartsBuilder {
 
     fn flush(&mut self) {
         if !self.buf.is_empty() {
-            self.parts.push(StrPart::Lit(std::mem::take(&mut self.buf)));
+            self.parts
+                .push(StrPart::Lit(smol_str::SmolStr::new(std::mem::take(
+                    &mut self.buf,
+                ))));
         }
     }
 

@@ -10,6 +10,7 @@
 //! into surprising pieces.
 
 use logos::{FilterResult, Lexer, Logos};
+use smol_str::SmolStr;
 
 use crate::strings::{lex_heredoc, lex_raw_string, lex_string};
 
@@ -17,11 +18,11 @@ use crate::strings::{lex_heredoc, lex_raw_string, lex_string};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StrPart {
     /// Text with escapes already resolved.
-    Lit(String),
+    Lit(SmolStr),
     /// `${a.b.c}`: a dotted name, with the absolute byte range of the whole
     /// `${...}` in the source so that later phases can point at it.
     Interp {
-        path: Vec<String>,
+        path: Vec<SmolStr>,
         start: u32,
         end: u32,
     },
@@ -147,8 +148,8 @@ pub enum Token {
     #[token("false")]
     False,
 
-    #[regex("[A-Za-z_][A-Za-z0-9_]*", |lex| lex.slice().to_owned())]
-    Ident(String),
+    #[regex("[A-Za-z_][A-Za-z0-9_]*", |lex| SmolStr::new(lex.slice()))]
+    Ident(SmolStr),
 
     #[regex("[0-9][0-9A-Za-z_]*", lex_number)]
     Number(Number),

@@ -35,12 +35,12 @@ fn string(src: &str) -> StrLit {
 }
 
 fn lit(s: &str) -> StrPart {
-    StrPart::Lit(s.to_owned())
+    StrPart::Lit(s.into())
 }
 
 fn interp(path: &[&str], start: u32, end: u32) -> StrPart {
     StrPart::Interp {
-        path: path.iter().map(|s| s.to_string()).collect(),
+        path: path.iter().map(|s| (*s).into()).collect(),
         start,
         end,
     }

@@ -17,7 +17,9 @@
 //! absent` with any promise on or below that path, `line present X` with
 //! `line absent X`, and a `line` on a file whose whole content is fixed.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use converge_grammar::Span;
 
@@ -63,20 +65,27 @@ pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
         formulas: &formulas,
         constraints: &constraints,
         diagnostics: Vec::new(),
-        reported: HashSet::new(),
+        reported: HashSet::default(),
     };
 
-    let mut objects: HashMap<(&str, &Value), Vec<usize>> = HashMap::new();
+    // Objects in order of their first promise, so output is deterministic.
+    let mut objects: Vec<((&str, &Value), Vec<usize>)> = Vec::new();
+    let mut index: HashMap<(&str, &Value), usize> = HashMap::default();
     for (i, p) in program.promises.iter().enumerate() {
-        objects.entry((p.kind, &p.promiser)).or_default().push(i);
+        let key = (p.kind, &p.promiser);
+        match index.get(&key) {
+            Some(&slot) => {
+                if let Some((_, members)) = objects.get_mut(slot) {
+                    members.push(i);
+                }
+            }
+            None => {
+                index.insert(key, objects.len());
+                objects.push((key, vec![i]));
+            }
+        }
     }
-    let mut keys: Vec<&(&str, &Value)> = objects.keys().collect();
-    // Deterministic output: objects in order of their first promise.
-    keys.sort_by_key(|k| objects.get(*k).and_then(|v| v.first()).copied());
-    for key in keys {
-        let Some(members) = objects.get(key) else {
-            continue;
-        };
+    for (key, members) in &objects {
         if key.0 == "line" {
             finder.lines(members);
         } else if members.len() > 1 {
@@ -84,7 +93,7 @@ pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
         }
     }
     finder.absent();
-    finder.fixed_content_lines(&objects);
+    finder.fixed_content_lines(&objects, &index);
     finder.diagnostics
 }
 
@@ -253,7 +262,7 @@ impl<'p> Finder<'p> {
 
     /// `line present X` and `line absent X` on one file.
     fn lines(&mut self, members: &[usize]) {
-        let mut present: HashMap<&str, Vec<(usize, Span)>> = HashMap::new();
+        let mut present: HashMap<&str, Vec<(usize, Span)>> = HashMap::default();
         for &i in members {
             let Some(p) = self.promise(i) else { continue };
             if let Some(attr) = p.attrs.iter().find(|a| a.name == "present") {
@@ -303,14 +312,16 @@ impl<'p> Finder<'p> {
 
     /// A `line` promise on a file whose whole `content` is fixed must agree
     /// with that content.
-    fn fixed_content_lines(&mut self, objects: &HashMap<(&str, &Value), Vec<usize>>) {
-        let mut lines: Vec<(&(&str, &Value), &Vec<usize>)> = objects
-            .iter()
-            .filter(|((kind, _), _)| *kind == "line")
-            .collect();
-        lines.sort_by_key(|(_, members)| members.first().copied());
-        for ((_, path), line_promises) in lines {
-            let Some(files) = objects.get(&("file", *path)) else {
+    fn fixed_content_lines(
+        &mut self,
+        objects: &[((&str, &Value), Vec<usize>)],
+        index: &HashMap<(&str, &Value), usize>,
+    ) {
+        for ((kind, path), line_promises) in objects {
+            if *kind != "line" {
+                continue;
+            }
+            let Some((_, files)) = index.get(&("file", *path)).and_then(|i| objects.get(*i)) else {
                 continue;
             };
             for &f in files {
@@ -378,7 +389,7 @@ impl<'p> Finder<'p> {
     fn absent(&mut self) {
         let promises = &self.program.promises;
         let mut by_path: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        let mut by_object: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+        let mut by_object: HashMap<(&str, &str), Vec<usize>> = HashMap::default();
         for (i, p) in promises.iter().enumerate() {
             let Some(promiser) = p.promiser.as_str() else {
                 continue;

@@ -1,7 +1,7 @@
 //! Promises that can never be active (warning `W0005`): their guard is
 //! unsatisfiable under the class rules of [`guards`](super::guards).
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use converge_grammar::Span;
 
@@ -23,8 +23,8 @@ pub fn dead_promises(program: &Program) -> Vec<Diagnostic> {
         .map(|p| space.formula(&p.guard))
         .collect();
     let constraints = space.constraints();
-    let mut alive: HashMap<&Guard, bool> = HashMap::new();
-    let mut live_statements: HashSet<Span> = HashSet::new();
+    let mut alive: HashMap<&Guard, bool> = HashMap::default();
+    let mut live_statements: HashSet<Span> = HashSet::default();
     let mut dead: Vec<&crate::ir::Promise> = Vec::new();
     for (promise, formula) in program.promises.iter().zip(&formulas) {
         if matches!(*promise.guard, Guard::Const(_)) {
@@ -45,7 +45,7 @@ pub fn dead_promises(program: &Program) -> Vec<Diagnostic> {
             dead.push(promise);
         }
     }
-    let mut reported: HashSet<Span> = HashSet::new();
+    let mut reported: HashSet<Span> = HashSet::default();
     let mut out = Vec::new();
     for promise in dead {
         if !live_statements.contains(&promise.span) && reported.insert(promise.span) {

@@ -16,7 +16,7 @@
 //! sound: "never true" is only said when no assignment of the atoms makes
 //! the guard true.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::sat::{self, Atom, Constraints, Formula};
 use crate::ir::{self, CompareOp, Guard, Value};
@@ -61,8 +61,8 @@ impl<'p> GuardSpace<'p> {
         let mut space = GuardSpace {
             exclusive: &program.exclusive,
             atoms: Vec::new(),
-            index: HashMap::new(),
-            definitions: HashMap::new(),
+            index: HashMap::default(),
+            definitions: HashMap::default(),
         };
         for class in &program.classes {
             let Some(expr) = &class.expr else { continue };
@@ -185,7 +185,7 @@ impl<'p> GuardSpace<'p> {
                 groups.push(atoms);
             }
         }
-        let mut by_fact: HashMap<&str, Vec<Atom>> = HashMap::new();
+        let mut by_fact: HashMap<&str, Vec<Atom>> = HashMap::default();
         for (i, kind) in self.atoms.iter().enumerate() {
             if let AtomKind::FactEquals { fact, .. } = kind {
                 by_fact.entry(fact).or_default().push(i as Atom);

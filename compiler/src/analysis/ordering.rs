@@ -16,8 +16,9 @@
 //! (Burgess's bound for feedback chains), capped.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
-use std::path::Path;
+use std::collections::BinaryHeap;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use converge_grammar::Span;
 
@@ -70,10 +71,10 @@ pub fn ordering(program: &Program, max_passes: u32) -> Result<Ordering, Vec<Diag
 /// Every edge of the ordering graph, in a deterministic order.
 pub fn edges(program: &Program) -> Vec<Edge> {
     let promises = &program.promises;
-    let mut objects: HashMap<(&str, &Value), Vec<usize>> = HashMap::new();
-    let mut ids: HashMap<&str, Vec<usize>> = HashMap::new();
-    let mut directories: HashMap<&str, Vec<usize>> = HashMap::new();
-    let mut files: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut objects: HashMap<(&str, &Value), Vec<usize>> = HashMap::default();
+    let mut ids: HashMap<&str, Vec<usize>> = HashMap::default();
+    let mut directories: HashMap<&str, Vec<usize>> = HashMap::default();
+    let mut files: HashMap<&str, Vec<usize>> = HashMap::default();
     for (i, p) in promises.iter().enumerate() {
         objects.entry((p.kind, &p.promiser)).or_default().push(i);
         if let Some(id) = p.attr("id").and_then(Value::as_str) {
@@ -86,11 +87,14 @@ pub fn edges(program: &Program) -> Vec<Edge> {
         }
     }
     let depends = class_dependencies(program);
-    let mut guarded_by: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut guarded_by: HashMap<&str, Vec<usize>> = HashMap::default();
     for (i, p) in promises.iter().enumerate() {
-        let mut classes = HashSet::new();
+        if matches!(*p.guard, Guard::Const(_)) {
+            continue;
+        }
+        let mut classes = HashSet::default();
         guard_classes(&p.guard, &mut classes);
-        let mut all: HashSet<&str> = HashSet::new();
+        let mut all: HashSet<&str> = HashSet::default();
         for class in classes {
             all.insert(class);
             if let Some(deps) = depends.get(class) {
@@ -175,10 +179,14 @@ pub fn edges(program: &Program) -> Vec<Edge> {
             }
         }
         if matches!(p.kind, "file" | "directory" | "link" | "line") {
-            let mut ancestor = Path::new(path).parent();
-            while let Some(dir) = ancestor {
-                let key = dir.to_string_lossy();
-                if let Some(dirs) = directories.get(key.as_ref()) {
+            let mut rest = path.trim_end_matches('/');
+            while let Some(slash) = rest.rfind('/') {
+                let dir = if slash == 0 {
+                    "/"
+                } else {
+                    rest.get(..slash).unwrap_or("/")
+                };
+                if let Some(dirs) = directories.get(dir) {
                     for &d in dirs {
                         edges.push(Edge {
                             from: d,
@@ -190,7 +198,10 @@ pub fn edges(program: &Program) -> Vec<Edge> {
                     }
                     break;
                 }
-                ancestor = dir.parent();
+                if slash == 0 {
+                    break;
+                }
+                rest = dir;
             }
         }
     }
@@ -205,14 +216,14 @@ fn class_dependencies(program: &Program) -> HashMap<&str, Vec<&str>> {
         .iter()
         .filter_map(|c| {
             let expr = c.expr.as_ref()?;
-            let mut set = HashSet::new();
+            let mut set = HashSet::default();
             guard_classes(expr, &mut set);
             let mut v: Vec<&str> = set.into_iter().collect();
             v.sort_unstable();
             Some((c.name.as_str(), v))
         })
         .collect();
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     for &class in direct.keys() {
         let mut seen: Vec<&str> = Vec::new();
         let mut stack: Vec<&str> = direct.get(class).cloned().unwrap_or_default();
@@ -328,7 +339,7 @@ fn feedback(edges: &[Edge], order: &[usize], n: usize) -> (u32, Vec<usize>) {
 }
 
 fn cycle_diagnostics(program: &Program, edges: &[Edge], cycles: &[Vec<usize>]) -> Vec<Diagnostic> {
-    let mut seen: HashSet<Vec<Span>> = HashSet::new();
+    let mut seen: HashSet<Vec<Span>> = HashSet::default();
     let mut out = Vec::new();
     for cycle in cycles {
         let steps: Vec<&Edge> = cycle

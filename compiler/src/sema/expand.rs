@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use converge_grammar::ast::{self, ClassDef, Expr, ExprKind, PolicyDef, Stmt};
+use converge_grammar::ast::{self, ClassDef, Expr, ExprKind, PolicyDef, SmolStr, Stmt};
 use converge_grammar::token::{StrLit, StrPart};
 use converge_grammar::Span;
 use converge_vm::schema::{promise_type, AttrType, PromiserKind};
@@ -58,7 +58,7 @@ pub fn expand<'a>(
     let exclusive = symbols
         .exclusives
         .iter()
-        .map(|g| g.classes.iter().map(|c| c.name.clone()).collect())
+        .map(|g| g.classes.iter().map(|c| c.name.to_string()).collect())
         .collect();
     let program = ir::Program {
         promises: std::mem::take(&mut ex.promises),
@@ -117,11 +117,11 @@ impl<'a> Expander<'a, '_> {
                     }
                     Value::Fact(fact) => {
                         self.loops.push(RuntimeLoop {
-                            var: f.var.name.clone(),
+                            var: f.var.name.to_string(),
                             fact,
                         });
                         self.shared_loops = Arc::from(self.loops.as_slice());
-                        env.push((&f.var.name, Value::LoopVar(f.var.name.clone())));
+                        env.push((&f.var.name, Value::LoopVar(f.var.name.to_string())));
                         self.stmts(&f.body, env, guard);
                         env.pop();
                         self.loops.pop();
@@ -180,7 +180,7 @@ impl<'a> Expander<'a, '_> {
             inner.push((&param.name.name, value));
         }
         self.chain.push(CallSite {
-            bundle: bundle.name.name.clone(),
+            bundle: bundle.name.name.to_string(),
             span: call.span,
         });
         self.shared_chain = Arc::from(self.chain.as_slice());
@@ -218,7 +218,7 @@ impl<'a> Expander<'a, '_> {
             let value = self.attr_value(&spec.ty, source.value, env);
             self.check_value(&spec.ty, &value, source.value.span);
             attrs.push(ir::Attr {
-                name: source.name.name.clone(),
+                name: source.name.name.to_string(),
                 value,
                 span: source.value.span,
             });
@@ -356,9 +356,9 @@ impl<'a> Expander<'a, '_> {
                     })
                     .collect(),
             ),
-            ExprKind::Ref { kind, target } => Value::Ref {
-                kind: kind.name.clone(),
-                target: Box::new(self.string(target, expr.span, env)),
+            ExprKind::Ref(r) => Value::Ref {
+                kind: r.kind.name.to_string(),
+                target: Box::new(self.string(&r.target, expr.span, env)),
             },
             ExprKind::Not(_)
             | ExprKind::And(..)
@@ -377,7 +377,7 @@ impl<'a> Expander<'a, '_> {
             return Value::Fact(name.join("."));
         }
         let Some(mut value) = self.lookup(&first.name, env) else {
-            return Value::Word(first.name.clone());
+            return Value::Word(first.name.to_string());
         };
         for key in path.iter().skip(1) {
             value = match value {
@@ -436,7 +436,7 @@ impl<'a> Expander<'a, '_> {
         }
     }
 
-    fn interp_value(&mut self, path: &[String], span: Span, env: &Env<'a>) -> Value {
+    fn interp_value(&mut self, path: &[SmolStr], span: Span, env: &Env<'a>) -> Value {
         let Some(first) = path.first() else {
             return Value::Str(String::new());
         };
@@ -446,14 +446,14 @@ impl<'a> Expander<'a, '_> {
         let name: Option<&'a str> = env
             .iter()
             .rev()
-            .find(|(n, _)| *n == first)
+            .find(|(n, _)| *n == first.as_str())
             .map(|(n, _)| *n)
             .or_else(|| {
                 self.symbols
                     .lets
                     .defs
                     .iter()
-                    .find(|(n, _)| *n == first)
+                    .find(|(n, _)| *n == first.as_str())
                     .map(|(n, _)| *n)
             });
         let Some(name) = name else {
@@ -462,7 +462,7 @@ impl<'a> Expander<'a, '_> {
         let mut value = self.lookup(name, env).unwrap_or(Value::Str(String::new()));
         for key in path.iter().skip(1) {
             value = match value {
-                Value::Map(entries) => match entries.into_iter().find(|(k, _)| k == key) {
+                Value::Map(entries) => match entries.into_iter().find(|(k, _)| k == key.as_str()) {
                     Some((_, v)) => v,
                     None => {
                         self.report(Diagnostic::new(

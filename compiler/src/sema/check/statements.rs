@@ -310,7 +310,7 @@ impl<'a> Checker<'a> {
         if let ExprKind::Str(lit) = &promiser.kind {
             let relative = match lit.parts.first() {
                 None => Some(String::new()),
-                Some(StrPart::Lit(text)) if !text.starts_with('/') => Some(text.clone()),
+                Some(StrPart::Lit(text)) if !text.starts_with('/') => Some(text.to_string()),
                 _ => None,
             };
             if let Some(text) = relative {
@@ -334,7 +334,7 @@ pub fn promiser_text(expr: &Expr) -> String {
             .parts
             .iter()
             .map(|p| match p {
-                StrPart::Lit(t) => t.clone(),
+                StrPart::Lit(t) => t.to_string(),
                 StrPart::Interp { path, .. } => format!("${{{}}}", path.join(".")),
             })
             .collect(),

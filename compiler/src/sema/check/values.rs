@@ -45,7 +45,7 @@ impl<'a> Checker<'a> {
             ExprKind::Path(path)
                 if path.len() == 1 && self.lookup_var(&path[0].name, scope).is_none() =>
             {
-                path.first().map(|i| i.name.clone())
+                path.first().map(|i| i.name.to_string())
             }
             ExprKind::Str(lit) => lit.as_plain(),
             _ => None,
@@ -290,7 +290,8 @@ impl<'a> Checker<'a> {
                 }
                 Type::Map(Box::new(elem))
             }
-            ExprKind::Ref { kind, target } => {
+            ExprKind::Ref(r) => {
+                let (kind, target) = (&r.kind, &r.target);
                 if kind.name != "id" && promise_type(&kind.name).is_none() {
                     let mut names: Vec<&str> =
                         schema::PROMISE_TYPES.iter().map(|t| t.name).collect();
