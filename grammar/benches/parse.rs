@@ -12,6 +12,9 @@
 //!
 //! Environment: `CONVERGE_BENCH_PROMISES` (default 100000),
 //! `CONVERGE_BENCH_RUNS` (default 5), `CONVERGE_BENCH_DUMP`.
+//! `CONVERGE_BENCH_MEMORY=1` instead parses once in this fresh process and
+//! prints the resident memory before and after (Linux `/proc/self/status`):
+//! the peak of a front-end-only `policyc check` (source text plus tree).
 
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -22,8 +25,38 @@ use converge_grammar::{parse, FileId};
 
 const PER_BUNDLE: usize = 10;
 
+/// `VmRSS` and `VmHWM` of this process, in kB.
+fn memory_kb() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn measure_memory(promises: usize) {
+    let src = generate(promises);
+    let (before, _) = memory_kb();
+    let (module, errors) = converge_grammar::parse(converge_grammar::FileId(0), &src);
+    assert!(errors.is_empty(), "the generated policy has syntax errors");
+    let (after, peak) = memory_kb();
+    println!("front end memory: {} lines, {} bytes", src.lines().count(), src.len());
+    println!("  resident before parse: {:>8} kB (source text and generator)", before);
+    println!("  resident after parse:  {:>8} kB (tree held: {} kB)", after, after.saturating_sub(before));
+    println!("  peak resident:         {:>8} kB", peak);
+    std::hint::black_box(&module);
+}
+
 fn main() {
     let promises = env_usize("CONVERGE_BENCH_PROMISES", 100_000);
+    if std::env::var_os("CONVERGE_BENCH_MEMORY").is_some() {
+        measure_memory(promises);
+        return;
+    }
     let runs = env_usize("CONVERGE_BENCH_RUNS", 5).max(1);
     let src = generate(promises);
     if let Some(path) = std::env::var_os("CONVERGE_BENCH_DUMP") {
