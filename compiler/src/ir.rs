@@ -21,6 +21,9 @@ pub struct Program {
     /// How many passes the VM may make before it declares the run not
     /// converged (the longest outcome-class chain plus 2, capped).
     pub pass_limit: u32,
+    /// The longest chain of outcome-class edges (promise indices), which
+    /// sets the pass limit; empty without feedback.
+    pub feedback_chain: Vec<usize>,
 }
 
 /// An edge of the ordering graph: promise `from` is applied before `to`.
@@ -80,6 +83,16 @@ pub struct Promise {
 impl Promise {
     pub fn attr(&self, name: &str) -> Option<&Value> {
         self.attrs.iter().find(|a| a.name == name).map(|a| &a.value)
+    }
+}
+
+impl Attr {
+    /// `name = value` as a policy author would write it (modes in octal).
+    pub fn display(&self) -> String {
+        match (&*self.name, &self.value) {
+            ("mode", Value::Int(m)) if *m >= 0 => format!("mode = 0o{m:o}"),
+            (name, value) => format!("{name} = {}", value.display()),
+        }
     }
 }
 

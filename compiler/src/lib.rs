@@ -12,6 +12,8 @@ pub mod analysis;
 pub mod check;
 pub mod cli;
 pub mod diagnostic;
+pub mod dot;
+pub mod explain;
 pub mod graph;
 pub mod ir;
 pub mod render;

@@ -280,3 +280,83 @@ fn human_output_is_capped_but_the_summary_counts_everything() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["diagnostics"].as_array().unwrap().len(), 500);
 }
+
+const FEEDBACK: &str = r#"class changed;
+class failed;
+bundle app {
+  file "/etc/app.conf" { content = "x\n"; on_repaired = changed; }
+  when changed {
+    command "reload" { run = ["/usr/bin/app", "reload"]; creates = "/run/app"; on_failed = failed; }
+  }
+  when failed { report "reload" { message = "reload failed"; } }
+  directory "/etc/app.d" { mode = 0o755; }
+  file "/etc/app.d/extra.conf" { content = "y\n"; after = [file "/etc/app.conf"]; }
+}
+policy { app(); }
+"#;
+
+#[test]
+fn explain_shows_objects_order_and_pass_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "app.policy", FEEDBACK);
+    let out = policyc().arg("explain").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("5 promises on 5 objects"), "{text}");
+    assert!(text.contains("pass limit 4"), "{text}");
+    assert!(text.contains("when changed"), "{text}");
+    // The order respects every edge: the file before the command, the
+    // directory before what is inside it.
+    let position = |needle: &str| {
+        let order = text.split("order (").nth(1).unwrap();
+        order
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle} not in order:\n{order}"))
+    };
+    assert!(position("file \"/etc/app.conf\"") < position("command \"reload\""));
+    assert!(position("command \"reload\"") < position("report \"reload\""));
+    assert!(position("directory \"/etc/app.d\"") < position("file \"/etc/app.d/extra.conf\""));
+    assert!(
+        text.contains("sets `changed` -> command \"reload\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("sets `failed` -> report \"reload\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn graph_prints_dot() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "app.policy", FEEDBACK);
+    let out = policyc()
+        .args(["graph", "--format", "dot"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let dot = String::from_utf8_lossy(&out.stdout);
+    assert!(dot.starts_with("digraph policy {"), "{dot}");
+    assert!(
+        dot.contains("p0 -> p1 [style=bold, color=red, label=\"changed\"];"),
+        "{dot}"
+    );
+    assert!(dot.contains("p3 -> p4 [style=dotted];"), "{dot}");
+    assert!(dot.contains("p0 -> p4 [label=\"after\"];"), "{dot}");
+    assert!(dot.trim_end().ends_with('}'));
+}
+
+#[test]
+fn explain_refuses_a_policy_with_errors_or_without_a_policy_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write(dir.path(), "bad.policy", BROKEN);
+    let out = policyc().arg("explain").arg(&bad).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("[E0001]"));
+    let library = write(dir.path(), "lib.policy", "bundle b { }\n");
+    let out = policyc().arg("graph").arg(&library).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("has no `policy` block"));
+}

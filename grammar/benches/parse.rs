@@ -44,9 +44,20 @@ fn measure_memory(promises: usize) {
     let (module, errors) = converge_grammar::parse(converge_grammar::FileId(0), &src);
     assert!(errors.is_empty(), "the generated policy has syntax errors");
     let (after, peak) = memory_kb();
-    println!("front end memory: {} lines, {} bytes", src.lines().count(), src.len());
-    println!("  resident before parse: {:>8} kB (source text and generator)", before);
-    println!("  resident after parse:  {:>8} kB (tree held: {} kB)", after, after.saturating_sub(before));
+    println!(
+        "front end memory: {} lines, {} bytes",
+        src.lines().count(),
+        src.len()
+    );
+    println!(
+        "  resident before parse: {:>8} kB (source text and generator)",
+        before
+    );
+    println!(
+        "  resident after parse:  {:>8} kB (tree held: {} kB)",
+        after,
+        after.saturating_sub(before)
+    );
     println!("  peak resident:         {:>8} kB", peak);
     std::hint::black_box(&module);
 }

@@ -221,7 +221,10 @@ impl<'p> Finder<'p> {
             return false;
         }
         let object = describe_object(pa);
-        let shown = |s: &Setting| format!("{} = {}", s.attr, s.value.display());
+        let shown = |s: &Setting| match (s.attr, s.value) {
+            ("mode", Value::Int(m)) if *m >= 0 => format!("mode = 0o{m:o}"),
+            _ => format!("{} = {}", s.attr, s.value.display()),
+        };
         let (code, message) = if runtime {
             (
                 Code::PossibleContradiction,

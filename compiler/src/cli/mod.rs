@@ -6,6 +6,7 @@
 
 mod check;
 mod inputs;
+mod program;
 
 use std::process::ExitCode;
 
@@ -29,6 +30,13 @@ enum Command {
     /// Exits 0 when there are no errors, 1 when there are, 2 when a file
     /// cannot be read or the arguments are wrong.
     Check(check::CheckArgs),
+    /// Show what the compiler concluded about a program: each object with
+    /// its promises and guards, the order of application, and the pass
+    /// limit with the chain of outcome classes that sets it.
+    Explain(program::ExplainArgs),
+    /// Print the ordering graph (after, notify, outcome classes,
+    /// containment) of a program.
+    Graph(program::GraphArgs),
 }
 
 /// Exit status for "the input has errors".
@@ -40,6 +48,8 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Check(args) => check::run(args),
+        Command::Explain(args) => program::explain(args),
+        Command::Graph(args) => program::graph(args),
     }
 }
 

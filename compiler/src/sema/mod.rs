@@ -54,6 +54,7 @@ pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
                 program.edges = ordering.edges;
                 program.order = ordering.order;
                 program.pass_limit = ordering.pass_limit;
+                program.feedback_chain = ordering.feedback_chain;
             }
             Err(cycles) => diagnostics.extend(cycles),
         }

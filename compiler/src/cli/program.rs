@@ -1,0 +1,82 @@
+//! `policyc explain` and `policyc graph`: commands that need one clean,
+//! expanded program.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+
+use super::{fail, inputs, use_color, EXIT_ERRORS};
+use crate::check::{check, summary};
+use crate::diagnostic::Severity;
+use crate::ir::Program;
+use crate::render::render_human;
+use crate::workspace::Workspace;
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The policy file whose program to explain (it must have a `policy` block).
+    file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct GraphArgs {
+    /// The policy file whose ordering graph to print.
+    file: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = GraphFormat::Dot)]
+    format: GraphFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GraphFormat {
+    /// Graphviz DOT (`dot -Tsvg graph.dot > graph.svg`).
+    Dot,
+}
+
+pub fn explain(args: ExplainArgs) -> ExitCode {
+    match load(&args.file) {
+        Ok((ws, program)) => {
+            print!("{}", crate::explain::explain(&ws.db, &program));
+            ExitCode::SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+pub fn graph(args: GraphArgs) -> ExitCode {
+    match load(&args.file) {
+        Ok((ws, program)) => {
+            match args.format {
+                GraphFormat::Dot => print!("{}", crate::dot::dot(&ws.db, &program)),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+/// Checks the file; on errors prints them (to stderr, so stdout stays the
+/// requested output) and returns exit code 1.
+fn load(file: &std::path::Path) -> Result<(Workspace, Program), ExitCode> {
+    let ws = inputs::load(&[file.to_path_buf()]).map_err(fail)?;
+    let mut outcome = check(&ws);
+    if outcome.count(Severity::Error) > 0 {
+        eprint!(
+            "{}",
+            render_human(&ws.db, &outcome.diagnostics, use_color())
+        );
+        eprintln!("{}", summary(&outcome));
+        return Err(ExitCode::from(EXIT_ERRORS));
+    }
+    match outcome.programs.pop() {
+        Some(program) => Ok((ws, program)),
+        None => {
+            eprintln!(
+                "error: `{}` has no `policy` block, so there is no program to show; name the file that has it",
+                file.display()
+            );
+            Err(ExitCode::from(EXIT_ERRORS))
+        }
+    }
+}
