@@ -6,12 +6,12 @@
 //!
 //! Promises are first bucketed by object (promise type and promiser after
 //! expansion), so only promises on one object are ever compared. Within an
-//! object, each attribute's promises are grouped by value; for every promise
-//! one satisfiability question is asked — "can its guard hold together with
-//! the guard of any promise that wants another value?" — and only when the
-//! answer is yes is the other promise searched for. A thousand promises on
-//! one object with mutually exclusive guards cost a thousand small solver
-//! calls, not half a million.
+//! object, each attribute's promises are grouped by value, and conflicts
+//! between groups are found by divide and conquer: one satisfiability
+//! question — "can any guard of this set hold together with any guard of
+//! that set?" — settles a whole pair of sets, and only a "yes" splits them.
+//! A thousand promises on one object with mutually exclusive guards cost a
+//! few thousand small solver calls, not half a million.
 //!
 //! The special cases of the specification are checked here too: `ensure =
 //! absent` with any promise on or below that path, `line present X` with
@@ -152,53 +152,92 @@ impl<'p> Finder<'p> {
                 });
             }
         }
-        let mut reported_here = 0;
+        let mut budget = MAX_PER_OBJECT;
         for (property, settings) in properties {
-            if settings.len() < 2 {
+            if settings.len() < 2 || budget == 0 {
                 continue;
             }
-            let differs = |a: &Setting, b: &Setting| a.attr != b.attr || a.value != b.value;
-            let all_same = settings
-                .iter()
-                .all(|s| settings.first().is_some_and(|f| !differs(f, s)));
-            if all_same {
-                continue;
+            // Classes of equal settings: every pair across two classes
+            // differs, no pair inside one does.
+            let mut classes: Vec<Vec<&Setting>> = Vec::new();
+            for setting in &settings {
+                match classes.iter_mut().find(|c| {
+                    c.first()
+                        .is_some_and(|f| f.attr == setting.attr && f.value == setting.value)
+                }) {
+                    Some(class) => class.push(setting),
+                    None => classes.push(vec![setting]),
+                }
             }
-            for (k, a) in settings.iter().enumerate() {
-                if reported_here >= MAX_PER_OBJECT {
-                    return;
-                }
-                let rivals: Vec<&Setting> = settings
-                    .iter()
-                    .skip(k + 1)
-                    .filter(|b| differs(a, b))
-                    .collect();
-                if rivals.is_empty() {
-                    continue;
-                }
-                // One question first: can `a` hold with any rival at all?
-                let Some(fa) = self.formulas.get(a.promise) else {
-                    continue;
+            if classes.len() > 1 {
+                self.within(property, &classes, &mut budget);
+            }
+        }
+    }
+
+    /// Finds conflicts between any two of `classes` (divide and conquer:
+    /// each half on its own, then across the halves).
+    fn within(&mut self, property: &str, classes: &[Vec<&Setting>], budget: &mut usize) {
+        if classes.len() < 2 || *budget == 0 {
+            return;
+        }
+        let (left, right) = classes.split_at(classes.len() / 2);
+        self.within(property, left, budget);
+        self.within(property, right, budget);
+        let left: Vec<&Setting> = left.iter().flatten().copied().collect();
+        let right: Vec<&Setting> = right.iter().flatten().copied().collect();
+        self.across(property, &left, &right, budget);
+    }
+
+    /// Finds conflicts between a promise of `left` and one of `right`,
+    /// where every such pair wants different values. One solver question
+    /// settles "none" for the whole pair of sets; only a "some" splits them.
+    /// Exclusive guards make almost every question "none", so a thousand
+    /// promises on one object cost a few thousand small questions.
+    fn across(
+        &mut self,
+        property: &str,
+        left: &[&Setting],
+        right: &[&Setting],
+        budget: &mut usize,
+    ) {
+        if left.is_empty() || right.is_empty() || *budget == 0 {
+            return;
+        }
+        let side = |set: &[&Setting]| {
+            Formula::any(
+                set.iter()
+                    .filter_map(|s| self.formulas.get(s.promise).cloned()),
+            )
+        };
+        let question = self
+            .space
+            .with_definitions(Formula::and(side(left), side(right)));
+        if !sat::satisfiable(&question, self.constraints) {
+            return;
+        }
+        match (left, right) {
+            ([a], [b]) => {
+                let (a, b) = if a.promise <= b.promise {
+                    (*a, *b)
+                } else {
+                    (*b, *a)
                 };
-                let any_rival = Formula::any(
-                    rivals
-                        .iter()
-                        .filter_map(|b| self.formulas.get(b.promise).cloned()),
-                );
-                let question = self
-                    .space
-                    .with_definitions(Formula::and(fa.clone(), any_rival));
-                if !sat::satisfiable(&question, self.constraints) {
-                    continue;
-                }
-                for b in rivals {
-                    if let Some(witness) = self.both_active(a.promise, b.promise) {
-                        if self.report_values(property, a, b, &witness) {
-                            reported_here += 1;
-                        }
-                        break;
+                if let Some(witness) = self.both_active(a.promise, b.promise) {
+                    if self.report_values(property, a, b, &witness) {
+                        *budget -= 1;
                     }
                 }
+            }
+            _ if left.len() >= right.len() => {
+                let (l1, l2) = left.split_at(left.len() / 2);
+                self.across(property, l1, right, budget);
+                self.across(property, l2, right, budget);
+            }
+            _ => {
+                let (r1, r2) = right.split_at(right.len() / 2);
+                self.across(property, left, r1, budget);
+                self.across(property, left, r2, budget);
             }
         }
     }
