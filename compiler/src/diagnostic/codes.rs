@@ -131,6 +131,9 @@ codes! {
     /// in a loop.
     OrderingCycle = "E0304", Error, "dependency cycle";
 
+    /// A bug in the compiler itself (an analysis failed).
+    InternalError = "E0900", Error, "internal compiler error";
+
     /// A `command` with neither `unless` nor `creates` runs on every pass.
     NonConvergentCommand = "W0001", Warning, "command is not convergent";
     /// A `let` nobody reads.

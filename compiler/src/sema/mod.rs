@@ -47,9 +47,17 @@ pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
         let mut expansion = expand::expand(&symbols, &mut checker, policy);
         diagnostics.append(&mut expansion.diagnostics);
         let mut program = expansion.program;
-        diagnostics.extend(analysis::dead::dead_promises(&program));
-        diagnostics.extend(analysis::contradictions::contradictions(&program));
-        match analysis::ordering::ordering(&program, analysis::ordering::DEFAULT_MAX_PASSES) {
+        // The three analyses only read the program: run them side by side.
+        let (dead, contradictions, ordering) = std::thread::scope(|scope| {
+            let dead = scope.spawn(|| analysis::dead::dead_promises(&program));
+            let contradictions = scope.spawn(|| analysis::contradictions::contradictions(&program));
+            let ordering =
+                analysis::ordering::ordering(&program, analysis::ordering::DEFAULT_MAX_PASSES);
+            (join(dead), join(contradictions), ordering)
+        });
+        diagnostics.extend(dead);
+        diagnostics.extend(contradictions);
+        match ordering {
             Ok(ordering) => {
                 program.edges = ordering.edges;
                 program.order = ordering.order;
@@ -63,6 +71,20 @@ pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
     }
     analysis.diagnostics = diagnostics;
     analysis
+}
+
+/// The diagnostics of an analysis thread. A panic there is a compiler bug;
+/// it is reported as such instead of taking the whole check down.
+fn join(handle: std::thread::ScopedJoinHandle<'_, Vec<Diagnostic>>) -> Vec<Diagnostic> {
+    handle.join().unwrap_or_else(|_| {
+        vec![Diagnostic::new(
+            Code::InternalError,
+            "internal error: an analysis failed",
+            converge_grammar::Span::default(),
+            "",
+        )
+        .with_note("this is a bug in policyc; please report it with the policy that triggers it")]
+    })
 }
 
 /// Lets, bodies and bundles that nothing uses. Only reported for a program
