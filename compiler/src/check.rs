@@ -7,6 +7,13 @@ use crate::ir;
 use crate::sema;
 use crate::workspace::Workspace;
 
+/// An expanded program and the files it was read from (root first).
+#[derive(Debug)]
+pub struct CheckedProgram {
+    pub files: Vec<converge_grammar::FileId>,
+    pub program: ir::Program,
+}
+
 /// The outcome of checking everything a workspace loaded.
 #[derive(Debug, Default)]
 pub struct CheckOutcome {
@@ -15,8 +22,8 @@ pub struct CheckOutcome {
     pub files: usize,
     /// Promises of all programs (expanded where there is a `policy` block).
     pub promises: usize,
-    /// The expanded programs that had no errors.
-    pub programs: Vec<ir::Program>,
+    /// The expanded programs that had no errors, with their files.
+    pub programs: Vec<CheckedProgram>,
 }
 
 impl CheckOutcome {
@@ -49,7 +56,11 @@ pub fn check(ws: &Workspace) -> CheckOutcome {
         let analysis = sema::analyze(ws, &files);
         outcome.promises += analysis.promises;
         outcome.diagnostics.extend(analysis.diagnostics);
-        outcome.programs.extend(analysis.program);
+        outcome.programs.extend(
+            analysis
+                .program
+                .map(|program| CheckedProgram { files, program }),
+        );
     }
     diagnostic::sort(&mut outcome.diagnostics);
     // Programs share files (two roots importing one library): report each

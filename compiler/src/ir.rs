@@ -78,6 +78,9 @@ pub struct Promise {
     /// Loops over run-time lists (`for ip in sys.ipv4`) enclosing the
     /// promise, outermost first: the VM repeats the promise per element.
     pub runtime_loops: Arc<[RuntimeLoop]>,
+    /// For a promise with a `template`: the bundle's variables where it was
+    /// expanded, which the template may interpolate besides `sys.*`.
+    pub template_env: Vec<(String, Value)>,
 }
 
 impl Promise {

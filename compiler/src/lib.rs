@@ -9,6 +9,7 @@
 //! it; [`cli`] is the command line.
 
 pub mod analysis;
+pub mod bundle;
 pub mod check;
 pub mod cli;
 pub mod diagnostic;

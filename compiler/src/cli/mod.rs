@@ -4,6 +4,7 @@
 //! Exit codes: 0 success, 1 the policy has errors (or warnings under
 //! `--deny-warnings`), 2 usage or I/O error.
 
+mod build;
 mod check;
 mod inputs;
 mod program;
@@ -37,6 +38,13 @@ enum Command {
     /// Print the ordering graph (after, notify, outcome classes,
     /// containment) of a program.
     Graph(program::GraphArgs),
+    /// Generate a signing key pair (NAME.key and NAME.pub).
+    Keygen(build::KeygenArgs),
+    /// Compile a policy into a signed bundle for `policyvm`.
+    ///
+    /// Refuses a policy with errors. The same sources, compiler, key,
+    /// serial and name give a byte-identical bundle.
+    Build(build::BuildArgs),
 }
 
 /// Exit status for "the input has errors".
@@ -50,6 +58,8 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Explain(args) => program::explain(args),
         Command::Graph(args) => program::graph(args),
+        Command::Keygen(args) => build::run_keygen(args),
+        Command::Build(args) => build::run_build(args),
     }
 }
 

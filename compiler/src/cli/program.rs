@@ -70,7 +70,7 @@ fn load(file: &std::path::Path) -> Result<(Workspace, Program), ExitCode> {
         return Err(ExitCode::from(EXIT_ERRORS));
     }
     match outcome.programs.pop() {
-        Some(program) => Ok((ws, program)),
+        Some(checked) => Ok((ws, checked.program)),
         None => {
             eprintln!(
                 "error: `{}` has no `policy` block, so there is no program to show; name the file that has it",

@@ -131,6 +131,9 @@ codes! {
     /// in a loop.
     OrderingCycle = "E0304", Error, "dependency cycle";
 
+    /// A `source` or `template` file that cannot be embedded in a bundle.
+    EmbedFailed = "E0501", Error, "cannot embed file";
+
     /// A bug in the compiler itself (an analysis failed).
     InternalError = "E0900", Error, "internal compiler error";
 

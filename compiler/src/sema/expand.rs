@@ -223,8 +223,16 @@ impl<'a> Expander<'a, '_> {
                 span: source.value.span,
             });
         }
+        let template_env = if attrs.iter().any(|a| a.name == "template") {
+            env.iter()
+                .map(|(n, v)| ((*n).to_owned(), v.clone()))
+                .collect()
+        } else {
+            Vec::new()
+        };
         self.promises.push(ir::Promise {
             kind: pt.name,
+            template_env,
             promiser,
             attrs,
             guard: Arc::clone(guard),

@@ -1,0 +1,584 @@
+//! Lowering: from the analysed program ([`ir::Program`]) to a bundle body
+//! ([`Body`]): constants deduplicated into one pool, guards, class
+//! definitions and fact-dependent strings compiled to straight-line
+//! programs, `source` files embedded, `template` files embedded as programs,
+//! edges resolved to promise indices, and a source map.
+//!
+//! Everything is deterministic: pools are filled in the order the program
+//! is walked, and nothing depends on hash order.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use converge_grammar::Span;
+use converge_vm::bundle::format::{
+    AttrValue, Body, Bytes, ClassEntry, Constant, Header, Item, List, Operand, Program, Promise,
+    SourceLoc,
+};
+use converge_vm::bundle::instr::Instr;
+use converge_vm::schema::{self, AttrType, PROMISE_TYPES};
+use sha2::{Digest, Sha256};
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::ir::{self, CompareOp, EdgeKind, Guard, TemplatePart, Value};
+use crate::source::SourceDb;
+
+/// What identifies a build besides the policy.
+#[derive(Clone, Debug)]
+pub struct BuildInfo {
+    pub name: String,
+    pub key_id: [u8; 8],
+    pub serial: u64,
+}
+
+/// Attributes that become explicit fields of a promise, not attribute values.
+const RELATIONS: &[&str] = &["after", "notify", "on_repaired", "on_kept", "on_failed"];
+
+pub fn lower(
+    db: &SourceDb,
+    files: &[converge_grammar::FileId],
+    program: &ir::Program,
+    info: &BuildInfo,
+) -> Result<Body, Vec<Diagnostic>> {
+    let mut l = Lowerer {
+        db,
+        constants: Vec::new(),
+        constant_index: HashMap::new(),
+        programs: Vec::new(),
+        program_index: HashMap::new(),
+        diagnostics: Vec::new(),
+    };
+    let classes = l.classes(program);
+    let exclusive: Vec<List<u32>> = program
+        .exclusive
+        .iter()
+        .map(|g| {
+            List(
+                g.iter()
+                    .map(|c| l.constant(Constant::Word(c.clone())))
+                    .collect(),
+            )
+        })
+        .collect();
+    let mut after: Vec<Vec<u32>> = vec![Vec::new(); program.promises.len()];
+    let mut notify: Vec<Vec<u32>> = vec![Vec::new(); program.promises.len()];
+    for e in &program.edges {
+        let (from, to) = (e.from as u32, e.to as u32);
+        match e.kind {
+            EdgeKind::After | EdgeKind::Contains => {
+                if let Some(list) = after.get_mut(e.to) {
+                    if !list.contains(&from) {
+                        list.push(from);
+                    }
+                }
+            }
+            EdgeKind::Notify => {
+                if let Some(list) = notify.get_mut(e.from) {
+                    if !list.contains(&to) {
+                        list.push(to);
+                    }
+                }
+            }
+            EdgeKind::Outcome => {}
+        }
+    }
+    let mut sources: Vec<SourceLoc> = Vec::new();
+    let mut promises = Vec::with_capacity(program.promises.len());
+    for (i, p) in program.promises.iter().enumerate() {
+        let mut a = after.get(i).cloned().unwrap_or_default();
+        a.sort_unstable();
+        let mut n = notify.get(i).cloned().unwrap_or_default();
+        n.sort_unstable();
+        let source = l.source_loc(p.span, &mut sources);
+        if let Some(lowered) = l.promise(p, a, n, source) {
+            promises.push(lowered);
+        }
+    }
+    if !l.diagnostics.is_empty() {
+        return Err(l.diagnostics);
+    }
+    Ok(Body {
+        header: Header {
+            name: info.name.clone(),
+            key_id: info.key_id,
+            serial: info.serial,
+            pass_limit: program.pass_limit.max(2),
+            compiler_version: env!("CARGO_PKG_VERSION").to_owned(),
+            source_digest: source_digest(db, files),
+        },
+        constants: List(l.constants),
+        programs: List(l.programs),
+        classes: List(classes),
+        exclusive: List(exclusive),
+        promises: List(promises),
+        order: List(program.order.iter().map(|&i| i as u32).collect()),
+        sources: List(sources),
+    })
+}
+
+/// SHA-256 over the program's files, sorted by name: for each, its name, a
+/// zero byte, its length as 8 little-endian bytes, and its text.
+pub fn source_digest(db: &SourceDb, files: &[converge_grammar::FileId]) -> [u8; 32] {
+    let mut named: Vec<(&str, &str)> = files
+        .iter()
+        .filter_map(|f| db.get(*f).map(|s| (s.name.as_str(), s.text.as_str())))
+        .collect();
+    named.sort();
+    let mut hasher = Sha256::new();
+    for (name, text) in named {
+        hasher.update(name.as_bytes());
+        hasher.update([0]);
+        hasher.update((text.len() as u64).to_le_bytes());
+        hasher.update(text.as_bytes());
+    }
+    hasher.finalize().into()
+}
+
+struct Lowerer<'a> {
+    db: &'a SourceDb,
+    constants: Vec<Constant>,
+    constant_index: HashMap<Constant, u32>,
+    programs: Vec<Program>,
+    program_index: HashMap<Vec<Instr>, u32>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Lowerer<'_> {
+    fn constant(&mut self, c: Constant) -> u32 {
+        if let Some(&i) = self.constant_index.get(&c) {
+            return i;
+        }
+        let i = self.constants.len() as u32;
+        self.constants.push(c.clone());
+        self.constant_index.insert(c, i);
+        i
+    }
+
+    fn program(&mut self, code: Vec<Instr>) -> u32 {
+        if let Some(&i) = self.program_index.get(&code) {
+            return i;
+        }
+        let i = self.programs.len() as u32;
+        self.programs.push(Program {
+            code: List(code.clone()),
+        });
+        self.program_index.insert(code, i);
+        i
+    }
+
+    fn source_loc(&mut self, span: Span, sources: &mut Vec<SourceLoc>) -> u32 {
+        let name = self.db.name(span.file).to_owned();
+        let line = self
+            .db
+            .get(span.file)
+            .map_or(0, |f| f.line_col(span.start).0) as u32;
+        let file = self.constant(Constant::Str(name));
+        let loc = SourceLoc { file, line };
+        match sources.iter().position(|s| *s == loc) {
+            Some(i) => i as u32,
+            None => {
+                sources.push(loc);
+                (sources.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Classes in dependency order: a definition after everything it reads.
+    fn classes(&mut self, program: &ir::Program) -> Vec<ClassEntry> {
+        let defined: HashMap<&str, &ir::ClassDecl> = program
+            .classes
+            .iter()
+            .map(|c| (c.name.as_str(), c))
+            .collect();
+        let mut done: Vec<&str> = Vec::new();
+        let mut out = Vec::new();
+        for class in &program.classes {
+            self.class_in_order(class, &defined, &mut done, &mut out, 0);
+        }
+        out
+    }
+
+    fn class_in_order<'p>(
+        &mut self,
+        class: &'p ir::ClassDecl,
+        defined: &HashMap<&str, &'p ir::ClassDecl>,
+        done: &mut Vec<&'p str>,
+        out: &mut Vec<ClassEntry>,
+        depth: usize,
+    ) {
+        // The checker refused cycles; the depth bound only keeps this finite.
+        if done.contains(&class.name.as_str()) || depth > defined.len() {
+            return;
+        }
+        done.push(&class.name);
+        if let Some(expr) = &class.expr {
+            let mut deps = Vec::new();
+            guard_classes(expr, &mut deps);
+            for dep in deps {
+                if let Some(d) = defined.get(dep) {
+                    self.class_in_order(d, defined, done, out, depth + 1);
+                }
+            }
+        }
+        let name = self.constant(Constant::Word(class.name.clone()));
+        let program = class.expr.as_ref().map(|g| {
+            let mut code = Vec::new();
+            self.guard(g, &[], &mut code);
+            self.program(code)
+        });
+        out.push(ClassEntry { name, program });
+    }
+
+    fn guard(&mut self, g: &Guard, loops: &[ir::RuntimeLoop], code: &mut Vec<Instr>) {
+        match g {
+            Guard::Const(b) => {
+                let c = self.constant(Constant::Bool(*b));
+                code.push(Instr::Const(c));
+            }
+            Guard::Class(name) => {
+                let c = self.constant(Constant::Word(name.clone()));
+                code.push(Instr::Class(c));
+            }
+            Guard::Not(inner) => {
+                self.guard(inner, loops, code);
+                code.push(Instr::Not);
+            }
+            Guard::And(items) | Guard::Or(items) => {
+                let op = if matches!(g, Guard::And(_)) {
+                    Instr::And
+                } else {
+                    Instr::Or
+                };
+                for (k, item) in items.iter().enumerate() {
+                    self.guard(item, loops, code);
+                    if k > 0 {
+                        code.push(op);
+                    }
+                }
+                if items.is_empty() {
+                    let c = self.constant(Constant::Bool(matches!(g, Guard::And(_))));
+                    code.push(Instr::Const(c));
+                }
+            }
+            Guard::Compare { op, lhs, rhs } => match op {
+                CompareOp::Eq | CompareOp::NotEq => {
+                    self.scalar(lhs, loops, code);
+                    self.scalar(rhs, loops, code);
+                    code.push(if *op == CompareOp::Eq {
+                        Instr::Eq
+                    } else {
+                        Instr::Ne
+                    });
+                }
+                CompareOp::Match => {
+                    self.scalar(lhs, loops, code);
+                    let pattern = rhs.as_str().unwrap_or_default().to_owned();
+                    let c = self.constant(Constant::Str(pattern));
+                    code.push(Instr::Match(c));
+                }
+                CompareOp::In => match rhs {
+                    // `x in ["a", "b"]` is `x == "a" || x == "b"`.
+                    Value::List(items) => {
+                        for (k, item) in items.iter().enumerate() {
+                            self.scalar(lhs, loops, code);
+                            self.scalar(item, loops, code);
+                            code.push(Instr::Eq);
+                            if k > 0 {
+                                code.push(Instr::Or);
+                            }
+                        }
+                        if items.is_empty() {
+                            let c = self.constant(Constant::Bool(false));
+                            code.push(Instr::Const(c));
+                        }
+                    }
+                    list => {
+                        self.scalar(lhs, loops, code);
+                        self.scalar(list, loops, code);
+                        code.push(Instr::In);
+                    }
+                },
+            },
+        }
+    }
+
+    /// Pushes one value (a fact may push a list).
+    fn scalar(&mut self, v: &Value, loops: &[ir::RuntimeLoop], code: &mut Vec<Instr>) {
+        match v {
+            Value::Fact(name) => {
+                let f = schema::FACTS
+                    .iter()
+                    .position(|f| f.name == name)
+                    .unwrap_or(0) as u32;
+                code.push(Instr::Fact(f));
+            }
+            Value::LoopVar(var) => {
+                let i = loops.iter().rposition(|l| l.var == *var).unwrap_or(0) as u32;
+                code.push(Instr::LoopVar(i));
+            }
+            Value::Template(parts) => {
+                for part in parts {
+                    match part {
+                        TemplatePart::Lit(text) => {
+                            let c = self.constant(Constant::Str(text.clone()));
+                            code.push(Instr::Const(c));
+                        }
+                        TemplatePart::Fact(name) => {
+                            self.scalar(&Value::Fact(name.clone()), loops, code)
+                        }
+                        TemplatePart::LoopVar(var) => {
+                            self.scalar(&Value::LoopVar(var.clone()), loops, code)
+                        }
+                    }
+                }
+                code.push(Instr::Concat(parts.len().max(1) as u32));
+                if parts.is_empty() {
+                    let c = self.constant(Constant::Str(String::new()));
+                    code.insert(code.len() - 1, Instr::Const(c));
+                }
+            }
+            other => {
+                let c = self.constant(constant_of(other));
+                code.push(Instr::Const(c));
+            }
+        }
+    }
+
+    /// A value as an operand item: a constant, or a program computing it.
+    fn item(&mut self, v: &Value, loops: &[ir::RuntimeLoop]) -> Item {
+        if v.is_constant() {
+            return Item::Const(self.constant(constant_of(v)));
+        }
+        let mut code = Vec::new();
+        self.scalar(v, loops, &mut code);
+        // A lone fact that is a string or int is its own value; anything
+        // else already ends in a concat.
+        Item::Code(self.program(code))
+    }
+
+    fn promise(
+        &mut self,
+        p: &ir::Promise,
+        after: Vec<u32>,
+        notify: Vec<u32>,
+        source: u32,
+    ) -> Option<Promise> {
+        let kind = PROMISE_TYPES.iter().position(|t| t.name == p.kind)?;
+        let pt = PROMISE_TYPES.get(kind)?;
+        let all: Vec<_> = pt.all_attrs().collect();
+        let loops: Vec<ir::RuntimeLoop> = p.runtime_loops.to_vec();
+        let promiser = self.item(&p.promiser, &loops);
+        let mut attrs = Vec::new();
+        let mut classes = [None, None, None];
+        for attr in &p.attrs {
+            match attr.name.as_str() {
+                "on_repaired" | "on_kept" | "on_failed" => {
+                    let slot = ["on_repaired", "on_kept", "on_failed"]
+                        .iter()
+                        .position(|n| *n == attr.name)
+                        .unwrap_or(0);
+                    if let (Some(name), Some(s)) = (attr.value.as_str(), classes.get_mut(slot)) {
+                        *s = Some(self.constant(Constant::Word(name.to_owned())));
+                    }
+                    continue;
+                }
+                name if RELATIONS.contains(&name) => continue,
+                _ => {}
+            }
+            let Some(index) = all.iter().position(|a| a.name == attr.name) else {
+                continue;
+            };
+            let Some(spec) = all.get(index) else { continue };
+            let value = match (attr.name.as_str(), &spec.ty) {
+                ("source", _) => self.embed_source(p, attr)?,
+                ("template", _) => self.embed_template(p, attr)?,
+                (_, AttrType::List(_)) => match &attr.value {
+                    Value::List(items) => {
+                        Operand::List(List(items.iter().map(|i| self.item(i, &loops)).collect()))
+                    }
+                    other => Operand::List(List(vec![self.item(other, &loops)])),
+                },
+                _ => Operand::Item(self.item(&attr.value, &loops)),
+            };
+            attrs.push(AttrValue {
+                attr: index as u16,
+                value,
+            });
+        }
+        let guard = match &*p.guard {
+            Guard::Const(true) => None,
+            g => {
+                let mut code = Vec::new();
+                self.guard(g, &loops, &mut code);
+                Some(self.program(code))
+            }
+        };
+        let facts = loops
+            .iter()
+            .map(|l| {
+                schema::FACTS
+                    .iter()
+                    .position(|f| f.name == l.fact)
+                    .unwrap_or(0) as u32
+            })
+            .collect();
+        let [on_repaired, on_kept, on_failed] = classes;
+        Some(Promise {
+            kind: kind as u16,
+            promiser,
+            attrs: List(attrs),
+            guard,
+            loops: List(facts),
+            after: List(after),
+            notify: List(notify),
+            on_repaired,
+            on_kept,
+            on_failed,
+            source,
+        })
+    }
+
+    /// Reads a file named relative to the policy file of the promise.
+    fn read_beside(&mut self, p: &ir::Promise, attr: &ir::Attr) -> Option<Vec<u8>> {
+        let Some(name) = attr.value.as_str() else {
+            self.diagnostics.push(Diagnostic::new(
+                Code::EmbedFailed,
+                format!("`{}` must name a file at compile time", attr.name),
+                attr.span,
+                "depends on facts",
+            ));
+            return None;
+        };
+        let policy = self
+            .db
+            .get(p.span.file)
+            .map(|f| f.path.clone())
+            .unwrap_or_default();
+        let path = policy.parent().unwrap_or(Path::new(".")).join(name);
+        match std::fs::read(&path) {
+            Ok(bytes) => Some(bytes),
+            Err(err) => {
+                self.diagnostics.push(
+                    Diagnostic::new(
+                        Code::EmbedFailed,
+                        format!("cannot embed `{name}`: {err}"),
+                        attr.span,
+                        format!("looked for {}", path.display()),
+                    )
+                    .with_help("`source` and `template` files are read at build time, relative to the policy file"),
+                );
+                None
+            }
+        }
+    }
+
+    fn embed_source(&mut self, p: &ir::Promise, attr: &ir::Attr) -> Option<Operand> {
+        let bytes = self.read_beside(p, attr)?;
+        Some(Operand::Item(Item::Const(
+            self.constant(Constant::Blob(Bytes(bytes))),
+        )))
+    }
+
+    /// A template's `${name}` are the bundle's variables (substituted now)
+    /// and `sys.*` facts (left for the host).
+    fn embed_template(&mut self, p: &ir::Promise, attr: &ir::Attr) -> Option<Operand> {
+        let bytes = self.read_beside(p, attr)?;
+        let Ok(text) = String::from_utf8(bytes) else {
+            self.diagnostics.push(Diagnostic::new(
+                Code::EmbedFailed,
+                "a template must be UTF-8 text",
+                attr.span,
+                "not UTF-8",
+            ));
+            return None;
+        };
+        let mut parts: Vec<TemplatePart> = Vec::new();
+        let mut rest = text.as_str();
+        let mut lit = String::new();
+        while let Some(at) = rest.find("${") {
+            lit.push_str(rest.get(..at).unwrap_or(""));
+            let after = rest.get(at + 2..).unwrap_or("");
+            let Some(close) = after.find('}') else {
+                lit.push_str(rest.get(at..).unwrap_or(""));
+                rest = "";
+                break;
+            };
+            let name = after.get(..close).unwrap_or("");
+            rest = after.get(close + 1..).unwrap_or("");
+            if name.starts_with("sys.") && schema::fact(name).is_some() {
+                if !lit.is_empty() {
+                    parts.push(TemplatePart::Lit(std::mem::take(&mut lit)));
+                }
+                parts.push(TemplatePart::Fact(name.to_owned()));
+            } else if let Some((_, value)) = p.template_env.iter().rev().find(|(n, _)| n == name) {
+                match value {
+                    Value::Str(s) | Value::Word(s) => lit.push_str(s),
+                    Value::Int(i) => lit.push_str(&i.to_string()),
+                    Value::Bool(b) => lit.push_str(&b.to_string()),
+                    Value::Duration(s) => lit.push_str(&s.to_string()),
+                    Value::Template(inner) => {
+                        if !lit.is_empty() {
+                            parts.push(TemplatePart::Lit(std::mem::take(&mut lit)));
+                        }
+                        parts.extend(inner.iter().cloned());
+                    }
+                    _ => {
+                        self.diagnostics.push(Diagnostic::new(
+                            Code::EmbedFailed,
+                            format!("template variable `{name}` is not a single value"),
+                            attr.span,
+                            "in this template",
+                        ));
+                        return None;
+                    }
+                }
+            } else {
+                self.diagnostics.push(
+                    Diagnostic::new(
+                        Code::EmbedFailed,
+                        format!("template uses `${{{name}}}`, which is neither a bundle variable nor a fact"),
+                        attr.span,
+                        "in this template",
+                    )
+                    .with_help("a template may use the bundle's parameters and `sys.*` facts"),
+                );
+                return None;
+            }
+        }
+        lit.push_str(rest);
+        if !lit.is_empty() || parts.is_empty() {
+            parts.push(TemplatePart::Lit(lit));
+        }
+        let value = match parts.as_slice() {
+            [TemplatePart::Lit(text)] => Value::Str(text.clone()),
+            _ => Value::Template(parts),
+        };
+        let loops: Vec<ir::RuntimeLoop> = p.runtime_loops.to_vec();
+        Some(Operand::Item(self.item(&value, &loops)))
+    }
+}
+
+/// The constant of a compile-time value (lists and refs never get here).
+fn constant_of(v: &Value) -> Constant {
+    match v {
+        Value::Str(s) => Constant::Str(s.clone()),
+        Value::Word(w) => Constant::Word(w.clone()),
+        Value::Int(i) => Constant::Int(*i),
+        Value::Bool(b) => Constant::Bool(*b),
+        Value::Duration(s) => Constant::Duration(*s),
+        other => Constant::Str(other.display()),
+    }
+}
+
+fn guard_classes<'g>(g: &'g Guard, out: &mut Vec<&'g str>) {
+    match g {
+        Guard::Class(name) => out.push(name),
+        Guard::Not(inner) => guard_classes(inner, out),
+        Guard::And(items) | Guard::Or(items) => {
+            for item in items {
+                guard_classes(item, out);
+            }
+        }
+        Guard::Const(_) | Guard::Compare { .. } => {}
+    }
+}

@@ -1,0 +1,23 @@
+//! Writing bundles: lowering an analysed program ([`lower`]), signing keys
+//! ([`keys`]), and the signed envelope ([`seal`]). The format itself is
+//! defined by the VM's reader (`converge_vm::bundle`), which this follows.
+
+pub mod keys;
+pub mod lower;
+
+use converge_vm::bundle::envelope::{signed_prefix, signing_digest};
+use converge_vm::bundle::format::Body;
+use ed25519_dalek::Signer as _;
+
+use keys::SecretKey;
+
+/// Encodes a body and signs it: the bytes of a bundle file.
+pub fn seal(body: &Body, key: &SecretKey) -> Result<Vec<u8>, String> {
+    let encoded =
+        postcard::to_allocvec(body).map_err(|e| format!("cannot encode the bundle: {e}"))?;
+    let mut bytes = signed_prefix(key.id, &encoded).map_err(|e| e.to_string())?;
+    let digest = signing_digest(&bytes);
+    let signature = key.signing.sign(&digest);
+    bytes.extend_from_slice(&signature.to_bytes());
+    Ok(bytes)
+}

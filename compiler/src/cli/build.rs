@@ -1,0 +1,154 @@
+//! `policyc keygen` and `policyc build`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::{fail, inputs, use_color, EXIT_ERRORS};
+use crate::bundle::keys::{keygen, read_secret_key};
+use crate::bundle::lower::{lower, BuildInfo};
+use crate::bundle::seal;
+use crate::check::{check, summary};
+use crate::diagnostic::Severity;
+use crate::render::render_human;
+use converge_vm::bundle::error::hex;
+
+#[derive(Debug, Args)]
+pub struct KeygenArgs {
+    /// Where to write the pair: `--out keys/hub` writes `keys/hub.key`
+    /// (secret, mode 0600) and `keys/hub.pub` (public, for the hosts'
+    /// trust directory).
+    #[arg(long, value_name = "DIR/NAME")]
+    out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// The policy file with the `policy` block.
+    file: PathBuf,
+    /// The bundle file to write.
+    #[arg(short = 'o', long = "output", value_name = "OUT.bundle")]
+    output: PathBuf,
+    /// The secret key to sign with (from `policyc keygen`).
+    #[arg(long, value_name = "NAME.key")]
+    key: PathBuf,
+    /// The bundle's serial; hosts refuse a serial older than the last they
+    /// accepted. Defaults to the current UNIX time.
+    #[arg(long)]
+    serial: Option<u64>,
+    /// The bundle's name, which hosts pull it by. Defaults to the file stem.
+    #[arg(long)]
+    name: Option<String>,
+}
+
+pub fn run_keygen(args: KeygenArgs) -> ExitCode {
+    match keygen(&args.out) {
+        Ok((secret, public, id)) => {
+            println!(
+                "wrote {} (secret, keep it safe) and {} (install it in the hosts' trust directory); key id {}",
+                secret.display(),
+                public.display(),
+                hex(&id)
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
+pub fn run_build(args: BuildArgs) -> ExitCode {
+    let key = match read_secret_key(&args.key) {
+        Ok(key) => key,
+        Err(e) => return fail(e),
+    };
+    let ws = match inputs::load(std::slice::from_ref(&args.file)) {
+        Ok(ws) => ws,
+        Err(e) => return fail(e),
+    };
+    let mut outcome = check(&ws);
+    if !outcome.diagnostics.is_empty() {
+        eprint!(
+            "{}",
+            render_human(&ws.db, &outcome.diagnostics, use_color())
+        );
+    }
+    if outcome.count(Severity::Error) > 0 {
+        eprintln!("{}", summary(&outcome));
+        eprintln!("error: not building a bundle from a policy with errors");
+        return ExitCode::from(EXIT_ERRORS);
+    }
+    let Some(checked) = outcome.programs.pop() else {
+        eprintln!(
+            "error: `{}` has no `policy` block; build the file that has it",
+            args.file.display()
+        );
+        return ExitCode::from(EXIT_ERRORS);
+    };
+    let name = args.name.clone().unwrap_or_else(|| {
+        args.file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "policy".to_owned())
+    });
+    let serial = args.serial.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+    });
+    let info = BuildInfo {
+        name: name.clone(),
+        key_id: key.id,
+        serial,
+    };
+    let body = match lower(&ws.db, &checked.files, &checked.program, &info) {
+        Ok(body) => body,
+        Err(diagnostics) => {
+            eprint!("{}", render_human(&ws.db, &diagnostics, use_color()));
+            return ExitCode::from(EXIT_ERRORS);
+        }
+    };
+    let bytes = match seal(&body, &key) {
+        Ok(bytes) => bytes,
+        Err(e) => return fail(e),
+    };
+    if let Err(e) = write_atomically(&args.output, &bytes) {
+        return fail(format!("cannot write `{}`: {e}", args.output.display()));
+    }
+    println!(
+        "built {}: bundle {name:?}, {} promises, {} bytes, serial {serial}, key id {}",
+        args.output.display(),
+        body.promises.len(),
+        bytes.len(),
+        hex(&key.id)
+    );
+    ExitCode::SUCCESS
+}
+
+/// Writes to a temporary file in the same directory, syncs it, renames it
+/// over the target and syncs the directory: a reader sees the old file or
+/// the new one, never half of one.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{file_name}.tmp{}", std::process::id()));
+    let result = (|| {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        std::fs::File::open(&dir)?.sync_all()
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}

@@ -1,0 +1,181 @@
+//! `policyvm inspect`: a bundle as readable text — header, classes,
+//! programs and promises, each promise with the source line it came from.
+//! The same text is what the golden tests snapshot.
+
+use std::fmt::Write as _;
+
+use super::error::hex;
+use super::format::{Body, Constant, Item, Operand};
+use super::instr::Instr;
+use crate::schema::{FACTS, PROMISE_TYPES};
+
+pub fn disassemble(body: &Body, version: (u16, u16)) -> String {
+    let d = Disasm { body };
+    let mut out = String::new();
+    let h = &body.header;
+    let _ = writeln!(
+        out,
+        "bundle {:?} (format {}.{})",
+        h.name, version.0, version.1
+    );
+    let _ = writeln!(out, "  serial        {}", h.serial);
+    let _ = writeln!(out, "  pass limit    {}", h.pass_limit);
+    let _ = writeln!(out, "  key id        {}", hex(&h.key_id));
+    let _ = writeln!(out, "  compiler      {}", h.compiler_version);
+    let _ = writeln!(out, "  source digest {}", hex(&h.source_digest));
+    let _ = writeln!(
+        out,
+        "  {} constants, {} programs, {} classes, {} promises",
+        body.constants.len(),
+        body.programs.len(),
+        body.classes.len(),
+        body.promises.len()
+    );
+
+    if !body.classes.is_empty() {
+        let _ = writeln!(out, "\nclasses:");
+        for class in body.classes.iter() {
+            let name = d.name(class.name);
+            match class.program {
+                Some(p) => {
+                    let _ = writeln!(out, "  {name} = {}", d.program(p));
+                }
+                None => {
+                    let _ = writeln!(out, "  {name} (declared)");
+                }
+            }
+        }
+    }
+    if !body.exclusive.is_empty() {
+        let _ = writeln!(out, "\nexclusive:");
+        for group in body.exclusive.iter() {
+            let names: Vec<String> = group.iter().map(|c| d.name(*c)).collect();
+            let _ = writeln!(out, "  {{ {} }}", names.join(", "));
+        }
+    }
+
+    let _ = writeln!(out, "\npromises (in order of application):");
+    for &i in body.order.iter() {
+        let Some(p) = body.promises.get(i as usize) else {
+            continue;
+        };
+        let kind = PROMISE_TYPES.get(p.kind as usize);
+        let source = body
+            .sources
+            .get(p.source as usize)
+            .map(|s| format!("{}:{}", d.name(s.file), s.line))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  #{i} {} {}    {source}",
+            kind.map_or("?", |k| k.name),
+            d.item(p.promiser)
+        );
+        if let Some(g) = p.guard {
+            let _ = writeln!(out, "      when {}", d.program(g));
+        }
+        if !p.loops.is_empty() {
+            let facts: Vec<&str> = p
+                .loops
+                .iter()
+                .map(|f| FACTS.get(*f as usize).map_or("?", |f| f.name))
+                .collect();
+            let _ = writeln!(out, "      for each of {}", facts.join(" x "));
+        }
+        let attrs: Vec<_> = kind.map(|k| k.all_attrs().collect()).unwrap_or_default();
+        for a in p.attrs.iter() {
+            let name = attrs.get(a.attr as usize).map_or("?", |s| s.name);
+            let value = match &a.value {
+                Operand::Item(item) => d.item(*item),
+                Operand::List(items) => {
+                    let items: Vec<String> = items.iter().map(|i| d.item(*i)).collect();
+                    format!("[{}]", items.join(", "))
+                }
+            };
+            let value = match (name, &a.value) {
+                ("mode", Operand::Item(Item::Const(c))) => match body.constants.get(*c as usize) {
+                    Some(Constant::Int(m)) => format!("0o{m:o}"),
+                    _ => value,
+                },
+                _ => value,
+            };
+            let _ = writeln!(out, "      {name} = {value}");
+        }
+        let list = |items: &[u32]| {
+            items
+                .iter()
+                .map(|i| format!("#{i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !p.after.is_empty() {
+            let _ = writeln!(out, "      after {}", list(&p.after.0));
+        }
+        if !p.notify.is_empty() {
+            let _ = writeln!(out, "      notify {}", list(&p.notify.0));
+        }
+        for (what, class) in [
+            ("repaired", p.on_repaired),
+            ("kept", p.on_kept),
+            ("failed", p.on_failed),
+        ] {
+            if let Some(c) = class {
+                let _ = writeln!(out, "      on {what} set {}", d.name(c));
+            }
+        }
+    }
+    out
+}
+
+struct Disasm<'b> {
+    body: &'b Body,
+}
+
+impl Disasm<'_> {
+    fn constant(&self, c: u32) -> String {
+        match self.body.constants.get(c as usize) {
+            Some(Constant::Str(s)) => format!("{s:?}"),
+            Some(Constant::Word(w)) => w.clone(),
+            Some(Constant::Int(i)) => i.to_string(),
+            Some(Constant::Bool(b)) => b.to_string(),
+            Some(Constant::Duration(s)) => format!("{s}s"),
+            Some(Constant::Blob(b)) => format!("<{} bytes>", b.0.len()),
+            None => format!("<constant {c}?>"),
+        }
+    }
+
+    fn name(&self, c: u32) -> String {
+        match self.body.constants.get(c as usize) {
+            Some(Constant::Str(s) | Constant::Word(s)) => s.clone(),
+            _ => self.constant(c),
+        }
+    }
+
+    fn item(&self, item: Item) -> String {
+        match item {
+            Item::Const(c) => self.constant(c),
+            Item::Code(p) => format!("({})", self.program(p)),
+        }
+    }
+
+    /// A program as its instructions, `; `-separated.
+    fn program(&self, p: u32) -> String {
+        let Some(program) = self.body.programs.get(p as usize) else {
+            return format!("<program {p}?>");
+        };
+        let parts: Vec<String> = program
+            .code
+            .iter()
+            .map(|i| match *i {
+                Instr::Const(c) => format!("const {}", self.constant(c)),
+                Instr::Fact(f) => format!("fact {}", FACTS.get(f as usize).map_or("?", |f| f.name)),
+                Instr::LoopVar(v) => format!("loopvar {v}"),
+                Instr::Class(c) => format!("class {}", self.name(c)),
+                Instr::Match(c) => format!("match {}", self.constant(c)),
+                Instr::Concat(n) => format!("concat {n}"),
+                other => other.mnemonic().to_owned(),
+            })
+            .collect();
+        format!("p{p}: {}", parts.join("; "))
+    }
+}

@@ -1,0 +1,217 @@
+//! The body of a bundle: everything the VM needs to run a policy, encoded
+//! with postcard between the envelope's header and its signature.
+//!
+//! The types are deliberately not recursive (a list holds items, never other
+//! lists of lists of ...), so decoding a hostile body cannot recurse deeply,
+//! and every variable-length field is a [`List`], whose decoder never
+//! reserves memory for elements it has not read.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::instr::Instr;
+
+/// A `Vec` whose decoder grows with the elements actually read instead of
+/// trusting the length prefix: a 10-byte body claiming a billion elements
+/// fails after reading what is there, having allocated nothing for the rest.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct List<T>(pub Vec<T>);
+
+impl<T> List<T> {
+    pub fn iter(&self) -> std::slice::Iter<'_, T> {
+        self.0.iter()
+    }
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn get(&self, i: usize) -> Option<&T> {
+        self.0.get(i)
+    }
+}
+
+impl<T> From<Vec<T>> for List<T> {
+    fn from(v: Vec<T>) -> Self {
+        List(v)
+    }
+}
+
+impl<T: Serialize> Serialize for List<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ListVisitor<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for ListVisitor<T> {
+            type Value = List<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(List(items))
+            }
+        }
+        deserializer.deserialize_seq(ListVisitor(PhantomData))
+    }
+}
+
+/// Bytes that decode without trusting their length prefix either.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Bytes(pub Vec<u8>);
+
+impl Serialize for Bytes {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct BytesVisitor;
+        impl<'de> Visitor<'de> for BytesVisitor {
+            type Value = Bytes;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("bytes")
+            }
+            // postcard hands out a slice of the input it has checked is
+            // there; copying it allocates exactly what was read.
+            fn visit_bytes<E>(self, v: &[u8]) -> Result<Bytes, E> {
+                Ok(Bytes(v.to_vec()))
+            }
+            fn visit_borrowed_bytes<E>(self, v: &'de [u8]) -> Result<Bytes, E> {
+                Ok(Bytes(v.to_vec()))
+            }
+        }
+        deserializer.deserialize_bytes(BytesVisitor)
+    }
+}
+
+/// The decoded body of a bundle.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Body {
+    pub header: Header,
+    /// Deduplicated constants: strings, words, numbers, embedded files.
+    pub constants: List<Constant>,
+    /// Straight-line programs: guards, class definitions, templates.
+    pub programs: List<Program>,
+    /// Class definitions and declarations, in dependency order: a class's
+    /// program only reads classes defined before it.
+    pub classes: List<ClassEntry>,
+    /// `exclusive` groups (constant indices of class names).
+    pub exclusive: List<List<u32>>,
+    pub promises: List<Promise>,
+    /// Promise indices in the order the VM applies them.
+    pub order: List<u32>,
+    /// Where each promise was written.
+    pub sources: List<SourceLoc>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// The bundle's name (`site`): a host pulls a bundle by name, and the
+    /// name is signed so one role's bundle cannot be swapped for another's.
+    pub name: String,
+    /// The key id of the signing key (also in the envelope, unsigned there).
+    pub key_id: [u8; 8],
+    /// Monotonically increasing; a host refuses a serial older than the last
+    /// one it accepted.
+    pub serial: u64,
+    /// How many passes the VM may make before it reports "not converged".
+    pub pass_limit: u32,
+    /// The `policyc` version that built it.
+    pub compiler_version: String,
+    /// SHA-256 over the policy sources (see `docs/bytecode.md`).
+    pub source_digest: [u8; 32],
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Constant {
+    Str(String),
+    /// An enum value or class name.
+    Word(String),
+    Int(i64),
+    Bool(bool),
+    /// Seconds.
+    Duration(u64),
+    /// An embedded file (`source = "..."`).
+    Blob(Bytes),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Program {
+    pub code: List<Instr>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassEntry {
+    /// Constant index of the class name.
+    pub name: u32,
+    /// The program that computes it; `None` for a declared class (set by
+    /// outcomes or `--define`).
+    pub program: Option<u32>,
+}
+
+/// A value known at compile time, or computed on the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Item {
+    Const(u32),
+    /// A program whose result is the value (a string with facts in it).
+    Code(u32),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Operand {
+    Item(Item),
+    List(List<Item>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttrValue {
+    /// Index of the attribute among the promise type's attributes
+    /// ([`PromiseType::all_attrs`](crate::schema::PromiseType::all_attrs)).
+    pub attr: u16,
+    pub value: Operand,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Promise {
+    /// Index into [`PROMISE_TYPES`](crate::schema::PROMISE_TYPES).
+    pub kind: u16,
+    pub promiser: Item,
+    pub attrs: List<AttrValue>,
+    /// The guard program; `None` means always active.
+    pub guard: Option<u32>,
+    /// Facts (indices into `FACTS`) of the run-time loops around the
+    /// promise, outermost first.
+    pub loops: List<u32>,
+    /// Promises that must be applied before this one (`after` and
+    /// containment); when one fails, this one is skipped.
+    pub after: List<u32>,
+    /// Promises to run when this one is repaired.
+    pub notify: List<u32>,
+    /// Class names (constant indices) set by the outcome.
+    pub on_repaired: Option<u32>,
+    pub on_kept: Option<u32>,
+    pub on_failed: Option<u32>,
+    /// Index into [`Body::sources`].
+    pub source: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceLoc {
+    /// Constant index of the file name.
+    pub file: u32,
+    pub line: u32,
+}

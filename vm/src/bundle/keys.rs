@@ -1,0 +1,156 @@
+//! Public key files, as a human can copy them (in the manner of minisign):
+//!
+//! ```text
+//! untrusted comment: converge public key 1a2b3c4d5e6f7a8b
+//! Q1ZwaxorPE1eb3ofT3pUp2HRXUqtsBZ2ETkp6a4oxRm/m1RQ6BGoWrUe4u4=
+//! ```
+//!
+//! The second line is base64 of `"CVpk"`, the 8-byte key id and the 32-byte
+//! Ed25519 public key. The key id is the first 8 bytes of SHA-256 of the
+//! public key; it only tells a host which trusted key to try.
+//! Secret keys use the same layout with `"CVsk"` and the 32-byte seed; they
+//! are written and read by `policyc` only.
+
+use std::path::{Path, PathBuf};
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+
+use super::error::hex;
+
+pub const PUBLIC_TAG: &[u8; 4] = b"CVpk";
+pub const SECRET_TAG: &[u8; 4] = b"CVsk";
+
+/// A trusted public key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublicKey {
+    pub id: [u8; 8],
+    pub key: [u8; 32],
+}
+
+/// The key id of a public key.
+pub fn key_id(public: &[u8; 32]) -> [u8; 8] {
+    let digest = Sha256::digest(public);
+    let mut id = [0u8; 8];
+    id.copy_from_slice(digest.get(..8).unwrap_or(&[0; 8]));
+    id
+}
+
+/// Encodes a key file: a comment line and the base64 payload.
+pub fn encode_key_file(kind: &str, tag: &[u8; 4], id: [u8; 8], key: &[u8; 32]) -> String {
+    let mut payload = Vec::with_capacity(44);
+    payload.extend_from_slice(tag);
+    payload.extend_from_slice(&id);
+    payload.extend_from_slice(key);
+    format!(
+        "untrusted comment: converge {kind} key {}\n{}\n",
+        hex(&id),
+        STANDARD.encode(payload)
+    )
+}
+
+/// Decodes the payload of a key file with the given tag: `(id, key)`.
+pub fn decode_key_file(text: &str, tag: &[u8; 4]) -> Result<([u8; 8], [u8; 32]), String> {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with("untrusted comment:"))
+        .ok_or("no key line")?;
+    let payload = STANDARD
+        .decode(line)
+        .map_err(|e| format!("the key line is not base64 ({e})"))?;
+    if payload.len() != 44 {
+        return Err(format!("the key is {} bytes, expected 44", payload.len()));
+    }
+    if payload.get(..4) != Some(&tag[..]) {
+        return Err("not a Converge key of this kind".to_owned());
+    }
+    let mut id = [0u8; 8];
+    let mut key = [0u8; 32];
+    id.copy_from_slice(payload.get(4..12).unwrap_or(&[0; 8]));
+    key.copy_from_slice(payload.get(12..44).unwrap_or(&[0; 32]));
+    Ok((id, key))
+}
+
+/// Parses a public key file; its key id must match its key.
+pub fn parse_public_key(text: &str) -> Result<PublicKey, String> {
+    let (id, key) = decode_key_file(text, PUBLIC_TAG)?;
+    if key_id(&key) != id {
+        return Err("the key id does not match the key".to_owned());
+    }
+    Ok(PublicKey { id, key })
+}
+
+/// A problem with the trust directory, shown as one line.
+#[derive(Debug)]
+pub struct TrustError {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+impl std::fmt::Display for TrustError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.reason)
+    }
+}
+
+/// Loads every `*.pub` file of a trust directory. A malformed file is an
+/// error, not skipped: a host must not silently trust fewer keys than its
+/// operator installed, nor more.
+pub fn load_trust_dir(dir: &Path) -> Result<Vec<PublicKey>, TrustError> {
+    let err = |path: &Path, reason: String| TrustError {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let entries = std::fs::read_dir(dir).map_err(|e| err(dir, e.to_string()))?;
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|e| err(dir, e.to_string()))?.path();
+        if path.extension().is_some_and(|e| e == "pub") {
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    let mut keys = Vec::with_capacity(paths.len());
+    for path in paths {
+        let text = std::fs::read_to_string(&path).map_err(|e| err(&path, e.to_string()))?;
+        keys.push(parse_public_key(&text).map_err(|e| err(&path, e))?);
+    }
+    if keys.is_empty() {
+        return Err(err(dir, "no trusted keys (*.pub files) here".to_owned()));
+    }
+    Ok(keys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_key_files_round_trip() {
+        let key = [7u8; 32];
+        let id = key_id(&key);
+        let text = encode_key_file("public", PUBLIC_TAG, id, &key);
+        assert!(text.starts_with(&format!(
+            "untrusted comment: converge public key {}\n",
+            hex(&id)
+        )));
+        assert_eq!(parse_public_key(&text).unwrap(), PublicKey { id, key });
+    }
+
+    #[test]
+    fn mismatched_ids_and_wrong_kinds_are_refused() {
+        let key = [7u8; 32];
+        let text = encode_key_file("public", PUBLIC_TAG, [0; 8], &key);
+        assert!(parse_public_key(&text)
+            .unwrap_err()
+            .contains("does not match"));
+        let secret = encode_key_file("secret", SECRET_TAG, key_id(&key), &key);
+        assert!(parse_public_key(&secret)
+            .unwrap_err()
+            .contains("not a Converge key"));
+        assert!(parse_public_key("garbage").is_err());
+        assert!(parse_public_key("").is_err());
+    }
+}

@@ -1,0 +1,53 @@
+//! The `policyvm` command line.
+//!
+//! Exit codes: 0 success; 10 bad magic, 11 unsupported format version,
+//! 12 truncated, 13 corrupt body, 14 unknown key, 15 bad signature (a
+//! refused bundle, see `bundle::error`); 64 usage error; 66 an input that
+//! cannot be read (the bundle or the trust directory).
+
+mod verify;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// The Converge on-host VM: verifies signed policy bundles and converges
+/// this host to them.
+#[derive(Debug, Parser)]
+#[command(name = "policyvm", version = crate::VERSION, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check a bundle's signature and structure against trusted keys.
+    ///
+    /// Prints one line and exits 0 when the bundle is good; otherwise one
+    /// line saying why and a distinct exit code (10-15).
+    Verify(verify::VerifyArgs),
+    /// Print a bundle as readable disassembly, with the source line of each
+    /// promise.
+    Inspect(verify::InspectArgs),
+}
+
+/// Usage error (the `EX_USAGE` of sysexits).
+pub const EXIT_USAGE: u8 = 64;
+/// An input cannot be read (`EX_NOINPUT`).
+pub const EXIT_NO_INPUT: u8 = 66;
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match cli.command {
+        Command::Verify(args) => verify::verify(args),
+        Command::Inspect(args) => verify::inspect(args),
+    }
+}
