@@ -1,0 +1,429 @@
+//! Signed bundles end to end: build with the compiler's writer, open with
+//! the VM's reader. A bundle that was modified in any way, cut short,
+//! extended, or signed by a key the host does not trust is refused before
+//! anything is decoded; a good one decodes to exactly the program the
+//! compiler analysed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+
+use converge::{binary, repo_root};
+use converge_compiler::bundle::keys::SecretKey;
+use converge_compiler::bundle::lower::{lower, BuildInfo};
+use converge_compiler::bundle::seal;
+use converge_compiler::check::{check, CheckedProgram};
+use converge_compiler::workspace::{FileSystem, Workspace};
+use converge_vm::bundle::format::{Item, Operand};
+use converge_vm::bundle::keys::{key_id, PublicKey};
+use converge_vm::bundle::{open, BundleError};
+use converge_vm::schema::PROMISE_TYPES;
+use ed25519_dalek::SigningKey;
+
+fn key(seed: u8) -> (SecretKey, PublicKey) {
+    let signing = SigningKey::from_bytes(&[seed; 32]);
+    let public = signing.verifying_key().to_bytes();
+    let id = key_id(&public);
+    (SecretKey { signing, id }, PublicKey { id, key: public })
+}
+
+fn maybe_program(path: &Path) -> (Workspace, Option<CheckedProgram>) {
+    let mut ws = Workspace::new(FileSystem::new());
+    ws.add_root(path).unwrap();
+    let mut outcome = check(&ws);
+    assert!(
+        outcome.count(converge_compiler::diagnostic::Severity::Error) == 0,
+        "{}: {:?}",
+        path.display(),
+        outcome.diagnostics
+    );
+    let checked = outcome.programs.pop();
+    (ws, checked)
+}
+
+fn program(path: &Path) -> (Workspace, CheckedProgram) {
+    let (ws, checked) = maybe_program(path);
+    (ws, checked.expect("a program"))
+}
+
+fn build(path: &Path, secret: &SecretKey, serial: u64) -> Vec<u8> {
+    let (ws, checked) = program(path);
+    let info = BuildInfo {
+        name: "test".into(),
+        key_id: secret.id,
+        serial,
+    };
+    let body = lower(&ws.db, &checked.files, &checked.program, &info).unwrap();
+    seal(&body, secret).unwrap()
+}
+
+fn small_policy() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("converge-bundle-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("small.policy");
+    std::fs::write(
+        &path,
+        r#"class web = sys.hostname =~ r"^web";
+bundle b {
+  file "/etc/motd" { content = "hi ${sys.hostname}\n"; mode = 0o644; }
+  when web { package "nginx" { state = installed; } }
+}
+policy { b(); }
+"#,
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn a_good_bundle_opens() {
+    let (secret, public) = key(1);
+    let bytes = build(&small_policy(), &secret, 42);
+    let v = open(&bytes, &[public]).unwrap();
+    assert_eq!(v.body.header.serial, 42);
+    assert_eq!(v.body.header.name, "test");
+    assert_eq!(v.body.promises.len(), 2);
+}
+
+#[test]
+fn flipping_any_byte_is_refused() {
+    let (secret, public) = key(1);
+    let bytes = build(&small_policy(), &secret, 1);
+    assert!(
+        bytes.len() < 2_000,
+        "the small bundle is {} bytes",
+        bytes.len()
+    );
+    for i in 0..bytes.len() {
+        for bit in [0x01u8, 0x80] {
+            let mut tampered = bytes.clone();
+            tampered[i] ^= bit;
+            let result = open(&tampered, std::slice::from_ref(&public));
+            assert!(
+                result.is_err(),
+                "flipping bit {bit:#x} of byte {i} was accepted"
+            );
+        }
+    }
+}
+
+#[test]
+fn flipping_sampled_bytes_of_a_large_bundle_is_refused() {
+    let (secret, public) = key(2);
+    let bytes = build(&repo_root().join("examples/site.policy"), &secret, 1);
+    // A deterministic sample: every 7th byte, plus the first and last 64.
+    let mut positions: Vec<usize> = (0..bytes.len()).step_by(7).collect();
+    positions.extend(0..64.min(bytes.len()));
+    positions.extend(bytes.len().saturating_sub(64)..bytes.len());
+    for i in positions {
+        let mut tampered = bytes.clone();
+        tampered[i] = tampered[i].wrapping_add(1);
+        assert!(
+            open(&tampered, std::slice::from_ref(&public)).is_err(),
+            "byte {i} changed and accepted"
+        );
+    }
+}
+
+#[test]
+fn truncation_at_every_length_and_trailing_bytes_are_refused() {
+    let (secret, public) = key(1);
+    let bytes = build(&small_policy(), &secret, 1);
+    for len in 0..bytes.len() {
+        let err = open(&bytes[..len], std::slice::from_ref(&public)).unwrap_err();
+        let expected = if len == 0 { 10 } else { 12 };
+        assert_eq!(err.exit_code(), expected, "length {len}: {err}");
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(matches!(
+        open(&longer, &[public]),
+        Err(BundleError::TrailingBytes { extra: 1 })
+    ));
+}
+
+#[test]
+fn unknown_keys_and_key_id_collisions_are_refused() {
+    let (secret, _) = key(1);
+    let (_, other) = key(2);
+    let bytes = build(&small_policy(), &secret, 1);
+    let err = open(&bytes, std::slice::from_ref(&other)).unwrap_err();
+    assert!(matches!(err, BundleError::UnknownKey { .. }), "{err}");
+    assert_eq!(err.exit_code(), 14);
+    // A different key that claims the signer's key id: the full key decides.
+    let impostor = PublicKey {
+        id: secret.id,
+        key: other.key,
+    };
+    let err = open(&bytes, &[impostor]).unwrap_err();
+    assert!(matches!(err, BundleError::BadSignature { .. }), "{err}");
+    assert_eq!(err.exit_code(), 15);
+}
+
+#[test]
+fn other_files_and_newer_formats_are_refused() {
+    let (secret, public) = key(1);
+    let err = open(b"#!/bin/sh\necho hello\n", std::slice::from_ref(&public)).unwrap_err();
+    assert_eq!(err, BundleError::BadMagic);
+    let mut newer = build(&small_policy(), &secret, 1);
+    newer[8] = 2; // format major 2
+    let err = open(&newer, &[public]).unwrap_err();
+    assert!(
+        matches!(err, BundleError::UnsupportedVersion { major: 2, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("upgrade policyvm"));
+}
+
+#[test]
+fn builds_are_deterministic() {
+    let (secret, _) = key(3);
+    let path = repo_root().join("examples/site.policy");
+    assert_eq!(build(&path, &secret, 9), build(&path, &secret, 9));
+}
+
+/// Every program the project ships (examples, stdlib tests, clean UI
+/// cases) decodes to the promise table the compiler analysed.
+#[test]
+fn examples_round_trip() {
+    let (secret, public) = key(4);
+    let mut checked_any = 0;
+    let mut paths = Vec::new();
+    for dir in ["examples", "stdlib/tests", "tests/ui/ok"] {
+        for entry in std::fs::read_dir(repo_root().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "policy") {
+                paths.push(path);
+            }
+        }
+    }
+    paths.sort();
+    for path in paths {
+        let (ws, checked) = maybe_program(&path);
+        let Some(checked) = checked else { continue };
+        if checked.program.promises.is_empty() {
+            continue;
+        }
+        let info = BuildInfo {
+            name: "rt".into(),
+            key_id: secret.id,
+            serial: 1,
+        };
+        let body = lower(&ws.db, &checked.files, &checked.program, &info).unwrap();
+        let bytes = seal(&body, &secret).unwrap();
+        let decoded = open(&bytes, std::slice::from_ref(&public)).unwrap().body;
+        assert_eq!(decoded, body, "{}", path.display());
+        let ir = &checked.program;
+        assert_eq!(decoded.promises.len(), ir.promises.len());
+        assert_eq!(decoded.header.pass_limit, ir.pass_limit.max(2));
+        let order: Vec<u32> = ir.order.iter().map(|&i| i as u32).collect();
+        assert_eq!(decoded.order.0, order);
+        for (p, q) in decoded.promises.iter().zip(&ir.promises) {
+            assert_eq!(PROMISE_TYPES[p.kind as usize].name, q.kind);
+            if let (Item::Const(c), Some(text)) = (p.promiser, q.promiser.as_str()) {
+                assert!(matches!(
+                    &decoded.constants.0[c as usize],
+                    converge_vm::bundle::format::Constant::Str(s) if s == text
+                ));
+            }
+            // Every state attribute of the IR is in the bundle.
+            let carried = q
+                .attrs
+                .iter()
+                .filter(|a| {
+                    !["after", "notify", "on_repaired", "on_kept", "on_failed"]
+                        .contains(&a.name.as_str())
+                })
+                .count();
+            assert_eq!(p.attrs.len(), carried, "{} {:?}", q.kind, q.promiser);
+            for a in p.attrs.iter() {
+                assert!(matches!(a.value, Operand::Item(_) | Operand::List(_)));
+            }
+        }
+        checked_any += 1;
+    }
+    assert!(
+        checked_any >= 5,
+        "only {checked_any} programs round-tripped"
+    );
+}
+
+/// The CLI: keygen, build, verify and inspect, with the exit codes of
+/// refusals.
+#[test]
+fn cli_keygen_build_verify_inspect() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    let trust = dir.path().join("trust");
+    std::fs::create_dir_all(&keys).unwrap();
+    std::fs::create_dir_all(&trust).unwrap();
+    let run = |cmd: &str, args: &[&str]| {
+        std::process::Command::new(binary(cmd))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(
+        "policyc",
+        &["keygen", "--out", keys.join("hub").to_str().unwrap()],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(keys.join("hub.key"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // keygen never overwrites a key.
+    let again = run(
+        "policyc",
+        &["keygen", "--out", keys.join("hub").to_str().unwrap()],
+    );
+    assert_eq!(again.status.code(), Some(2));
+    std::fs::copy(keys.join("hub.pub"), trust.join("hub.pub")).unwrap();
+
+    let bundle = dir.path().join("site.bundle");
+    let site = repo_root().join("examples/site.policy");
+    let out = run(
+        "policyc",
+        &[
+            "build",
+            site.to_str().unwrap(),
+            "-o",
+            bundle.to_str().unwrap(),
+            "--key",
+            keys.join("hub.key").to_str().unwrap(),
+            "--serial",
+            "5",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("bundle \"site\""));
+
+    let out = run(
+        "policyvm",
+        &[
+            "verify",
+            bundle.to_str().unwrap(),
+            "--trust",
+            trust.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        line.starts_with("ok ") && line.contains("serial 5"),
+        "{line}"
+    );
+    assert_eq!(line.lines().count(), 1);
+
+    let mut bytes = std::fs::read(&bundle).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    let forged = dir.path().join("forged.bundle");
+    std::fs::write(&forged, &bytes).unwrap();
+    let out = run(
+        "policyvm",
+        &[
+            "verify",
+            forged.to_str().unwrap(),
+            "--trust",
+            trust.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(15));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("refused "));
+
+    let out = run(
+        "policyvm",
+        &[
+            "inspect",
+            bundle.to_str().unwrap(),
+            "--trust",
+            trust.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("promises (in order of application):"),
+        "{text}"
+    );
+
+    // A policy with errors is not built.
+    let bad = dir.path().join("bad.policy");
+    std::fs::write(
+        &bad,
+        "bundle b { file \"relative\" { } }\npolicy { b(); }\n",
+    )
+    .unwrap();
+    let out = run(
+        "policyc",
+        &[
+            "build",
+            bad.to_str().unwrap(),
+            "-o",
+            dir.path().join("bad.bundle").to_str().unwrap(),
+            "--key",
+            keys.join("hub.key").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!dir.path().join("bad.bundle").exists());
+}
+
+/// The disassembly of a small program, as a golden snapshot.
+#[test]
+fn inspect_snapshot() {
+    let (secret, public) = key(5);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("inspect.policy");
+    std::fs::write(
+        &path,
+        r#"class web = sys.hostname =~ r"^web[0-9]+$";
+class config_changed;
+bundle site(port: int = 8080) {
+  package "nginx" { state = installed; }
+  file "/etc/nginx/port" { content = "listen ${port}\n"; mode = 0o644; on_repaired = config_changed; after = [package "nginx"]; }
+  when config_changed { service "nginx" { state = running; } }
+  for ip in sys.ipv4 { line "/etc/hosts.allow" { present = "sshd: ${ip}"; } }
+}
+policy { when web { site(); } }
+"#,
+    )
+    .unwrap();
+    let (ws, checked) = program(&path);
+    let info = BuildInfo {
+        name: "inspect".into(),
+        key_id: secret.id,
+        serial: 3,
+    };
+    let body = lower(&ws.db, &checked.files, &checked.program, &info).unwrap();
+    let bytes = seal(&body, &secret).unwrap();
+    let v = open(&bytes, &[public]).unwrap();
+    let text = converge_vm::bundle::disasm::disassemble(&v.body, v.version);
+    // The file name and source digest depend on the temp dir: blank them.
+    let text = text.replace(path.to_str().unwrap(), "inspect.policy");
+    let text: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("  source digest") {
+                "  source digest <digest>"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    insta::assert_snapshot!(text);
+}
