@@ -427,3 +427,21 @@ policy { when web { site(); } }
         .join("\n");
     insta::assert_snapshot!(text);
 }
+
+/// A reader that stops early (`policyvm inspect | head`) must not make the
+/// tools panic.
+#[test]
+fn closed_stdout_is_not_a_panic() {
+    use std::process::{Command, Stdio};
+    let site = repo_root().join("examples/site.policy");
+    let mut child = Command::new(binary("policyc"))
+        .args(["explain", site.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    assert_eq!(out.status.code(), Some(0));
+}

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::{fail, inputs, use_color, EXIT_ERRORS};
+use super::{fail, inputs, out, use_color, EXIT_ERRORS};
 use crate::bundle::keys::{keygen, read_secret_key};
 use crate::bundle::lower::{lower, BuildInfo};
 use crate::bundle::seal;
@@ -46,12 +46,12 @@ pub struct BuildArgs {
 pub fn run_keygen(args: KeygenArgs) -> ExitCode {
     match keygen(&args.out) {
         Ok((secret, public, id)) => {
-            println!(
-                "wrote {} (secret, keep it safe) and {} (install it in the hosts' trust directory); key id {}",
+            out(format!(
+                "wrote {} (secret, keep it safe) and {} (install it in the hosts' trust directory); key id {}\n",
                 secret.display(),
                 public.display(),
                 hex(&id)
-            );
+            ));
             ExitCode::SUCCESS
         }
         Err(e) => fail(e),
@@ -117,13 +117,13 @@ pub fn run_build(args: BuildArgs) -> ExitCode {
     if let Err(e) = write_atomically(&args.output, &bytes) {
         return fail(format!("cannot write `{}`: {e}", args.output.display()));
     }
-    println!(
-        "built {}: bundle {name:?}, {} promises, {} bytes, serial {serial}, key id {}",
+    out(format!(
+        "built {}: bundle {name:?}, {} promises, {} bytes, serial {serial}, key id {}\n",
         args.output.display(),
         body.promises.len(),
         bytes.len(),
         hex(&key.id)
-    );
+    ));
     ExitCode::SUCCESS
 }
 

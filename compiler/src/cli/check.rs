@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::{fail, inputs, use_color, EXIT_ERRORS};
+use super::{fail, inputs, out, use_color, EXIT_ERRORS};
 use crate::check::{check, summary};
 use crate::diagnostic::Severity;
 use crate::render::{render_human, render_json, render_sarif, Format};
@@ -41,17 +41,17 @@ pub fn run(args: CheckArgs) -> ExitCode {
             // must not flood the terminal: show the first ones.
             let shown = outcome.diagnostics.len().min(MAX_HUMAN_DIAGNOSTICS);
             let first = outcome.diagnostics.get(..shown).unwrap_or_default();
-            print!("{}", render_human(db, first, use_color()));
+            out(render_human(db, first, use_color()));
             if shown < outcome.diagnostics.len() {
-                println!(
-                    "... and {} more diagnostics (`--format json` lists them all)",
+                out(format!(
+                    "... and {} more diagnostics (`--format json` lists them all)\n",
                     outcome.diagnostics.len() - shown
-                );
+                ));
             }
-            println!("{}", summary(&outcome));
+            out(format!("{}\n", summary(&outcome)));
         }
-        Format::Json => println!("{}", render_json(db, &outcome.diagnostics)),
-        Format::Sarif => println!("{}", render_sarif(db, &outcome.diagnostics)),
+        Format::Json => out(format!("{}\n", render_json(db, &outcome.diagnostics))),
+        Format::Sarif => out(format!("{}\n", render_sarif(db, &outcome.diagnostics))),
     }
     let failing = outcome.count(Severity::Error) > 0
         || (args.deny_warnings && outcome.count(Severity::Warning) > 0);

@@ -75,3 +75,13 @@ fn use_color() -> bool {
     use std::io::IsTerminal;
     std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal()
 }
+
+/// Writes to standard output. A reader that went away (`... | head`) is not
+/// an error worth a panic: what is left is dropped quietly.
+fn out(text: impl AsRef<str>) {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_ref().as_bytes())
+        .and_then(|()| stdout.flush());
+}

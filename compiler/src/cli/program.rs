@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use super::{fail, inputs, use_color, EXIT_ERRORS};
+use super::{fail, inputs, out, use_color, EXIT_ERRORS};
 use crate::check::{check, summary};
 use crate::diagnostic::Severity;
 use crate::ir::Program;
@@ -37,7 +37,7 @@ pub enum GraphFormat {
 pub fn explain(args: ExplainArgs) -> ExitCode {
     match load(&args.file) {
         Ok((ws, program)) => {
-            print!("{}", crate::explain::explain(&ws.db, &program));
+            out(crate::explain::explain(&ws.db, &program));
             ExitCode::SUCCESS
         }
         Err(code) => code,
@@ -48,7 +48,7 @@ pub fn graph(args: GraphArgs) -> ExitCode {
     match load(&args.file) {
         Ok((ws, program)) => {
             match args.format {
-                GraphFormat::Dot => print!("{}", crate::dot::dot(&ws.db, &program)),
+                GraphFormat::Dot => out(crate::dot::dot(&ws.db, &program)),
             }
             ExitCode::SUCCESS
         }

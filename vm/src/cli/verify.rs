@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::EXIT_NO_INPUT;
+use super::{out, EXIT_NO_INPUT};
 use crate::bundle::disasm::disassemble;
 use crate::bundle::error::hex;
 use crate::bundle::keys::{load_trust_dir, PublicKey};
@@ -75,7 +75,7 @@ pub fn verify(args: VerifyArgs) -> ExitCode {
     };
     match open(&bytes, &keys) {
         Ok(v) => {
-            println!("{}", summary(&args.bundle, &v));
+            out(format!("{}\n", summary(&args.bundle, &v)));
             ExitCode::SUCCESS
         }
         Err(e) => refused(&args.bundle, &e),
@@ -97,9 +97,9 @@ pub fn inspect(args: InspectArgs) -> ExitCode {
     match opened {
         Ok(v) => {
             if args.trust.is_none() {
-                println!("# signature not checked (no --trust)");
+                out("# signature not checked (no --trust)\n");
             }
-            print!("{}", disassemble(&v.body, v.version));
+            out(disassemble(&v.body, v.version));
             ExitCode::SUCCESS
         }
         Err(e) => refused(&args.bundle, &e),
