@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+pub use converge_grammar::ast::CompareOp;
 use converge_grammar::Span;
 
 #[derive(Clone, Debug, Default)]
@@ -276,25 +277,6 @@ impl Guard {
                 Guard::And(b)
             }
             (a, b) => Guard::And(vec![a, b]),
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CompareOp {
-    Eq,
-    NotEq,
-    Match,
-    In,
-}
-
-impl CompareOp {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CompareOp::Eq => "==",
-            CompareOp::NotEq => "!=",
-            CompareOp::Match => "=~",
-            CompareOp::In => "in",
         }
     }
 }

@@ -527,12 +527,7 @@ impl<'a> Expander<'a, '_> {
                 }
             }
             ExprKind::Compare { op, lhs, rhs } => {
-                let op = match op {
-                    ast::CompareOp::Eq => ir::CompareOp::Eq,
-                    ast::CompareOp::NotEq => ir::CompareOp::NotEq,
-                    ast::CompareOp::Match => ir::CompareOp::Match,
-                    ast::CompareOp::In => ir::CompareOp::In,
-                };
+                let op = *op;
                 let lhs = self.eval(lhs, env);
                 let rhs = self.eval(rhs, env);
                 fold_compare(op, lhs, rhs)

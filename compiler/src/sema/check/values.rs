@@ -240,20 +240,7 @@ impl<'a> Checker<'a> {
                 let mut elem = Type::Any;
                 for item in items {
                     let t = self.value_type(item, scope);
-                    if elem == Type::Any {
-                        elem = t;
-                    } else if !elem.accepts(&t) {
-                        self.push(Diagnostic::new(
-                            Code::TypeMismatch,
-                            format!(
-                                "list elements must all have one type: expected {}, found {}",
-                                elem.describe(),
-                                t.describe()
-                            ),
-                            item.span,
-                            format!("a {}", t.describe()),
-                        ));
-                    }
+                    self.unify(&mut elem, t, item.span, "list elements");
                 }
                 Type::List(Box::new(elem))
             }
@@ -273,20 +260,7 @@ impl<'a> Checker<'a> {
                         ),
                     }
                     let t = self.value_type(value, scope);
-                    if elem == Type::Any {
-                        elem = t;
-                    } else if !elem.accepts(&t) {
-                        self.push(Diagnostic::new(
-                            Code::TypeMismatch,
-                            format!(
-                                "map values must all have one type: expected {}, found {}",
-                                elem.describe(),
-                                t.describe()
-                            ),
-                            value.span,
-                            format!("a {}", t.describe()),
-                        ));
-                    }
+                    self.unify(&mut elem, t, value.span, "map values");
                 }
                 Type::Map(Box::new(elem))
             }
@@ -323,6 +297,25 @@ impl<'a> Checker<'a> {
                 Type::Any
             }
             ExprKind::Error => Type::Any,
+        }
+    }
+
+    /// Folds one more element type into the element type of a list or map
+    /// literal, reporting an element of another type.
+    fn unify(&mut self, elem: &mut Type, t: Type, span: Span, what: &str) {
+        if *elem == Type::Any {
+            *elem = t;
+        } else if !elem.accepts(&t) {
+            self.push(Diagnostic::new(
+                Code::TypeMismatch,
+                format!(
+                    "{what} must all have one type: expected {}, found {}",
+                    elem.describe(),
+                    t.describe()
+                ),
+                span,
+                format!("a {}", t.describe()),
+            ));
         }
     }
 
