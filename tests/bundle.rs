@@ -445,3 +445,107 @@ fn closed_stdout_is_not_a_panic() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// The VM's evaluator on a real bundle: the classes of a host described by
+/// a temporary root, guards, and strings that interpolate facts.
+#[test]
+fn classes_and_programs_evaluate_on_a_host() {
+    use converge_vm::eval::{Evaluator, Val};
+    use converge_vm::facts::Facts;
+
+    let (secret, public) = key(6);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("eval.policy");
+    std::fs::write(
+        &path,
+        r#"import "std/classes.policy";
+class web = sys.hostname =~ r"^web[0-9]+$";
+class db = sys.hostname =~ r"^db";
+class front = web && !db && sys.os_family == "debian";
+class flagged;
+bundle b {
+  when front { file "/etc/role" { content = "front on ${sys.hostname} (${sys.os_release})\n"; } }
+  when db { file "/etc/role" { content = "db\n"; } }
+  when weekend || weekday { report "always" { message = "one of them"; } }
+}
+policy { b(); }
+"#,
+    )
+    .unwrap();
+    let bytes = build(&path, &secret, 1);
+    let body = open(&bytes, &[public]).unwrap().body;
+
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("etc")).unwrap();
+    std::fs::write(root.join("etc/hostname"), "web07\n").unwrap();
+    std::fs::write(
+        root.join("etc/os-release"),
+        "ID=debian\nVERSION_ID=\"12\"\n",
+    )
+    .unwrap();
+    let facts = Facts::gather(&root);
+    let mut eval = Evaluator::new(&body, &facts);
+    let classes = eval.classes(&["flagged".to_owned()]).unwrap();
+    for class in ["any", "debian", "web", "front", "flagged", "host_web07"] {
+        assert!(classes.contains(class), "{class} not in {classes:?}");
+    }
+    assert!(!classes.contains("db"));
+    let weekend_or_weekday = classes.contains("weekend") ^ classes.contains("weekday");
+    assert!(weekend_or_weekday, "{classes:?}");
+
+    // The promise guarded by `front` is active, the `db` one is not, and its
+    // content interpolates the facts of this host.
+    let mut active = Vec::new();
+    for p in body.promises.iter() {
+        let on = match p.guard {
+            None => true,
+            Some(g) => eval.run(g, &classes, &[]).unwrap() == Val::Bool(true),
+        };
+        if on {
+            active.push(p);
+        }
+    }
+    assert_eq!(active.len(), 2, "the role file for `front` and the report");
+    let content = active
+        .iter()
+        .flat_map(|p| p.attrs.iter())
+        .find_map(|a| match a.value {
+            Operand::Item(Item::Code(program)) => Some(eval.run(program, &classes, &[]).unwrap()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(content, Val::Str("front on web07 (12)\n".into()));
+}
+
+#[test]
+fn policyvm_facts_describes_the_root() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("etc")).unwrap();
+    std::fs::write(root.path().join("etc/hostname"), "db-3\n").unwrap();
+    std::fs::write(
+        root.path().join("etc/os-release"),
+        "ID=alpine\nVERSION_ID=3.19.1\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(binary("policyvm"))
+        .args(["facts", "--format", "json", "--root"])
+        .arg(root.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["facts"]["sys.hostname"], "db-3");
+    assert_eq!(json["facts"]["sys.os_family"], "alpine");
+    assert_eq!(json["facts"]["sys.os_release"], "3.19.1");
+    assert!(json["facts"]["sys.cpus"].as_i64().unwrap() >= 1);
+    assert!(json["facts"]["sys.ipv4"].is_array());
+    let classes: Vec<&str> = json["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    for class in ["any", "alpine", "host_db_3"] {
+        assert!(classes.contains(&class), "{class} in {classes:?}");
+    }
+}

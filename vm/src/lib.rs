@@ -12,4 +12,6 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub mod bundle;
 pub mod cli;
+pub mod eval;
+pub mod facts;
 pub mod schema;

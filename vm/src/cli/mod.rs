@@ -5,6 +5,7 @@
 //! refused bundle, see `bundle::error`); 64 usage error; 66 an input that
 //! cannot be read (the bundle or the trust directory).
 
+mod facts;
 mod verify;
 
 use std::process::ExitCode;
@@ -30,6 +31,8 @@ enum Command {
     /// Print a bundle as readable disassembly, with the source line of each
     /// promise.
     Inspect(verify::InspectArgs),
+    /// Print every `sys.*` fact and every hard class of this host.
+    Facts(facts::FactsArgs),
 }
 
 /// Usage error (the `EX_USAGE` of sysexits).
@@ -49,12 +52,13 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Verify(args) => verify::verify(args),
         Command::Inspect(args) => verify::inspect(args),
+        Command::Facts(args) => facts::facts(args),
     }
 }
 
 /// Writes to standard output. A reader that went away (`... | head`) is not
 /// an error worth a panic: what is left is dropped quietly.
-fn out(text: impl AsRef<str>) {
+pub(crate) fn out(text: impl AsRef<str>) {
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
     let _ = stdout

@@ -1,0 +1,308 @@
+//! The interpreter of bundle programs: class definitions, guards, and
+//! strings that depend on facts (LANGUAGE.md section 7, step 2).
+//!
+//! Programs are straight lines checked by the verifier, so evaluation is one
+//! pass over the instructions with a small stack. It still never indexes
+//! blindly nor panics: a body that somehow did not match what the verifier
+//! promised gives an [`EvalError`], not a crash.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::bundle::format::{Body, Constant};
+use crate::bundle::instr::Instr;
+use crate::facts::{FactValue, Facts};
+use crate::schema::FACTS;
+
+/// A value on the stack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Val {
+    Bool(bool),
+    Str(String),
+    Int(i64),
+    List(Vec<String>),
+}
+
+impl Val {
+    /// The text of a scalar, as `concat` and string attributes use it.
+    pub fn text(&self) -> String {
+        match self {
+            Val::Bool(b) => b.to_string(),
+            Val::Str(s) => s.clone(),
+            Val::Int(i) => i.to_string(),
+            Val::List(items) => items.join(" "),
+        }
+    }
+}
+
+/// A program that could not be evaluated (only possible if the verifier was
+/// bypassed); the promise that needed it fails with this message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EvalError(pub String);
+
+impl std::fmt::Display for EvalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot evaluate: {}", self.0)
+    }
+}
+
+/// Evaluates the programs of one bundle on one host. Regexes are compiled
+/// once per run.
+#[derive(Debug)]
+pub struct Evaluator<'b> {
+    body: &'b Body,
+    facts: &'b Facts,
+    regexes: HashMap<u32, regex::Regex>,
+}
+
+impl<'b> Evaluator<'b> {
+    pub fn new(body: &'b Body, facts: &'b Facts) -> Self {
+        Evaluator {
+            body,
+            facts,
+            regexes: HashMap::new(),
+        }
+    }
+
+    /// The classes set on this host: the hard classes, the classes given on
+    /// the command line, and every defined class whose program is true, in
+    /// the bundle's (dependency) order.
+    pub fn classes(&mut self, defined: &[String]) -> Result<BTreeSet<String>, EvalError> {
+        let mut set: BTreeSet<String> = self.facts.hard_classes().into_iter().collect();
+        set.extend(defined.iter().cloned());
+        for class in self.body.classes.iter() {
+            let Some(program) = class.program else {
+                continue;
+            };
+            let name = match self.body.constants.get(class.name as usize) {
+                Some(Constant::Word(n) | Constant::Str(n)) => n.clone(),
+                _ => return Err(EvalError(format!("class name constant {}", class.name))),
+            };
+            if self.run(program, &set, &[])? == Val::Bool(true) {
+                set.insert(name);
+            }
+        }
+        Ok(set)
+    }
+
+    /// Runs a program with the classes currently set and the current
+    /// elements of the promise's run-time loops.
+    pub fn run(
+        &mut self,
+        program: u32,
+        classes: &BTreeSet<String>,
+        loop_values: &[String],
+    ) -> Result<Val, EvalError> {
+        let body = self.body;
+        let code = &body
+            .programs
+            .get(program as usize)
+            .ok_or_else(|| EvalError(format!("program {program}")))?
+            .code;
+        let mut stack: Vec<Val> = Vec::with_capacity(8);
+        let underflow = || EvalError("stack underflow".to_owned());
+        for instr in code.iter() {
+            let value = match *instr {
+                Instr::Const(c) => match body.constants.get(c as usize) {
+                    Some(Constant::Str(s) | Constant::Word(s)) => Val::Str(s.clone()),
+                    Some(Constant::Int(i)) => Val::Int(*i),
+                    Some(Constant::Duration(s)) => Val::Int(i64::try_from(*s).unwrap_or(i64::MAX)),
+                    Some(Constant::Bool(b)) => Val::Bool(*b),
+                    _ => return Err(EvalError(format!("constant {c}"))),
+                },
+                Instr::Fact(f) => {
+                    let name = FACTS.get(f as usize).map(|f| f.name).unwrap_or("");
+                    match self.facts.get(name) {
+                        Some(FactValue::Str(s)) => Val::Str(s),
+                        Some(FactValue::Int(i)) => Val::Int(i),
+                        Some(FactValue::List(l)) => Val::List(l),
+                        None => return Err(EvalError(format!("fact {f}"))),
+                    }
+                }
+                Instr::LoopVar(i) => Val::Str(
+                    loop_values
+                        .get(i as usize)
+                        .cloned()
+                        .ok_or_else(|| EvalError(format!("loop variable {i}")))?,
+                ),
+                Instr::Class(c) => match body.constants.get(c as usize) {
+                    Some(Constant::Word(n) | Constant::Str(n)) => Val::Bool(classes.contains(n)),
+                    _ => return Err(EvalError(format!("class constant {c}"))),
+                },
+                Instr::Not => match stack.pop().ok_or_else(underflow)? {
+                    Val::Bool(b) => Val::Bool(!b),
+                    other => return Err(EvalError(format!("not of {other:?}"))),
+                },
+                Instr::And | Instr::Or => {
+                    let b = stack.pop().ok_or_else(underflow)?;
+                    let a = stack.pop().ok_or_else(underflow)?;
+                    match (a, b) {
+                        (Val::Bool(a), Val::Bool(b)) => {
+                            Val::Bool(if *instr == Instr::And { a && b } else { a || b })
+                        }
+                        (a, b) => {
+                            return Err(EvalError(format!("boolean operator on {a:?} and {b:?}")))
+                        }
+                    }
+                }
+                Instr::Eq | Instr::Ne => {
+                    let b = stack.pop().ok_or_else(underflow)?;
+                    let a = stack.pop().ok_or_else(underflow)?;
+                    Val::Bool((a == b) == (*instr == Instr::Eq))
+                }
+                Instr::Match(c) => {
+                    let text = match stack.pop().ok_or_else(underflow)? {
+                        Val::Str(s) => s,
+                        other => return Err(EvalError(format!("match on {other:?}"))),
+                    };
+                    Val::Bool(self.regex(c)?.is_match(&text))
+                }
+                Instr::In => {
+                    let list = stack.pop().ok_or_else(underflow)?;
+                    let value = stack.pop().ok_or_else(underflow)?;
+                    match (value, list) {
+                        (Val::Str(v), Val::List(items)) => Val::Bool(items.contains(&v)),
+                        (v, l) => return Err(EvalError(format!("{v:?} in {l:?}"))),
+                    }
+                }
+                Instr::Concat(n) => {
+                    let n = n as usize;
+                    if n > stack.len() {
+                        return Err(underflow());
+                    }
+                    let parts = stack.split_off(stack.len().saturating_sub(n));
+                    Val::Str(parts.iter().map(Val::text).collect())
+                }
+            };
+            stack.push(value);
+        }
+        match (stack.pop(), stack.is_empty()) {
+            (Some(v), true) => Ok(v),
+            _ => Err(EvalError("the program does not leave one value".to_owned())),
+        }
+    }
+
+    fn regex(&mut self, c: u32) -> Result<&regex::Regex, EvalError> {
+        if !self.regexes.contains_key(&c) {
+            let Some(Constant::Str(pattern)) = self.body.constants.get(c as usize) else {
+                return Err(EvalError(format!("regex constant {c}")));
+            };
+            let re = regex::Regex::new(pattern).map_err(|e| EvalError(e.to_string()))?;
+            self.regexes.insert(c, re);
+        }
+        self.regexes
+            .get(&c)
+            .ok_or_else(|| EvalError(format!("regex constant {c}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::format::{Header, List, Program};
+
+    fn body(constants: Vec<Constant>, programs: Vec<Vec<Instr>>) -> Body {
+        Body {
+            header: Header {
+                name: "t".into(),
+                key_id: [0; 8],
+                serial: 1,
+                pass_limit: 2,
+                compiler_version: "test".into(),
+                source_digest: [0; 32],
+            },
+            constants: List(constants),
+            programs: List(
+                programs
+                    .into_iter()
+                    .map(|c| Program { code: List(c) })
+                    .collect(),
+            ),
+            classes: List(Vec::new()),
+            exclusive: List(Vec::new()),
+            promises: List(Vec::new()),
+            order: List(Vec::new()),
+            sources: List(Vec::new()),
+        }
+    }
+
+    fn facts() -> Facts {
+        Facts {
+            hostname: "web01".into(),
+            fqdn: "web01.example".into(),
+            os: "linux".into(),
+            os_family: "debian".into(),
+            os_release: "12".into(),
+            arch: "x86_64".into(),
+            ipv4: vec!["10.0.0.1".into(), "10.0.0.2".into()],
+            cpus: 4,
+            memory_mb: 2048,
+            weekday: "monday".into(),
+            hour: 3,
+        }
+    }
+
+    fn fact(name: &str) -> u32 {
+        FACTS.iter().position(|f| f.name == name).unwrap() as u32
+    }
+
+    #[test]
+    fn every_instruction() {
+        let constants = vec![
+            Constant::Str("10.0.0.2".into()),
+            Constant::Str("^web".into()),
+            Constant::Word("monday".into()),
+            Constant::Int(4),
+            Constant::Str("ip=".into()),
+        ];
+        let programs = vec![
+            // "10.0.0.2" in sys.ipv4 && sys.hostname =~ "^web"
+            vec![
+                Instr::Const(0),
+                Instr::Fact(fact("sys.ipv4")),
+                Instr::In,
+                Instr::Fact(fact("sys.hostname")),
+                Instr::Match(1),
+                Instr::And,
+            ],
+            // monday && !(sys.cpus != 4) || false
+            vec![
+                Instr::Class(2),
+                Instr::Fact(fact("sys.cpus")),
+                Instr::Const(3),
+                Instr::Ne,
+                Instr::Not,
+                Instr::And,
+            ],
+            // "ip=" + loop variable 0 + cpus
+            vec![
+                Instr::Const(4),
+                Instr::LoopVar(0),
+                Instr::Fact(fact("sys.cpus")),
+                Instr::Concat(3),
+            ],
+            // sys.hostname == "10.0.0.2" || monday
+            vec![
+                Instr::Fact(fact("sys.hostname")),
+                Instr::Const(0),
+                Instr::Eq,
+                Instr::Class(2),
+                Instr::Or,
+            ],
+        ];
+        let body = body(constants, programs);
+        let facts = facts();
+        let mut eval = Evaluator::new(&body, &facts);
+        let classes = eval.classes(&[]).unwrap();
+        assert!(classes.contains("monday") && classes.contains("hr03"));
+        assert_eq!(eval.run(0, &classes, &[]), Ok(Val::Bool(true)));
+        assert_eq!(eval.run(1, &classes, &[]), Ok(Val::Bool(true)));
+        assert_eq!(
+            eval.run(2, &classes, &["10.0.0.1".into()]),
+            Ok(Val::Str("ip=10.0.0.14".into()))
+        );
+        assert_eq!(eval.run(3, &classes, &[]), Ok(Val::Bool(true)));
+        // A program that reads a loop variable outside a loop fails cleanly.
+        assert!(eval.run(2, &classes, &[]).is_err());
+        assert!(eval.run(99, &classes, &[]).is_err());
+    }
+}

@@ -1,0 +1,308 @@
+//! Host facts (`sys.*`) and the hard classes derived from them (LANGUAGE.md
+//! section 3).
+//!
+//! With `--root DIR`, what describes the *system image* is read inside the
+//! root — `ROOT/etc/os-release`, `ROOT/etc/hostname`, `ROOT/etc/hosts` — so
+//! a container or image root is described as itself, and tests get
+//! deterministic facts from a temporary root. What describes the *machine*
+//! (CPUs, memory, addresses, the clock) is read from the running kernel.
+
+use std::path::Path;
+
+use crate::schema::{ARCHITECTURES, OS_FAMILIES};
+
+/// A fact's value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FactValue {
+    Str(String),
+    Int(i64),
+    List(Vec<String>),
+}
+
+/// Every fact of the schema, gathered once per run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Facts {
+    pub hostname: String,
+    pub fqdn: String,
+    pub os: String,
+    pub os_family: String,
+    pub os_release: String,
+    pub arch: String,
+    pub ipv4: Vec<String>,
+    pub cpus: i64,
+    pub memory_mb: i64,
+    pub weekday: String,
+    pub hour: i64,
+}
+
+impl Facts {
+    /// Gathers the facts of this host, with the system image at `root`.
+    pub fn gather(root: &Path) -> Facts {
+        let hostname = read_trimmed(&root.join("etc/hostname"))
+            .or_else(|| read_trimmed(Path::new("/proc/sys/kernel/hostname")))
+            .unwrap_or_else(|| "localhost".to_owned());
+        let fqdn = fqdn(
+            &hostname,
+            &std::fs::read_to_string(root.join("etc/hosts")).unwrap_or_default(),
+        );
+        let os_release = std::fs::read_to_string(root.join("etc/os-release"))
+            .or_else(|_| std::fs::read_to_string(root.join("usr/lib/os-release")))
+            .unwrap_or_default();
+        let (os_family, version) = os_family(&os_release);
+        let now = jiff::Zoned::now();
+        Facts {
+            hostname: hostname.clone(),
+            fqdn,
+            os: std::env::consts::OS.to_owned(),
+            os_family,
+            os_release: version,
+            arch: std::env::consts::ARCH.to_owned(),
+            ipv4: ipv4_addresses(
+                &std::fs::read_to_string("/proc/net/fib_trie").unwrap_or_default(),
+            ),
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as i64),
+            memory_mb: memory_mb(&std::fs::read_to_string("/proc/meminfo").unwrap_or_default()),
+            weekday: weekday_name(now.weekday()).to_owned(),
+            hour: i64::from(now.hour()),
+        }
+    }
+
+    /// A fact by its schema name.
+    pub fn get(&self, name: &str) -> Option<FactValue> {
+        Some(match name {
+            "sys.hostname" => FactValue::Str(self.hostname.clone()),
+            "sys.fqdn" => FactValue::Str(self.fqdn.clone()),
+            "sys.os" => FactValue::Str(self.os.clone()),
+            "sys.os_family" => FactValue::Str(self.os_family.clone()),
+            "sys.os_release" => FactValue::Str(self.os_release.clone()),
+            "sys.arch" => FactValue::Str(self.arch.clone()),
+            "sys.ipv4" => FactValue::List(self.ipv4.clone()),
+            "sys.cpus" => FactValue::Int(self.cpus),
+            "sys.memory_mb" => FactValue::Int(self.memory_mb),
+            "sys.time.weekday" => FactValue::Str(self.weekday.clone()),
+            "sys.time.hour" => FactValue::Int(self.hour),
+            _ => return None,
+        })
+    }
+
+    /// The hard classes these facts define, sorted: `any`, the kernel, the
+    /// OS family, the architecture, the weekday, the hour and
+    /// `host_<hostname>`.
+    pub fn hard_classes(&self) -> Vec<String> {
+        let mut classes = vec!["any".to_owned()];
+        if self.os == "linux" {
+            classes.push("linux".to_owned());
+        }
+        if OS_FAMILIES.contains(&self.os_family.as_str()) {
+            classes.push(self.os_family.clone());
+        }
+        if ARCHITECTURES.contains(&self.arch.as_str()) {
+            classes.push(self.arch.clone());
+        }
+        classes.push(self.weekday.clone());
+        classes.push(format!("hr{:02}", self.hour.clamp(0, 23)));
+        classes.push(format!("host_{}", class_name(&self.hostname)));
+        classes.sort();
+        classes.dedup();
+        classes
+    }
+}
+
+fn read_trimmed(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let first = text.lines().next()?.trim();
+    (!first.is_empty()).then(|| first.to_owned())
+}
+
+/// `web01.example.com` from the hostname, or from `/etc/hosts` (the first
+/// dotted name on a line that also names the host), or the hostname.
+fn fqdn(hostname: &str, hosts: &str) -> String {
+    if hostname.contains('.') {
+        return hostname.to_owned();
+    }
+    let short = hostname.split('.').next().unwrap_or(hostname);
+    for line in hosts.lines() {
+        let line = line.split('#').next().unwrap_or("");
+        let names: Vec<&str> = line.split_whitespace().skip(1).collect();
+        if names
+            .iter()
+            .any(|n| *n == short || n.split('.').next() == Some(short))
+        {
+            if let Some(dotted) = names
+                .iter()
+                .find(|n| n.contains('.') && n.starts_with(short))
+            {
+                return (*dotted).to_owned();
+            }
+        }
+    }
+    hostname.to_owned()
+}
+
+/// The OS family and version from os-release: `ID`, then each of `ID_LIKE`,
+/// mapped to a family (`ubuntu` is `debian`, `rocky` is `redhat`, ...).
+fn os_family(os_release: &str) -> (String, String) {
+    let field = |key: &str| {
+        os_release.lines().find_map(|l| {
+            let value = l.strip_prefix(key)?.strip_prefix('=')?;
+            Some(value.trim().trim_matches('"').trim_matches('\'').to_owned())
+        })
+    };
+    let version = field("VERSION_ID").unwrap_or_default();
+    let mut ids: Vec<String> = field("ID").into_iter().collect();
+    if let Some(like) = field("ID_LIKE") {
+        ids.extend(like.split_whitespace().map(str::to_owned));
+    }
+    let family = ids
+        .iter()
+        .find_map(|id| match id.as_str() {
+            "debian" | "ubuntu" | "raspbian" | "linuxmint" | "devuan" => Some("debian"),
+            "rhel" | "redhat" | "centos" | "fedora" | "rocky" | "almalinux" | "ol" | "amzn" => {
+                Some("redhat")
+            }
+            "alpine" => Some("alpine"),
+            "arch" | "manjaro" | "endeavouros" => Some("arch"),
+            "suse" | "sles" | "opensuse" | "opensuse-leap" | "opensuse-tumbleweed" => Some("suse"),
+            "gentoo" => Some("gentoo"),
+            _ => None,
+        })
+        .map(str::to_owned)
+        .or_else(|| ids.first().cloned())
+        .unwrap_or_default();
+    (family, version)
+}
+
+/// The local IPv4 addresses from `/proc/net/fib_trie` (the `/32 host LOCAL`
+/// entries), without loopback, sorted.
+fn ipv4_addresses(fib_trie: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut last_leaf: Option<&str> = None;
+    for line in fib_trie.lines() {
+        let trimmed = line.trim();
+        if let Some(leaf) = trimmed.strip_prefix("|-- ") {
+            last_leaf = Some(leaf.trim());
+        } else if trimmed.contains("/32 host LOCAL") {
+            if let Some(addr) = last_leaf {
+                if !addr.starts_with("127.") && !out.iter().any(|a| a == addr) {
+                    out.push(addr.to_owned());
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn memory_mb(meminfo: &str) -> i64 {
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
+        .map_or(0, |kb| kb / 1024)
+}
+
+fn weekday_name(day: jiff::civil::Weekday) -> &'static str {
+    use jiff::civil::Weekday::*;
+    match day {
+        Monday => "monday",
+        Tuesday => "tuesday",
+        Wednesday => "wednesday",
+        Thursday => "thursday",
+        Friday => "friday",
+        Saturday => "saturday",
+        Sunday => "sunday",
+    }
+}
+
+/// A hostname as a class name: characters that cannot be in an identifier
+/// become `_` (`web-01.example` -> `web_01_example`).
+pub fn class_name(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn os_families_from_os_release() {
+        let debian =
+            "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\nVERSION_ID=\"12\"\n";
+        assert_eq!(os_family(debian), ("debian".into(), "12".into()));
+        let ubuntu = "ID=ubuntu\nID_LIKE=debian\nVERSION_ID=\"24.04\"\n";
+        assert_eq!(os_family(ubuntu), ("debian".into(), "24.04".into()));
+        let rocky = "ID=\"rocky\"\nID_LIKE=\"rhel centos fedora\"\nVERSION_ID=\"9.3\"\n";
+        assert_eq!(os_family(rocky), ("redhat".into(), "9.3".into()));
+        let alpine = "ID=alpine\nVERSION_ID=3.19.1\n";
+        assert_eq!(os_family(alpine), ("alpine".into(), "3.19.1".into()));
+        let unknown = "ID=plan9\n";
+        assert_eq!(os_family(unknown), ("plan9".into(), String::new()));
+        assert_eq!(os_family(""), (String::new(), String::new()));
+    }
+
+    #[test]
+    fn fqdn_from_hosts() {
+        let hosts = "127.0.0.1 localhost\n10.0.0.5 web01.example.com web01 # the web server\n";
+        assert_eq!(fqdn("web01", hosts), "web01.example.com");
+        assert_eq!(fqdn("db01", hosts), "db01");
+        assert_eq!(fqdn("a.b.c", ""), "a.b.c");
+    }
+
+    #[test]
+    fn local_addresses_from_fib_trie() {
+        let trie = "Main:\n  +-- 0.0.0.0/0 3 0 5\n     |-- 10.0.2.15\n        /32 host LOCAL\n     |-- 10.0.2.255\n        /32 link BROADCAST\n     |-- 127.0.0.1\n        /32 host LOCAL\nLocal:\n     |-- 10.0.2.15\n        /32 host LOCAL\n     |-- 192.168.1.7\n        /32 host LOCAL\n";
+        assert_eq!(ipv4_addresses(trie), vec!["10.0.2.15", "192.168.1.7"]);
+    }
+
+    #[test]
+    fn memory_and_class_names() {
+        assert_eq!(
+            memory_mb("MemTotal:       24685172 kB\nMemFree: 1 kB\n"),
+            24106
+        );
+        assert_eq!(class_name("web-01.example"), "web_01_example");
+    }
+
+    #[test]
+    fn facts_of_a_root() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("etc")).unwrap();
+        std::fs::write(root.path().join("etc/hostname"), "web-01\n").unwrap();
+        std::fs::write(
+            root.path().join("etc/os-release"),
+            "ID=debian\nVERSION_ID=\"12\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.path().join("etc/hosts"),
+            "10.0.0.1 web-01.corp web-01\n",
+        )
+        .unwrap();
+        let facts = Facts::gather(root.path());
+        assert_eq!(facts.hostname, "web-01");
+        assert_eq!(facts.fqdn, "web-01.corp");
+        assert_eq!(facts.os_family, "debian");
+        assert_eq!(facts.os_release, "12");
+        assert!(facts.cpus >= 1);
+        let classes = facts.hard_classes();
+        for class in ["any", "debian", "host_web_01"] {
+            assert!(classes.iter().any(|c| c == class), "{class} in {classes:?}");
+        }
+        assert!(
+            classes.iter().all(|c| crate::schema::is_hard_class(c)),
+            "{classes:?}"
+        );
+        // Every fact of the schema has a value.
+        for spec in crate::schema::FACTS {
+            assert!(facts.get(spec.name).is_some(), "{}", spec.name);
+        }
+    }
+}
