@@ -14,4 +14,5 @@ pub mod bundle;
 pub mod cli;
 pub mod eval;
 pub mod facts;
+pub mod rootfs;
 pub mod schema;

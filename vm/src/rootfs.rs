@@ -1,0 +1,473 @@
+//! The only way the VM touches files: paths resolved inside a root, one
+//! component at a time, never following a symbolic link.
+//!
+//! A policy path (`/etc/motd`) is walked from a directory handle on the root
+//! with `openat(O_NOFOLLOW)`, so a link planted anywhere along it — `ROOT/etc`
+//! pointing at `/etc`, or `ROOT/etc/motd` pointing at `/etc/shadow` — stops
+//! the walk with [`FsError::Symlink`] instead of leading out of the root.
+//! Nothing here can name a file outside the root: there is no `..`, and no
+//! absolute path is ever handed to the kernel past the root itself.
+//!
+//! Writes are atomic: the new content goes to a temporary file created
+//! exclusively in the same directory, is synced, renamed over the target,
+//! and the directory is synced. Killed at any instant, a file is either its
+//! old content or its new one.
+
+use std::io::{Read as _, Write as _};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+
+/// Why a filesystem operation was refused or failed, with the policy path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FsError {
+    /// The path is not absolute, or has `..` in it.
+    BadPath(String),
+    /// A component of the path, or the object itself, is a symbolic link
+    /// that the promise did not ask to follow.
+    Symlink(String),
+    /// A component of the path is not a directory.
+    NotADirectory(String),
+    /// The operating system refused.
+    Io {
+        path: String,
+        op: &'static str,
+        errno: Errno,
+    },
+}
+
+impl std::fmt::Display for FsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FsError::BadPath(p) => write!(f, "`{p}` is not an absolute path without `..`"),
+            FsError::Symlink(p) => write!(f, "`{p}` is a symbolic link; refusing to follow it"),
+            FsError::NotADirectory(p) => write!(f, "`{p}` is not a directory"),
+            FsError::Io { path, op, errno } => write!(f, "cannot {op} `{path}`: {errno}"),
+        }
+    }
+}
+
+impl std::error::Error for FsError {}
+
+/// What an object is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    Symlink,
+    Other,
+}
+
+/// The metadata a promise compares (of the object itself, never a link's
+/// target).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Meta {
+    pub kind: Kind,
+    /// Permission bits (`0o7777`).
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub len: u64,
+}
+
+/// A root directory, and every operation relative to it.
+#[derive(Debug)]
+pub struct RootFs {
+    root: OwnedFd,
+    path: PathBuf,
+}
+
+fn io<'p>(path: &'p str, op: &'static str) -> impl FnOnce(Errno) -> FsError + 'p {
+    move |errno| FsError::Io {
+        path: path.to_owned(),
+        op,
+        errno,
+    }
+}
+
+/// The components of a policy path: absolute, no `..`; `.` and empty
+/// components are skipped.
+fn components(path: &str) -> Result<Vec<&str>, FsError> {
+    let rest = path
+        .strip_prefix('/')
+        .ok_or_else(|| FsError::BadPath(path.to_owned()))?;
+    let mut out = Vec::new();
+    for c in rest.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => return Err(FsError::BadPath(path.to_owned())),
+            c => out.push(c),
+        }
+    }
+    Ok(out)
+}
+
+const DIR_FLAGS: OFlags = OFlags::PATH
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+impl RootFs {
+    /// Opens the root (`/` for the real system). The root itself may be
+    /// reached through links: the operator chose it.
+    pub fn open(path: &Path) -> Result<RootFs, FsError> {
+        let shown = path.display().to_string();
+        let root = rfs::open(
+            path,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(io(&shown, "open the root"))?;
+        Ok(RootFs {
+            root,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Walks to the directory holding `path`'s last component. With
+    /// `create`, missing directories are made with that mode.
+    fn parent<'p>(
+        &self,
+        path: &'p str,
+        create: Option<u32>,
+    ) -> Result<Option<(OwnedFd, &'p str)>, FsError> {
+        let comps = components(path)?;
+        let Some((name, dirs)) = comps.split_last() else {
+            return Err(FsError::BadPath(path.to_owned()));
+        };
+        let mut current =
+            rfs::openat(&self.root, ".", DIR_FLAGS, Mode::empty()).map_err(io(path, "open"))?;
+        for (i, dir) in dirs.iter().enumerate() {
+            let shown = || format!("/{}", dirs.get(..=i).unwrap_or_default().join("/"));
+            match rfs::openat(&current, *dir, DIR_FLAGS, Mode::empty()) {
+                Ok(fd) => current = fd,
+                Err(Errno::NOENT) => match create {
+                    Some(mode) => {
+                        match rfs::mkdirat(&current, *dir, Mode::from_bits_truncate(mode)) {
+                            Ok(()) | Err(Errno::EXIST) => {}
+                            Err(e) => return Err(io(&shown(), "create directory")(e)),
+                        }
+                        let fd = rfs::openat(&current, *dir, DIR_FLAGS, Mode::empty())
+                            .map_err(io(&shown(), "open"))?;
+                        // mkdir is subject to the umask; the promise's mode is not.
+                        set_mode_at(&current, dir, mode, &shown())?;
+                        current = fd;
+                    }
+                    None => return Ok(None),
+                },
+                Err(Errno::LOOP | Errno::NOTDIR) => {
+                    return Err(match kind_at(&current, dir) {
+                        Some(Kind::Symlink) => FsError::Symlink(shown()),
+                        _ => FsError::NotADirectory(shown()),
+                    })
+                }
+                Err(e) => return Err(io(&shown(), "open")(e)),
+            }
+        }
+        Ok(Some((current, name)))
+    }
+
+    /// The metadata of the object at `path` itself (a link is reported as a
+    /// link), or `None` if it does not exist.
+    pub fn lstat(&self, path: &str) -> Result<Option<Meta>, FsError> {
+        let Some((dir, name)) = self.parent(path, None)? else {
+            return Ok(None);
+        };
+        match rfs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(meta(&st))),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(io(path, "stat")(e)),
+        }
+    }
+
+    /// The content of the regular file at `path`, or `None` if there is
+    /// none. A link there is refused, not followed.
+    pub fn read_file(&self, path: &str) -> Result<Option<Vec<u8>>, FsError> {
+        let Some((dir, name)) = self.parent(path, None)? else {
+            return Ok(None);
+        };
+        let fd = match rfs::openat(
+            &dir,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(Errno::LOOP) => return Err(FsError::Symlink(path.to_owned())),
+            Err(e) => return Err(io(path, "open")(e)),
+        };
+        let st = rfs::fstat(&fd).map_err(io(path, "stat"))?;
+        if meta(&st).kind != Kind::File {
+            return Err(io(path, "read")(Errno::INVAL));
+        }
+        let mut bytes = Vec::new();
+        std::fs::File::from(fd)
+            .read_to_end(&mut bytes)
+            .map_err(|e| io(path, "read")(Errno::from_io_error(&e).unwrap_or(Errno::IO)))?;
+        Ok(Some(bytes))
+    }
+
+    /// Replaces (or creates) the regular file at `path` with `contents`,
+    /// atomically, with `mode` and, if given, owner and group. Missing
+    /// parent directories are created with mode 0755. An existing link or
+    /// directory at `path` is refused.
+    pub fn write_file(
+        &self,
+        path: &str,
+        contents: &[u8],
+        mode: u32,
+        owner: Option<(u32, u32)>,
+    ) -> Result<(), FsError> {
+        let Some((dir, name)) = self.parent(path, Some(0o755))? else {
+            return Err(io(path, "write")(Errno::NOENT));
+        };
+        match kind_at(&dir, name) {
+            Some(Kind::Symlink) => return Err(FsError::Symlink(path.to_owned())),
+            Some(Kind::Dir) => {
+                return Err(io(path, "replace a directory with a file at")(Errno::ISDIR))
+            }
+            _ => {}
+        }
+        let tmp = format!(".{name}.converge-tmp.{}", std::process::id());
+        let result = (|| {
+            let fd = rfs::openat(
+                &dir,
+                tmp.as_str(),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_bits_truncate(0o600),
+            )
+            .map_err(io(path, "create a temporary file for"))?;
+            let mut file = std::fs::File::from(fd);
+            file.write_all(contents)
+                .map_err(|e| io(path, "write")(Errno::from_io_error(&e).unwrap_or(Errno::IO)))?;
+            rfs::fchmod(&file, Mode::from_bits_truncate(mode))
+                .map_err(io(path, "set the mode of"))?;
+            if let Some((uid, gid)) = owner {
+                rfs::fchown(&file, Some(uid_of(uid)), Some(gid_of(gid)))
+                    .map_err(io(path, "set the owner of"))?;
+            }
+            rfs::fsync(&file).map_err(io(path, "sync"))?;
+            rfs::renameat(&dir, tmp.as_str(), &dir, name).map_err(io(path, "rename into place"))?;
+            sync_dir(&dir, path)
+        })();
+        if result.is_err() {
+            let _ = rfs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
+        }
+        result
+    }
+
+    /// Creates the directory at `path` (and missing parents) with `mode`.
+    pub fn create_dir(&self, path: &str, mode: u32) -> Result<(), FsError> {
+        let Some((dir, name)) = self.parent(path, Some(0o755))? else {
+            return Err(io(path, "create")(Errno::NOENT));
+        };
+        match rfs::mkdirat(&dir, name, Mode::from_bits_truncate(mode)) {
+            Ok(()) => {}
+            Err(Errno::EXIST) => {
+                if kind_at(&dir, name) == Some(Kind::Symlink) {
+                    return Err(FsError::Symlink(path.to_owned()));
+                }
+            }
+            Err(e) => return Err(io(path, "create directory")(e)),
+        }
+        set_mode_at(&dir, name, mode, path)?;
+        sync_dir(&dir, path)
+    }
+
+    /// Sets the permission bits of the object itself (never a link's target).
+    pub fn set_mode(&self, path: &str, mode: u32) -> Result<(), FsError> {
+        let Some((dir, name)) = self.parent(path, None)? else {
+            return Err(io(path, "set the mode of")(Errno::NOENT));
+        };
+        set_mode_at(&dir, name, mode, path)
+    }
+
+    /// Sets owner and group of the object itself (`lchown`).
+    pub fn set_owner(&self, path: &str, uid: u32, gid: u32) -> Result<(), FsError> {
+        let Some((dir, name)) = self.parent(path, None)? else {
+            return Err(io(path, "set the owner of")(Errno::NOENT));
+        };
+        rfs::chownat(
+            &dir,
+            name,
+            Some(uid_of(uid)),
+            Some(gid_of(gid)),
+            AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .map_err(io(path, "set the owner of"))
+    }
+
+    /// The target of the link at `path`, or `None` if it is not a link.
+    pub fn read_link(&self, path: &str) -> Result<Option<String>, FsError> {
+        let Some((dir, name)) = self.parent(path, None)? else {
+            return Ok(None);
+        };
+        match rfs::readlinkat(&dir, name, Vec::new()) {
+            Ok(target) => Ok(Some(target.to_string_lossy().into_owned())),
+            Err(Errno::NOENT | Errno::INVAL) => Ok(None),
+            Err(e) => Err(io(path, "read link")(e)),
+        }
+    }
+
+    /// Makes `path` a link to `target` (written verbatim), replacing an
+    /// existing link or file atomically; a directory there is refused.
+    pub fn symlink(&self, path: &str, target: &str) -> Result<(), FsError> {
+        let Some((dir, name)) = self.parent(path, Some(0o755))? else {
+            return Err(io(path, "link")(Errno::NOENT));
+        };
+        if kind_at(&dir, name) == Some(Kind::Dir) {
+            return Err(io(path, "replace a directory with a link at")(Errno::ISDIR));
+        }
+        let tmp = format!(".{name}.converge-tmp.{}", std::process::id());
+        let _ = rfs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
+        rfs::symlinkat(target, &dir, tmp.as_str()).map_err(io(path, "create link"))?;
+        if let Err(e) = rfs::renameat(&dir, tmp.as_str(), &dir, name) {
+            let _ = rfs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
+            return Err(io(path, "rename link into place")(e));
+        }
+        sync_dir(&dir, path)
+    }
+
+    /// Removes the object at `path`: a file or link is unlinked, a directory
+    /// removed with everything in it, links inside never followed.
+    pub fn remove(&self, path: &str) -> Result<(), FsError> {
+        let Some((dir, name)) = self.parent(path, None)? else {
+            return Ok(());
+        };
+        remove_at(&dir, name, path)?;
+        sync_dir(&dir, path)
+    }
+
+    /// The names in the directory at `path`, sorted (empty if it is not
+    /// there).
+    pub fn list_dir(&self, path: &str) -> Result<Vec<String>, FsError> {
+        let fd = if components(path)?.is_empty() {
+            rfs::openat(
+                &self.root,
+                ".",
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(io(path, "open"))?
+        } else {
+            let Some((dir, name)) = self.parent(path, None)? else {
+                return Ok(Vec::new());
+            };
+            match rfs::openat(
+                &dir,
+                name,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) {
+                Ok(fd) => fd,
+                Err(Errno::NOENT) => return Ok(Vec::new()),
+                Err(Errno::LOOP | Errno::NOTDIR) if kind_at(&dir, name) == Some(Kind::Symlink) => {
+                    return Err(FsError::Symlink(path.trim_end_matches('/').to_owned()))
+                }
+                Err(e) => return Err(io(path, "open")(e)),
+            }
+        };
+        let mut names = entries(fd, path)?;
+        names.sort();
+        Ok(names)
+    }
+}
+
+fn entries(fd: OwnedFd, path: &str) -> Result<Vec<String>, FsError> {
+    let mut dir = rfs::Dir::read_from(&fd).map_err(io(path, "list"))?;
+    let mut names = Vec::new();
+    while let Some(entry) = dir.read() {
+        let entry = entry.map_err(io(path, "list"))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name != "." && name != ".." {
+            names.push(name);
+        }
+    }
+    Ok(names)
+}
+
+fn remove_at(dir: &OwnedFd, name: &str, shown: &str) -> Result<(), FsError> {
+    match kind_at(dir, name) {
+        None => Ok(()),
+        Some(Kind::Dir) => {
+            let fd = rfs::openat(
+                dir,
+                name,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(io(shown, "open"))?;
+            let inner =
+                rfs::openat(&fd, ".", DIR_FLAGS, Mode::empty()).map_err(io(shown, "open"))?;
+            for entry in entries(fd, shown)? {
+                remove_at(&inner, &entry, &format!("{shown}/{entry}"))?;
+            }
+            rfs::unlinkat(dir, name, AtFlags::REMOVEDIR).map_err(io(shown, "remove directory"))
+        }
+        Some(_) => rfs::unlinkat(dir, name, AtFlags::empty()).map_err(io(shown, "remove")),
+    }
+}
+
+fn kind_at(dir: &OwnedFd, name: &str) -> Option<Kind> {
+    rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        .ok()
+        .map(|st| meta(&st).kind)
+}
+
+/// `chmod` without following a link: open the object itself, then `fchmod`.
+fn set_mode_at(dir: &OwnedFd, name: &str, mode: u32, shown: &str) -> Result<(), FsError> {
+    let fd = match rfs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::LOOP) => return Err(FsError::Symlink(shown.to_owned())),
+        Err(e) => return Err(io(shown, "open")(e)),
+    };
+    rfs::fchmod(&fd, Mode::from_bits_truncate(mode)).map_err(io(shown, "set the mode of"))
+}
+
+fn sync_dir(dir: &OwnedFd, shown: &str) -> Result<(), FsError> {
+    let fd = rfs::openat(
+        dir,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(io(shown, "open the directory of"))?;
+    rfs::fsync(&fd).map_err(io(shown, "sync the directory of"))
+}
+
+fn meta(st: &rfs::Stat) -> Meta {
+    let file_type = rfs::FileType::from_raw_mode(st.st_mode);
+    let kind = match file_type {
+        rfs::FileType::RegularFile => Kind::File,
+        rfs::FileType::Directory => Kind::Dir,
+        rfs::FileType::Symlink => Kind::Symlink,
+        _ => Kind::Other,
+    };
+    Meta {
+        kind,
+        mode: st.st_mode & 0o7777,
+        uid: st.st_uid,
+        gid: st.st_gid,
+        len: u64::try_from(st.st_size).unwrap_or(0),
+    }
+}
+
+fn uid_of(uid: u32) -> rfs::Uid {
+    rfs::Uid::from_raw(uid)
+}
+
+fn gid_of(gid: u32) -> rfs::Gid {
+    rfs::Gid::from_raw(gid)
+}

@@ -1,0 +1,183 @@
+//! The VM's file layer under attack: links planted in place of a file or of
+//! a parent directory, pointing outside the root, must stop every write,
+//! read and mode change; nothing outside the root is ever touched.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::os::unix::fs::{symlink, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+
+use converge_vm::rootfs::{FsError, Kind, RootFs};
+
+struct Sandbox {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    outside: PathBuf,
+}
+
+fn sandbox() -> Sandbox {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("shadow"), "secret\n").unwrap();
+    Sandbox {
+        root,
+        outside,
+        _dir: dir,
+    }
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+fn untouched(s: &Sandbox) {
+    assert_eq!(
+        std::fs::read_to_string(s.outside.join("shadow")).unwrap(),
+        "secret\n"
+    );
+    let names: Vec<_> = std::fs::read_dir(&s.outside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        names.len(),
+        1,
+        "something was created outside the root: {names:?}"
+    );
+}
+
+#[test]
+fn writes_create_parents_and_set_modes_atomically() {
+    let s = sandbox();
+    let fs = RootFs::open(&s.root).unwrap();
+    fs.write_file("/etc/app/app.conf", b"port 80\n", 0o640, None)
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(s.root.join("etc/app/app.conf")).unwrap(),
+        "port 80\n"
+    );
+    assert_eq!(mode(&s.root.join("etc/app/app.conf")), 0o640);
+    assert_eq!(mode(&s.root.join("etc/app")), 0o755);
+    fs.write_file("/etc/app/app.conf", b"port 81\n", 0o600, None)
+        .unwrap();
+    assert_eq!(
+        fs.read_file("/etc/app/app.conf").unwrap().unwrap(),
+        b"port 81\n"
+    );
+    let meta = fs.lstat("/etc/app/app.conf").unwrap().unwrap();
+    assert_eq!((meta.kind, meta.mode, meta.len), (Kind::File, 0o600, 8));
+    // No temporary file is left behind.
+    let names = fs.list_dir("/etc/app").unwrap();
+    assert_eq!(names, vec!["app.conf".to_owned()]);
+    assert_eq!(fs.lstat("/etc/missing").unwrap(), None);
+    assert_eq!(fs.read_file("/nope/deeper/file").unwrap(), None);
+}
+
+#[test]
+fn a_link_in_place_of_the_file_is_refused() {
+    let s = sandbox();
+    std::fs::create_dir_all(s.root.join("etc")).unwrap();
+    symlink(s.outside.join("shadow"), s.root.join("etc/x")).unwrap();
+    let fs = RootFs::open(&s.root).unwrap();
+    assert_eq!(
+        fs.write_file("/etc/x", b"pwned\n", 0o644, None),
+        Err(FsError::Symlink("/etc/x".into()))
+    );
+    assert_eq!(
+        fs.read_file("/etc/x"),
+        Err(FsError::Symlink("/etc/x".into()))
+    );
+    assert_eq!(
+        fs.set_mode("/etc/x", 0o777),
+        Err(FsError::Symlink("/etc/x".into()))
+    );
+    assert_eq!(fs.lstat("/etc/x").unwrap().unwrap().kind, Kind::Symlink);
+    untouched(&s);
+    assert_eq!(mode(&s.outside.join("shadow")), 0o644);
+}
+
+#[test]
+fn a_link_in_place_of_a_parent_directory_is_refused() {
+    let s = sandbox();
+    symlink(&s.outside, s.root.join("etc")).unwrap();
+    let fs = RootFs::open(&s.root).unwrap();
+    for result in [
+        fs.write_file("/etc/shadow", b"pwned\n", 0o644, None)
+            .map(|_| ()),
+        fs.write_file("/etc/new/file", b"x", 0o644, None)
+            .map(|_| ()),
+        fs.create_dir("/etc/sub", 0o755),
+        fs.set_mode("/etc/shadow", 0o777),
+        fs.set_owner("/etc/shadow", 0, 0),
+        fs.symlink("/etc/link", "/tmp"),
+        fs.read_file("/etc/shadow").map(|_| ()),
+        fs.list_dir("/etc/").map(|_| ()),
+    ] {
+        assert_eq!(result, Err(FsError::Symlink("/etc".into())));
+    }
+    untouched(&s);
+}
+
+#[test]
+fn removal_never_follows_links() {
+    let s = sandbox();
+    std::fs::create_dir_all(s.root.join("srv/app/sub")).unwrap();
+    std::fs::write(s.root.join("srv/app/sub/file"), "x").unwrap();
+    symlink(&s.outside, s.root.join("srv/app/escape")).unwrap();
+    let fs = RootFs::open(&s.root).unwrap();
+    fs.remove("/srv/app").unwrap();
+    assert!(!s.root.join("srv/app").exists());
+    untouched(&s);
+    // Removing what is not there is not an error.
+    fs.remove("/srv/app").unwrap();
+}
+
+#[test]
+fn links_are_made_and_replaced_atomically() {
+    let s = sandbox();
+    let fs = RootFs::open(&s.root).unwrap();
+    fs.symlink("/etc/alternatives/editor", "/usr/bin/vim")
+        .unwrap();
+    assert_eq!(
+        fs.read_link("/etc/alternatives/editor").unwrap().as_deref(),
+        Some("/usr/bin/vim")
+    );
+    fs.symlink("/etc/alternatives/editor", "../../usr/bin/nano")
+        .unwrap();
+    assert_eq!(
+        fs.read_link("/etc/alternatives/editor").unwrap().as_deref(),
+        Some("../../usr/bin/nano")
+    );
+    assert_eq!(fs.read_link("/etc/alternatives").unwrap(), None);
+    // The target is written verbatim, never resolved against the host.
+    assert!(!Path::new("/usr/bin/nano").starts_with(&s.root));
+    fs.create_dir("/var/lib/app", 0o750).unwrap();
+    assert_eq!(mode(&s.root.join("var/lib/app")), 0o750);
+    assert!(
+        fs.symlink("/var/lib/app", "/x").is_err(),
+        "a directory is not replaced by a link"
+    );
+}
+
+#[test]
+fn bad_paths_are_refused() {
+    let s = sandbox();
+    let fs = RootFs::open(&s.root).unwrap();
+    for path in ["relative/path", "/etc/../../outside/shadow", "/..", ""] {
+        assert!(
+            matches!(
+                fs.write_file(path, b"x", 0o644, None),
+                Err(FsError::BadPath(_))
+            ),
+            "{path}"
+        );
+    }
+    untouched(&s);
+}
