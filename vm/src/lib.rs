@@ -15,4 +15,5 @@ pub mod cli;
 pub mod eval;
 pub mod facts;
 pub mod rootfs;
+pub mod run;
 pub mod schema;

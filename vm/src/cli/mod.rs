@@ -1,11 +1,13 @@
 //! The `policyvm` command line.
 //!
-//! Exit codes: 0 success; 10 bad magic, 11 unsupported format version,
+//! Exit codes of `verify` and `inspect`: 0 success; 10 bad magic, 11 unsupported format version,
 //! 12 truncated, 13 corrupt body, 14 unknown key, 15 bad signature (a
 //! refused bundle, see `bundle::error`); 64 usage error; 66 an input that
-//! cannot be read (the bundle or the trust directory).
+//! cannot be read (the bundle or the trust directory). `run` has its own
+//! (see `run.rs`).
 
 mod facts;
+mod run;
 mod verify;
 
 use std::process::ExitCode;
@@ -33,6 +35,12 @@ enum Command {
     Inspect(verify::InspectArgs),
     /// Print every `sys.*` fact and every hard class of this host.
     Facts(facts::FactsArgs),
+    /// Verify a bundle, then converge this host (or `--root DIR`) to it.
+    ///
+    /// Exits 0 when converged without failures, 1 when a promise failed,
+    /// 2 when not converged within the pass limit, 3 when the bundle is
+    /// refused.
+    Run(run::RunArgs),
 }
 
 /// Usage error (the `EX_USAGE` of sysexits).
@@ -53,6 +61,7 @@ pub fn main() -> ExitCode {
         Command::Verify(args) => verify::verify(args),
         Command::Inspect(args) => verify::inspect(args),
         Command::Facts(args) => facts::facts(args),
+        Command::Run(args) => run::run(args),
     }
 }
 

@@ -1,0 +1,112 @@
+//! `policyvm run BUNDLE --trust DIR [--root DIR] [--dry-run] [--define CLASS]...
+//! [--report FILE] [--format human|json]`
+//!
+//! Exit codes: 0 converged without failures, 1 some promise failed, 2 not
+//! converged within the pass limit, 3 the bundle was refused (the reason is
+//! printed as by `policyvm verify`), 64 usage error, 66 unreadable input.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+
+use super::{out, EXIT_NO_INPUT};
+use crate::bundle::keys::load_trust_dir;
+use crate::bundle::open;
+use crate::run::operators::Outcome;
+use crate::run::{report, run as converge, RunOptions};
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The bundle to run.
+    bundle: PathBuf,
+    /// The directory of trusted public keys (`*.pub`).
+    #[arg(long, value_name = "DIR")]
+    trust: PathBuf,
+    /// Resolve every path of the policy inside this directory (a sandbox,
+    /// an image, a container root).
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    root: PathBuf,
+    /// Check everything and report what would change; change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Set a class for this run (it must be declared in the policy).
+    #[arg(long = "define", value_name = "CLASS")]
+    defines: Vec<String>,
+    /// Also write the JSON report to this file.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// How to print the report.
+    #[arg(long, value_enum, default_value_t = RunFormat::Human)]
+    format: RunFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RunFormat {
+    Human,
+    Json,
+}
+
+pub const EXIT_FAILED: u8 = 1;
+pub const EXIT_NOT_CONVERGED: u8 = 2;
+pub const EXIT_REFUSED: u8 = 3;
+
+pub fn run(args: RunArgs) -> ExitCode {
+    let keys = match load_trust_dir(&args.trust) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("error: cannot load trusted keys: {e}");
+            return ExitCode::from(EXIT_NO_INPUT);
+        }
+    };
+    let bytes = match std::fs::read(&args.bundle) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: cannot read `{}`: {e}", args.bundle.display());
+            return ExitCode::from(EXIT_NO_INPUT);
+        }
+    };
+    let verified = match open(&bytes, &keys) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("refused {}: {e}", args.bundle.display());
+            return ExitCode::from(EXIT_REFUSED);
+        }
+    };
+    let opts = RunOptions {
+        root: args.root.clone(),
+        dry_run: args.dry_run,
+        defines: args.defines.clone(),
+    };
+    let result = match converge(&verified, &opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_NO_INPUT);
+        }
+    };
+    let json = report::json(&result);
+    if let Some(path) = &args.report {
+        let text = serde_json::to_string_pretty(&json).unwrap_or_default();
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!(
+                "error: cannot write the report to `{}`: {e}",
+                path.display()
+            );
+        }
+    }
+    match args.format {
+        RunFormat::Human => out(report::human(&result)),
+        RunFormat::Json => out(format!(
+            "{}\n",
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        )),
+    }
+    if !result.converged {
+        ExitCode::from(EXIT_NOT_CONVERGED)
+    } else if result.count(|o| matches!(o, Outcome::Failed(_))) > 0 {
+        ExitCode::from(EXIT_FAILED)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

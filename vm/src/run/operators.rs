@@ -1,0 +1,683 @@
+//! Convergent operators (LANGUAGE.md section 7, step 4): each reads the
+//! current state of what its promise names, compares, and changes only
+//! what differs. In a dry run the change is described, not made.
+
+use std::io::Read as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+use super::resolve::{Instance, Value};
+use crate::rootfs::{FsError, Kind, RootFs};
+
+/// How a promise ended in one pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Kept,
+    Repaired,
+    Failed(String),
+    Skipped(String),
+}
+
+/// One thing that was (or would be) changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub what: String,
+    pub before: String,
+    pub after: String,
+    /// A unified diff of text content (dry runs).
+    pub diff: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Applied {
+    pub outcome: Outcome,
+    pub changes: Vec<Change>,
+    /// A command's output, or a report's message.
+    pub output: Option<String>,
+}
+
+impl Applied {
+    fn kept() -> Self {
+        Applied {
+            outcome: Outcome::Kept,
+            changes: Vec::new(),
+            output: None,
+        }
+    }
+
+    fn failed(reason: impl Into<String>) -> Self {
+        Applied {
+            outcome: Outcome::Failed(reason.into()),
+            changes: Vec::new(),
+            output: None,
+        }
+    }
+
+    fn from_changes(changes: Vec<Change>) -> Self {
+        Applied {
+            outcome: if changes.is_empty() {
+                Outcome::Kept
+            } else {
+                Outcome::Repaired
+            },
+            changes,
+            output: None,
+        }
+    }
+}
+
+/// User and group names of the root (`ROOT/etc/passwd`, `ROOT/etc/group`).
+#[derive(Clone, Debug, Default)]
+pub struct Accounts {
+    users: Vec<(String, u32)>,
+    groups: Vec<(String, u32)>,
+}
+
+impl Accounts {
+    pub fn read(fs: &RootFs) -> Accounts {
+        let table = |path: &str| -> Vec<(String, u32)> {
+            let text = fs
+                .read_file(path)
+                .ok()
+                .flatten()
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
+            text.lines()
+                .filter_map(|l| {
+                    let mut fields = l.split(':');
+                    let name = fields.next()?.to_owned();
+                    let id = fields.nth(1)?.parse().ok()?;
+                    Some((name, id))
+                })
+                .collect()
+        };
+        Accounts {
+            users: table("/etc/passwd"),
+            groups: table("/etc/group"),
+        }
+    }
+
+    fn uid(&self, name: &str) -> Result<u32, String> {
+        self.users
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, id)| *id)
+            .or_else(|| name.parse().ok())
+            .ok_or_else(|| format!("no user `{name}` in the root's /etc/passwd"))
+    }
+
+    fn gid(&self, name: &str) -> Result<u32, String> {
+        self.groups
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, id)| *id)
+            .or_else(|| name.parse().ok())
+            .ok_or_else(|| format!("no group `{name}` in the root's /etc/group"))
+    }
+}
+
+/// What an operator works with.
+#[derive(Debug)]
+pub struct Ctx<'a> {
+    pub fs: &'a RootFs,
+    pub accounts: &'a Accounts,
+    pub dry_run: bool,
+}
+
+fn digest(bytes: &[u8]) -> String {
+    let d = Sha256::digest(bytes);
+    d.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+fn fs_failed(e: FsError) -> Applied {
+    Applied::failed(e.to_string())
+}
+
+fn diff(before: &[u8], after: &[u8], path: &str) -> Option<String> {
+    let (Ok(a), Ok(b)) = (std::str::from_utf8(before), std::str::from_utf8(after)) else {
+        return None;
+    };
+    Some(
+        similar::TextDiff::from_lines(a, b)
+            .unified_diff()
+            .header(&format!("{path} (current)"), &format!("{path} (promised)"))
+            .to_string(),
+    )
+}
+
+/// Owner and group ids a promise asks for (`None` where not managed).
+fn owner_ids(ctx: &Ctx<'_>, inst: &Instance) -> Result<(Option<u32>, Option<u32>), String> {
+    let uid = inst.str("owner").map(|n| ctx.accounts.uid(n)).transpose()?;
+    let gid = inst.str("group").map(|n| ctx.accounts.gid(n)).transpose()?;
+    Ok((uid, gid))
+}
+
+/// Converges mode and ownership of an existing object.
+fn attributes(
+    ctx: &Ctx<'_>,
+    inst: &Instance,
+    path: &str,
+    mode: u32,
+    uid: u32,
+    gid: u32,
+) -> Result<Vec<Change>, Applied> {
+    let mut changes = Vec::new();
+    if let Some(want) = inst.int("mode").and_then(|m| u32::try_from(m).ok()) {
+        if want != mode {
+            if !ctx.dry_run {
+                ctx.fs.set_mode(path, want).map_err(fs_failed)?;
+            }
+            changes.push(Change {
+                what: "mode".into(),
+                before: format!("0o{mode:o}"),
+                after: format!("0o{want:o}"),
+                diff: None,
+            });
+        }
+    }
+    let (want_uid, want_gid) = owner_ids(ctx, inst).map_err(Applied::failed)?;
+    let new_uid = want_uid.unwrap_or(uid);
+    let new_gid = want_gid.unwrap_or(gid);
+    if new_uid != uid || new_gid != gid {
+        if !ctx.dry_run {
+            ctx.fs
+                .set_owner(path, new_uid, new_gid)
+                .map_err(fs_failed)?;
+        }
+        changes.push(Change {
+            what: "owner".into(),
+            before: format!("{uid}:{gid}"),
+            after: format!("{new_uid}:{new_gid}"),
+            diff: None,
+        });
+    }
+    Ok(changes)
+}
+
+pub fn file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    let path = inst.promiser.as_str();
+    let meta = match ctx.fs.lstat(path) {
+        Ok(m) => m,
+        Err(e) => return fs_failed(e),
+    };
+    if inst.str("ensure") == Some("absent") {
+        return match meta {
+            None => Applied::kept(),
+            Some(m) if m.kind == Kind::Dir => {
+                Applied::failed(format!("`{path}` is a directory, not a file"))
+            }
+            Some(_) => {
+                if !ctx.dry_run {
+                    if let Err(e) = ctx.fs.remove(path) {
+                        return fs_failed(e);
+                    }
+                }
+                Applied::from_changes(vec![Change {
+                    what: "removed".into(),
+                    before: "present".into(),
+                    after: "absent".into(),
+                    diff: None,
+                }])
+            }
+        };
+    }
+    match meta.map(|m| m.kind) {
+        Some(Kind::Symlink) => return fs_failed(FsError::Symlink(path.to_owned())),
+        Some(Kind::Dir) => return Applied::failed(format!("`{path}` is a directory, not a file")),
+        Some(Kind::Other) => return Applied::failed(format!("`{path}` is not a regular file")),
+        _ => {}
+    }
+    let desired: Option<Vec<u8>> = match (
+        inst.get("content"),
+        inst.get("source"),
+        inst.get("template"),
+    ) {
+        (Some(Value::Str(s)), _, _) | (_, _, Some(Value::Str(s))) => Some(s.clone().into_bytes()),
+        (_, Some(Value::Bytes(b)), _) => Some(b.clone()),
+        _ => None,
+    };
+    let (want_uid, want_gid) = match owner_ids(ctx, inst) {
+        Ok(ids) => ids,
+        Err(e) => return Applied::failed(e),
+    };
+    let Some(meta) = meta else {
+        // Create it: content (or empty), mode 0644 unless promised.
+        let bytes = desired.unwrap_or_default();
+        let mode = inst
+            .int("mode")
+            .and_then(|m| u32::try_from(m).ok())
+            .unwrap_or(0o644);
+        let owner = match (want_uid, want_gid) {
+            (None, None) => None,
+            (u, g) => Some((u.unwrap_or_else(current_uid), g.unwrap_or_else(current_gid))),
+        };
+        if !ctx.dry_run {
+            if let Err(e) = ctx.fs.write_file(path, &bytes, mode, owner) {
+                return fs_failed(e);
+            }
+            if let Err(e) = confirm(ctx, path, &bytes) {
+                return e;
+            }
+        }
+        return Applied::from_changes(vec![Change {
+            what: "created".into(),
+            before: "absent".into(),
+            after: format!("sha256:{} mode 0o{mode:o}", digest(&bytes)),
+            diff: if ctx.dry_run {
+                diff(b"", &bytes, path)
+            } else {
+                None
+            },
+        }]);
+    };
+    let mut changes = Vec::new();
+    if let Some(want) = desired {
+        let current = match ctx.fs.read_file(path) {
+            Ok(c) => c.unwrap_or_default(),
+            Err(e) => return fs_failed(e),
+        };
+        if current != want {
+            if !ctx.dry_run {
+                if inst.bool("backup") == Some(true) {
+                    let backup = format!("{path}.converge-backup");
+                    if let Err(e) =
+                        ctx.fs
+                            .write_file(&backup, &current, meta.mode, Some((meta.uid, meta.gid)))
+                    {
+                        return fs_failed(e);
+                    }
+                }
+                let mode = inst
+                    .int("mode")
+                    .and_then(|m| u32::try_from(m).ok())
+                    .unwrap_or(meta.mode);
+                let owner = Some((want_uid.unwrap_or(meta.uid), want_gid.unwrap_or(meta.gid)));
+                if let Err(e) = ctx.fs.write_file(path, &want, mode, owner) {
+                    return fs_failed(e);
+                }
+                if let Err(e) = confirm(ctx, path, &want) {
+                    return e;
+                }
+            }
+            changes.push(Change {
+                what: "content".into(),
+                before: format!("sha256:{}", digest(&current)),
+                after: format!("sha256:{}", digest(&want)),
+                diff: if ctx.dry_run {
+                    diff(&current, &want, path)
+                } else {
+                    None
+                },
+            });
+        }
+    }
+    // Mode and owner, read again after a rewrite.
+    let meta = if changes.is_empty() || ctx.dry_run {
+        meta
+    } else {
+        match ctx.fs.lstat(path) {
+            Ok(Some(m)) => m,
+            Ok(None) => return Applied::failed(format!("`{path}` vanished while it was written")),
+            Err(e) => return fs_failed(e),
+        }
+    };
+    match attributes(ctx, inst, path, meta.mode, meta.uid, meta.gid) {
+        Ok(more) => changes.extend(more),
+        Err(failed) => return failed,
+    }
+    Applied::from_changes(changes)
+}
+
+/// Re-reads what was written: a repair is only a repair if it stuck.
+fn confirm(ctx: &Ctx<'_>, path: &str, want: &[u8]) -> Result<(), Applied> {
+    match ctx.fs.read_file(path) {
+        Ok(Some(now)) if now == want => Ok(()),
+        Ok(_) => Err(Applied::failed(format!(
+            "`{path}` does not hold the promised content after writing it"
+        ))),
+        Err(e) => Err(fs_failed(e)),
+    }
+}
+
+fn current_uid() -> u32 {
+    rustix::process::getuid().as_raw()
+}
+
+fn current_gid() -> u32 {
+    rustix::process::getgid().as_raw()
+}
+
+pub fn directory(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    let path = inst.promiser.as_str();
+    let meta = match ctx.fs.lstat(path) {
+        Ok(m) => m,
+        Err(e) => return fs_failed(e),
+    };
+    if inst.str("ensure") == Some("absent") {
+        return match meta {
+            None => Applied::kept(),
+            Some(m) if m.kind == Kind::Dir => {
+                if !ctx.dry_run {
+                    if let Err(e) = ctx.fs.remove(path) {
+                        return fs_failed(e);
+                    }
+                }
+                Applied::from_changes(vec![Change {
+                    what: "removed".into(),
+                    before: "present".into(),
+                    after: "absent".into(),
+                    diff: None,
+                }])
+            }
+            Some(_) => Applied::failed(format!("`{path}` is not a directory")),
+        };
+    }
+    match meta {
+        None => {
+            let mode = inst
+                .int("mode")
+                .and_then(|m| u32::try_from(m).ok())
+                .unwrap_or(0o755);
+            if !ctx.dry_run {
+                if let Err(e) = ctx.fs.create_dir(path, mode) {
+                    return fs_failed(e);
+                }
+            }
+            let mut changes = vec![Change {
+                what: "created".into(),
+                before: "absent".into(),
+                after: format!("directory mode 0o{mode:o}"),
+                diff: None,
+            }];
+            if !ctx.dry_run && (inst.str("owner").is_some() || inst.str("group").is_some()) {
+                match attributes(ctx, inst, path, mode, current_uid(), current_gid()) {
+                    Ok(more) => changes.extend(more),
+                    Err(failed) => return failed,
+                }
+            }
+            Applied::from_changes(changes)
+        }
+        Some(m) if m.kind == Kind::Symlink => fs_failed(FsError::Symlink(path.to_owned())),
+        Some(m) if m.kind != Kind::Dir => {
+            Applied::failed(format!("`{path}` exists and is not a directory"))
+        }
+        Some(m) => match attributes(ctx, inst, path, m.mode, m.uid, m.gid) {
+            Ok(changes) => Applied::from_changes(changes),
+            Err(failed) => failed,
+        },
+    }
+}
+
+pub fn link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    let path = inst.promiser.as_str();
+    let meta = match ctx.fs.lstat(path) {
+        Ok(m) => m,
+        Err(e) => return fs_failed(e),
+    };
+    let current = match ctx.fs.read_link(path) {
+        Ok(t) => t,
+        Err(e) => return fs_failed(e),
+    };
+    if inst.str("ensure") == Some("absent") {
+        return match (meta, current) {
+            (None, _) => Applied::kept(),
+            (Some(_), Some(target)) => {
+                if !ctx.dry_run {
+                    if let Err(e) = ctx.fs.remove(path) {
+                        return fs_failed(e);
+                    }
+                }
+                Applied::from_changes(vec![Change {
+                    what: "removed link".into(),
+                    before: target,
+                    after: "absent".into(),
+                    diff: None,
+                }])
+            }
+            (Some(_), None) => Applied::failed(format!("`{path}` exists and is not a link")),
+        };
+    }
+    let Some(target) = inst.str("target") else {
+        return Applied::failed("a link needs a `target`");
+    };
+    match (meta, current) {
+        (_, Some(t)) if t == target => Applied::kept(),
+        (Some(m), None) if m.kind == Kind::Dir => {
+            Applied::failed(format!("`{path}` is a directory, not a link"))
+        }
+        (_, before) => {
+            if !ctx.dry_run {
+                if let Err(e) = ctx.fs.symlink(path, target) {
+                    return fs_failed(e);
+                }
+            }
+            Applied::from_changes(vec![Change {
+                what: "target".into(),
+                before: before.unwrap_or_else(|| "absent".into()),
+                after: target.to_owned(),
+                diff: None,
+            }])
+        }
+    }
+}
+
+pub fn line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    let path = inst.promiser.as_str();
+    let meta = match ctx.fs.lstat(path) {
+        Ok(Some(m)) if m.kind == Kind::File => m,
+        Ok(Some(m)) if m.kind == Kind::Symlink => return fs_failed(FsError::Symlink(path.to_owned())),
+        Ok(Some(_)) => return Applied::failed(format!("`{path}` is not a regular file")),
+        Ok(None) if ctx.dry_run => {
+            return Applied {
+                outcome: Outcome::Skipped(format!(
+                    "`{path}` does not exist yet; a dry run does not create it, so its lines cannot be checked"
+                )),
+                changes: Vec::new(),
+                output: None,
+            }
+        }
+        Ok(None) => return Applied::failed(format!("`{path}` does not exist; promise the file too")),
+        Err(e) => return fs_failed(e),
+    };
+    let bytes = match ctx.fs.read_file(path) {
+        Ok(b) => b.unwrap_or_default(),
+        Err(e) => return fs_failed(e),
+    };
+    let Ok(text) = String::from_utf8(bytes.clone()) else {
+        return Applied::failed(format!("`{path}` is not UTF-8 text"));
+    };
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let mut what = String::new();
+    if let Some(wanted) = inst.str("present") {
+        if !lines.iter().any(|l| l == wanted) {
+            lines.push(wanted.to_owned());
+            what = format!("added line {wanted:?}");
+        }
+    } else if let Some(unwanted) = inst.str("absent") {
+        let before = lines.len();
+        lines.retain(|l| l != unwanted);
+        if lines.len() != before {
+            what = format!(
+                "removed {} line(s) {unwanted:?}",
+                before.saturating_sub(lines.len())
+            );
+        }
+    } else if let (Some(pattern), Some(with)) = (inst.str("replace"), inst.str("with")) {
+        let re = match regex::Regex::new(pattern) {
+            Ok(re) => re,
+            Err(e) => return Applied::failed(format!("invalid regex: {e}")),
+        };
+        let mut count: usize = 0;
+        for l in &mut lines {
+            let replaced = re.replace_all(l, with).into_owned();
+            if replaced != *l {
+                *l = replaced;
+                count = count.saturating_add(1);
+            }
+        }
+        if count > 0 {
+            what = format!("replaced {pattern:?} on {count} line(s)");
+        }
+    }
+    if what.is_empty() {
+        return Applied::kept();
+    }
+    let mut new_text = lines.join("\n");
+    if !lines.is_empty() {
+        new_text.push('\n');
+    }
+    let new_bytes = new_text.into_bytes();
+    if !ctx.dry_run {
+        if let Err(e) = ctx
+            .fs
+            .write_file(path, &new_bytes, meta.mode, Some((meta.uid, meta.gid)))
+        {
+            return fs_failed(e);
+        }
+    }
+    Applied::from_changes(vec![Change {
+        what,
+        before: format!("sha256:{}", digest(&bytes)),
+        after: format!("sha256:{}", digest(&new_bytes)),
+        diff: if ctx.dry_run {
+            diff(&bytes, &new_bytes, path)
+        } else {
+            None
+        },
+    }])
+}
+
+/// The most output of a command kept in the report, per stream.
+const MAX_OUTPUT: usize = 64 * 1024;
+
+pub fn command(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    let Some(run) = inst.list("run").filter(|r| !r.is_empty()) else {
+        return Applied::failed("a command needs `run`");
+    };
+    if let Some(creates) = inst.str("creates") {
+        match ctx.fs.lstat(creates) {
+            Ok(Some(_)) => return Applied::kept(),
+            Ok(None) => {}
+            Err(e) => return fs_failed(e),
+        }
+    }
+    let timeout = Duration::from_secs(
+        inst.int("timeout")
+            .and_then(|t| u64::try_from(t).ok())
+            .unwrap_or(60),
+    );
+    let cwd = match inst.str("cwd") {
+        Some(dir) => ctx.fs.path().join(dir.trim_start_matches('/')),
+        None => ctx.fs.path().to_path_buf(),
+    };
+    if let Some(unless) = inst.list("unless").filter(|u| !u.is_empty()) {
+        match execute(unless, &cwd, ctx.fs.path(), timeout) {
+            Ok((Some(0), _)) => return Applied::kept(),
+            Ok(_) => {}
+            Err(e) => return Applied::failed(format!("`unless` could not run: {e}")),
+        }
+    }
+    let shown = run.join(" ");
+    if ctx.dry_run {
+        return Applied::from_changes(vec![Change {
+            what: "run".into(),
+            before: String::new(),
+            after: shown,
+            diff: None,
+        }]);
+    }
+    match execute(run, &cwd, ctx.fs.path(), timeout) {
+        Ok((Some(0), output)) => Applied {
+            outcome: Outcome::Repaired,
+            changes: vec![Change {
+                what: "ran".into(),
+                before: String::new(),
+                after: shown,
+                diff: None,
+            }],
+            output: Some(output),
+        },
+        Ok((code, output)) => Applied {
+            outcome: Outcome::Failed(match code {
+                Some(c) => format!("`{shown}` exited with status {c}"),
+                None => format!(
+                    "`{shown}` was killed (timeout of {}s, or a signal)",
+                    timeout.as_secs()
+                ),
+            }),
+            changes: Vec::new(),
+            output: Some(output),
+        },
+        Err(e) => Applied::failed(format!("cannot run `{shown}`: {e}")),
+    }
+}
+
+/// Runs an argv without a shell, in `cwd`, with `CONVERGE_ROOT` set; kills
+/// it after `timeout`. Returns the exit code (`None` if killed) and the
+/// captured output (bounded).
+fn execute(
+    argv: &[String],
+    cwd: &Path,
+    root: &Path,
+    timeout: Duration,
+) -> std::io::Result<(Option<i32>, String)> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(std::io::Error::other("empty command"));
+    };
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .env("CONVERGE_ROOT", root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    // Read both streams on threads so a chatty command cannot block on a
+    // full pipe while we wait for it.
+    let reader = |stream: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            if let Some(mut s) = stream {
+                let mut buf = [0u8; 8192];
+                while let Ok(n) = s.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let room = MAX_OUTPUT.saturating_sub(kept.len());
+                    kept.extend_from_slice(buf.get(..n.min(room)).unwrap_or_default());
+                }
+            }
+            kept
+        })
+    };
+    let out = reader(
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+    );
+    let err = reader(
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+    );
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if start.elapsed() >= timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let mut output = String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned();
+    output.push_str(&String::from_utf8_lossy(&err.join().unwrap_or_default()));
+    Ok((status.and_then(|s| s.code()), output))
+}

@@ -1,0 +1,139 @@
+//! The run report: JSON for CI and dashboards (the shape of issue 6:
+//! `bundle`, `host`, `passes`, `converged`, `duration_ms`, `summary`,
+//! `promises`, `unmanaged`), and one line per change or failure for people.
+
+use serde_json::{json, Value};
+
+use super::operators::Outcome;
+use super::RunReport;
+
+fn outcome_word(o: &Outcome) -> &'static str {
+    match o {
+        Outcome::Kept => "kept",
+        Outcome::Repaired => "repaired",
+        Outcome::Failed(_) => "failed",
+        Outcome::Skipped(_) => "skipped",
+    }
+}
+
+pub fn json(r: &RunReport) -> Value {
+    let count = |w: &str| {
+        r.promises
+            .iter()
+            .filter(|p| outcome_word(&p.outcome) == w)
+            .count()
+    };
+    let promises: Vec<Value> = r
+        .promises
+        .iter()
+        .map(|p| {
+            let error = match &p.outcome {
+                Outcome::Failed(e) | Outcome::Skipped(e) => Value::from(e.clone()),
+                _ => Value::Null,
+            };
+            let changes: Vec<Value> = p
+                .changes
+                .iter()
+                .map(|c| json!({ "what": c.what, "before": c.before, "after": c.after, "diff": c.diff }))
+                .collect();
+            json!({
+                "type": p.kind,
+                "promiser": p.promiser,
+                "outcome": outcome_word(&p.outcome),
+                "source": p.source,
+                "changes": changes,
+                "error": error,
+                "output": p.output,
+            })
+        })
+        .collect();
+    json!({
+        "bundle": { "name": r.bundle_name, "serial": r.serial, "digest": r.digest },
+        "host": {
+            "hostname": r.facts.hostname,
+            "os_family": r.facts.os_family,
+            "os_release": r.facts.os_release,
+            "arch": r.facts.arch,
+            "classes": r.classes,
+        },
+        "dry_run": r.dry_run,
+        "passes": r.passes,
+        "converged": r.converged,
+        "oscillating": r.oscillating,
+        "duration_ms": r.duration_ms as u64,
+        "summary": {
+            "kept": count("kept"),
+            "repaired": count("repaired"),
+            "failed": count("failed"),
+            "skipped": count("skipped"),
+            "unmanaged": r.unmanaged.len(),
+        },
+        "promises": promises,
+        "unmanaged": r.unmanaged,
+    })
+}
+
+/// One line per change, failure or report message, then the summary line:
+/// `142 kept, 3 repaired, 0 failed in 2 passes, 18 ms`.
+pub fn human(r: &RunReport) -> String {
+    let mut out = String::new();
+    let verb = if r.dry_run {
+        "would repair"
+    } else {
+        "repaired"
+    };
+    for p in &r.promises {
+        let head = format!("{} {:?} ({})", p.kind, p.promiser, p.source);
+        match &p.outcome {
+            Outcome::Failed(e) => out.push_str(&format!("FAILED   {head}: {e}\n")),
+            Outcome::Repaired => {
+                for c in &p.changes {
+                    let arrow = if c.before.is_empty() {
+                        c.after.clone()
+                    } else {
+                        format!("{} -> {}", c.before, c.after)
+                    };
+                    out.push_str(&format!("{verb} {head}: {} {arrow}\n", c.what));
+                    if let Some(diff) = &c.diff {
+                        out.push_str(diff);
+                    }
+                }
+            }
+            Outcome::Skipped(reason) => out.push_str(&format!("skipped  {head}: {reason}\n")),
+            Outcome::Kept => {}
+        }
+        if p.kind == "report" {
+            if let Some(message) = &p.output {
+                out.push_str(&format!("report   {}: {message}\n", p.promiser));
+            }
+        }
+    }
+    for path in &r.unmanaged {
+        out.push_str(&format!("unmanaged {path}\n"));
+    }
+    if !r.converged {
+        out.push_str(&format!(
+            "NOT CONVERGED after {} passes; still changing: {}\n",
+            r.passes,
+            r.oscillating.join(", ")
+        ));
+    }
+    let count = |w: &str| {
+        r.promises
+            .iter()
+            .filter(|p| outcome_word(&p.outcome) == w)
+            .count()
+    };
+    out.push_str(&format!(
+        "{}{} kept, {} repaired, {} failed, {} skipped in {} pass{}, {} ms\n",
+        if r.dry_run { "dry run: " } else { "" },
+        count("kept"),
+        count("repaired"),
+        count("failed"),
+        count("skipped"),
+        r.passes,
+        if r.passes == 1 { "" } else { "es" },
+        r.duration_ms
+    ));
+    out
+}

@@ -1,0 +1,172 @@
+//! Turning a promise of the bundle into what one host must converge to:
+//! its promiser and attribute values evaluated against the facts, the
+//! classes and the current elements of its run-time loops.
+
+use std::collections::BTreeSet;
+
+use crate::bundle::format::{Body, Constant, Item, Operand, Promise};
+use crate::eval::{EvalError, Evaluator, Val};
+use crate::schema::PROMISE_TYPES;
+
+/// A resolved attribute value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    Str(String),
+    Int(i64),
+    Bool(bool),
+    Bytes(Vec<u8>),
+    List(Vec<String>),
+}
+
+impl Value {
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// How the value is shown in reports.
+    pub fn display(&self) -> String {
+        match self {
+            Value::Str(s) => format!("{s:?}"),
+            Value::Int(i) => i.to_string(),
+            Value::Bool(b) => b.to_string(),
+            Value::Bytes(b) => format!("<{} bytes>", b.len()),
+            Value::List(l) => format!("{l:?}"),
+        }
+    }
+}
+
+/// One instance of a promise on this host (a promise inside a run-time
+/// loop has one instance per element).
+#[derive(Clone, Debug)]
+pub struct Instance {
+    /// Index of the promise in the bundle.
+    pub index: usize,
+    pub kind: &'static str,
+    pub promiser: String,
+    /// Attribute name and value, in the bundle's order.
+    pub attrs: Vec<(&'static str, Value)>,
+}
+
+impl Instance {
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.attrs.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+
+    pub fn str(&self, name: &str) -> Option<&str> {
+        self.get(name).and_then(Value::as_str)
+    }
+
+    pub fn int(&self, name: &str) -> Option<i64> {
+        match self.get(name) {
+            Some(Value::Int(i)) => Some(*i),
+            _ => None,
+        }
+    }
+
+    pub fn bool(&self, name: &str) -> Option<bool> {
+        match self.get(name) {
+            Some(Value::Bool(b)) => Some(*b),
+            _ => None,
+        }
+    }
+
+    pub fn list(&self, name: &str) -> Option<&[String]> {
+        match self.get(name) {
+            Some(Value::List(l)) => Some(l),
+            _ => None,
+        }
+    }
+}
+
+/// The element combinations of a promise's run-time loops (one empty
+/// combination when there is no loop).
+pub fn loop_combinations(eval: &mut Evaluator<'_>, facts_of: &[Vec<String>]) -> Vec<Vec<String>> {
+    let _ = eval;
+    let mut combos: Vec<Vec<String>> = vec![Vec::new()];
+    for list in facts_of {
+        let mut next = Vec::with_capacity(combos.len().saturating_mul(list.len()));
+        for combo in &combos {
+            for item in list {
+                let mut c = combo.clone();
+                c.push(item.clone());
+                next.push(c);
+            }
+        }
+        combos = next;
+    }
+    combos
+}
+
+fn item(
+    body: &Body,
+    eval: &mut Evaluator<'_>,
+    item: Item,
+    classes: &BTreeSet<String>,
+    loops: &[String],
+) -> Result<Value, EvalError> {
+    match item {
+        Item::Const(c) => match body.constants.get(c as usize) {
+            Some(Constant::Str(s) | Constant::Word(s)) => Ok(Value::Str(s.clone())),
+            Some(Constant::Int(i)) => Ok(Value::Int(*i)),
+            Some(Constant::Duration(s)) => Ok(Value::Int(i64::try_from(*s).unwrap_or(i64::MAX))),
+            Some(Constant::Bool(b)) => Ok(Value::Bool(*b)),
+            Some(Constant::Blob(b)) => Ok(Value::Bytes(b.0.clone())),
+            None => Err(EvalError(format!("constant {c}"))),
+        },
+        Item::Code(p) => Ok(match eval.run(p, classes, loops)? {
+            Val::Str(s) => Value::Str(s),
+            Val::Int(i) => Value::Int(i),
+            Val::Bool(b) => Value::Bool(b),
+            Val::List(l) => Value::List(l),
+        }),
+    }
+}
+
+/// Resolves one instance of a promise.
+pub fn resolve(
+    body: &Body,
+    eval: &mut Evaluator<'_>,
+    index: usize,
+    promise: &Promise,
+    classes: &BTreeSet<String>,
+    loops: &[String],
+) -> Result<Instance, EvalError> {
+    let pt = PROMISE_TYPES
+        .get(promise.kind as usize)
+        .ok_or_else(|| EvalError(format!("promise type {}", promise.kind)))?;
+    let all: Vec<_> = pt.all_attrs().collect();
+    let promiser = match item(body, eval, promise.promiser, classes, loops)? {
+        Value::Str(s) => s,
+        other => other.display(),
+    };
+    let mut attrs = Vec::with_capacity(promise.attrs.len());
+    for a in promise.attrs.iter() {
+        let name = all
+            .get(a.attr as usize)
+            .map(|s| s.name)
+            .ok_or_else(|| EvalError(format!("attribute {}", a.attr)))?;
+        let value = match &a.value {
+            Operand::Item(i) => item(body, eval, *i, classes, loops)?,
+            Operand::List(items) => {
+                let mut list = Vec::with_capacity(items.len());
+                for i in items.iter() {
+                    list.push(match item(body, eval, *i, classes, loops)? {
+                        Value::Str(s) => s,
+                        other => other.display(),
+                    });
+                }
+                Value::List(list)
+            }
+        };
+        attrs.push((name, value));
+    }
+    Ok(Instance {
+        index,
+        kind: pt.name,
+        promiser,
+        attrs,
+    })
+}
