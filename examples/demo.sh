@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The main job on the embedded example, as far as Converge goes today:
-# check examples/site.policy, generate a signing key, compile and sign the
-# bundle, verify it as a host would against its trust directory, and show
-# the start of its disassembly. Everything is written to a temporary
-# directory that is removed at the end; nothing on this machine is changed.
+# The main job on the embedded example: check the site policy, generate a
+# signing key, compile and sign examples/sandbox.policy (the site's file-level
+# policy, without the bundles that run commands on the machine), verify it as
+# a host would, and run the VM twice on a sandbox root that looks like a small
+# Debian web server. The second run repairs nothing. Everything happens in a
+# temporary directory that is removed at the end; the policy runs no command,
+# so nothing outside it is touched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,18 +20,37 @@ echo "== policyc check examples/site.policy"
 "$policyc" check examples/site.policy
 
 echo
-echo "== policyc keygen"
-"$policyc" keygen --out "$work/hub"
+echo "== policyc keygen, policyc build (compile and sign)"
+"$policyc" keygen --out "$work/hub" >/dev/null
 cp "$work/hub.pub" "$work/trusted/"
-
-echo
-echo "== policyc build (compile and sign)"
-"$policyc" build examples/site.policy -o "$work/site.bundle" --key "$work/hub.key" --serial 1
+"$policyc" build examples/sandbox.policy -o "$work/sandbox.bundle" --key "$work/hub.key" --serial 1
 
 echo
 echo "== policyvm verify (as a host would, against its trusted keys)"
-"$policyvm" verify "$work/site.bundle" --trust "$work/trusted"
+"$policyvm" verify "$work/sandbox.bundle" --trust "$work/trusted"
+
+# A sandbox root with what a small Debian web server already has.
+root="$work/root"
+mkdir -p "$root/etc/ssh" "$root/etc/default"
+echo web01 > "$root/etc/hostname"
+printf 'ID=debian\nVERSION_ID="12"\n' > "$root/etc/os-release"
+printf 'root:x:0:0:root:/root:/bin/bash\nwww-data:x:33:33::/var/www:/usr/sbin/nologin\nalice:x:2001:2001::/home/alice:/bin/bash\ndeploy:x:2002:2100::/home/deploy:/bin/bash\n' > "$root/etc/passwd"
+printf 'root:x:0:\nadm:x:4:\nsudo:x:27:\nwww-data:x:33:\nalice:x:2001:\nops:x:2000:\ndeployers:x:2100:\n' > "$root/etc/group"
+printf 'nameserver 192.0.2.1\n' > "$root/etc/resolv.conf"
+printf '127.0.0.1 localhost\n' > "$root/etc/hosts"
+printf 'driftfile /var/lib/ntp/ntp.drift\n' > "$root/etc/ntp.conf"
+printf 'PermitRootLogin yes\nPasswordAuthentication yes\nX11Forwarding yes\n' > "$root/etc/ssh/sshd_config"
+printf 'ULIMIT="-n 1024"\n' > "$root/etc/default/nginx"
 
 echo
-echo "== policyvm inspect (first 40 lines)"
-"$policyvm" inspect "$work/site.bundle" --trust "$work/trusted" | head -40
+echo "== policyvm run --root SANDBOX (first run: converges the sandbox)"
+echo "   (packages, services, users and groups are reported skipped: their backends are not in this VM yet)"
+"$policyvm" run "$work/sandbox.bundle" --trust "$work/trusted" --root "$root"
+
+echo
+echo "== policyvm run --root SANDBOX again (nothing left to repair)"
+"$policyvm" run "$work/sandbox.bundle" --trust "$work/trusted" --root "$root" | tail -1
+
+echo
+echo "== the converged /etc/ssh/sshd_config of the sandbox"
+cat "$root/etc/ssh/sshd_config"

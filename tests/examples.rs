@@ -59,3 +59,24 @@ fn stdlib_checks_clean() {
 fn stdlib_test_policies_check_clean() {
     assert_all_clean("stdlib/tests", 4);
 }
+
+/// `examples/demo.sh` runs `examples/sandbox.policy` for real on a sandbox
+/// root. Commands are never chrooted, so that policy must have none.
+#[test]
+fn the_sandbox_example_runs_no_command() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut ws = Workspace::new(FileSystem::new());
+    ws.add_root(&root.join("examples/sandbox.policy")).unwrap();
+    let outcome = check(&ws);
+    let program = &outcome.programs.first().expect("a program").program;
+    assert!(program.promises.len() > 20);
+    let commands: Vec<_> = program
+        .promises
+        .iter()
+        .filter(|p| p.kind == "command")
+        .collect();
+    assert!(
+        commands.is_empty(),
+        "sandbox.policy would run commands on the machine: {commands:?}"
+    );
+}
