@@ -538,3 +538,57 @@ fn kill_9_at_random_moments_never_leaves_a_partial_file() {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), expected(i));
     }
 }
+
+#[test]
+fn a_repaired_promise_runs_the_commands_it_notifies() {
+    let root = root_with_etc();
+    let bundle = verified(&compile(
+        r#"bundle b {
+  file "/etc/app.conf" { content = "v1\n"; notify = [command "reload"]; }
+  command "reload" { run = ["/bin/sh", "-c", "echo reload >> \"$CONVERGE_ROOT/reloads\""]; creates = "/etc/app.conf"; }
+}
+policy { b(); }"#,
+    ));
+    // First run: the file is created and notifies the command, which runs
+    // although its `creates` path now exists.
+    converge(&bundle, root.path(), false);
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("reloads")).unwrap(),
+        "reload\n"
+    );
+    // Nothing changed: no notification, `creates` holds, no reload.
+    converge(&bundle, root.path(), false);
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("reloads")).unwrap(),
+        "reload\n"
+    );
+    // Drift: the file is repaired, the command runs again.
+    std::fs::write(root.path().join("etc/app.conf"), "edited\n").unwrap();
+    converge(&bundle, root.path(), false);
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("reloads")).unwrap(),
+        "reload\nreload\n"
+    );
+}
+
+#[test]
+fn promises_that_undo_each_other_are_reported_not_converged() {
+    let root = root_with_etc();
+    // The file wants "a"; the line edit turns it into "b": each pass repairs
+    // both, forever. The run stops at the pass limit and names them.
+    let bundle = verified(&compile(
+        r#"bundle b {
+  file "/etc/flip" { content = "a\n"; }
+  line "/etc/flip" { replace = r"^a$"; with = r"b"; }
+}
+policy { b(); }"#,
+    ));
+    let r = converge(&bundle, root.path(), false);
+    assert!(!r.converged, "{r:?}");
+    assert_eq!(r.passes, bundle.body.header.pass_limit);
+    assert_eq!(r.oscillating.len(), 2, "{:?}", r.oscillating);
+    let json = converge_vm::run::report::json(&r);
+    assert_eq!(json["converged"], false);
+    let human = converge_vm::run::report::human(&r);
+    assert!(human.contains("NOT CONVERGED"), "{human}");
+}

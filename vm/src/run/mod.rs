@@ -98,6 +98,8 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     let mut results: Vec<PromiseResult> = Vec::new();
     let mut slot: HashMap<(usize, Vec<String>), usize> = HashMap::new();
     let mut commands_run: HashSet<(usize, Vec<String>)> = HashSet::new();
+    // Promises named in the `notify` of a repaired promise.
+    let mut notified: HashSet<usize> = HashSet::new();
     let mut unmanaged: BTreeSet<String> = BTreeSet::new();
     let limit = body.header.pass_limit.max(1);
     let mut passes = 0;
@@ -189,11 +191,22 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                 // A command runs at most once per run; later passes keep
                 // its first outcome.
                 continue;
+            } else if inst.kind == "command" {
+                // A notified command runs even if `creates`/`unless` would
+                // skip it: that is what notifying it means.
+                operators::command(&ctx, inst, notified.contains(&inst.index))
             } else {
                 apply(&ctx, inst)
             };
-            if inst.kind == "command" && applied.outcome == Outcome::Repaired {
+            if inst.kind == "command"
+                && matches!(applied.outcome, Outcome::Repaired | Outcome::Failed(_))
+            {
                 commands_run.insert(key.clone());
+            }
+            if applied.outcome == Outcome::Repaired {
+                if let Some(p) = p {
+                    notified.extend(p.notify.iter().map(|t| *t as usize));
+                }
             }
             if inst.kind == "directory" && !matches!(applied.outcome, Outcome::Failed(_)) {
                 purge(&ctx, inst, &instances, &mut unmanaged);
@@ -268,7 +281,7 @@ fn apply(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
         "directory" => operators::directory(ctx, inst),
         "link" => operators::link(ctx, inst),
         "line" => operators::line(ctx, inst),
-        "command" => operators::command(ctx, inst),
+        "command" => operators::command(ctx, inst, false),
         "report" => Applied {
             outcome: Outcome::Kept,
             changes: Vec::new(),

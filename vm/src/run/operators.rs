@@ -553,11 +553,13 @@ pub fn line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
 /// The most output of a command kept in the report, per stream.
 const MAX_OUTPUT: usize = 64 * 1024;
 
-pub fn command(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+/// Runs a command unless `creates` exists or `unless` succeeds; a
+/// `notified` command runs regardless.
+pub fn command(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
     let Some(run) = inst.list("run").filter(|r| !r.is_empty()) else {
         return Applied::failed("a command needs `run`");
     };
-    if let Some(creates) = inst.str("creates") {
+    if let Some(creates) = inst.str("creates").filter(|_| !notified) {
         match ctx.fs.lstat(creates) {
             Ok(Some(_)) => return Applied::kept(),
             Ok(None) => {}
@@ -573,7 +575,7 @@ pub fn command(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
         Some(dir) => ctx.fs.path().join(dir.trim_start_matches('/')),
         None => ctx.fs.path().to_path_buf(),
     };
-    if let Some(unless) = inst.list("unless").filter(|u| !u.is_empty()) {
+    if let Some(unless) = inst.list("unless").filter(|u| !u.is_empty() && !notified) {
         match execute(unless, &cwd, ctx.fs.path(), timeout) {
             Ok((Some(0), _)) => return Applied::kept(),
             Ok(_) => {}
