@@ -13,9 +13,12 @@
 //! and the directory is synced. Killed at any instant, a file is either its
 //! old content or its new one.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::io::{Read as _, Write as _};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
 use rustix::io::Errno;
@@ -73,10 +76,16 @@ pub struct Meta {
 }
 
 /// A root directory, and every operation relative to it.
+///
+/// Directory handles are kept once walked (`/data/d1` opens `data` and
+/// `d1` once per run, not once per file in it): a handle names the
+/// directory itself, so a link planted later at its path does not redirect
+/// it. Removing a directory through this type forgets its handles.
 #[derive(Debug)]
 pub struct RootFs {
     root: OwnedFd,
     path: PathBuf,
+    dirs: RefCell<HashMap<String, Rc<OwnedFd>>>,
 }
 
 fn io<'p>(path: &'p str, op: &'static str) -> impl FnOnce(Errno) -> FsError + 'p {
@@ -123,6 +132,7 @@ impl RootFs {
         Ok(RootFs {
             root,
             path: path.to_path_buf(),
+            dirs: RefCell::new(HashMap::new()),
         })
     }
 
@@ -136,28 +146,38 @@ impl RootFs {
         &self,
         path: &'p str,
         create: Option<u32>,
-    ) -> Result<Option<(OwnedFd, &'p str)>, FsError> {
+    ) -> Result<Option<(Rc<OwnedFd>, &'p str)>, FsError> {
         let comps = components(path)?;
         let Some((name, dirs)) = comps.split_last() else {
             return Err(FsError::BadPath(path.to_owned()));
         };
-        let mut current =
-            rfs::openat(&self.root, ".", DIR_FLAGS, Mode::empty()).map_err(io(path, "open"))?;
+        let key = dirs.join("/");
+        if let Some(fd) = self.dirs.borrow().get(&key) {
+            return Ok(Some((Rc::clone(fd), name)));
+        }
+        let mut current = Rc::new(
+            rfs::openat(&self.root, ".", DIR_FLAGS, Mode::empty()).map_err(io(path, "open"))?,
+        );
         for (i, dir) in dirs.iter().enumerate() {
-            let shown = || format!("/{}", dirs.get(..=i).unwrap_or_default().join("/"));
-            match rfs::openat(&current, *dir, DIR_FLAGS, Mode::empty()) {
-                Ok(fd) => current = fd,
+            let prefix = dirs.get(..=i).unwrap_or_default().join("/");
+            if let Some(fd) = self.dirs.borrow().get(&prefix) {
+                current = Rc::clone(fd);
+                continue;
+            }
+            let shown = || format!("/{prefix}");
+            let fd = match rfs::openat(&*current, *dir, DIR_FLAGS, Mode::empty()) {
+                Ok(fd) => fd,
                 Err(Errno::NOENT) => match create {
                     Some(mode) => {
-                        match rfs::mkdirat(&current, *dir, Mode::from_bits_truncate(mode)) {
+                        match rfs::mkdirat(&*current, *dir, Mode::from_bits_truncate(mode)) {
                             Ok(()) | Err(Errno::EXIST) => {}
                             Err(e) => return Err(io(&shown(), "create directory")(e)),
                         }
-                        let fd = rfs::openat(&current, *dir, DIR_FLAGS, Mode::empty())
+                        let fd = rfs::openat(&*current, *dir, DIR_FLAGS, Mode::empty())
                             .map_err(io(&shown(), "open"))?;
                         // mkdir is subject to the umask; the promise's mode is not.
                         set_mode_at(&current, dir, mode, &shown())?;
-                        current = fd;
+                        fd
                     }
                     None => return Ok(None),
                 },
@@ -168,9 +188,22 @@ impl RootFs {
                     })
                 }
                 Err(e) => return Err(io(&shown(), "open")(e)),
-            }
+            };
+            current = Rc::new(fd);
+            self.dirs.borrow_mut().insert(prefix, Rc::clone(&current));
         }
         Ok(Some((current, name)))
+    }
+
+    /// Forgets the handles of `path` and everything under it (after the
+    /// directory was removed).
+    fn forget(&self, path: &str) {
+        let Ok(comps) = components(path) else { return };
+        let key = comps.join("/");
+        let below = format!("{key}/");
+        self.dirs
+            .borrow_mut()
+            .retain(|k, _| *k != key && !k.starts_with(&below));
     }
 
     /// The metadata of the object at `path` itself (a link is reported as a
@@ -342,6 +375,7 @@ impl RootFs {
             return Ok(());
         };
         remove_at(&dir, name, path)?;
+        self.forget(path);
         sync_dir(&dir, path)
     }
 

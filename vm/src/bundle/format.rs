@@ -60,6 +60,9 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
                 while let Some(item) = seq.next_element()? {
                     items.push(item);
                 }
+                // Growth by doubling leaves up to half unused; a bundle is
+                // kept for the whole run.
+                items.shrink_to_fit();
                 Ok(List(items))
             }
         }

@@ -73,6 +73,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_REFUSED);
         }
     };
+    drop(bytes);
     let opts = RunOptions {
         root: args.root.clone(),
         dry_run: args.dry_run,
@@ -85,22 +86,24 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_NO_INPUT);
         }
     };
-    let json = report::json(&result);
-    if let Some(path) = &args.report {
-        let text = serde_json::to_string_pretty(&json).unwrap_or_default();
-        if let Err(e) = std::fs::write(path, text) {
-            eprintln!(
-                "error: cannot write the report to `{}`: {e}",
-                path.display()
-            );
+    // The JSON document is only built when asked for: on a large policy it
+    // would be most of the VM's memory.
+    if args.report.is_some() || args.format == RunFormat::Json {
+        let text = serde_json::to_string_pretty(&report::json(&result)).unwrap_or_default();
+        if let Some(path) = &args.report {
+            if let Err(e) = std::fs::write(path, &text) {
+                eprintln!(
+                    "error: cannot write the report to `{}`: {e}",
+                    path.display()
+                );
+            }
+        }
+        if args.format == RunFormat::Json {
+            out(format!("{text}\n"));
         }
     }
-    match args.format {
-        RunFormat::Human => out(report::human(&result)),
-        RunFormat::Json => out(format!(
-            "{}\n",
-            serde_json::to_string_pretty(&json).unwrap_or_default()
-        )),
+    if args.format == RunFormat::Human {
+        out(report::human(&result));
     }
     if !result.converged {
         ExitCode::from(EXIT_NOT_CONVERGED)
