@@ -592,3 +592,70 @@ policy { b(); }"#,
     let human = converge_vm::run::report::human(&r);
     assert!(human.contains("NOT CONVERGED"), "{human}");
 }
+
+#[test]
+fn operators_in_detail() {
+    use std::os::unix::fs::MetadataExt as _;
+    let root = root_with_etc();
+    std::fs::write(
+        root.path().join("etc/passwd"),
+        "root:x:0:0::/root:/bin/sh\napp:x:1234:1234::/srv:/bin/sh\n",
+    )
+    .unwrap();
+    std::fs::write(root.path().join("etc/group"), "root:x:0:\napp:x:1234:\n").unwrap();
+    std::fs::create_dir_all(root.path().join("srv/purged")).unwrap();
+    std::fs::write(root.path().join("srv/purged/stray"), "x").unwrap();
+    std::fs::write(
+        root.path().join("etc/ssh_config"),
+        "PermitRootLogin yes\nX11Forwarding yes\nUseDNS yes\n",
+    )
+    .unwrap();
+    std::fs::write(root.path().join("etc/app.conf"), "old\n").unwrap();
+    let bundle = verified(&compile(
+        r#"bundle b {
+  directory "/srv/purged" { purge = true; }
+  file "/srv/purged/kept" { content = "k\n"; }
+  file "/etc/app.conf" { content = "new on ${sys.hostname}\n"; owner = "app"; group = "app"; backup = true; }
+  line "/etc/ssh_config" { replace = r"^PermitRootLogin\s+\w+$"; with = r"PermitRootLogin no"; }
+  line "/etc/ssh_config" { absent = "X11Forwarding yes"; }
+  command "chatty" { run = ["/bin/sh", "-c", "echo to-stdout; echo to-stderr >&2"]; creates = "/never"; }
+  command "slow" { run = ["/bin/sleep", "5"]; creates = "/never"; timeout = 1s; }
+}
+policy { b(); }"#,
+    ));
+    let r = converge(&bundle, root.path(), false);
+    // purge = true removes what no promise manages.
+    assert!(!root.path().join("srv/purged/stray").exists());
+    assert!(root.path().join("srv/purged/kept").exists());
+    // Content from facts, owner and group from the root's account files,
+    // and the previous content kept as a backup.
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("etc/app.conf")).unwrap(),
+        "new on web01\n"
+    );
+    let meta = std::fs::metadata(root.path().join("etc/app.conf")).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (1234, 1234));
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("etc/app.conf.converge-backup")).unwrap(),
+        "old\n"
+    );
+    // Line replacement and removal.
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("etc/ssh_config")).unwrap(),
+        "PermitRootLogin no\nUseDNS yes\n"
+    );
+    // Output captured, timeouts enforced.
+    let chatty = r.promises.iter().find(|p| p.promiser == "chatty").unwrap();
+    let output = chatty.output.as_deref().unwrap();
+    assert!(
+        output.contains("to-stdout") && output.contains("to-stderr"),
+        "{output}"
+    );
+    let slow = r.promises.iter().find(|p| p.promiser == "slow").unwrap();
+    // Killed at its timeout (the message says so), not left running.
+    assert!(
+        matches!(&slow.outcome, Outcome::Failed(e) if e.contains("timeout")),
+        "{:?}",
+        slow.outcome
+    );
+}
