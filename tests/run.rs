@@ -659,3 +659,58 @@ policy { b(); }"#,
         slow.outcome
     );
 }
+
+/// Special files in place of promised ones: a FIFO is refused without
+/// blocking, a 2 GB sparse file is refused by the size cap, not read.
+#[test]
+fn fifos_and_huge_files_are_refused_without_blocking() {
+    let root = root_with_etc();
+    let fifo = root.path().join("etc/fifo");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let sparse = std::fs::File::create(root.path().join("etc/huge")).unwrap();
+    sparse.set_len(2 << 30).unwrap();
+    drop(sparse);
+    let bundle = verified(&compile(
+        r#"bundle b {
+  file "/etc/fifo" { content = "x\n"; }
+  line "/etc/fifo" { present = "x"; }
+  line "/etc/huge" { present = "x"; }
+  file "/etc/huge" { ensure = present; }
+}
+policy { b(); }"#,
+    ));
+    let r = converge(&bundle, root.path(), false);
+    let f = failed(&r);
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert!(
+        f.iter()
+            .any(|m| m.contains("/etc/huge") && m.contains("MiB")),
+        "{f:?}"
+    );
+    assert!(
+        f.iter()
+            .any(|m| m.contains("/etc/fifo") && m.contains("not a regular file")),
+        "{f:?}"
+    );
+    // The line on the FIFO comes after the failed file promise: skipped.
+    let line = r
+        .promises
+        .iter()
+        .find(|p| p.kind == "line" && p.promiser == "/etc/fifo")
+        .unwrap();
+    assert!(
+        matches!(line.outcome, Outcome::Skipped(_)),
+        "{:?}",
+        line.outcome
+    );
+    assert_eq!(
+        std::fs::metadata(root.path().join("etc/huge"))
+            .unwrap()
+            .len(),
+        2 << 30
+    );
+}

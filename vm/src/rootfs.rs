@@ -33,6 +33,9 @@ pub enum FsError {
     Symlink(String),
     /// A component of the path is not a directory.
     NotADirectory(String),
+    /// The file is larger than [`MAX_READ`]: not read (a 2 GB sparse file
+    /// planted as an edit target must not exhaust memory).
+    TooLarge { path: String, len: u64 },
     /// The operating system refused.
     Io {
         path: String,
@@ -44,9 +47,18 @@ pub enum FsError {
 impl std::fmt::Display for FsError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            FsError::BadPath(p) => write!(f, "`{p}` is not an absolute path without `..`"),
+            FsError::BadPath(p) => write!(
+                f,
+                "`{}` is not a plain absolute path (no `..`, `.`, `//` or NUL, at most 4096 bytes)",
+                p.escape_debug()
+            ),
             FsError::Symlink(p) => write!(f, "`{p}` is a symbolic link; refusing to follow it"),
             FsError::NotADirectory(p) => write!(f, "`{p}` is not a directory"),
+            FsError::TooLarge { path, len } => write!(
+                f,
+                "`{path}` is {len} bytes; Converge reads and edits files of at most {} MiB",
+                MAX_READ >> 20
+            ),
             FsError::Io { path, op, errno } => write!(f, "cannot {op} `{path}`: {errno}"),
         }
     }
@@ -96,22 +108,32 @@ fn io<'p>(path: &'p str, op: &'static str) -> impl FnOnce(Errno) -> FsError + 'p
     }
 }
 
-/// The components of a policy path: absolute, no `..`; `.` and empty
-/// components are skipped.
+/// The components of a policy path, which must be plain: absolute, at most
+/// 4096 bytes, without NUL, `..`, `.` or empty (`//`) components; a
+/// trailing `/` is allowed. The compiler refuses the same paths (E0205), so
+/// only a hand-made bundle gets here with one.
 fn components(path: &str) -> Result<Vec<&str>, FsError> {
-    let rest = path
-        .strip_prefix('/')
-        .ok_or_else(|| FsError::BadPath(path.to_owned()))?;
+    let bad = || FsError::BadPath(path.to_owned());
+    let rest = path.strip_prefix('/').ok_or_else(bad)?;
+    if path.len() > 4096 || path.contains('\0') {
+        return Err(bad());
+    }
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    if rest.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut out = Vec::new();
     for c in rest.split('/') {
         match c {
-            "" | "." => {}
-            ".." => return Err(FsError::BadPath(path.to_owned())),
+            "" | "." | ".." => return Err(bad()),
             c => out.push(c),
         }
     }
     Ok(out)
 }
+
+/// The largest file the VM reads (to compare or edit it): 64 MiB.
+pub const MAX_READ: u64 = 64 << 20;
 
 const DIR_FLAGS: OFlags = OFlags::PATH
     .union(OFlags::DIRECTORY)
@@ -237,13 +259,28 @@ impl RootFs {
             Err(e) => return Err(io(path, "open")(e)),
         };
         let st = rfs::fstat(&fd).map_err(io(path, "stat"))?;
-        if meta(&st).kind != Kind::File {
+        let m = meta(&st);
+        if m.kind != Kind::File {
             return Err(io(path, "read")(Errno::INVAL));
         }
+        if m.len > MAX_READ {
+            return Err(FsError::TooLarge {
+                path: path.to_owned(),
+                len: m.len,
+            });
+        }
+        // Bounded even if the file grows after the size check.
         let mut bytes = Vec::new();
         std::fs::File::from(fd)
+            .take(MAX_READ.saturating_add(1))
             .read_to_end(&mut bytes)
             .map_err(|e| io(path, "read")(Errno::from_io_error(&e).unwrap_or(Errno::IO)))?;
+        if bytes.len() as u64 > MAX_READ {
+            return Err(FsError::TooLarge {
+                path: path.to_owned(),
+                len: bytes.len() as u64,
+            });
+        }
         Ok(Some(bytes))
     }
 

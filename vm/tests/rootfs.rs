@@ -170,7 +170,17 @@ fn links_are_made_and_replaced_atomically() {
 fn bad_paths_are_refused() {
     let s = sandbox();
     let fs = RootFs::open(&s.root).unwrap();
-    for path in ["relative/path", "/etc/../../outside/shadow", "/..", ""] {
+    let long = format!("/{}", "a/".repeat(3000));
+    for path in [
+        "relative/path",
+        "/etc/../../outside/shadow",
+        "/..",
+        "",
+        "/etc//x",
+        "/etc/./x",
+        "/etc/\0x",
+        long.as_str(),
+    ] {
         assert!(
             matches!(
                 fs.write_file(path, b"x", 0o644, None),

@@ -117,6 +117,8 @@ codes! {
     InvalidExpression = "E0211", Error, "invalid expression";
     /// `on_repaired = c` where `c` is defined by an expression.
     NotAnOutcomeClass = "E0212", Error, "class cannot be set by an outcome";
+    /// A package, service, user or group name that such names never are.
+    InvalidName = "E0213", Error, "invalid name";
 
     /// Two promises on one object want different values for one attribute,
     /// and some host can make both active.

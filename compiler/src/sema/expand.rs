@@ -16,7 +16,7 @@ use converge_grammar::token::{StrLit, StrPart};
 use converge_grammar::Span;
 use converge_vm::schema::{promise_type, AttrType, PromiserKind};
 
-use super::check::{bind_arguments, relative_path, Checker};
+use super::check::{bind_arguments, promiser_problem, relative_path, Checker};
 use super::symbols::Symbols;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, CallSite, Guard, RuntimeLoop, TemplatePart, Value};
@@ -195,19 +195,24 @@ impl<'a> Expander<'a, '_> {
         };
         let promiser = self.eval(&p.promiser, env);
         let span = p.kind.span.to(p.promiser.span);
-        if pt.promiser == PromiserKind::AbsolutePath {
-            let text = match &promiser {
-                Value::Str(s) => Some(s.as_str()),
-                Value::Template(parts) => match parts.first() {
-                    Some(TemplatePart::Lit(s)) => Some(s.as_str()),
-                    _ => None,
-                },
-                _ => None,
-            };
-            if let Some(text) = text.filter(|t| !t.starts_with('/')) {
-                let d = relative_path(pt, p.promiser.span, text);
-                self.report(d);
+        // A promiser computed from arguments is checked now that it is known
+        // (a literal one was checked already).
+        let computed = !matches!(&p.promiser.kind, ExprKind::Str(lit) if lit.as_plain().is_some());
+        match &promiser {
+            Value::Str(text) if computed => {
+                if let Some(d) = promiser_problem(pt, p.promiser.span, text) {
+                    self.report(d);
+                }
             }
+            Value::Template(parts) if pt.promiser == PromiserKind::AbsolutePath => {
+                if let Some(TemplatePart::Lit(text)) = parts.first() {
+                    if !text.starts_with('/') {
+                        let d = relative_path(pt, p.promiser.span, text);
+                        self.report(d);
+                    }
+                }
+            }
+            _ => {}
         }
         let sources = self.checker.promise_attrs(p);
         let mut attrs = Vec::with_capacity(sources.len());

@@ -19,7 +19,7 @@ mod statements;
 mod values;
 
 pub use arguments::{bind_arguments, ArgError};
-pub use statements::{promiser_text, relative_path};
+pub use statements::{promiser_problem, promiser_text, relative_path};
 
 use std::collections::{HashMap, HashSet};
 

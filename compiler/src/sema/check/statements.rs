@@ -304,10 +304,17 @@ impl<'a> Checker<'a> {
             self.mismatch(promiser.span, &Type::String, &ty, "the promiser");
             return;
         }
-        if pt.promiser != PromiserKind::AbsolutePath {
+        let ExprKind::Str(lit) = &promiser.kind else {
+            return;
+        };
+        if let Some(text) = lit.as_plain() {
+            // Fully known: the whole promiser can be checked now.
+            if let Some(d) = promiser_problem(pt, promiser.span, &text) {
+                self.push(d);
+            }
             return;
         }
-        if let ExprKind::Str(lit) = &promiser.kind {
+        if pt.promiser == PromiserKind::AbsolutePath {
             let relative = match lit.parts.first() {
                 None => Some(String::new()),
                 Some(StrPart::Lit(text)) if !text.starts_with('/') => Some(text.to_string()),
@@ -317,6 +324,66 @@ impl<'a> Checker<'a> {
                 self.push(relative_path(pt, promiser.span, &text));
             }
         }
+    }
+}
+
+/// The longest path a promise may name (Linux's `PATH_MAX`).
+const MAX_PATH: usize = 4096;
+
+/// What is wrong with a promiser known in full, if anything: a path that is
+/// not absolute, has `..`, `//` or a NUL byte, or is over-long; a package,
+/// service, user or group name that is empty, starts with `-` (it would be
+/// read as an option by the tools behind it) or has characters such names
+/// never have (`;`, `$`, spaces...).
+pub fn promiser_problem(pt: &PromiseType, span: Span, text: &str) -> Option<Diagnostic> {
+    match pt.promiser {
+        PromiserKind::AbsolutePath => {
+            if !text.starts_with('/') {
+                return Some(relative_path(pt, span, text));
+            }
+            let reason = if text.contains('\0') {
+                Some("it contains a NUL character")
+            } else if text.len() > MAX_PATH {
+                Some("it is longer than 4096 bytes")
+            } else if text.split('/').any(|c| c == "..") {
+                Some("it has a `..` component")
+            } else if text.trim_end_matches('/').contains("//") {
+                Some("it has an empty component (`//`)")
+            } else {
+                None
+            };
+            reason.map(|why| {
+                Diagnostic::new(
+                    Code::RelativePath,
+                    format!(
+                        "`{}` is not a valid path for a `{}` promise: {why}",
+                        text.escape_debug(),
+                        pt.name
+                    ),
+                    span,
+                    "invalid path",
+                )
+                .with_help("write the path in its plain absolute form, e.g. `/etc/app/app.conf`")
+            })
+        }
+        PromiserKind::Name => {
+            let valid = !text.is_empty()
+                && text.len() <= 255
+                && !text.starts_with('-')
+                && text
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._+@:-".contains(c));
+            (!valid).then(|| {
+                Diagnostic::new(
+                    Code::InvalidName,
+                    format!("`{}` is not a valid {} name", text.escape_debug(), pt.name),
+                    span,
+                    "invalid name",
+                )
+                .with_help("names are letters, digits and `._+@:-`, and do not start with `-` (the tools behind the promise would read it as an option)")
+            })
+        }
+        PromiserKind::Label => None,
     }
 }
 
