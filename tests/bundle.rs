@@ -549,3 +549,30 @@ fn policyvm_facts_describes_the_root() {
         assert!(classes.contains(&class), "{class} in {classes:?}");
     }
 }
+
+/// A signature whose scalar S is replaced by S + L (the group order) is the
+/// same signature mathematically but not in canonical form: refused.
+#[test]
+fn non_canonical_signatures_are_refused() {
+    let (secret, public) = key(7);
+    let bytes = build(&small_policy(), &secret, 1);
+    let n = bytes.len();
+    // L = 2^252 + 27742317777372353535851937790883648493, little endian.
+    const L: [u8; 32] = [
+        0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde,
+        0x14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
+    ];
+    let mut forged = bytes.clone();
+    let s = &mut forged[n - 32..];
+    let mut carry = 0u16;
+    for (byte, l) in s.iter_mut().zip(L) {
+        let sum = u16::from(*byte) + u16::from(l) + carry;
+        *byte = sum as u8;
+        carry = sum >> 8;
+    }
+    assert_eq!(carry, 0, "S + L fits in 32 bytes for this signature");
+    assert_ne!(forged, bytes);
+    let err = open(&forged, std::slice::from_ref(&public)).unwrap_err();
+    assert!(matches!(err, BundleError::BadSignature { .. }), "{err}");
+    assert!(open(&bytes, &[public]).is_ok());
+}
