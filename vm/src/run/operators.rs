@@ -204,25 +204,14 @@ pub fn file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
         Err(e) => return fs_failed(e),
     };
     if inst.str("ensure") == Some("absent") {
-        return match meta {
-            None => Applied::kept(),
-            Some(m) if m.kind == Kind::Dir => {
-                Applied::failed(format!("`{path}` is a directory, not a file"))
-            }
-            Some(_) => {
-                if !ctx.dry_run {
-                    if let Err(e) = ctx.fs.remove(path) {
-                        return fs_failed(e);
-                    }
-                }
-                Applied::from_changes(vec![Change {
-                    what: "removed".into(),
-                    before: "present".into(),
-                    after: "absent".into(),
-                    diff: None,
-                }])
-            }
-        };
+        return absent(
+            ctx,
+            path,
+            meta.map(|m| m.kind),
+            |k| k != Kind::Dir,
+            "a file",
+            "present",
+        );
     }
     match meta.map(|m| m.kind) {
         Some(Kind::Symlink) => return fs_failed(FsError::Symlink(path.to_owned())),
@@ -342,6 +331,36 @@ fn confirm(ctx: &Ctx<'_>, path: &str, want: &[u8]) -> Result<(), Applied> {
     }
 }
 
+/// `ensure = absent`: kept if nothing is there, removed if the right kind of
+/// object is, failed if something else is (a directory where a file was
+/// promised absent is not silently deleted with everything in it).
+fn absent(
+    ctx: &Ctx<'_>,
+    path: &str,
+    kind: Option<Kind>,
+    right_kind: impl Fn(Kind) -> bool,
+    what: &str,
+    before: &str,
+) -> Applied {
+    match kind {
+        None => Applied::kept(),
+        Some(k) if right_kind(k) => {
+            if !ctx.dry_run {
+                if let Err(e) = ctx.fs.remove(path) {
+                    return fs_failed(e);
+                }
+            }
+            Applied::from_changes(vec![Change {
+                what: "removed".into(),
+                before: before.to_owned(),
+                after: "absent".into(),
+                diff: None,
+            }])
+        }
+        Some(_) => Applied::failed(format!("`{path}` is not {what}; refusing to remove it")),
+    }
+}
+
 fn current_uid() -> u32 {
     rustix::process::getuid().as_raw()
 }
@@ -357,23 +376,14 @@ pub fn directory(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
         Err(e) => return fs_failed(e),
     };
     if inst.str("ensure") == Some("absent") {
-        return match meta {
-            None => Applied::kept(),
-            Some(m) if m.kind == Kind::Dir => {
-                if !ctx.dry_run {
-                    if let Err(e) = ctx.fs.remove(path) {
-                        return fs_failed(e);
-                    }
-                }
-                Applied::from_changes(vec![Change {
-                    what: "removed".into(),
-                    before: "present".into(),
-                    after: "absent".into(),
-                    diff: None,
-                }])
-            }
-            Some(_) => Applied::failed(format!("`{path}` is not a directory")),
-        };
+        return absent(
+            ctx,
+            path,
+            meta.map(|m| m.kind),
+            |k| k == Kind::Dir,
+            "a directory",
+            "present",
+        );
     }
     match meta {
         None => {
@@ -422,23 +432,15 @@ pub fn link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
         Err(e) => return fs_failed(e),
     };
     if inst.str("ensure") == Some("absent") {
-        return match (meta, current) {
-            (None, _) => Applied::kept(),
-            (Some(_), Some(target)) => {
-                if !ctx.dry_run {
-                    if let Err(e) = ctx.fs.remove(path) {
-                        return fs_failed(e);
-                    }
-                }
-                Applied::from_changes(vec![Change {
-                    what: "removed link".into(),
-                    before: target,
-                    after: "absent".into(),
-                    diff: None,
-                }])
-            }
-            (Some(_), None) => Applied::failed(format!("`{path}` exists and is not a link")),
-        };
+        let before = current.unwrap_or_default();
+        return absent(
+            ctx,
+            path,
+            meta.map(|m| m.kind),
+            |k| k == Kind::Symlink,
+            "a link",
+            &before,
+        );
     }
     let Some(target) = inst.str("target") else {
         return Applied::failed("a link needs a `target`");
