@@ -24,8 +24,28 @@ fuzz_target!(|data: &[u8]| {
         let signature = signing.sign(&signing_digest(&bundle));
         bundle.extend_from_slice(&signature.to_bytes());
         if let Ok(v) = open(&bundle, &trusted) {
-            // A body that verifies must also disassemble without panicking.
+            // A body that verifies must also disassemble, and evaluate on a
+            // host, without panicking.
             let _ = converge_vm::bundle::disasm::disassemble(&v.body, v.version);
+            let facts = converge_vm::facts::Facts {
+                hostname: "web01".into(),
+                fqdn: "web01.example".into(),
+                os: "linux".into(),
+                os_family: "debian".into(),
+                os_release: "12".into(),
+                arch: "x86_64".into(),
+                ipv4: vec!["10.0.0.1".into(), "10.0.0.2".into()],
+                cpus: 2,
+                memory_mb: 1024,
+                weekday: "monday".into(),
+                hour: 3,
+            };
+            let mut eval = converge_vm::eval::Evaluator::new(&v.body, &facts);
+            if let Ok(classes) = eval.classes(&[]) {
+                for p in 0..v.body.programs.len() as u32 {
+                    let _ = eval.run(p, &classes, &["10.0.0.1".to_owned(), "x".to_owned()]);
+                }
+            }
         }
     }
 });

@@ -33,6 +33,9 @@ pub enum FsError {
     Symlink(String),
     /// A component of the path is not a directory.
     NotADirectory(String),
+    /// A regular file with other hard links: changing its mode or owner in
+    /// place would change those other names too (possibly outside the root).
+    HardLinked(String),
     /// The file is larger than [`MAX_READ`]: not read (a 2 GB sparse file
     /// planted as an edit target must not exhaust memory).
     TooLarge { path: String, len: u64 },
@@ -54,6 +57,10 @@ impl std::fmt::Display for FsError {
             ),
             FsError::Symlink(p) => write!(f, "`{p}` is a symbolic link; refusing to follow it"),
             FsError::NotADirectory(p) => write!(f, "`{p}` is not a directory"),
+            FsError::HardLinked(p) => write!(
+                f,
+                "`{p}` has other hard links; refusing to change it in place (its content can be replaced)"
+            ),
             FsError::TooLarge { path, len } => write!(
                 f,
                 "`{path}` is {len} bytes; Converge reads and edits files of at most {} MiB",
@@ -85,6 +92,8 @@ pub struct Meta {
     pub uid: u32,
     pub gid: u32,
     pub len: u64,
+    /// Number of hard links.
+    pub nlink: u64,
 }
 
 /// A root directory, and every operation relative to it.
@@ -359,19 +368,14 @@ impl RootFs {
         set_mode_at(&dir, name, mode, path)
     }
 
-    /// Sets owner and group of the object itself (`lchown`).
+    /// Sets owner and group of the object itself (never a link's target,
+    /// never a file with other hard links).
     pub fn set_owner(&self, path: &str, uid: u32, gid: u32) -> Result<(), FsError> {
         let Some((dir, name)) = self.parent(path, None)? else {
             return Err(io(path, "set the owner of")(Errno::NOENT));
         };
-        rfs::chownat(
-            &dir,
-            name,
-            Some(uid_of(uid)),
-            Some(gid_of(gid)),
-            AtFlags::SYMLINK_NOFOLLOW,
-        )
-        .map_err(io(path, "set the owner of"))
+        let fd = open_object(&dir, name, path)?;
+        rfs::fchown(&fd, Some(uid_of(uid)), Some(gid_of(gid))).map_err(io(path, "set the owner of"))
     }
 
     /// The target of the link at `path`, or `None` if it is not a link.
@@ -492,8 +496,10 @@ fn kind_at(dir: &OwnedFd, name: &str) -> Option<Kind> {
         .map(|st| meta(&st).kind)
 }
 
-/// `chmod` without following a link: open the object itself, then `fchmod`.
-fn set_mode_at(dir: &OwnedFd, name: &str, mode: u32, shown: &str) -> Result<(), FsError> {
+/// Opens the object itself for a metadata change: a link is refused, and so
+/// is a regular file with other hard links (its mode and owner are shared
+/// with names the policy does not manage).
+fn open_object(dir: &OwnedFd, name: &str, shown: &str) -> Result<OwnedFd, FsError> {
     let fd = match rfs::openat(
         dir,
         name,
@@ -504,6 +510,16 @@ fn set_mode_at(dir: &OwnedFd, name: &str, mode: u32, shown: &str) -> Result<(), 
         Err(Errno::LOOP) => return Err(FsError::Symlink(shown.to_owned())),
         Err(e) => return Err(io(shown, "open")(e)),
     };
+    let m = meta(&rfs::fstat(&fd).map_err(io(shown, "stat"))?);
+    if m.kind == Kind::File && m.nlink > 1 {
+        return Err(FsError::HardLinked(shown.to_owned()));
+    }
+    Ok(fd)
+}
+
+/// `chmod` without following a link: open the object itself, then `fchmod`.
+fn set_mode_at(dir: &OwnedFd, name: &str, mode: u32, shown: &str) -> Result<(), FsError> {
+    let fd = open_object(dir, name, shown)?;
     rfs::fchmod(&fd, Mode::from_bits_truncate(mode)).map_err(io(shown, "set the mode of"))
 }
 
@@ -532,6 +548,7 @@ fn meta(st: &rfs::Stat) -> Meta {
         uid: st.st_uid,
         gid: st.st_gid,
         len: u64::try_from(st.st_size).unwrap_or(0),
+        nlink: u64::from(st.st_nlink),
     }
 }
 

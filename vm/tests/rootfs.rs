@@ -191,3 +191,67 @@ fn bad_paths_are_refused() {
     }
     untouched(&s);
 }
+
+/// A racing attacker: while the VM writes under `/data/dir`, another thread
+/// swaps that directory with a link to a directory outside the root, over
+/// and over. However the race falls, nothing outside the root is written,
+/// created or changed in mode.
+#[test]
+fn swapping_a_parent_for_a_link_while_writing_never_escapes() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let s = sandbox();
+    let data = s.root.join("data");
+    std::fs::create_dir_all(data.join("dir")).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (data, outside, done) = (data.clone(), s.outside.clone(), Arc::clone(&done));
+        std::thread::spawn(move || {
+            for _ in 0..10_000 {
+                let _ = std::fs::rename(data.join("dir"), data.join("real"));
+                let _ = symlink(&outside, data.join("dir"));
+                let _ = std::fs::remove_file(data.join("dir"));
+                let _ = std::fs::rename(data.join("real"), data.join("dir"));
+            }
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    let mut attempts = 0u64;
+    while !done.load(Ordering::SeqCst) {
+        // A fresh handle each time, so every operation walks the path anew.
+        let fs = RootFs::open(&s.root).unwrap();
+        let _ = fs.set_mode("/data/dir/shadow", 0o777);
+        let _ = fs.read_file("/data/dir/shadow");
+        let _ = fs.create_dir("/data/dir/sub", 0o755);
+        if attempts % 16 == 0 {
+            let _ = fs.write_file("/data/dir/shadow", b"pwned\n", 0o666, None);
+            let _ = fs.symlink("/data/dir/link", "/tmp");
+        }
+        attempts += 1;
+    }
+    swapper.join().unwrap();
+    eprintln!("{attempts} attempts during 10,000 swaps");
+    assert!(
+        attempts > 100,
+        "the race was not exercised ({attempts} attempts)"
+    );
+    untouched(&s);
+    assert_eq!(mode(&s.outside.join("shadow")), 0o644);
+}
+
+/// A hard link inside the root to a file elsewhere shares its inode: changing
+/// its mode or owner would change the other file. Refused.
+#[test]
+fn hard_links_are_not_changed_in_place() {
+    let s = sandbox();
+    std::fs::create_dir_all(s.root.join("etc")).unwrap();
+    std::fs::hard_link(s.outside.join("shadow"), s.root.join("etc/linked")).unwrap();
+    let fs = RootFs::open(&s.root).unwrap();
+    assert!(fs.set_mode("/etc/linked", 0o777).is_err());
+    assert!(fs.set_owner("/etc/linked", 1, 1).is_err());
+    assert_eq!(mode(&s.outside.join("shadow")), 0o644);
+    // Replacing the content writes a new file: the other link keeps its own.
+    fs.write_file("/etc/linked", b"new\n", 0o644, None).unwrap();
+    untouched(&s);
+}
