@@ -548,8 +548,16 @@ fn meta(st: &rfs::Stat) -> Meta {
         uid: st.st_uid,
         gid: st.st_gid,
         len: u64::try_from(st.st_size).unwrap_or(0),
-        nlink: u64::from(st.st_nlink),
+        nlink: nlink(st),
     }
+}
+
+#[allow(
+    clippy::useless_conversion,
+    reason = "st_nlink is narrower than u64 on some targets"
+)]
+fn nlink(st: &rfs::Stat) -> u64 {
+    u64::from(st.st_nlink)
 }
 
 fn uid_of(uid: u32) -> rfs::Uid {
