@@ -224,7 +224,7 @@ fn swapping_a_parent_for_a_link_while_writing_never_escapes() {
         let _ = fs.set_mode("/data/dir/shadow", 0o777);
         let _ = fs.read_file("/data/dir/shadow");
         let _ = fs.create_dir("/data/dir/sub", 0o755);
-        if attempts % 16 == 0 {
+        if attempts.is_multiple_of(16) {
             let _ = fs.write_file("/data/dir/shadow", b"pwned\n", 0o666, None);
             let _ = fs.symlink("/data/dir/link", "/tmp");
         }
