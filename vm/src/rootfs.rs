@@ -314,7 +314,11 @@ impl RootFs {
             }
             _ => {}
         }
-        let tmp = format!(".{name}.converge-tmp.{}", std::process::id());
+        let tmp = temp_name(name);
+        // A run killed between creating its temporary file and renaming it
+        // leaves one behind; the name is fixed per target, so the next run
+        // clears it instead of accumulating them.
+        let _ = rfs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
         let result = (|| {
             let fd = rfs::openat(
                 &dir,
@@ -399,7 +403,7 @@ impl RootFs {
         if kind_at(&dir, name) == Some(Kind::Dir) {
             return Err(io(path, "replace a directory with a link at")(Errno::ISDIR));
         }
-        let tmp = format!(".{name}.converge-tmp.{}", std::process::id());
+        let tmp = temp_name(name);
         let _ = rfs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
         rfs::symlinkat(target, &dir, tmp.as_str()).map_err(io(path, "create link"))?;
         if let Err(e) = rfs::renameat(&dir, tmp.as_str(), &dir, name) {
@@ -454,6 +458,15 @@ impl RootFs {
         Ok(names)
     }
 }
+
+/// The temporary name a write to `name` goes through.
+fn temp_name(name: &str) -> String {
+    format!(".{name}{TEMP_SUFFIX}")
+}
+
+/// Ends the name of every temporary file (`.NAME.converge-tmp`): a
+/// directory listing leaves them out of its unmanaged entries.
+pub const TEMP_SUFFIX: &str = ".converge-tmp";
 
 fn entries(fd: OwnedFd, path: &str) -> Result<Vec<String>, FsError> {
     let mut dir = rfs::Dir::read_from(&fd).map_err(io(path, "list"))?;

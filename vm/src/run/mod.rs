@@ -372,7 +372,7 @@ fn purge(
         return;
     };
     for entry in entries {
-        if managed.contains(entry.as_str()) || entry.contains(".converge-tmp.") {
+        if managed.contains(entry.as_str()) || entry.ends_with(crate::rootfs::TEMP_SUFFIX) {
             continue;
         }
         let path = format!("{base}/{entry}");
