@@ -574,12 +574,14 @@ policy { b(); }"#,
 #[test]
 fn promises_that_undo_each_other_are_reported_not_converged() {
     let root = root_with_etc();
-    // The file wants "a"; the line edit turns it into "b": each pass repairs
-    // both, forever. The run stops at the pass limit and names them.
+    // The file wants the host name; the line edit rewrites it: each pass
+    // repairs both, forever. (With constant content the compiler refuses
+    // this, E0303; a fact-dependent content is only known on the host.)
+    // The run stops at the pass limit and names them.
     let bundle = verified(&compile(
         r#"bundle b {
-  file "/etc/flip" { content = "a\n"; }
-  line "/etc/flip" { replace = r"^a$"; with = r"b"; }
+  file "/etc/flip" { content = "${sys.hostname}\n"; }
+  line "/etc/flip" { replace = r"^web01$"; with = r"b"; }
 }
 policy { b(); }"#,
     ));

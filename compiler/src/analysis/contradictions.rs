@@ -381,19 +381,9 @@ impl<'p> Finder<'p> {
                     let Some(line) = self.promise(l) else {
                         continue;
                     };
-                    let conflict =
-                        line.attrs
-                            .iter()
-                            .find_map(|a| match (a.name.as_str(), a.value.as_str()) {
-                                ("present", Some(t)) if !content_lines.contains(t) => {
-                                    Some((a, t, "is not in"))
-                                }
-                                ("absent", Some(t)) if content_lines.contains(t) => {
-                                    Some((a, t, "is in"))
-                                }
-                                _ => None,
-                            });
-                    let Some((attr, text, relation)) = conflict else {
+                    let Some((attr, message)) =
+                        fixed_content_conflict(line, content, &content_lines, path)
+                    else {
                         continue;
                     };
                     let Some(witness) = self.both_active(f, l) else {
@@ -407,12 +397,9 @@ impl<'p> Finder<'p> {
                     }
                     let mut d = Diagnostic::new(
                         Code::LineContradiction,
-                        format!(
-                            "line {text:?} {relation} the content promised for {}",
-                            path.display()
-                        ),
+                        message,
                         attr.span,
-                        format!("{} = {text:?}", attr.name),
+                        attr.display(),
                     )
                     .with_secondary(content_attr.span, "the whole content is fixed here")
                     .with_note(witness_note(&witness, &self.atoms_of(f, l)));
@@ -527,6 +514,46 @@ impl<'p> Finder<'p> {
             }
         }
     }
+}
+
+/// How a `line` promise disagrees with a file's fixed content: a `present`
+/// line missing from it, an `absent` line in it, or a `replace` that would
+/// rewrite one of its lines (the two would undo each other on every pass).
+fn fixed_content_conflict<'p>(
+    line: &'p Promise,
+    content: &str,
+    content_lines: &HashSet<&str>,
+    path: &Value,
+) -> Option<(&'p crate::ir::Attr, String)> {
+    let path = path.display();
+    for a in &line.attrs {
+        match (a.name.as_str(), a.value.as_str()) {
+            ("present", Some(t)) if !content_lines.contains(t) => {
+                return Some((
+                    a,
+                    format!("line {t:?} is not in the content promised for {path}"),
+                ))
+            }
+            ("absent", Some(t)) if content_lines.contains(t) => {
+                return Some((
+                    a,
+                    format!("line {t:?} is in the content promised for {path}"),
+                ))
+            }
+            ("replace", Some(pattern)) => {
+                let with = line.attr("with").and_then(Value::as_str)?;
+                let re = regex::Regex::new(pattern).ok()?;
+                if let Some(changed) = content.lines().find(|l| re.replace_all(l, with) != *l) {
+                    return Some((
+                        a,
+                        format!("the replacement rewrites line {changed:?} of the content promised for {path}; the two would undo each other on every pass"),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// `file "/etc/motd"`
