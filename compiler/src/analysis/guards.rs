@@ -45,6 +45,25 @@ impl AtomKind {
     }
 }
 
+/// Every hard class that is exactly one fact test, with the fact and value.
+fn hard_class_facts() -> Vec<(String, &'static str, String)> {
+    use converge_vm::schema::{ARCHITECTURES, OS_FAMILIES, WEEKDAYS};
+    let mut out = Vec::new();
+    for f in OS_FAMILIES {
+        out.push(((*f).to_owned(), "sys.os_family", (*f).to_owned()));
+    }
+    for a in ARCHITECTURES {
+        out.push(((*a).to_owned(), "sys.arch", (*a).to_owned()));
+    }
+    for d in WEEKDAYS {
+        out.push(((*d).to_owned(), "sys.time.weekday", (*d).to_owned()));
+    }
+    for h in 0..24 {
+        out.push((format!("hr{h:02}"), "sys.time.hour", h.to_string()));
+    }
+    out
+}
+
 /// Translates guards of one program, sharing atoms between them so that
 /// two guards can be solved together.
 #[derive(Debug)]
@@ -70,6 +89,24 @@ impl<'p> GuardSpace<'p> {
                 continue;
             };
             let body = space.formula(expr);
+            space.definitions.insert(atom, body);
+        }
+        // Hard classes the VM derives from one fact are that fact test:
+        // `debian` is `sys.os_family == "debian"`, `hr03` is
+        // `sys.time.hour == 3`. So `when debian` and
+        // `when sys.os_family == "redhat"` exclude each other, with or
+        // without an `exclusive` declaration.
+        for (class, fact, value) in hard_class_facts() {
+            if program.classes.iter().any(|c| c.name == class) {
+                continue;
+            }
+            let Formula::Atom(atom) = space.atom(AtomKind::Class(class)) else {
+                continue;
+            };
+            let body = space.atom(AtomKind::FactEquals {
+                fact: fact.to_owned(),
+                value,
+            });
             space.definitions.insert(atom, body);
         }
         space
