@@ -13,6 +13,15 @@ use crate::bundle::instr::Instr;
 use crate::facts::{FactValue, Facts};
 use crate::schema::FACTS;
 
+/// The most bytes of text one program run may produce, counting every string
+/// and list it pushes. The verifier bounds a program's length and stack
+/// depth, but a validly signed hostile bundle could still push a large
+/// constant thousands of times or concatenate it into gigabytes; this
+/// budget makes such a program fail its promise instead of exhausting memory
+/// (THREATS.md T14). Four times the largest file the VM edits leaves room for
+/// any content a real policy builds.
+pub const MAX_EVAL_BYTES: usize = 4 * (crate::rootfs::MAX_READ as usize);
+
 /// A value on the stack.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Val {
@@ -23,6 +32,15 @@ pub enum Val {
 }
 
 impl Val {
+    /// The bytes of text this value holds, for [`MAX_EVAL_BYTES`].
+    fn bytes(&self) -> usize {
+        match self {
+            Val::Bool(_) | Val::Int(_) => 0,
+            Val::Str(s) => s.len(),
+            Val::List(l) => l.iter().map(String::len).sum(),
+        }
+    }
+
     /// The text of a scalar, as `concat` and string attributes use it.
     pub fn text(&self) -> String {
         match self {
@@ -99,6 +117,7 @@ impl<'b> Evaluator<'b> {
             .ok_or_else(|| EvalError(format!("program {program}")))?
             .code;
         let mut stack: Vec<Val> = Vec::with_capacity(8);
+        let mut produced = 0usize;
         let underflow = || EvalError("stack underflow".to_owned());
         for instr in code.iter() {
             let value = match *instr {
@@ -173,6 +192,13 @@ impl<'b> Evaluator<'b> {
                     Val::Str(parts.iter().map(Val::text).collect())
                 }
             };
+            produced = produced.saturating_add(value.bytes());
+            if produced > MAX_EVAL_BYTES {
+                return Err(EvalError(format!(
+                    "program {program} produces more than {} MiB of text",
+                    MAX_EVAL_BYTES >> 20
+                )));
+            }
             stack.push(value);
         }
         match (stack.pop(), stack.is_empty()) {
@@ -198,31 +224,9 @@ impl<'b> Evaluator<'b> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bundle::format::{Header, List, Program};
 
     fn body(constants: Vec<Constant>, programs: Vec<Vec<Instr>>) -> Body {
-        Body {
-            header: Header {
-                name: "t".into(),
-                key_id: [0; 8],
-                serial: 1,
-                pass_limit: 2,
-                compiler_version: "test".into(),
-                source_digest: [0; 32],
-            },
-            constants: List(constants),
-            programs: List(
-                programs
-                    .into_iter()
-                    .map(|c| Program { code: List(c) })
-                    .collect(),
-            ),
-            classes: List(Vec::new()),
-            exclusive: List(Vec::new()),
-            promises: List(Vec::new()),
-            order: List(Vec::new()),
-            sources: List(Vec::new()),
-        }
+        Body::with_programs(constants, programs)
     }
 
     fn facts() -> Facts {
@@ -304,5 +308,33 @@ mod tests {
         // A program that reads a loop variable outside a loop fails cleanly.
         assert!(eval.run(2, &classes, &[]).is_err());
         assert!(eval.run(99, &classes, &[]).is_err());
+    }
+
+    /// A validly shaped program that doubles a 1 MiB constant again and
+    /// again: the verifier accepts it (its stack is two deep), and without a
+    /// budget it would ask for 300 MiB of live text and quadratically more
+    /// work. It must fail cleanly, long before that.
+    #[test]
+    fn a_concatenation_bomb_stops_at_the_text_budget() {
+        let mib = "x".repeat(1 << 20);
+        let mut bomb = vec![Instr::Const(0)];
+        for _ in 0..300 {
+            bomb.extend([Instr::Const(0), Instr::Concat(2)]);
+        }
+        // The same shape, small enough for a real policy.
+        let mut fine = vec![Instr::Const(0)];
+        for _ in 0..9 {
+            fine.extend([Instr::Const(0), Instr::Concat(2)]);
+        }
+        let body = body(vec![Constant::Str(mib)], vec![bomb, fine]);
+        crate::bundle::verify::verify_body(&body).unwrap();
+        let facts = facts();
+        let mut eval = Evaluator::new(&body, &facts);
+        let err = eval.run(0, &BTreeSet::new(), &[]).unwrap_err();
+        assert!(err.0.contains("more than 256 MiB"), "{err}");
+        match eval.run(1, &BTreeSet::new(), &[]) {
+            Ok(Val::Str(s)) => assert_eq!(s.len(), 10 << 20),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -218,3 +218,32 @@ pub struct SourceLoc {
     pub file: u32,
     pub line: u32,
 }
+
+#[cfg(test)]
+impl Body {
+    /// A body with only constants and programs, for crafted-program tests.
+    pub(crate) fn with_programs(constants: Vec<Constant>, programs: Vec<Vec<Instr>>) -> Body {
+        Body {
+            header: Header {
+                name: "t".into(),
+                key_id: [0; 8],
+                serial: 1,
+                pass_limit: 2,
+                compiler_version: "test".into(),
+                source_digest: [0; 32],
+            },
+            constants: List(constants),
+            programs: List(
+                programs
+                    .into_iter()
+                    .map(|c| Program { code: List(c) })
+                    .collect(),
+            ),
+            classes: List(Vec::new()),
+            exclusive: List(Vec::new()),
+            promises: List(Vec::new()),
+            order: List(Vec::new()),
+            sources: List(Vec::new()),
+        }
+    }
+}

@@ -441,3 +441,79 @@ fn scalar(ty: &AttrType) -> Option<Ty> {
         AttrType::List(_) | AttrType::Ref | AttrType::Class => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::format::Bytes;
+
+    fn fact(name: &str) -> Instr {
+        Instr::Fact(FACTS.iter().position(|f| f.name == name).unwrap() as u32)
+    }
+
+    /// Crafted programs, each with the reason the verifier must give for
+    /// refusing it. Every one would otherwise reach the interpreter with a
+    /// shape it does not expect, or ask it for unbounded work.
+    #[test]
+    fn crafted_programs_are_refused_with_their_reason() {
+        use Instr::*;
+        let constants = vec![
+            Constant::Str("text".into()),
+            Constant::Str("(unclosed".into()),
+            Constant::Blob(Bytes(vec![1, 2, 3])),
+            Constant::Int(1),
+        ];
+        let deep: Vec<Instr> = std::iter::repeat_n(Const(0), MAX_STACK + 1)
+            .chain([Concat(MAX_STACK as u32 + 1)])
+            .collect();
+        let long: Vec<Instr> = std::iter::once(Const(3))
+            .chain(std::iter::repeat_n(Not, MAX_CODE))
+            .collect();
+        let cases: Vec<(Vec<Instr>, &str)> = vec![
+            (vec![], "empty program"),
+            (long, "more than 65536"),
+            (deep, "stack deeper than 256"),
+            (vec![Not], "stack underflow at 0"),
+            (vec![Const(0), Const(0), And], "Str"),
+            (vec![Const(0), Const(3), Eq], "comparison of Str with Int"),
+            (
+                vec![fact("sys.ipv4"), fact("sys.ipv4"), Eq],
+                "comparison of List",
+            ),
+            (vec![Const(9)], "constant 9"),
+            (vec![Const(2)], "is a blob"),
+            (vec![Instr::Fact(u32::MAX)], "does not exist"),
+            (vec![Const(0), Match(1)], "invalid regex"),
+            (vec![Const(0), Match(3)], "is not a string"),
+            (vec![Const(0), Concat(0)], "concat of 0 values"),
+            (vec![fact("sys.ipv4"), Concat(1)], "concat of a list"),
+            (vec![Const(0), Const(0)], "ends with 2 values"),
+        ];
+        for (code, reason) in cases {
+            let shown = format!("{:?}", code.get(..4.min(code.len())));
+            let body = Body::with_programs(constants.clone(), vec![code]);
+            match verify_body(&body) {
+                Err(BundleError::Corrupt { reason: got }) => {
+                    assert!(got.contains(reason), "{shown}: {got:?} lacks {reason:?}")
+                }
+                other => panic!("{shown} was not refused: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn programs_at_the_limits_are_accepted() {
+        use Instr::*;
+        let deepest: Vec<Instr> = std::iter::repeat_n(Const(0), MAX_STACK)
+            .chain([Concat(MAX_STACK as u32)])
+            .collect();
+        let longest: Vec<Instr> = std::iter::once(Const(1))
+            .chain(std::iter::repeat_n(Not, MAX_CODE - 1))
+            .collect();
+        let body = Body::with_programs(
+            vec![Constant::Str("text".into()), Constant::Bool(true)],
+            vec![deepest, longest],
+        );
+        verify_body(&body).unwrap();
+    }
+}

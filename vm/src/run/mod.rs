@@ -137,10 +137,15 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                     },
                 )
                 .collect();
-            for combo in loop_combinations(&mut eval, &lists) {
-                let inst =
-                    resolve(body, &mut eval, i, p, &classes, &combo).map_err(|e| e.to_string());
-                instances.push((i, combo, inst));
+            match loop_combinations(&lists) {
+                Ok(combos) => {
+                    for combo in combos {
+                        let inst = resolve(body, &mut eval, i, p, &classes, &combo)
+                            .map_err(|e| e.to_string());
+                        instances.push((i, combo, inst));
+                    }
+                }
+                Err(e) => instances.push((i, Vec::new(), Err(e))),
             }
         }
         let contradictions = runtime_contradictions(&instances);
@@ -149,7 +154,9 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             let inst = match inst {
                 Ok(inst) => inst,
                 Err(e) => {
-                    // Only a body that bypassed the verifier gets here.
+                    // A promise over a run-time budget (the evaluator's text
+                    // budget, the loop cap) or a body that somehow bypassed
+                    // the verifier: the promise fails, the run goes on.
                     let placeholder = Instance {
                         index: *index,
                         kind: "?",

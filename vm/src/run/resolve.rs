@@ -81,10 +81,26 @@ impl Instance {
     }
 }
 
+/// The most instances one promise's run-time loops may expand to. Run-time
+/// loops range over host facts such as `sys.ipv4`; a hostile but validly
+/// signed bundle could nest dozens of them to ask for more instances than
+/// there are atoms (THREATS.md T14). No real host comes near this many.
+pub const MAX_LOOP_INSTANCES: usize = 1 << 16;
+
 /// The element combinations of a promise's run-time loops (one empty
-/// combination when there is no loop).
-pub fn loop_combinations(eval: &mut Evaluator<'_>, facts_of: &[Vec<String>]) -> Vec<Vec<String>> {
-    let _ = eval;
+/// combination when there is no loop), or why there would be too many.
+pub fn loop_combinations(facts_of: &[Vec<String>]) -> Result<Vec<Vec<String>>, String> {
+    let count = facts_of
+        .iter()
+        .try_fold(1usize, |n, list| n.checked_mul(list.len()));
+    match count {
+        Some(n) if n <= MAX_LOOP_INSTANCES => {}
+        _ => {
+            return Err(format!(
+                "its loops over host facts expand to more than {MAX_LOOP_INSTANCES} instances"
+            ))
+        }
+    }
     let mut combos: Vec<Vec<String>> = vec![Vec::new()];
     for list in facts_of {
         let mut next = Vec::with_capacity(combos.len().saturating_mul(list.len()));
@@ -97,7 +113,7 @@ pub fn loop_combinations(eval: &mut Evaluator<'_>, facts_of: &[Vec<String>]) -> 
         }
         combos = next;
     }
-    combos
+    Ok(combos)
 }
 
 fn item(
@@ -169,4 +185,35 @@ pub fn resolve(
         promiser,
         attrs,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loops_expand_to_every_combination_up_to_the_cap() {
+        let two = vec!["a".to_owned(), "b".to_owned()];
+        assert_eq!(loop_combinations(&[]), Ok(vec![Vec::new()]));
+        assert_eq!(
+            loop_combinations(&[two.clone(), vec!["x".to_owned()]]),
+            Ok(vec![
+                vec!["a".into(), "x".into()],
+                vec!["b".into(), "x".into()]
+            ])
+        );
+        assert_eq!(
+            loop_combinations(&[two.clone(), Vec::new()]),
+            Ok(Vec::new())
+        );
+        // 2^16 instances is the cap itself; one more loop is refused before
+        // anything is allocated, and so is a count that overflows.
+        assert_eq!(
+            loop_combinations(&vec![two.clone(); 16]).map(|c| c.len()),
+            Ok(1 << 16)
+        );
+        assert!(loop_combinations(&vec![two.clone(); 17]).is_err());
+        let err = loop_combinations(&vec![two; 200]).unwrap_err();
+        assert!(err.contains("more than 65536 instances"), "{err}");
+    }
 }
