@@ -9,79 +9,12 @@ use std::os::unix::fs::{symlink, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 use converge::binary;
-use converge_compiler::bundle::keys::SecretKey;
-use converge_compiler::bundle::lower::{lower, BuildInfo};
-use converge_compiler::bundle::seal;
-use converge_compiler::check::check;
-use converge_compiler::workspace::{FileSystem, Workspace};
-use converge_vm::bundle::keys::{encode_key_file, key_id, PublicKey, PUBLIC_TAG};
-use converge_vm::bundle::{open, Verified};
+use converge_vm::bundle::keys::{encode_key_file, PUBLIC_TAG};
 use converge_vm::run::operators::Outcome;
-use converge_vm::run::{run, RunOptions, RunReport};
-use ed25519_dalek::SigningKey;
 use proptest::prelude::*;
 
-fn keys() -> (SecretKey, PublicKey) {
-    let signing = SigningKey::from_bytes(&[9; 32]);
-    let public = signing.verifying_key().to_bytes();
-    let id = key_id(&public);
-    (SecretKey { signing, id }, PublicKey { id, key: public })
-}
-
-/// Compiles policy text into verified bundle bytes.
-fn compile(text: &str) -> Vec<u8> {
-    let mut fs = FileSystem::new();
-    fs.insert("policy.policy", text.to_owned());
-    let mut ws = Workspace::new(fs);
-    ws.add_root(Path::new("policy.policy")).unwrap();
-    let mut outcome = check(&ws);
-    let errors: Vec<_> = outcome
-        .diagnostics
-        .iter()
-        .filter(|d| d.is_error())
-        .collect();
-    assert!(errors.is_empty(), "{errors:?}\n{text}");
-    let checked = outcome.programs.pop().unwrap();
-    let (secret, _) = keys();
-    let info = BuildInfo {
-        name: "test".into(),
-        key_id: secret.id,
-        serial: 1,
-    };
-    let body = lower(&ws.db, &checked.files, &checked.program, &info).unwrap();
-    seal(&body, &secret).unwrap()
-}
-
-fn verified(bytes: &[u8]) -> Verified {
-    let (_, public) = keys();
-    open(bytes, &[public]).unwrap()
-}
-
-fn converge(bundle: &Verified, root: &Path, dry_run: bool) -> RunReport {
-    run(
-        bundle,
-        &RunOptions {
-            root: root.to_path_buf(),
-            dry_run,
-            defines: Vec::new(),
-        },
-    )
-    .unwrap()
-}
-
-fn repaired(r: &RunReport) -> usize {
-    r.count(|o| *o == Outcome::Repaired)
-}
-
-fn failed(r: &RunReport) -> Vec<String> {
-    r.promises
-        .iter()
-        .filter_map(|p| match &p.outcome {
-            Outcome::Failed(e) => Some(format!("{} {}: {e}", p.kind, p.promiser)),
-            _ => None,
-        })
-        .collect()
-}
+mod support;
+use support::{compile, converge, failed, keys, repaired, verified};
 
 /// Everything in a tree: kind, mode, content or link target, per path.
 fn snapshot(root: &Path) -> BTreeMap<PathBuf, String> {

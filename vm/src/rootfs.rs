@@ -117,28 +117,44 @@ fn io<'p>(path: &'p str, op: &'static str) -> impl FnOnce(Errno) -> FsError + 'p
     }
 }
 
-/// The components of a policy path, which must be plain: absolute, at most
-/// 4096 bytes, without NUL, `..`, `.` or empty (`//`) components; a
-/// trailing `/` is allowed. The compiler refuses the same paths (E0205), so
-/// only a hand-made bundle gets here with one.
-fn components(path: &str) -> Result<Vec<&str>, FsError> {
-    let bad = || FsError::BadPath(path.to_owned());
-    let rest = path.strip_prefix('/').ok_or_else(bad)?;
-    if path.len() > 4096 || path.contains('\0') {
-        return Err(bad());
+/// The longest path a promise may name (Linux's `PATH_MAX`).
+pub const MAX_PATH: usize = 4096;
+
+/// Why `path` is not a plain policy path, if it is not: it must be
+/// absolute, at most [`MAX_PATH`] bytes, without NUL and without `..`, `.` or
+/// empty (`//`) components; one trailing `/` is allowed. This one function is
+/// the grammar: the compiler refuses the same paths with it (E0205), so only
+/// a hand-made bundle reaches the VM with one, and the VM refuses it again.
+pub fn path_problem(path: &str) -> Option<&'static str> {
+    let Some(rest) = path.strip_prefix('/') else {
+        return Some("it is not absolute");
+    };
+    if path.contains('\0') {
+        return Some("it contains a NUL character");
+    }
+    if path.len() > MAX_PATH {
+        return Some("it is longer than 4096 bytes");
     }
     let rest = rest.strip_suffix('/').unwrap_or(rest);
     if rest.is_empty() {
-        return Ok(Vec::new());
+        return None;
     }
-    let mut out = Vec::new();
-    for c in rest.split('/') {
-        match c {
-            "" | "." | ".." => return Err(bad()),
-            c => out.push(c),
-        }
+    rest.split('/').find_map(|c| match c {
+        "" => Some("it has an empty component (`//`)"),
+        "." => Some("it has a `.` component"),
+        ".." => Some("it has a `..` component"),
+        _ => None,
+    })
+}
+
+/// The components of a policy path (see [`path_problem`]).
+fn components(path: &str) -> Result<Vec<&str>, FsError> {
+    if path_problem(path).is_some() {
+        return Err(FsError::BadPath(path.to_owned()));
     }
-    Ok(out)
+    let rest = path.strip_prefix('/').unwrap_or(path);
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    Ok(rest.split('/').filter(|c| !c.is_empty()).collect())
 }
 
 /// The largest file the VM reads (to compare or edit it): 64 MiB.

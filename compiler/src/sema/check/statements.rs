@@ -327,11 +327,9 @@ impl<'a> Checker<'a> {
     }
 }
 
-/// The longest path a promise may name (Linux's `PATH_MAX`).
-const MAX_PATH: usize = 4096;
-
 /// What is wrong with a promiser known in full, if anything: a path that is
-/// not absolute, has `..`, `//` or a NUL byte, or is over-long; a package,
+/// not absolute, has `..`, `.`, `//` or a NUL byte, or is over-long (the
+/// VM's own path grammar, [`converge_vm::rootfs::path_problem`]); a package,
 /// service, user or group name that is empty, starts with `-` (it would be
 /// read as an option by the tools behind it) or has characters such names
 /// never have (`;`, `$`, spaces...).
@@ -341,18 +339,7 @@ pub fn promiser_problem(pt: &PromiseType, span: Span, text: &str) -> Option<Diag
             if !text.starts_with('/') {
                 return Some(relative_path(pt, span, text));
             }
-            let reason = if text.contains('\0') {
-                Some("it contains a NUL character")
-            } else if text.len() > MAX_PATH {
-                Some("it is longer than 4096 bytes")
-            } else if text.split('/').any(|c| c == "..") {
-                Some("it has a `..` component")
-            } else if text.trim_end_matches('/').contains("//") {
-                Some("it has an empty component (`//`)")
-            } else {
-                None
-            };
-            reason.map(|why| {
+            converge_vm::rootfs::path_problem(text).map(|why| {
                 Diagnostic::new(
                     Code::RelativePath,
                     format!(

@@ -1,0 +1,96 @@
+//! Helpers shared by the end-to-end tests: compile policy text with a fixed
+//! test key, open the bundle as a host would, converge a sandbox root.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+
+use converge_compiler::bundle::keys::SecretKey;
+use converge_compiler::bundle::lower::{lower, BuildInfo};
+use converge_compiler::bundle::seal;
+use converge_compiler::check::{check, CheckOutcome};
+use converge_compiler::workspace::{FileSystem, Workspace};
+use converge_vm::bundle::format::Body;
+use converge_vm::bundle::keys::{key_id, PublicKey};
+use converge_vm::bundle::{open, Verified};
+use converge_vm::run::operators::Outcome;
+use converge_vm::run::{run, RunOptions, RunReport};
+use ed25519_dalek::SigningKey;
+
+pub fn keys() -> (SecretKey, PublicKey) {
+    let signing = SigningKey::from_bytes(&[9; 32]);
+    let public = signing.verifying_key().to_bytes();
+    let id = key_id(&public);
+    (SecretKey { signing, id }, PublicKey { id, key: public })
+}
+
+/// A workspace holding one in-memory file, `policy.policy`.
+fn workspace(text: &str) -> Workspace {
+    let mut fs = FileSystem::new();
+    fs.insert("policy.policy", text.to_owned());
+    let mut ws = Workspace::new(fs);
+    ws.add_root(Path::new("policy.policy")).unwrap();
+    ws
+}
+
+/// Checks policy text, returning every diagnostic.
+pub fn check_text(text: &str) -> CheckOutcome {
+    check(&workspace(text))
+}
+
+/// Compiles policy text into a bundle body (unsigned), failing the test on
+/// any compile error.
+pub fn body(text: &str) -> Body {
+    let ws = workspace(text);
+    let mut outcome = check(&ws);
+    let errors: Vec<_> = outcome
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}\n{text}");
+    let checked = outcome.programs.pop().unwrap();
+    let (secret, _) = keys();
+    let info = BuildInfo {
+        name: "test".into(),
+        key_id: secret.id,
+        serial: 1,
+    };
+    lower(&ws.db, &checked.files, &checked.program, &info).unwrap()
+}
+
+/// Compiles policy text into signed bundle bytes.
+pub fn compile(text: &str) -> Vec<u8> {
+    seal(&body(text), &keys().0).unwrap()
+}
+
+pub fn verified(bytes: &[u8]) -> Verified {
+    let (_, public) = keys();
+    open(bytes, &[public]).unwrap()
+}
+
+pub fn converge(bundle: &Verified, root: &Path, dry_run: bool) -> RunReport {
+    run(
+        bundle,
+        &RunOptions {
+            root: root.to_path_buf(),
+            dry_run,
+            defines: Vec::new(),
+        },
+    )
+    .unwrap()
+}
+
+pub fn repaired(r: &RunReport) -> usize {
+    r.count(|o| *o == Outcome::Repaired)
+}
+
+pub fn failed(r: &RunReport) -> Vec<String> {
+    r.promises
+        .iter()
+        .filter_map(|p| match &p.outcome {
+            Outcome::Failed(e) => Some(format!("{} {}: {e}", p.kind, p.promiser)),
+            _ => None,
+        })
+        .collect()
+}
