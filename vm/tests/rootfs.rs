@@ -192,27 +192,19 @@ fn bad_paths_are_refused() {
     untouched(&s);
 }
 
-/// A racing attacker: while the VM writes under `/data/dir`, another thread
-/// swaps that directory with a link to a directory outside the root, over
-/// and over. However the race falls, nothing outside the root is written,
-/// created or changed in mode.
-#[test]
-fn swapping_a_parent_for_a_link_while_writing_never_escapes() {
+/// Runs `attack` with a fresh handle on the root, over and over, while
+/// another thread calls `swap` 10,000 times; then checks that nothing
+/// outside the root was written, created or changed in mode.
+fn race(s: &Sandbox, swap: impl Fn() + Send + 'static, attack: impl Fn(&RootFs, u64)) {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
 
-    let s = sandbox();
-    let data = s.root.join("data");
-    std::fs::create_dir_all(data.join("dir")).unwrap();
     let done = Arc::new(AtomicBool::new(false));
     let swapper = {
-        let (data, outside, done) = (data.clone(), s.outside.clone(), Arc::clone(&done));
+        let done = Arc::clone(&done);
         std::thread::spawn(move || {
             for _ in 0..10_000 {
-                let _ = std::fs::rename(data.join("dir"), data.join("real"));
-                let _ = symlink(&outside, data.join("dir"));
-                let _ = std::fs::remove_file(data.join("dir"));
-                let _ = std::fs::rename(data.join("real"), data.join("dir"));
+                swap();
             }
             done.store(true, Ordering::SeqCst);
         })
@@ -221,13 +213,7 @@ fn swapping_a_parent_for_a_link_while_writing_never_escapes() {
     while !done.load(Ordering::SeqCst) {
         // A fresh handle each time, so every operation walks the path anew.
         let fs = RootFs::open(&s.root).unwrap();
-        let _ = fs.set_mode("/data/dir/shadow", 0o777);
-        let _ = fs.read_file("/data/dir/shadow");
-        let _ = fs.create_dir("/data/dir/sub", 0o755);
-        if attempts.is_multiple_of(16) {
-            let _ = fs.write_file("/data/dir/shadow", b"pwned\n", 0o666, None);
-            let _ = fs.symlink("/data/dir/link", "/tmp");
-        }
+        attack(&fs, attempts);
         attempts += 1;
     }
     swapper.join().unwrap();
@@ -236,8 +222,65 @@ fn swapping_a_parent_for_a_link_while_writing_never_escapes() {
         attempts > 100,
         "the race was not exercised ({attempts} attempts)"
     );
-    untouched(&s);
+    untouched(s);
     assert_eq!(mode(&s.outside.join("shadow")), 0o644);
+}
+
+/// A racing attacker: while the VM writes under `/data/dir`, another thread
+/// swaps that directory with a link to a directory outside the root, over
+/// and over. However the race falls, nothing outside the root is written,
+/// created or changed in mode.
+#[test]
+fn swapping_a_parent_for_a_link_while_writing_never_escapes() {
+    let s = sandbox();
+    let data = s.root.join("data");
+    std::fs::create_dir_all(data.join("dir")).unwrap();
+    let outside = s.outside.clone();
+    let swap = move || {
+        let _ = std::fs::rename(data.join("dir"), data.join("real"));
+        let _ = symlink(&outside, data.join("dir"));
+        let _ = std::fs::remove_file(data.join("dir"));
+        let _ = std::fs::rename(data.join("real"), data.join("dir"));
+    };
+    race(&s, swap, |fs, attempt| {
+        let _ = fs.set_mode("/data/dir/shadow", 0o777);
+        let _ = fs.read_file("/data/dir/shadow");
+        let _ = fs.create_dir("/data/dir/sub", 0o755);
+        if attempt.is_multiple_of(16) {
+            let _ = fs.write_file("/data/dir/shadow", b"pwned\n", 0o666, None);
+            let _ = fs.symlink("/data/dir/link", "/tmp");
+        }
+    });
+}
+
+/// The same race on the target itself (THREATS.md T16): the managed file
+/// `/data/shadow` is swapped with a link to the secret outside the root
+/// while the VM changes its mode, reads, rewrites and removes it.
+#[test]
+fn swapping_the_target_for_a_link_while_writing_never_escapes() {
+    let s = sandbox();
+    let data = s.root.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("shadow"), "managed\n").unwrap();
+    let target = s.outside.join("shadow");
+    let swap = move || {
+        let _ = std::fs::rename(data.join("shadow"), data.join("real"));
+        let _ = symlink(&target, data.join("shadow"));
+        let _ = std::fs::remove_file(data.join("shadow"));
+        let _ = std::fs::rename(data.join("real"), data.join("shadow"));
+    };
+    race(&s, swap, |fs, attempt| {
+        let _ = fs.set_mode("/data/shadow", 0o777);
+        if let Ok(Some(bytes)) = fs.read_file("/data/shadow") {
+            assert_ne!(bytes, b"secret\n", "read through the link");
+        }
+        if attempt.is_multiple_of(16) {
+            let _ = fs.write_file("/data/shadow", b"pwned\n", 0o666, None);
+        }
+        if attempt % 64 == 1 {
+            let _ = fs.remove("/data/shadow");
+        }
+    });
 }
 
 /// A hard link inside the root to a file elsewhere shares its inode: changing
