@@ -135,3 +135,78 @@ fn t15_non_utf8_paths_are_refused_by_both_policyc_and_policyvm() {
         other => panic!("a non-UTF-8 path was not refused: {other:?}"),
     }
 }
+
+/// Runs `script` with `sh` in a private user and mount namespace, where it
+/// may mount a small tmpfs that vanishes with it: nothing on this machine
+/// changes. `None` when this machine does not allow such namespaces.
+fn in_private_mounts(script: &str, env: &[(&str, &Path)]) -> Option<std::process::Output> {
+    let probe = std::process::Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "true"])
+        .output();
+    if !matches!(&probe, Ok(out) if out.status.success()) {
+        return None;
+    }
+    let mut command = std::process::Command::new("unshare");
+    command.args(["--user", "--map-root-user", "--mount", "sh", "-c", script]);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    Some(command.output().unwrap())
+}
+
+/// T27: the disk fills up while the VM writes a file. The promise fails, the
+/// original is intact, no temporary file is left (the next promise on the
+/// same filesystem still has room), and the run exits 1.
+#[test]
+fn t27_a_full_filesystem_fails_the_write_and_keeps_the_original() {
+    let work = tempfile::tempdir().unwrap();
+    let trust = work.path().join("trust");
+    support::write_trust(&trust);
+    let big = "x".repeat(400 << 10);
+    let policy = format!(
+        "bundle b {{\n  file \"/etc/motd\" {{ content = \"{big}\"; }}\n  \
+         file \"/etc/small\" {{ content = \"ok\\n\"; }}\n}}\npolicy {{ b(); }}\n"
+    );
+    let bundle = work.path().join("full.bundle");
+    std::fs::write(&bundle, support::compile(&policy)).unwrap();
+    let root = work.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let report = work.path().join("report.json");
+    let script = r#"
+        set -u
+        mount -t tmpfs -o size=256k tmpfs "$ROOT" || exit 99
+        mkdir "$ROOT/etc" && printf 'original\n' > "$ROOT/etc/motd" || exit 99
+        "$VM" run "$BUNDLE" --trust "$TRUST" --root "$ROOT" --format json > "$REPORT"
+        echo "exit=$?"
+        echo "motd=$(cat "$ROOT/etc/motd")"
+        echo "small=$(cat "$ROOT/etc/small")"
+        echo "entries=$(ls -A "$ROOT/etc" | tr '\n' ' ')"
+    "#;
+    let vm = binary("policyvm");
+    let env = [
+        ("ROOT", root.as_path()),
+        ("VM", vm.as_path()),
+        ("BUNDLE", bundle.as_path()),
+        ("TRUST", trust.as_path()),
+        ("REPORT", report.as_path()),
+    ];
+    let Some(out) = in_private_mounts(script, &env) else {
+        eprintln!("skipped: this machine allows no private mount namespace (unshare -Urm)");
+        return;
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(99), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines,
+        ["exit=1", "motd=original", "small=ok", "entries=motd small "],
+        "{stderr}"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let motd = &json["promises"][0];
+    assert_eq!(motd["promiser"], "/etc/motd", "{json}");
+    let reason = motd.to_string();
+    assert_eq!(motd["outcome"], "failed", "{reason}");
+    assert!(reason.contains("No space left"), "{reason}");
+}

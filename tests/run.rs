@@ -9,12 +9,11 @@ use std::os::unix::fs::{symlink, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 use converge::binary;
-use converge_vm::bundle::keys::{encode_key_file, PUBLIC_TAG};
 use converge_vm::run::operators::Outcome;
 use proptest::prelude::*;
 
 mod support;
-use support::{compile, converge, failed, keys, repaired, verified};
+use support::{compile, converge, failed, repaired, verified, write_trust};
 
 /// Everything in a tree: kind, mode, content or link target, per path.
 fn snapshot(root: &Path) -> BTreeMap<PathBuf, String> {
@@ -345,16 +344,6 @@ proptest! {
 }
 
 // ---------------------------------------------------------------- the CLI and crashes
-
-fn write_trust(dir: &Path) {
-    let (_, public) = keys();
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(
-        dir.join("test.pub"),
-        encode_key_file("public", PUBLIC_TAG, public.id, &public.key),
-    )
-    .unwrap();
-}
 
 #[test]
 fn cli_exit_codes() {

@@ -11,7 +11,7 @@ use converge_compiler::bundle::seal;
 use converge_compiler::check::{check, CheckOutcome};
 use converge_compiler::workspace::{FileSystem, Workspace};
 use converge_vm::bundle::format::Body;
-use converge_vm::bundle::keys::{key_id, PublicKey};
+use converge_vm::bundle::keys::{encode_key_file, key_id, PublicKey, PUBLIC_TAG};
 use converge_vm::bundle::{open, Verified};
 use converge_vm::run::operators::Outcome;
 use converge_vm::run::{run, RunOptions, RunReport};
@@ -93,4 +93,15 @@ pub fn failed(r: &RunReport) -> Vec<String> {
             _ => None,
         })
         .collect()
+}
+
+/// Writes the test key's public half into `dir`, as `policyvm --trust` reads it.
+pub fn write_trust(dir: &Path) {
+    let (_, public) = keys();
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("test.pub"),
+        encode_key_file("public", PUBLIC_TAG, public.id, &public.key),
+    )
+    .unwrap();
 }
