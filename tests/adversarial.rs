@@ -210,3 +210,85 @@ fn t27_a_full_filesystem_fails_the_write_and_keeps_the_original() {
     assert_eq!(motd["outcome"], "failed", "{reason}");
     assert!(reason.contains("No space left"), "{reason}");
 }
+
+/// T20: runs started together on one root. While one converges (held busy
+/// by a slow command), every other start exits 75 ("busy") having done
+/// nothing; when the holder is killed with SIGKILL the lock goes with it,
+/// even though the command it started is still running.
+#[test]
+fn t20_concurrent_runs_on_one_root_exactly_one_converges() {
+    use converge_vm::run::lock::{LockError, RunLock};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let work = tempfile::tempdir().unwrap();
+    let trust = work.path().join("trust");
+    support::write_trust(&trust);
+    let root = work.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let slow = work.path().join("slow.bundle");
+    std::fs::write(
+        &slow,
+        support::compile(
+            "bundle b { command \"wait\" { run = [\"/bin/sleep\", \"5\"]; } }\npolicy { b(); }\n",
+        ),
+    )
+    .unwrap();
+    let quick = work.path().join("quick.bundle");
+    std::fs::write(&quick, support::compile(GOOD)).unwrap();
+    let start = |bundle: &Path| {
+        Command::new(binary("policyvm"))
+            .arg("run")
+            .arg(bundle)
+            .arg("--trust")
+            .arg(&trust)
+            .arg("--root")
+            .arg(&root)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+
+    let mut holder = start(&slow);
+    // Wait (bounded) until the holder has the lock.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match RunLock::acquire(&root) {
+            Err(LockError::Busy) => break,
+            Ok(lock) => drop(lock),
+            Err(e) => panic!("{e}"),
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the first run never took the lock"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let others: Vec<_> = (0..4).map(|_| start(&quick)).collect();
+    for other in others {
+        let out = other.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(75), "{stderr}");
+        assert!(stderr.contains("busy"), "{stderr}");
+    }
+    assert!(
+        !root.join("etc/motd").exists(),
+        "a busy run changed the root"
+    );
+
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    // The `sleep` it started lives on; the lock does not.
+    let out = start(&quick).wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("etc/motd")).unwrap(),
+        "hello\n"
+    );
+}

@@ -3,7 +3,8 @@
 //!
 //! Exit codes: 0 converged without failures, 1 some promise failed, 2 not
 //! converged within the pass limit, 3 the bundle was refused (the reason is
-//! printed as by `policyvm verify`), 64 usage error, 66 unreadable input.
+//! printed as by `policyvm verify`), 64 usage error, 66 unreadable input,
+//! 75 another run holds the root's lock (try again later).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,6 +14,7 @@ use clap::{Args, ValueEnum};
 use super::{out, EXIT_NO_INPUT};
 use crate::bundle::keys::load_trust_dir;
 use crate::bundle::open;
+use crate::run::lock::{LockError, RunLock};
 use crate::run::operators::Outcome;
 use crate::run::{report, run as converge, RunOptions};
 
@@ -50,6 +52,8 @@ pub enum RunFormat {
 pub const EXIT_FAILED: u8 = 1;
 pub const EXIT_NOT_CONVERGED: u8 = 2;
 pub const EXIT_REFUSED: u8 = 3;
+/// `EX_TEMPFAIL`: another run holds the lock; the next attempt may succeed.
+pub const EXIT_BUSY: u8 = 75;
 
 pub fn run(args: RunArgs) -> ExitCode {
     let keys = match load_trust_dir(&args.trust) {
@@ -74,6 +78,22 @@ pub fn run(args: RunArgs) -> ExitCode {
         }
     };
     drop(bytes);
+    // Taken after the bundle is verified (a refused bundle never waits on
+    // nor blocks anyone) and held until the report is out.
+    let _lock = match RunLock::acquire(&args.root) {
+        Ok(lock) => lock,
+        Err(e @ LockError::Busy) => {
+            eprintln!(
+                "busy: {e} (`{}`); this run did nothing, the next one will converge",
+                args.root.display()
+            );
+            return ExitCode::from(EXIT_BUSY);
+        }
+        Err(e) => {
+            eprintln!("error: `{}`: {e}", args.root.display());
+            return ExitCode::from(EXIT_NO_INPUT);
+        }
+    };
     let opts = RunOptions {
         root: args.root.clone(),
         dry_run: args.dry_run,
