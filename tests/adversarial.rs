@@ -159,19 +159,14 @@ fn in_private_mounts(script: &str, env: &[(&str, &Path)]) -> Option<std::process
 /// same filesystem still has room), and the run exits 1.
 #[test]
 fn t27_a_full_filesystem_fails_the_write_and_keeps_the_original() {
-    let work = tempfile::tempdir().unwrap();
-    let trust = work.path().join("trust");
-    support::write_trust(&trust);
+    let host = Host::new();
     let big = "x".repeat(400 << 10);
     let policy = format!(
         "bundle b {{\n  file \"/etc/motd\" {{ content = \"{big}\"; }}\n  \
          file \"/etc/small\" {{ content = \"ok\\n\"; }}\n}}\npolicy {{ b(); }}\n"
     );
-    let bundle = work.path().join("full.bundle");
-    std::fs::write(&bundle, support::compile(&policy)).unwrap();
-    let root = work.path().join("root");
-    std::fs::create_dir(&root).unwrap();
-    let report = work.path().join("report.json");
+    let bundle = host.bundle("full.bundle", &policy);
+    let report = host.work.path().join("report.json");
     let script = r#"
         set -u
         mount -t tmpfs -o size=256k tmpfs "$ROOT" || exit 99
@@ -184,10 +179,10 @@ fn t27_a_full_filesystem_fails_the_write_and_keeps_the_original() {
     "#;
     let vm = binary("policyvm");
     let env = [
-        ("ROOT", root.as_path()),
+        ("ROOT", host.root.as_path()),
         ("VM", vm.as_path()),
         ("BUNDLE", bundle.as_path()),
-        ("TRUST", trust.as_path()),
+        ("TRUST", host.trust.as_path()),
         ("REPORT", report.as_path()),
     ];
     let Some(out) = in_private_mounts(script, &env) else {
@@ -211,61 +206,78 @@ fn t27_a_full_filesystem_fails_the_write_and_keeps_the_original() {
     assert!(reason.contains("No space left"), "{reason}");
 }
 
+/// A sandbox host for `policyvm run` processes: a trust directory with the
+/// test key, an empty root, bundles compiled from policy text.
+struct Host {
+    work: tempfile::TempDir,
+    trust: PathBuf,
+    root: PathBuf,
+}
+
+impl Host {
+    fn new() -> Host {
+        let work = tempfile::tempdir().unwrap();
+        let trust = work.path().join("trust");
+        support::write_trust(&trust);
+        let root = work.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        Host { work, trust, root }
+    }
+
+    fn bundle(&self, name: &str, policy: &str) -> PathBuf {
+        let path = self.work.path().join(name);
+        std::fs::write(&path, support::compile(policy)).unwrap();
+        path
+    }
+
+    fn start(&self, bundle: &Path) -> std::process::Child {
+        std::process::Command::new(binary("policyvm"))
+            .arg("run")
+            .arg(bundle)
+            .arg("--trust")
+            .arg(&self.trust)
+            .arg("--root")
+            .arg(&self.root)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Starts a run that holds the root's lock for five seconds (a `sleep`
+    /// command), and returns once it does.
+    fn start_slow(&self) -> std::process::Child {
+        use converge_vm::run::lock::{LockError, RunLock};
+        use std::time::{Duration, Instant};
+
+        let slow = self.bundle(
+            "slow.bundle",
+            "bundle b { command \"wait\" { run = [\"/bin/sleep\", \"5\"]; } }\npolicy { b(); }\n",
+        );
+        let child = self.start(&slow);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match RunLock::acquire(&self.root) {
+                Err(LockError::Busy) => return child,
+                Ok(lock) => drop(lock),
+                Err(e) => panic!("{e}"),
+            }
+            assert!(Instant::now() < deadline, "the run never took the lock");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
 /// T20: runs started together on one root. While one converges (held busy
 /// by a slow command), every other start exits 75 ("busy") having done
 /// nothing; when the holder is killed with SIGKILL the lock goes with it,
 /// even though the command it started is still running.
 #[test]
 fn t20_concurrent_runs_on_one_root_exactly_one_converges() {
-    use converge_vm::run::lock::{LockError, RunLock};
-    use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
-
-    let work = tempfile::tempdir().unwrap();
-    let trust = work.path().join("trust");
-    support::write_trust(&trust);
-    let root = work.path().join("root");
-    std::fs::create_dir(&root).unwrap();
-    let slow = work.path().join("slow.bundle");
-    std::fs::write(
-        &slow,
-        support::compile(
-            "bundle b { command \"wait\" { run = [\"/bin/sleep\", \"5\"]; } }\npolicy { b(); }\n",
-        ),
-    )
-    .unwrap();
-    let quick = work.path().join("quick.bundle");
-    std::fs::write(&quick, support::compile(GOOD)).unwrap();
-    let start = |bundle: &Path| {
-        Command::new(binary("policyvm"))
-            .arg("run")
-            .arg(bundle)
-            .arg("--trust")
-            .arg(&trust)
-            .arg("--root")
-            .arg(&root)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-
-    let mut holder = start(&slow);
-    // Wait (bounded) until the holder has the lock.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        match RunLock::acquire(&root) {
-            Err(LockError::Busy) => break,
-            Ok(lock) => drop(lock),
-            Err(e) => panic!("{e}"),
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the first run never took the lock"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let others: Vec<_> = (0..4).map(|_| start(&quick)).collect();
+    let host = Host::new();
+    let quick = host.bundle("quick.bundle", GOOD);
+    let mut holder = host.start_slow();
+    let others: Vec<_> = (0..4).map(|_| host.start(&quick)).collect();
     for other in others {
         let out = other.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -273,14 +285,14 @@ fn t20_concurrent_runs_on_one_root_exactly_one_converges() {
         assert!(stderr.contains("busy"), "{stderr}");
     }
     assert!(
-        !root.join("etc/motd").exists(),
+        !host.root.join("etc/motd").exists(),
         "a busy run changed the root"
     );
 
     holder.kill().unwrap();
     holder.wait().unwrap();
     // The `sleep` it started lives on; the lock does not.
-    let out = start(&quick).wait_with_output().unwrap();
+    let out = host.start(&quick).wait_with_output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -288,7 +300,78 @@ fn t20_concurrent_runs_on_one_root_exactly_one_converges() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        std::fs::read_to_string(root.join("etc/motd")).unwrap(),
+        std::fs::read_to_string(host.root.join("etc/motd")).unwrap(),
         "hello\n"
     );
+}
+
+/// The inodes of the sockets process `pid` holds open.
+fn socket_inodes(pid: u32) -> Vec<String> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|target| {
+            let t = target.to_string_lossy().into_owned();
+            Some(t.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .collect()
+}
+
+/// The inodes of every listening or bound socket in `/proc/net`: TCP in
+/// state LISTEN (`0A`), any UDP socket, Unix sockets with the listening
+/// flag.
+fn listening_inodes() -> Vec<String> {
+    let mut out = Vec::new();
+    for (table, state_col, inode_col) in [
+        ("tcp", 3, 9),
+        ("tcp6", 3, 9),
+        ("udp", usize::MAX, 9),
+        ("udp6", usize::MAX, 9),
+        ("unix", 3, 6),
+    ] {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/net/{table}")) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            let listening = match table {
+                "tcp" | "tcp6" => cols.get(state_col) == Some(&"0A"),
+                "unix" => cols.get(state_col) == Some(&"00010000"),
+                _ => true,
+            };
+            if let (true, Some(inode)) = (listening, cols.get(inode_col)) {
+                out.push((*inode).to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// T22: the VM is not a daemon and listens on nothing. During a run (held
+/// open by a slow command) it holds no socket at all, and none of the
+/// machine's listening sockets in `/proc/net/{tcp,tcp6,udp,udp6,unix}` is
+/// one of its own.
+#[test]
+fn t22_a_run_binds_no_socket() {
+    let host = Host::new();
+    let mut run = host.start_slow();
+    for _ in 0..20 {
+        let mine = socket_inodes(run.id());
+        assert!(mine.is_empty(), "the VM holds sockets: {mine:?}");
+        let listening = listening_inodes();
+        // Vacuous while the VM holds no socket at all; it is the check that
+        // stays when the pull agent opens outbound connections.
+        assert!(
+            mine.iter().all(|inode| !listening.contains(inode)),
+            "the VM listens: {mine:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        std::fs::read_dir(format!("/proc/{}/fd", run.id())).is_ok(),
+        "the run ended before it was inspected"
+    );
+    run.kill().unwrap();
+    run.wait().unwrap();
 }
