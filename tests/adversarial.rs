@@ -375,3 +375,59 @@ fn t22_a_run_binds_no_socket() {
     run.kill().unwrap();
     run.wait().unwrap();
 }
+
+/// T17: device nodes and sockets planted where the policy expects regular
+/// files. A character device like `/dev/zero` would never end if read, one
+/// like `/dev/null` would swallow every write and never converge. Each is
+/// refused at once as "not a regular file" and left as it was. Making device
+/// nodes needs privilege; without it that half is skipped and says so.
+#[test]
+fn t17_devices_and_sockets_as_targets_are_refused_without_blocking() {
+    use std::os::unix::fs::FileTypeExt as _;
+
+    let host = Host::new();
+    let etc = host.root.join("etc");
+    std::fs::create_dir(&etc).unwrap();
+    let _listener = std::os::unix::net::UnixListener::bind(etc.join("socket")).unwrap();
+    let mut targets = vec!["socket"];
+    let made = ["zero", "null"].iter().all(|name| {
+        let minor = if *name == "zero" { "5" } else { "3" };
+        std::process::Command::new("mknod")
+            .arg(etc.join(name))
+            .args(["c", "1", minor])
+            .output()
+            .is_ok_and(|out| out.status.success())
+    });
+    if made {
+        targets.extend(["zero", "null"]);
+    } else {
+        eprintln!("device half skipped: mknod is not allowed here");
+    }
+    let mut policy = String::from("bundle b {\n");
+    for t in &targets {
+        policy.push_str(&format!(
+            "  line \"/etc/{t}\" {{ present = \"x\"; }}\n  file \"/etc/{t}.c\" {{ content = \"x\\n\"; }}\n"
+        ));
+    }
+    policy.push_str("}\npolicy { b(); }\n");
+    // The `file` promises name a second hard link to each node, so that each
+    // operator meets a node of its own instead of being skipped after the
+    // other failed on the same path.
+    for t in &targets {
+        std::fs::hard_link(etc.join(t), etc.join(format!("{t}.c"))).unwrap();
+    }
+    let bundle = verified(&support::compile(&policy));
+    let report = converge(&bundle, &host.root, false);
+    let failures = failed(&report);
+    assert_eq!(failures.len(), targets.len() * 2, "{failures:?}");
+    for f in &failures {
+        assert!(f.contains("not a regular file"), "{failures:?}");
+    }
+    for t in &targets {
+        let kind = std::fs::symlink_metadata(etc.join(t)).unwrap().file_type();
+        assert!(
+            kind.is_socket() || kind.is_char_device(),
+            "{t} was replaced"
+        );
+    }
+}
