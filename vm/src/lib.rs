@@ -17,3 +17,4 @@ pub mod facts;
 pub mod rootfs;
 pub mod run;
 pub mod schema;
+pub mod stamp;
