@@ -7,13 +7,14 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{fail, inputs, out, use_color, EXIT_ERRORS};
-use crate::bundle::keys::{keygen, read_secret_key};
+use crate::bundle::keys::{keygen, read_secret_key, SecretKey};
 use crate::bundle::lower::{lower, BuildInfo};
 use crate::bundle::seal;
 use crate::check::{check, summary};
 use crate::diagnostic::Severity;
 use crate::render::render_human;
 use converge_vm::bundle::error::hex;
+use converge_vm::stamp::name_problem;
 
 #[derive(Debug, Args)]
 pub struct KeygenArgs {
@@ -63,10 +64,63 @@ pub fn run_build(args: BuildArgs) -> ExitCode {
         Ok(key) => key,
         Err(e) => return fail(e),
     };
-    let ws = match inputs::load(std::slice::from_ref(&args.file)) {
-        Ok(ws) => ws,
-        Err(e) => return fail(e),
+    let serial = args.serial.unwrap_or_else(now);
+    let built = match build_bundle(&args.file, &key, args.name.as_deref(), serial) {
+        Ok(built) => built,
+        Err(code) => return code,
     };
+    if let Err(e) = write_atomically(&args.output, &built.bytes) {
+        return fail(format!("cannot write `{}`: {e}", args.output.display()));
+    }
+    out(format!(
+        "built {}: bundle {:?}, {} promises, {} bytes, serial {serial}, key id {}\n",
+        args.output.display(),
+        built.name,
+        built.promises,
+        built.bytes.len(),
+        hex(&key.id)
+    ));
+    ExitCode::SUCCESS
+}
+
+/// The current UNIX time in seconds: the default serial, so that a later
+/// build outranks an earlier one without anyone counting.
+pub(super) fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// A signed bundle, ready to write.
+pub(super) struct Built {
+    pub name: String,
+    pub promises: usize,
+    pub bytes: Vec<u8>,
+}
+
+/// The bundle name a policy file gets unless one is given: its file stem.
+pub(super) fn default_name(file: &Path) -> String {
+    file.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "policy".to_owned())
+}
+
+/// Checks, lowers and signs `file`; on failure the diagnostics or the error
+/// are already printed and the exit code is returned.
+pub(super) fn build_bundle(
+    file: &Path,
+    key: &SecretKey,
+    name: Option<&str>,
+    serial: u64,
+) -> Result<Built, ExitCode> {
+    let name = name.map_or_else(|| default_name(file), str::to_owned);
+    if let Some(why) = name_problem(&name) {
+        return Err(fail(format!(
+            "`{name}` cannot name a bundle: {why}; pass `--name` with a name like `site`"
+        )));
+    }
+    let ws = inputs::load(&[file.to_path_buf()]).map_err(fail)?;
     let mut outcome = check(&ws);
     if !outcome.diagnostics.is_empty() {
         eprint!(
@@ -77,60 +131,36 @@ pub fn run_build(args: BuildArgs) -> ExitCode {
     if outcome.count(Severity::Error) > 0 {
         eprintln!("{}", summary(&outcome));
         eprintln!("error: not building a bundle from a policy with errors");
-        return ExitCode::from(EXIT_ERRORS);
+        return Err(ExitCode::from(EXIT_ERRORS));
     }
     let Some(checked) = outcome.programs.pop() else {
         eprintln!(
             "error: `{}` has no `policy` block; build the file that has it",
-            args.file.display()
+            file.display()
         );
-        return ExitCode::from(EXIT_ERRORS);
+        return Err(ExitCode::from(EXIT_ERRORS));
     };
-    let name = args.name.clone().unwrap_or_else(|| {
-        args.file
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "policy".to_owned())
-    });
-    let serial = args.serial.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0)
-    });
     let info = BuildInfo {
         name: name.clone(),
         key_id: key.id,
         serial,
     };
-    let body = match lower(&ws.db, &checked.files, &checked.program, &info) {
-        Ok(body) => body,
-        Err(diagnostics) => {
-            eprint!("{}", render_human(&ws.db, &diagnostics, use_color()));
-            return ExitCode::from(EXIT_ERRORS);
-        }
-    };
-    let bytes = match seal(&body, &key) {
-        Ok(bytes) => bytes,
-        Err(e) => return fail(e),
-    };
-    if let Err(e) = write_atomically(&args.output, &bytes) {
-        return fail(format!("cannot write `{}`: {e}", args.output.display()));
-    }
-    out(format!(
-        "built {}: bundle {name:?}, {} promises, {} bytes, serial {serial}, key id {}\n",
-        args.output.display(),
-        body.promises.len(),
-        bytes.len(),
-        hex(&key.id)
-    ));
-    ExitCode::SUCCESS
+    let body = lower(&ws.db, &checked.files, &checked.program, &info).map_err(|diagnostics| {
+        eprint!("{}", render_human(&ws.db, &diagnostics, use_color()));
+        ExitCode::from(EXIT_ERRORS)
+    })?;
+    let bytes = seal(&body, key).map_err(fail)?;
+    Ok(Built {
+        name,
+        promises: body.promises.len(),
+        bytes,
+    })
 }
 
 /// Writes to a temporary file in the same directory, syncs it, renames it
 /// over the target and syncs the directory: a reader sees the old file or
 /// the new one, never half of one.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(super) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),

@@ -8,6 +8,7 @@ mod build;
 mod check;
 mod inputs;
 mod program;
+mod publish;
 
 use std::process::ExitCode;
 
@@ -45,6 +46,12 @@ enum Command {
     /// Refuses a policy with errors. The same sources, compiler, key,
     /// serial and name give a byte-identical bundle.
     Build(build::BuildArgs),
+    /// Build a bundle and publish it, with its signed stamp, into a
+    /// directory served over HTTP to the hosts that pull it.
+    ///
+    /// Writes NAME.bundle, then NAME.stamp, each atomically. Refuses a
+    /// serial not greater than the one already published.
+    Publish(publish::PublishArgs),
 }
 
 /// Exit status for "the input has errors".
@@ -60,6 +67,7 @@ pub fn main() -> ExitCode {
         Command::Graph(args) => program::graph(args),
         Command::Keygen(args) => build::run_keygen(args),
         Command::Build(args) => build::run_build(args),
+        Command::Publish(args) => publish::run(args),
     }
 }
 
