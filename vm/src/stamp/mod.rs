@@ -32,7 +32,7 @@ use crate::bundle::error::hex;
 use crate::bundle::keys::PublicKey;
 use crate::bundle::Verified;
 
-/// The largest stamp read (a real one is about 330 bytes). A server that
+/// The largest stamp read (a real one is about 350 bytes). A server that
 /// sends more is cut off here.
 pub const MAX_STAMP_LEN: usize = 4096;
 
