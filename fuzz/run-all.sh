@@ -6,9 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds=${1:-600}
-for target in parse bundle; do
+for target in parse bundle stamp; do
   seeds=seeds
   [ "$target" = bundle ] && seeds=seeds-bundle
+  [ "$target" = stamp ] && seeds=seeds-stamp
   mkdir -p "corpus/$target"
   log=$(mktemp)
   dict=()
