@@ -38,7 +38,7 @@ fn publish_writes_a_bundle_and_the_stamp_that_describes_it() {
     let pubdir = dir.path().join("srv/policy");
     let site = repo_root().join("examples/sandbox.policy");
     let key = keys.join("hub.key");
-    let publish = |extra: &[&str]| {
+    let publish_as = |name: &str, extra: &[&str]| {
         let mut args: Vec<&Path> = vec![
             Path::new("publish"),
             &site,
@@ -47,11 +47,12 @@ fn publish_writes_a_bundle_and_the_stamp_that_describes_it() {
             Path::new("--dir"),
             &pubdir,
             Path::new("--name"),
-            Path::new("site"),
+            Path::new(name),
         ];
         args.extend(extra.iter().map(Path::new));
         policyc(&args)
     };
+    let publish = |extra: &[&str]| publish_as("site", extra);
 
     let said = ok(&publish(&["--serial", "10", "--expires", "1d"]));
     assert!(said.contains("serial 10"), "{said}");
@@ -103,16 +104,7 @@ fn publish_writes_a_bundle_and_the_stamp_that_describes_it() {
     assert!(stamp.describes(&bundle).is_err());
 
     // A name that could not be a file name or a URL part.
-    let out = policyc(&[
-        Path::new("publish"),
-        &site,
-        Path::new("--key"),
-        &key,
-        Path::new("--dir"),
-        &pubdir,
-        Path::new("--name"),
-        Path::new("../evil"),
-    ]);
+    let out = publish_as("../evil", &[]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("cannot name a bundle"), "{stderr}");
