@@ -154,6 +154,9 @@ codes! {
     /// Two promises on one object whose values depend on facts and may
     /// differ on some host; the VM refuses both there.
     PossibleContradiction = "W0007", Warning, "possible contradiction at run time";
+    /// An `after`/`notify` reference whose target is computed from facts:
+    /// the compiler cannot tell which promise it names, so it orders nothing.
+    RuntimeReference = "W0008", Warning, "reference depends on host facts";
 }
 
 impl std::fmt::Display for Code {

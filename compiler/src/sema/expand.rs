@@ -589,6 +589,20 @@ impl<'a> Expander<'a, '_> {
                         continue;
                     };
                     let Some(target) = target.as_str() else {
+                        self.diagnostics.push(
+                            Diagnostic::new(
+                                Code::RuntimeReference,
+                                format!(
+                                    "this `{}` reference is computed from host facts, so it orders nothing",
+                                    attr.name
+                                ),
+                                attr.span,
+                                "the promise it names is only known on the host",
+                            )
+                            .with_help(
+                                "name the promise with constant text (`file \"/etc/app.conf\"`) or give it an `id` and refer to that",
+                            ),
+                        );
                         continue;
                     };
                     let found = if kind == "id" {
