@@ -434,3 +434,53 @@ fn t17_devices_and_sockets_as_targets_are_refused_without_blocking() {
         );
     }
 }
+
+/// T21: package, service, user and group names that would inject an option
+/// or a shell word are refused by the compiler (E0213) and, in a bundle
+/// forged by hand under a trusted key, by the VM before any backend sees
+/// them: the promise fails, it is not merely skipped.
+#[test]
+fn t21_option_and_shell_injection_in_names_is_refused_by_both() {
+    let (secret, _) = keys();
+    for kind in ["package", "service", "user", "group"] {
+        let attrs = match kind {
+            "package" => "state = installed;",
+            "service" => "state = running;",
+            _ => "ensure = present;",
+        };
+        let good = format!("bundle b {{ {kind} \"nginx\" {{ {attrs} }} }}\npolicy {{ b(); }}\n");
+        for name in [
+            "-oAPT::Get::AllowUnauthenticated=1",
+            ";id",
+            "$(id)",
+            "a b",
+            "x`id`",
+            "",
+        ] {
+            let escaped = name.replace('$', "\\$");
+            let outcome = support::check_text(&good.replace("nginx", &escaped));
+            assert!(
+                outcome
+                    .diagnostics
+                    .iter()
+                    .any(|d| d.code.to_string() == "E0213"),
+                "{kind} {name:?}: policyc accepted it: {:?}",
+                outcome.diagnostics
+            );
+
+            let mut forged = body(&good);
+            for c in forged.constants.0.iter_mut() {
+                if *c == Constant::Str("nginx".into()) || *c == Constant::Word("nginx".into()) {
+                    *c = Constant::Str(name.to_owned());
+                }
+            }
+            let bundle = verified(&seal(&forged, &secret).unwrap());
+            let root = tempfile::tempdir().unwrap();
+            let failures = failed(&converge(&bundle, root.path(), false));
+            assert!(
+                failures.len() == 1 && failures[0].contains(&format!("not a valid {kind} name")),
+                "{kind} {name:?}: {failures:?}"
+            );
+        }
+    }
+}

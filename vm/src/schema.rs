@@ -94,6 +94,30 @@ pub enum PromiserKind {
     Label,
 }
 
+/// Why `name` cannot be the promiser of a package, service, user or group
+/// promise, if it cannot: such names end up as arguments of `dpkg`,
+/// `systemctl`, `useradd` and the like, so one that starts with `-` would
+/// be read as an option (`-oAPT::...`), and one with `;`, `$`, spaces or
+/// quotes has no business there (THREATS.md T21). This one function is the
+/// grammar: the compiler refuses such names with it (E0213), and the VM
+/// refuses them again before any backend sees them.
+pub fn name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("it is empty")
+    } else if name.len() > 255 {
+        Some("it is longer than 255 bytes")
+    } else if name.starts_with('-') {
+        Some("it starts with `-`, which the tools behind it would read as an option")
+    } else if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "._+@:-".contains(c))
+    {
+        Some("only letters, digits and `._+@:-` are allowed")
+    } else {
+        None
+    }
+}
+
 /// A constraint between attributes of one promise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rule {

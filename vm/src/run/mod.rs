@@ -26,7 +26,7 @@ use crate::bundle::Verified;
 use crate::eval::{Evaluator, Val};
 use crate::facts::{FactValue, Facts};
 use crate::rootfs::RootFs;
-use crate::schema::FACTS;
+use crate::schema::{name_problem, promise_type, PromiserKind, FACTS};
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -284,6 +284,18 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
 }
 
 fn apply(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    let named = promise_type(inst.kind).is_some_and(|t| t.promiser == PromiserKind::Name);
+    if let Some(why) = named.then(|| name_problem(&inst.promiser)).flatten() {
+        return Applied {
+            outcome: Outcome::Failed(format!(
+                "`{}` is not a valid {} name: {why}; it is passed to no tool",
+                inst.promiser.escape_debug(),
+                inst.kind
+            )),
+            changes: Vec::new(),
+            output: None,
+        };
+    }
     match inst.kind {
         "file" => operators::file(ctx, inst),
         "directory" => operators::directory(ctx, inst),

@@ -353,23 +353,19 @@ pub fn promiser_problem(pt: &PromiseType, span: Span, text: &str) -> Option<Diag
                 .with_help("write the path in its plain absolute form, e.g. `/etc/app/app.conf`")
             })
         }
-        PromiserKind::Name => {
-            let valid = !text.is_empty()
-                && text.len() <= 255
-                && !text.starts_with('-')
-                && text
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "._+@:-".contains(c));
-            (!valid).then(|| {
-                Diagnostic::new(
-                    Code::InvalidName,
-                    format!("`{}` is not a valid {} name", text.escape_debug(), pt.name),
-                    span,
-                    "invalid name",
-                )
-                .with_help("names are letters, digits and `._+@:-`, and do not start with `-` (the tools behind the promise would read it as an option)")
-            })
-        }
+        PromiserKind::Name => converge_vm::schema::name_problem(text).map(|why| {
+            Diagnostic::new(
+                Code::InvalidName,
+                format!(
+                    "`{}` is not a valid {} name: {why}",
+                    text.escape_debug(),
+                    pt.name
+                ),
+                span,
+                "invalid name",
+            )
+            .with_help("names are letters, digits and `._+@:-`, and do not start with `-` (the tools behind the promise would read it as an option)")
+        }),
         PromiserKind::Label => None,
     }
 }
