@@ -484,3 +484,51 @@ fn t21_option_and_shell_injection_in_names_is_refused_by_both() {
         }
     }
 }
+
+/// T24: a dry run's report shows diffs of the files it would change, and
+/// reports end up in logs and CI output. The content of a file that is not
+/// world-readable, before or after, never appears in the report, human or
+/// JSON; a world-readable file's diff still does. (The policy itself, the
+/// regex of a `line` promise included, is not secret: bundles are public.)
+#[test]
+fn t24_dry_run_reports_never_show_the_content_of_private_files() {
+    use converge_vm::run::report;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let root = tempfile::tempdir().unwrap();
+    let etc = root.path().join("etc");
+    std::fs::create_dir(&etc).unwrap();
+    for (name, text, mode) in [
+        ("token", "token=OLD-SECRET\n", 0o600),
+        ("shadow", "root:OLD-HASH:19000\n", 0o640),
+        ("opened", "key=OLD-OPEN\n", 0o600),
+        ("motd", "old motd\n", 0o644),
+    ] {
+        std::fs::write(etc.join(name), text).unwrap();
+        std::fs::set_permissions(etc.join(name), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let bundle = verified(&support::compile(
+        r#"bundle b {
+  file "/etc/token" { content = "token=NEW-SECRET\n"; }
+  file "/etc/newkey" { content = "NEW-KEY\n"; mode = 0o600; }
+  file "/etc/opened" { content = "key=NEW-OPEN\n"; mode = 0o644; }
+  line "/etc/shadow" { replace = "OLD-[A-Z]+"; with = "NEW-HASH"; }
+  file "/etc/motd" { content = "new motd\n"; }
+}
+policy { b(); }"#,
+    ));
+    let r = converge(&bundle, root.path(), true);
+    assert!(failed(&r).is_empty(), "{:?}", failed(&r));
+    let human = report::human(&r);
+    let json = report::json(&r).to_string();
+    for text in [&human, &json] {
+        for secret in ["SECRET", "NEW-KEY", "HASH", "OPEN"] {
+            assert!(!text.contains(secret), "{secret} leaked:\n{text}");
+        }
+        assert!(text.contains("not world-readable"), "{text}");
+        assert!(
+            text.contains("+new motd"),
+            "the public diff is gone:\n{text}"
+        );
+    }
+}

@@ -136,7 +136,17 @@ fn fs_failed(e: FsError) -> Applied {
     Applied::failed(e.to_string())
 }
 
-fn diff(before: &[u8], after: &[u8], path: &str) -> Option<String> {
+/// A unified diff for a dry run, of text content only, and only of a file
+/// anyone on the host may read both before and after (`modes`: the current
+/// and the resulting mode). Reports end up in logs and CI output; the
+/// content of a 0600 file (keys, password hashes, tokens) must not
+/// (THREATS.md T24), so its diff is replaced by a note saying why.
+fn diff(before: &[u8], after: &[u8], path: &str, modes: &[u32]) -> Option<String> {
+    if let Some(mode) = modes.iter().find(|m| *m & 0o004 == 0) {
+        return Some(format!(
+            "{path}: content not shown (mode 0o{mode:o} is not world-readable)\n"
+        ));
+    }
     let (Ok(a), Ok(b)) = (std::str::from_utf8(before), std::str::from_utf8(after)) else {
         return None;
     };
@@ -256,7 +266,7 @@ pub fn file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
             before: "absent".into(),
             after: format!("sha256:{} mode 0o{mode:o}", digest(&bytes)),
             diff: if ctx.dry_run {
-                diff(b"", &bytes, path)
+                diff(b"", &bytes, path, &[mode])
             } else {
                 None
             },
@@ -269,6 +279,10 @@ pub fn file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
             Err(e) => return fs_failed(e),
         };
         if current != want {
+            let mode = inst
+                .int("mode")
+                .and_then(|m| u32::try_from(m).ok())
+                .unwrap_or(meta.mode);
             if !ctx.dry_run {
                 if inst.bool("backup") == Some(true) {
                     let backup = format!("{path}.converge-backup");
@@ -279,10 +293,6 @@ pub fn file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
                         return fs_failed(e);
                     }
                 }
-                let mode = inst
-                    .int("mode")
-                    .and_then(|m| u32::try_from(m).ok())
-                    .unwrap_or(meta.mode);
                 let owner = Some((want_uid.unwrap_or(meta.uid), want_gid.unwrap_or(meta.gid)));
                 if let Err(e) = ctx.fs.write_file(path, &want, mode, owner) {
                     return fs_failed(e);
@@ -296,7 +306,7 @@ pub fn file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
                 before: format!("sha256:{}", digest(&current)),
                 after: format!("sha256:{}", digest(&want)),
                 diff: if ctx.dry_run {
-                    diff(&current, &want, path)
+                    diff(&current, &want, path, &[meta.mode, mode])
                 } else {
                     None
                 },
@@ -545,7 +555,7 @@ pub fn line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
         before: format!("sha256:{}", digest(&bytes)),
         after: format!("sha256:{}", digest(&new_bytes)),
         diff: if ctx.dry_run {
-            diff(&bytes, &new_bytes, path)
+            diff(&bytes, &new_bytes, path, &[meta.mode])
         } else {
             None
         },
