@@ -117,6 +117,13 @@ fn lex_diagnostic(kind: &LexErrorKind, err: &SyntaxError) -> Diagnostic {
             "not a valid number",
         )
         .with_help("integers are decimal `42`, octal `0o644` or hex `0xff`; durations are `30s`, `5m`, `2h`"),
+        LexErrorKind::LeadingZero => Diagnostic::new(
+            Code::InvalidNumber,
+            "a decimal number cannot start with `0`",
+            span,
+            "read as decimal, this would not be the octal number it looks like",
+        )
+        .with_help("write octal with `0o` (`mode = 0o600;`), or drop the leading zeros"),
         LexErrorKind::NumberTooLarge => Diagnostic::new(
             Code::NumberTooLarge,
             "number too large",

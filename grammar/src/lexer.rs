@@ -131,7 +131,7 @@ fn stand_in(kind: &LexErrorKind) -> Option<Token> {
             raw: true,
         })),
         LexErrorKind::UnterminatedHeredoc => Some(Token::Heredoc(StrLit::default())),
-        LexErrorKind::NumberTooLarge | LexErrorKind::BadNumber => {
+        LexErrorKind::NumberTooLarge | LexErrorKind::BadNumber | LexErrorKind::LeadingZero => {
             Some(Token::Number(Number::Int {
                 value: 0,
                 octal: false,

@@ -90,6 +90,10 @@ pub enum LexErrorKind {
     NumberTooLarge,
     /// `0o8`, `0x`, `12ab`: malformed number.
     BadNumber,
+    /// `0600`: a decimal number with a leading zero. Anyone who writes it
+    /// means octal, and reading it as decimal 600 (mode `0o1130`) would be
+    /// a wrong write, so it is refused, as Rust and Python 3 do.
+    LeadingZero,
     /// `10y`: a duration unit other than `s`, `m`, `h`.
     BadDurationUnit(String),
     /// Brackets, braces, parentheses, type arguments or `!`s nested deeper
@@ -300,6 +304,9 @@ pub(crate) fn parse_number(text: &str) -> Result<Number, LexErrorKind> {
             .find(|c: char| c.is_ascii_alphabetic())
             .unwrap_or(text.len());
         let (digits, unit) = text.split_at(split);
+        if digits.len() > 1 && digits.starts_with('0') {
+            return Err(LexErrorKind::LeadingZero);
+        }
         let value = parse_digits(digits, 10)?;
         if unit.is_empty() {
             return Ok(Number::Int {

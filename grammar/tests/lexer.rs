@@ -104,6 +104,9 @@ fn integers_in_every_base() {
 #[test]
 fn malformed_numbers_are_one_error_each() {
     assert_eq!(one_error("0o8").kind, LexErrorKind::BadNumber);
+    assert_eq!(one_error("0600").kind, LexErrorKind::LeadingZero);
+    assert_eq!(one_error("007").kind, LexErrorKind::LeadingZero);
+    assert_eq!(one_error("05m").kind, LexErrorKind::LeadingZero);
     assert_eq!(one_error("0x").kind, LexErrorKind::BadNumber);
     assert_eq!(one_error("0xfg").kind, LexErrorKind::BadNumber);
     assert_eq!(
