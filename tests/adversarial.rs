@@ -49,7 +49,7 @@ fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 }
 
 const GOOD: &str = r#"
-bundle b { file "/etc/motd" { content = "hello\n"; mode = 0644; } }
+bundle b { file "/etc/motd" { content = "hello\n"; mode = 0o644; } }
 policy { b(); }
 "#;
 
