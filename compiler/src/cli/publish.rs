@@ -128,11 +128,12 @@ pub fn run(args: PublishArgs) -> ExitCode {
     if let Err(e) = std::fs::create_dir_all(&args.dir) {
         return fail(format!("cannot create `{}`: {e}", args.dir.display()));
     }
+    let stamp_text = stamp.encode(&signature);
     for (path, bytes) in [
-        (&bundle_path, built.bytes.clone()),
-        (&stamp_path, stamp.encode(&signature).into_bytes()),
+        (&bundle_path, built.bytes.as_slice()),
+        (&stamp_path, stamp_text.as_bytes()),
     ] {
-        if let Err(e) = write_atomically(path, &bytes) {
+        if let Err(e) = write_atomically(path, bytes) {
             return fail(format!("cannot write `{}`: {e}", path.display()));
         }
     }
