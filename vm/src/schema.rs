@@ -163,6 +163,7 @@ pub fn promise_type(name: &str) -> Option<&'static PromiseType> {
 const ENSURE_VALUES: &[&str] = &["present", "absent"];
 const PACKAGE_STATES: &[&str] = &["installed", "removed", "latest"];
 const SERVICE_STATES: &[&str] = &["running", "stopped"];
+const NOTIFY_ACTIONS: &[&str] = &["restart", "reload"];
 
 const fn attr(
     name: &'static str,
@@ -371,13 +372,19 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
                 "version",
                 AttrType::String,
                 DefaultValue::Unmanaged,
-                "An exact version to install.",
+                "An exact version to install (`apt-get install name=version`); the installed version must equal it.",
             ),
             attr(
                 "manager",
                 AttrType::String,
                 DefaultValue::Str("apt"),
                 "The package manager (`apt` on the Debian family).",
+            ),
+            attr(
+                "source",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "A `.deb` file inside the root to install with `dpkg --install` instead of from the apt repositories.",
             ),
         ],
         rules: &[],
@@ -402,8 +409,26 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
             attr(
                 "manager",
                 AttrType::String,
-                DefaultValue::Str("systemd"),
-                "The service manager (`systemd`, `runit`).",
+                DefaultValue::Unmanaged,
+                "The service manager, `systemd` or `runit`; by default systemd when /run/systemd/system exists in the root, else runit when /etc/runit or /etc/service does, else systemd.",
+            ),
+            attr(
+                "on_notify",
+                AttrType::Enum(NOTIFY_ACTIONS),
+                DefaultValue::Word("restart"),
+                "What a notification does to the running service: `restart` it or `reload` its configuration.",
+            ),
+            attr(
+                "service_dir",
+                AttrType::String,
+                DefaultValue::Str("/etc/service"),
+                "runit: the directory runsvdir watches; the service is enabled when it has a link there.",
+            ),
+            attr(
+                "service_src",
+                AttrType::String,
+                DefaultValue::Str("/etc/sv"),
+                "runit: the directory holding the service definition (`NAME/run`) that enabling links to.",
             ),
         ],
         rules: &[],

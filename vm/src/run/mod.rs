@@ -21,6 +21,8 @@ use std::time::Instant;
 use operators::{Accounts, Applied, Change, Ctx, Outcome};
 use resolve::{loop_combinations, resolve, Instance};
 
+use crate::backend;
+use crate::backend::packages::{Batcher, Entry};
 use crate::bundle::format::Constant;
 use crate::bundle::Verified;
 use crate::eval::{Evaluator, Val};
@@ -74,9 +76,6 @@ pub struct RunReport {
 /// Attributes that do not describe the object, for run-time contradictions.
 const NOT_STATE: &[&str] = &["id", "comment", "ensure"];
 
-/// Promise types whose backends are not part of this VM yet.
-const NOT_AVAILABLE: &[&str] = &["package", "service", "user", "group"];
-
 pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     let started = Instant::now();
     let body = &v.body;
@@ -101,6 +100,8 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     let mut commands_run: HashSet<(usize, Vec<String>)> = HashSet::new();
     // Promises named in the `notify` of a repaired promise.
     let mut notified: HashSet<usize> = HashSet::new();
+    // Services notified since they were last restarted.
+    let mut restart: HashSet<usize> = HashSet::new();
     let mut unmanaged: BTreeSet<String> = BTreeSet::new();
     let limit = body.header.pass_limit.max(1);
     let mut passes = 0;
@@ -150,8 +151,9 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             }
         }
         let contradictions = runtime_contradictions(&instances);
+        let mut packages = Batcher::default();
 
-        for (index, combo, inst) in &instances {
+        for (position, (index, combo, inst)) in instances.iter().enumerate() {
             let inst = match inst {
                 Ok(inst) => inst,
                 Err(e) => {
@@ -203,8 +205,14 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                 // A notified command runs even if `creates`/`unless` would
                 // skip it: that is what notifying it means.
                 operators::command(&ctx, inst, notified.contains(&inst.index))
+            } else if inst.kind == "package" {
+                // Every package promise of the batch this one starts is
+                // converged now; the others take their outcome from it.
+                packages.apply(&fs, opts.dry_run, position, || {
+                    batch_entries(body, &instances, &failed, &contradictions)
+                })
             } else {
-                apply(&ctx, inst)
+                apply(&ctx, inst, restart.remove(&inst.index))
             };
             if inst.kind == "command"
                 && matches!(applied.outcome, Outcome::Repaired | Outcome::Failed(_))
@@ -214,6 +222,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             if applied.outcome == Outcome::Repaired {
                 if let Some(p) = p {
                     notified.extend(p.notify.iter().map(|t| *t as usize));
+                    restart.extend(p.notify.iter().map(|t| *t as usize));
                 }
             }
             if inst.kind == "directory" && !matches!(applied.outcome, Outcome::Failed(_)) {
@@ -283,7 +292,31 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     })
 }
 
-fn apply(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+/// The instances of a pass as the package batcher sees them.
+fn batch_entries<'a>(
+    body: &'a crate::bundle::format::Body,
+    instances: &'a [(usize, Vec<String>, Result<Instance, String>)],
+    failed: &HashSet<usize>,
+    contradictions: &HashMap<(usize, Vec<String>), String>,
+) -> Vec<Entry<'a>> {
+    instances
+        .iter()
+        .map(|(index, combo, inst)| {
+            let after: &[u32] = body.promises.get(*index).map_or(&[], |p| &p.after.0[..]);
+            Entry {
+                index: *index,
+                inst: inst.as_ref().ok(),
+                after,
+                blocked: contradictions.contains_key(&(*index, combo.clone()))
+                    || after.iter().any(|a| failed.contains(&(*a as usize))),
+            }
+        })
+        .collect()
+}
+
+/// Applies one promise by its operator; `notified` tells a service that a
+/// repaired promise asked for its restart.
+fn apply(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
     let named = promise_type(inst.kind).is_some_and(|t| t.promiser == PromiserKind::Name);
     if let Some(why) = named.then(|| name_problem(&inst.promiser)).flatten() {
         return Applied {
@@ -307,13 +340,21 @@ fn apply(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
             changes: Vec::new(),
             output: inst.str("message").map(str::to_owned),
         },
-        kind if NOT_AVAILABLE.contains(&kind) => Applied {
-            outcome: Outcome::Skipped(format!(
-                "this policyvm has no `{kind}` backend yet; the promise is not applied"
-            )),
-            changes: Vec::new(),
-            output: None,
-        },
+        "package" => backend::packages::converge(ctx.fs, ctx.dry_run, &[inst])
+            .pop()
+            .unwrap_or_else(|| Applied::failed("no outcome for this package")),
+        "service" => backend::service::service(ctx.fs, ctx.dry_run, inst, notified),
+        "user" | "group" => {
+            let applied = if inst.kind == "user" {
+                backend::accounts::user(ctx.fs, ctx.dry_run, inst)
+            } else {
+                backend::accounts::group(ctx.fs, ctx.dry_run, inst)
+            };
+            if applied.outcome == Outcome::Repaired && !ctx.dry_run {
+                ctx.accounts.reload(ctx.fs);
+            }
+            applied
+        }
         kind => Applied {
             outcome: Outcome::Failed(format!("unknown promise type `{kind}`")),
             changes: Vec::new(),

@@ -2,14 +2,14 @@
 //! current state of what its promise names, compares, and changes only
 //! what differs. In a dry run the change is described, not made.
 
-use std::io::Read as _;
+use std::cell::RefCell;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
 use super::resolve::{Instance, Value};
+use crate::backend::process::{self, Cmd};
 use crate::rootfs::{FsError, Kind, RootFs};
 
 /// How a promise ended in one pass.
@@ -40,7 +40,7 @@ pub struct Applied {
 }
 
 impl Applied {
-    fn kept() -> Self {
+    pub fn kept() -> Self {
         Applied {
             outcome: Outcome::Kept,
             changes: Vec::new(),
@@ -48,7 +48,7 @@ impl Applied {
         }
     }
 
-    fn failed(reason: impl Into<String>) -> Self {
+    pub fn failed(reason: impl Into<String>) -> Self {
         Applied {
             outcome: Outcome::Failed(reason.into()),
             changes: Vec::new(),
@@ -56,7 +56,7 @@ impl Applied {
         }
     }
 
-    fn from_changes(changes: Vec<Change>) -> Self {
+    pub fn from_changes(changes: Vec<Change>) -> Self {
         Applied {
             outcome: if changes.is_empty() {
                 Outcome::Kept
@@ -70,14 +70,32 @@ impl Applied {
 }
 
 /// User and group names of the root (`ROOT/etc/passwd`, `ROOT/etc/group`).
+/// Read again after a `user` or `group` promise changes them, so that a
+/// file promised to a user created earlier in the run finds it.
 #[derive(Clone, Debug, Default)]
 pub struct Accounts {
+    tables: RefCell<Tables>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Tables {
     users: Vec<(String, u32)>,
     groups: Vec<(String, u32)>,
 }
 
 impl Accounts {
     pub fn read(fs: &RootFs) -> Accounts {
+        Accounts {
+            tables: RefCell::new(Self::tables(fs)),
+        }
+    }
+
+    /// Reads the tables again.
+    pub fn reload(&self, fs: &RootFs) {
+        *self.tables.borrow_mut() = Self::tables(fs);
+    }
+
+    fn tables(fs: &RootFs) -> Tables {
         let table = |path: &str| -> Vec<(String, u32)> {
             let text = fs
                 .read_file(path)
@@ -94,14 +112,16 @@ impl Accounts {
                 })
                 .collect()
         };
-        Accounts {
+        Tables {
             users: table("/etc/passwd"),
             groups: table("/etc/group"),
         }
     }
 
     fn uid(&self, name: &str) -> Result<u32, String> {
-        self.users
+        self.tables
+            .borrow()
+            .users
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, id)| *id)
@@ -110,7 +130,9 @@ impl Accounts {
     }
 
     fn gid(&self, name: &str) -> Result<u32, String> {
-        self.groups
+        self.tables
+            .borrow()
+            .groups
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, id)| *id)
@@ -562,9 +584,6 @@ pub fn line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     }])
 }
 
-/// The most output of a command kept in the report, per stream.
-const MAX_OUTPUT: usize = 64 * 1024;
-
 /// Runs a command unless `creates` exists or `unless` succeeds; a
 /// `notified` command runs regardless.
 pub fn command(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
@@ -625,73 +644,27 @@ pub fn command(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
             changes: Vec::new(),
             output: Some(output),
         },
-        Err(e) => Applied::failed(format!("cannot run `{shown}`: {e}")),
+        Err(e) => Applied::failed(e.to_string()),
     }
 }
 
 /// Runs an argv without a shell, in `cwd`, with `CONVERGE_ROOT` set; kills
-/// it after `timeout`. Returns the exit code (`None` if killed) and the
-/// captured output (bounded).
+/// it (and what it started) after `timeout`. Returns the exit code (`None`
+/// if killed) and the captured output (bounded).
 fn execute(
     argv: &[String],
     cwd: &Path,
     root: &Path,
     timeout: Duration,
 ) -> std::io::Result<(Option<i32>, String)> {
-    let Some((program, args)) = argv.split_first() else {
-        return Err(std::io::Error::other("empty command"));
+    let cmd = Cmd {
+        argv: argv.to_vec(),
+        env: vec![("CONVERGE_ROOT".to_owned(), root.display().to_string())],
+        cwd: Some(cwd.to_path_buf()),
+        timeout,
     };
-    let mut child = Command::new(program)
-        .args(args)
-        .current_dir(cwd)
-        .env("CONVERGE_ROOT", root)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    // Read both streams on threads so a chatty command cannot block on a
-    // full pipe while we wait for it.
-    let reader = |stream: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut kept = Vec::new();
-            if let Some(mut s) = stream {
-                let mut buf = [0u8; 8192];
-                while let Ok(n) = s.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    let room = MAX_OUTPUT.saturating_sub(kept.len());
-                    kept.extend_from_slice(buf.get(..n.min(room)).unwrap_or_default());
-                }
-            }
-            kept
-        })
-    };
-    let out = reader(
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-    );
-    let err = reader(
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-    );
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break Some(status);
-        }
-        if start.elapsed() >= timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let mut output = String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned();
-    output.push_str(&String::from_utf8_lossy(&err.join().unwrap_or_default()));
-    Ok((status.and_then(|s| s.code()), output))
+    let ran = process::run(&cmd).map_err(std::io::Error::other)?;
+    let mut output = ran.stdout;
+    output.push_str(&ran.stderr);
+    Ok((ran.code, output))
 }

@@ -1,0 +1,307 @@
+//! The commands of the `apt` package manager, as data, and the parsers of
+//! their output. [`super::packages`] decides which to run.
+//!
+//! - state: `dpkg-query -W` over every package of the pass at once;
+//! - candidates (for `latest`, and to fail an unknown package before the
+//!   batch): `apt-cache policy`;
+//! - install from the configured repositories: `apt-get install`;
+//! - install a `.deb` named by `source`: `dpkg --install`;
+//! - remove: `dpkg --remove`, which never removes anything but what it is
+//!   told to (`apt-get remove` would also remove every package that
+//!   depends on it).
+//!
+//! Under `--root DIR` dpkg gets `--root=DIR` (maintainer scripts run
+//! chrooted into the root, never on the host), and apt gets `Dir=DIR/`
+//! and `DPkg::Options::=--root=DIR`, so it reads the root's sources,
+//! lists, cache and dpkg database and hands the root to dpkg.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use super::process::Cmd;
+
+/// Reading state: `dpkg-query`, `apt-cache`.
+pub const QUERY_TIMEOUT: Duration = Duration::from_secs(120);
+/// Changing it: downloads and maintainer scripts may take a while, but not
+/// forever.
+pub const CHANGE_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// The environment of every command that may change packages: no prompt,
+/// no pager, no list of changes mailed or shown.
+const QUIET_ENV: &[(&str, &str)] = &[
+    ("DEBIAN_FRONTEND", "noninteractive"),
+    ("APT_LISTCHANGES_FRONTEND", "none"),
+    ("APT_LISTBUGS_FRONTEND", "none"),
+];
+
+/// dpkg options for unattended runs: keep a locally changed conffile, take
+/// the default answer otherwise, never ask.
+const DPKG_QUIET: &[&str] = &["--force-confdef", "--force-confold"];
+
+fn quiet(mut cmd: Cmd) -> Cmd {
+    for (k, v) in QUIET_ENV {
+        cmd = cmd.env(k, v);
+    }
+    cmd
+}
+
+fn dpkg_root(program: &str, root: Option<&Path>) -> Vec<String> {
+    let mut argv = vec![program.to_owned()];
+    if let Some(r) = root {
+        argv.push(format!("--root={}", r.display()));
+    }
+    argv
+}
+
+/// apt's options: unattended, and pointed at the root.
+fn apt_options(root: Option<&Path>) -> Vec<String> {
+    let mut opts: Vec<String> = Vec::new();
+    let mut set = |o: String| {
+        opts.push("-o".to_owned());
+        opts.push(o);
+    };
+    if let Some(r) = root {
+        let r = r.display();
+        set(format!("Dir={r}/"));
+        set(format!("Dir::State::status={r}/var/lib/dpkg/status"));
+        set("Dir::Bin::dpkg=dpkg".to_owned());
+        set(format!("DPkg::Options::=--root={r}"));
+    }
+    for o in DPKG_QUIET {
+        set(format!("DPkg::Options::={o}"));
+    }
+    set("DPkg::Use-Pty=0".to_owned());
+    // Wait for another package manager to finish instead of failing.
+    set("DPkg::Lock::Timeout=120".to_owned());
+    opts
+}
+
+/// The fields `dpkg-query` prints per package: name, name with
+/// architecture, status (`install ok installed`), version.
+const QUERY_FORMAT: &str = r"${Package}\t${binary:Package}\t${Status}\t${Version}\n";
+
+/// `dpkg-query [--root=DIR] -W --showformat=... -- NAME...`: one call for
+/// every package. Exit status 1 only means some name is not known.
+pub fn query(names: &[&str], root: Option<&Path>) -> Cmd {
+    let mut argv = dpkg_root("dpkg-query", root);
+    argv.push("-W".to_owned());
+    argv.push(format!("--showformat={QUERY_FORMAT}"));
+    argv.push("--".to_owned());
+    argv.extend(names.iter().map(|n| (*n).to_owned()));
+    Cmd::new(&argv, QUERY_TIMEOUT)
+}
+
+/// What dpkg says about one package.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Known {
+    /// The status word: `installed`, `config-files`, `half-configured`, ...
+    pub status: String,
+    pub version: String,
+}
+
+impl Known {
+    /// Installed and configured (pending triggers do not make it less so).
+    pub fn installed(&self) -> bool {
+        matches!(
+            self.status.as_str(),
+            "installed" | "triggers-pending" | "triggers-awaited"
+        )
+    }
+
+    /// Anything of it on disk (a half-installed package too, but not the
+    /// conffiles a removal leaves).
+    pub fn present(&self) -> bool {
+        !matches!(self.status.as_str(), "not-installed" | "config-files")
+    }
+}
+
+/// Parses `dpkg-query` output into the state of each package, under both
+/// its name and its `name:arch`. A package known in several architectures
+/// counts as installed when one of them is.
+pub fn parse_query(stdout: &str) -> HashMap<String, Known> {
+    let mut out: HashMap<String, Known> = HashMap::new();
+    for line in stdout.lines() {
+        let mut f = line.split('\t');
+        let (Some(name), Some(arch_name), Some(status), Some(version)) =
+            (f.next(), f.next(), f.next(), f.next())
+        else {
+            continue;
+        };
+        let known = Known {
+            status: status.split(' ').nth(2).unwrap_or("").to_owned(),
+            version: version.to_owned(),
+        };
+        for key in [name, arch_name] {
+            let better = out
+                .get(key)
+                .is_none_or(|k| !k.installed() && known.installed());
+            if better {
+                out.insert(key.to_owned(), known.clone());
+            }
+        }
+    }
+    out
+}
+
+/// `apt-cache policy -- NAME...`: the candidate version of each name.
+pub fn policy(names: &[&str], root: Option<&Path>) -> Cmd {
+    let mut argv = vec!["apt-cache".to_owned()];
+    argv.extend(apt_options(root));
+    argv.push("policy".to_owned());
+    argv.push("--".to_owned());
+    argv.extend(names.iter().map(|n| (*n).to_owned()));
+    Cmd::new(&argv, QUERY_TIMEOUT)
+}
+
+/// Parses `apt-cache policy` output: each known package and its candidate
+/// (`None` for `(none)`). Unknown packages are not listed at all.
+pub fn parse_policy(stdout: &str) -> HashMap<String, Option<String>> {
+    let mut out = HashMap::new();
+    let mut current: Option<String> = None;
+    for line in stdout.lines() {
+        if !line.starts_with(' ') {
+            current = line.strip_suffix(':').map(str::to_owned);
+            continue;
+        }
+        if let (Some(name), Some(candidate)) = (&current, line.trim().strip_prefix("Candidate: ")) {
+            let candidate = (candidate != "(none)").then(|| candidate.to_owned());
+            out.insert(name.clone(), candidate);
+        }
+    }
+    out
+}
+
+/// `apt-get install -- NAME[=VERSION]...`, unattended.
+pub fn apt_install(specs: &[String], root: Option<&Path>) -> Cmd {
+    let mut argv = vec!["apt-get".to_owned()];
+    argv.extend(apt_options(root));
+    argv.extend(["-y", "-q", "install", "--"].map(str::to_owned));
+    argv.extend(specs.iter().cloned());
+    quiet(Cmd::new(&argv, CHANGE_TIMEOUT))
+}
+
+/// `dpkg --install -- FILE.deb...`, unattended.
+pub fn dpkg_install(files: &[String], root: Option<&Path>) -> Cmd {
+    let mut argv = dpkg_root("dpkg", root);
+    argv.extend(DPKG_QUIET.iter().map(|s| (*s).to_owned()));
+    argv.extend(["--install", "--"].map(str::to_owned));
+    argv.extend(files.iter().cloned());
+    quiet(Cmd::new(&argv, CHANGE_TIMEOUT))
+}
+
+/// `dpkg --remove -- NAME...`, unattended.
+pub fn dpkg_remove(names: &[String], root: Option<&Path>) -> Cmd {
+    let mut argv = dpkg_root("dpkg", root);
+    argv.extend(DPKG_QUIET.iter().map(|s| (*s).to_owned()));
+    argv.extend(["--remove", "--"].map(str::to_owned));
+    argv.extend(names.iter().cloned());
+    quiet(Cmd::new(&argv, CHANGE_TIMEOUT))
+}
+
+/// Why `version` cannot be a Debian version, if it cannot (it becomes part
+/// of an `apt-get` argument, `name=version`).
+pub fn version_problem(version: &str) -> Option<&'static str> {
+    if version.is_empty() || version.len() > 255 {
+        Some("it is empty or longer than 255 bytes")
+    } else if !version.starts_with(|c: char| c.is_ascii_digit()) {
+        Some("a Debian version starts with a digit")
+    } else if !version
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || ".+~:-".contains(c))
+    {
+        Some("only letters, digits and `.+~:-` are allowed")
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_is_one_argv_with_double_dash() {
+        let cmd = query(&["alpha", "beta"], Some(Path::new("/r")));
+        assert_eq!(
+            cmd.argv,
+            [
+                "dpkg-query",
+                "--root=/r",
+                "-W",
+                r"--showformat=${Package}\t${binary:Package}\t${Status}\t${Version}\n",
+                "--",
+                "alpha",
+                "beta"
+            ]
+        );
+        assert_eq!(
+            query(&["a"], None).argv.get(1).map(String::as_str),
+            Some("-W")
+        );
+    }
+
+    #[test]
+    fn query_parsing() {
+        let out = "alpha\talpha\tinstall ok installed\t2.0\n\
+                   beta\tbeta\tdeinstall ok config-files\t1.0\n\
+                   libc6\tlibc6:amd64\tinstall ok installed\t2.36-9\n\
+                   libc6\tlibc6:i386\tdeinstall ok not-installed\t\n\
+                   gamma\tgamma\tinstall ok half-configured\t3\n";
+        let k = parse_query(out);
+        assert!(k.get("alpha").unwrap().installed());
+        assert_eq!(k.get("alpha").unwrap().version, "2.0");
+        assert!(!k.get("beta").unwrap().installed() && !k.get("beta").unwrap().present());
+        assert!(k.get("libc6").unwrap().installed());
+        assert!(k.get("libc6:amd64").unwrap().installed());
+        assert!(!k.get("libc6:i386").unwrap().installed());
+        assert!(!k.get("gamma").unwrap().installed() && k.get("gamma").unwrap().present());
+        assert!(!k.contains_key("delta"));
+    }
+
+    #[test]
+    fn policy_parsing() {
+        let out = "alpha:\n  Installed: 2.0\n  Candidate: 2.1\n  Version table:\n     2.1 500\n        500 file:/repo ./ Packages\n\
+                   beta:\n  Installed: (none)\n  Candidate: (none)\n  Version table:\n";
+        let p = parse_policy(out);
+        assert_eq!(*p.get("alpha").unwrap(), Some("2.1".to_owned()));
+        assert_eq!(*p.get("beta").unwrap(), None);
+        assert!(!p.contains_key("gamma"));
+    }
+
+    #[test]
+    fn changes_are_unattended_and_confined_to_the_root() {
+        let root = Some(Path::new("/r"));
+        let install = apt_install(&["alpha".into(), "beta=1.0".into()], root);
+        let shown = install.shown();
+        for part in [
+            "apt-get -o Dir=/r/ -o Dir::State::status=/r/var/lib/dpkg/status",
+            "-o DPkg::Options::=--root=/r",
+            "-o DPkg::Options::=--force-confold",
+            "-y -q install -- alpha beta=1.0",
+        ] {
+            assert!(shown.contains(part), "{part} in {shown}");
+        }
+        assert!(install
+            .env
+            .contains(&("DEBIAN_FRONTEND".into(), "noninteractive".into())));
+        assert_eq!(
+            dpkg_install(&["/r/p/a.deb".into()], root).shown(),
+            "dpkg --root=/r --force-confdef --force-confold --install -- /r/p/a.deb"
+        );
+        assert_eq!(
+            dpkg_remove(&["alpha".into()], None).shown(),
+            "dpkg --force-confdef --force-confold --remove -- alpha"
+        );
+        assert!(!apt_install(&["a".into()], None).shown().contains("Dir="));
+    }
+
+    #[test]
+    fn versions() {
+        assert_eq!(version_problem("1:2.36-9+deb12u4"), None);
+        assert_eq!(version_problem("1.0~rc1"), None);
+        for bad in ["", "-1", "1 2", "1;id", "1=2", "a1"] {
+            assert!(version_problem(bad).is_some(), "{bad}");
+        }
+    }
+}

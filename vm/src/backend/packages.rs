@@ -1,0 +1,658 @@
+//! `package` promises, converged in batches: the state of every package of
+//! a batch comes from ONE `dpkg-query`, and the packages to install go to
+//! ONE `apt-get install` (or ONE `dpkg --install` for `.deb` files named by
+//! `source`), the ones to remove to ONE `dpkg --remove`. Peers that run
+//! one package manager call per package spend most of a converged run
+//! starting `dpkg`.
+//!
+//! A batch is formed in a pass when its first package promise comes up in
+//! the bundle's order ([`Batcher`]): it takes every package promise of the
+//! pass that does not have to wait for a promise still to come (through
+//! `after`), so a package that comes after a file (an apt source, say)
+//! is still applied after it, in a later batch.
+//!
+//! When a batch command fails and it held more than one package, each
+//! package is tried again on its own: one bad package fails alone, with
+//! its own command and output, and the rest of the run goes on.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+use super::apt::{self, Known};
+use super::process::{self, Cmd};
+use super::{change, check_path, host_path, sandbox};
+use crate::rootfs::{Kind, RootFs};
+use crate::run::operators::{Applied, Change, Outcome};
+use crate::run::resolve::Instance;
+use crate::schema::name_problem;
+
+/// One instance of a pass, as the batcher sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry<'a> {
+    /// The promise's index in the bundle.
+    pub index: usize,
+    pub inst: Option<&'a Instance>,
+    /// The promises it comes after.
+    pub after: &'a [u32],
+    /// It will not be applied in this pass (a contradiction, a failed
+    /// dependency).
+    pub blocked: bool,
+}
+
+/// The package promises of one pass: results of the batches already run,
+/// by position in the pass.
+#[derive(Debug, Default)]
+pub struct Batcher {
+    results: HashMap<usize, Applied>,
+}
+
+impl Batcher {
+    /// The outcome of the package instance at `position`: from the batch
+    /// that already handled it, or from a new batch that starts with it.
+    pub fn apply<'a>(
+        &mut self,
+        fs: &RootFs,
+        dry_run: bool,
+        position: usize,
+        entries: impl FnOnce() -> Vec<Entry<'a>>,
+    ) -> Applied {
+        if let Some(done) = self.results.remove(&position) {
+            return done;
+        }
+        let entries = entries();
+        let members = select(position, &entries);
+        let insts: Vec<&Instance> = members
+            .iter()
+            .filter_map(|p| entries.get(*p).and_then(|e| e.inst))
+            .collect();
+        let outcomes = converge(fs, dry_run, &insts);
+        for (p, a) in members.into_iter().zip(outcomes) {
+            self.results.insert(p, a);
+        }
+        self.results
+            .remove(&position)
+            .unwrap_or_else(|| Applied::failed("the package batch lost this promise"))
+    }
+}
+
+/// The positions of the batch that starts at `first`: every package
+/// instance from there on whose `after` dependencies are all applied
+/// before `first` or are themselves in the batch.
+pub fn select(first: usize, entries: &[Entry<'_>]) -> Vec<usize> {
+    let is_package = |e: &Entry<'_>| e.inst.is_some_and(|i| i.kind == "package") && !e.blocked;
+    let mut batch: BTreeSet<usize> = entries
+        .iter()
+        .enumerate()
+        .skip(first)
+        .filter(|(p, e)| *p == first || is_package(e))
+        .map(|(p, _)| p)
+        .collect();
+    // Positions, from `first` on, of each promise's instances.
+    let mut later: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (p, e) in entries.iter().enumerate().skip(first) {
+        later.entry(e.index).or_default().push(p);
+    }
+    loop {
+        let waiting: Vec<usize> = batch
+            .iter()
+            .copied()
+            .filter(|p| *p != first)
+            .filter(|p| {
+                entries.get(*p).is_some_and(|e| {
+                    e.after.iter().any(|d| {
+                        later
+                            .get(&(*d as usize))
+                            .is_some_and(|ps| ps.iter().any(|q| !batch.contains(q)))
+                    })
+                })
+            })
+            .collect();
+        if waiting.is_empty() {
+            break;
+        }
+        for p in waiting {
+            batch.remove(&p);
+        }
+    }
+    batch.into_iter().collect()
+}
+
+/// What one valid package promise needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Need {
+    Nothing,
+    /// From the repositories: `name` or `name=version`.
+    Apt(String),
+    /// From a `.deb` inside the root (its path on this host).
+    Deb(String),
+    Remove,
+}
+
+/// A package promise of the batch, checked.
+struct Member<'i> {
+    name: &'i str,
+    state: &'i str,
+    version: Option<&'i str>,
+    source: Option<&'i str>,
+}
+
+fn check<'i>(fs: &RootFs, inst: &'i Instance) -> Result<Member<'i>, Applied> {
+    let name = inst.promiser.as_str();
+    if let Some(why) = name_problem(name) {
+        return Err(Applied::failed(format!(
+            "`{}` is not a valid package name: {why}; it is passed to no tool",
+            name.escape_debug()
+        )));
+    }
+    let manager = inst.str("manager").unwrap_or("apt");
+    if manager != "apt" {
+        return Err(Applied::failed(format!(
+            "no package backend for manager `{}` (this policyvm has `apt`)",
+            manager.escape_debug()
+        )));
+    }
+    let state = inst.str("state").unwrap_or("installed");
+    let version = inst.str("version");
+    if let Some(why) = version.and_then(apt::version_problem) {
+        return Err(Applied::failed(format!(
+            "`version = {}` is not a package version: {why}",
+            version.unwrap_or_default().escape_debug()
+        )));
+    }
+    if state == "latest" && version.is_some() {
+        return Err(Applied::failed(
+            "`state = latest` and `version` contradict each other: drop one",
+        ));
+    }
+    let source = inst.str("source");
+    if let Some(src) = source {
+        check_path("source", src)?;
+        if state == "latest" {
+            return Err(Applied::failed(
+                "`state = latest` with a `source` file: the file is the version; use `installed`",
+            ));
+        }
+        if state == "installed" {
+            match fs.lstat(src) {
+                Ok(Some(m)) if m.kind == Kind::File => {}
+                Ok(Some(_)) => {
+                    return Err(Applied::failed(format!(
+                    "`source = {src}` is not a regular file in the root (links are not followed)"
+                )))
+                }
+                Ok(None) => {
+                    return Err(Applied::failed(format!(
+                        "`source = {src}` does not exist in the root"
+                    )))
+                }
+                Err(e) => return Err(Applied::failed(e.to_string())),
+            }
+        }
+    }
+    Ok(Member {
+        name,
+        state,
+        version,
+        source,
+    })
+}
+
+fn describe(k: Option<&Known>) -> String {
+    match k {
+        Some(k) if k.installed() => k.version.clone(),
+        Some(k) if k.present() => format!("{} ({})", k.version, k.status),
+        _ => "absent".to_owned(),
+    }
+}
+
+/// What a member needs, given dpkg's state and apt's candidates (`None`
+/// when no candidate lookup was made). `Err` is why it cannot be done.
+fn need(
+    m: &Member<'_>,
+    known: Option<&Known>,
+    candidates: &HashMap<String, Option<String>>,
+    root: &Path,
+) -> Result<Need, String> {
+    let installed = known.filter(|k| k.installed());
+    match m.state {
+        "removed" => Ok(if known.is_some_and(Known::present) {
+            Need::Remove
+        } else {
+            Need::Nothing
+        }),
+        "latest" => {
+            let candidate = candidates.get(m.name).cloned().flatten();
+            match (installed, candidate) {
+                (Some(k), Some(c)) if k.version != c => Ok(Need::Apt(m.name.to_owned())),
+                (Some(_), _) => Ok(Need::Nothing),
+                (None, Some(_)) => Ok(Need::Apt(m.name.to_owned())),
+                (None, None) => Err(no_candidate(m.name)),
+            }
+        }
+        _ => {
+            let right = installed.is_some_and(|k| m.version.is_none_or(|v| k.version == v));
+            if right {
+                Ok(Need::Nothing)
+            } else if let Some(src) = m.source {
+                Ok(Need::Deb(host_path(root, src).display().to_string()))
+            } else if m.version.is_none() && !candidates.get(m.name).is_some_and(Option::is_some) {
+                Err(no_candidate(m.name))
+            } else {
+                Ok(Need::Apt(match m.version {
+                    Some(v) => format!("{}={v}", m.name),
+                    None => m.name.to_owned(),
+                }))
+            }
+        }
+    }
+}
+
+fn no_candidate(name: &str) -> String {
+    format!(
+        "no installation candidate for package `{name}`: it is in none of the configured apt repositories (`apt-cache policy` lists none); give a `source` .deb or add the repository"
+    )
+}
+
+/// Runs a read-only query; exit status 0 or 1 (some name unknown) is an
+/// answer, anything else a failure naming the command.
+fn ask(cmd: &Cmd) -> Result<String, String> {
+    let ran = process::run(cmd)?;
+    match ran.code {
+        Some(0 | 1) => Ok(ran.stdout),
+        _ => Err(ran.failure()),
+    }
+}
+
+fn query(names: &[&str], root: Option<&Path>) -> Result<HashMap<String, Known>, String> {
+    if names.is_empty() {
+        return Ok(HashMap::new());
+    }
+    ask(&apt::query(names, root)).map(|out| apt::parse_query(&out))
+}
+
+/// Converges a batch of package promises; one outcome per instance, in
+/// order.
+pub fn converge(fs: &RootFs, dry_run: bool, insts: &[&Instance]) -> Vec<Applied> {
+    let root_path = fs.path();
+    let root = sandbox(root_path);
+    let mut out: Vec<Option<Applied>> = vec![None; insts.len()];
+    let mut members: Vec<(usize, Member<'_>)> = Vec::new();
+    for (i, inst) in insts.iter().enumerate() {
+        match check(fs, inst) {
+            Ok(m) => members.push((i, m)),
+            Err(failed) => set(&mut out, i, failed),
+        }
+    }
+    let mut names: Vec<&str> = members.iter().map(|(_, m)| m.name).collect();
+    names.sort_unstable();
+    names.dedup();
+    let known = match query(&names, root) {
+        Ok(k) => k,
+        Err(e) => return fail_all(out, &members, &e),
+    };
+    // Candidates, only for what may come from the repositories.
+    let mut wanted: Vec<&str> = members
+        .iter()
+        .filter(|(_, m)| {
+            m.source.is_none()
+                && (m.state == "latest"
+                    || (m.state == "installed"
+                        && m.version.is_none()
+                        && !known.get(m.name).is_some_and(Known::installed)))
+        })
+        .map(|(_, m)| m.name)
+        .collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let candidates = if wanted.is_empty() {
+        HashMap::new()
+    } else {
+        match ask(&apt::policy(&wanted, root)) {
+            Ok(text) => apt::parse_policy(&text),
+            Err(e) => return fail_all(out, &members, &e),
+        }
+    };
+    let mut plan: Vec<(usize, &Member<'_>, Need)> = Vec::new();
+    for (i, m) in &members {
+        let k = known.get(m.name);
+        match need(m, k, &candidates, root_path) {
+            Ok(Need::Nothing) => set(&mut out, *i, Applied::kept()),
+            Ok(n) => plan.push((*i, m, n)),
+            Err(e) => set(&mut out, *i, Applied::failed(e)),
+        }
+    }
+    // Removals first (a package may be replaced by another), then .deb
+    // files, then the repositories.
+    type Group<'p, 'm> = Vec<&'p (usize, &'m Member<'m>, Need)>;
+    let removals: Group<'_, '_> = plan.iter().filter(|(_, _, n)| *n == Need::Remove).collect();
+    let debs: Group<'_, '_> = plan
+        .iter()
+        .filter(|(_, _, n)| matches!(n, Need::Deb(_)))
+        .collect();
+    let repo: Group<'_, '_> = plan
+        .iter()
+        .filter(|(_, _, n)| matches!(n, Need::Apt(_)))
+        .collect();
+    let command = |group: &[&(usize, &Member<'_>, Need)]| -> Cmd {
+        let words: Vec<String> = group
+            .iter()
+            .map(|(_, m, n)| match n {
+                Need::Apt(s) | Need::Deb(s) => s.clone(),
+                _ => m.name.to_owned(),
+            })
+            .collect();
+        match group.first().map(|(_, _, n)| n) {
+            Some(Need::Deb(_)) => apt::dpkg_install(&words, root),
+            Some(Need::Remove) => apt::dpkg_remove(&words, root),
+            _ => apt::apt_install(&words, root),
+        }
+    };
+    // Per member: the log of the command that changed it, or its failure.
+    let mut ran: HashMap<usize, Result<String, Applied>> = HashMap::new();
+    for group in [removals, debs, repo] {
+        if group.is_empty() {
+            continue;
+        }
+        let cmd = command(&group);
+        if dry_run {
+            for (i, m, n) in &group {
+                let k = known.get(m.name);
+                set(
+                    &mut out,
+                    *i,
+                    Applied::from_changes(vec![planned(m, k, n, &cmd)]),
+                );
+            }
+            continue;
+        }
+        match process::run(&cmd) {
+            Ok(r) if r.ok() => {
+                let log = format!("$ {}\n{}", r.shown, r.output());
+                for (i, _, _) in &group {
+                    ran.insert(*i, Ok(log.clone()));
+                }
+            }
+            result => {
+                if group.len() == 1 {
+                    let failed = match result {
+                        Ok(r) => failure(&r),
+                        Err(e) => Applied::failed(e),
+                    };
+                    for (i, _, _) in &group {
+                        ran.insert(*i, Err(failed.clone()));
+                    }
+                    continue;
+                }
+                // One by one, so that one bad package fails alone.
+                for one in &group {
+                    let single = command(&[*one]);
+                    let r = match process::run(&single) {
+                        Ok(r) if r.ok() => Ok(format!("$ {}\n{}", r.shown, r.output())),
+                        Ok(r) => Err(failure(&r)),
+                        Err(e) => Err(Applied::failed(e)),
+                    };
+                    ran.insert(one.0, r);
+                }
+            }
+        }
+    }
+    if !ran.is_empty() {
+        // Confirm, again with one query for the whole batch.
+        let changed: Vec<&str> = plan
+            .iter()
+            .filter(|(i, _, _)| matches!(ran.get(i), Some(Ok(_))))
+            .map(|(_, m, _)| m.name)
+            .collect();
+        let after = query(&changed, root);
+        for (i, m, n) in &plan {
+            let result = match ran.remove(i) {
+                Some(Ok(log)) => confirm(m, n, known.get(m.name), &after, &candidates, log),
+                Some(Err(failed)) => failed,
+                None => continue,
+            };
+            set(&mut out, *i, result);
+        }
+    }
+    out.into_iter()
+        .map(|o| o.unwrap_or_else(|| Applied::failed("no outcome for this package")))
+        .collect()
+}
+
+fn set(out: &mut [Option<Applied>], i: usize, a: Applied) {
+    if let Some(slot) = out.get_mut(i) {
+        *slot = Some(a);
+    }
+}
+
+fn fail_all(
+    mut out: Vec<Option<Applied>>,
+    members: &[(usize, Member<'_>)],
+    why: &str,
+) -> Vec<Applied> {
+    for (i, _) in members {
+        set(&mut out, *i, Applied::failed(why.to_owned()));
+    }
+    out.into_iter()
+        .map(|o| o.unwrap_or_else(|| Applied::failed(why.to_owned())))
+        .collect()
+}
+
+fn failure(r: &process::Ran) -> Applied {
+    Applied {
+        outcome: Outcome::Failed(r.failure()),
+        changes: Vec::new(),
+        output: Some(format!("$ {}\n{}", r.shown, r.output())),
+    }
+}
+
+fn planned(m: &Member<'_>, k: Option<&Known>, n: &Need, cmd: &Cmd) -> Change {
+    let (what, after) = match n {
+        Need::Remove => ("removed", "absent".to_owned()),
+        _ => (
+            "installed",
+            m.version.map_or_else(|| m.state.to_owned(), str::to_owned),
+        ),
+    };
+    change(
+        what,
+        describe(k),
+        format!("{after} (would run `{}`)", cmd.shown()),
+    )
+}
+
+/// The change a command made, confirmed by the second query.
+fn confirm(
+    m: &Member<'_>,
+    n: &Need,
+    before: Option<&Known>,
+    after: &Result<HashMap<String, Known>, String>,
+    candidates: &HashMap<String, Option<String>>,
+    log: String,
+) -> Applied {
+    let now = match after {
+        Ok(k) => k.get(m.name),
+        Err(e) => {
+            return Applied {
+                outcome: Outcome::Failed(e.clone()),
+                changes: Vec::new(),
+                output: Some(log),
+            }
+        }
+    };
+    let installed = now.filter(|k| k.installed());
+    let problem = match n {
+        Need::Remove => now
+            .filter(|k| k.present())
+            .map(|k| format!("`{}` is still {} after removing it", m.name, k.status)),
+        _ => match (installed, m.version, m.state) {
+            (None, _, _) => Some(format!(
+                "`{}` is not installed after installing it{}",
+                m.name,
+                if m.source.is_some() {
+                    " (does the `source` .deb hold another package?)"
+                } else {
+                    ""
+                }
+            )),
+            (Some(k), Some(v), _) if k.version != v => Some(format!(
+                "`{}` is at version {} after installing version {v}",
+                m.name, k.version
+            )),
+            (Some(k), None, "latest") => candidates
+                .get(m.name)
+                .cloned()
+                .flatten()
+                .filter(|c| *c != k.version)
+                .map(|c| format!("`{}` is at {} after upgrading to {c}", m.name, k.version)),
+            _ => None,
+        },
+    };
+    if let Some(p) = problem {
+        return Applied {
+            outcome: Outcome::Failed(p),
+            changes: Vec::new(),
+            output: Some(log),
+        };
+    }
+    let c = match n {
+        Need::Remove => change("removed", describe(before), "absent"),
+        _ => change("installed", describe(before), describe(now)),
+    };
+    Applied {
+        outcome: Outcome::Repaired,
+        changes: vec![c],
+        output: Some(log),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inst(kind: &'static str, name: &str) -> Instance {
+        Instance {
+            index: 0,
+            kind,
+            promiser: name.to_owned(),
+            attrs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_batch_takes_every_package_that_need_not_wait() {
+        let (a, b, f, c, d) = (
+            inst("package", "a"),
+            inst("package", "b"),
+            inst("file", "/f"),
+            inst("package", "c"),
+            inst("package", "d"),
+        );
+        let after_f = [2u32];
+        let after_c = [3u32];
+        let entries = vec![
+            Entry {
+                index: 0,
+                inst: Some(&a),
+                after: &[],
+                blocked: false,
+            },
+            Entry {
+                index: 1,
+                inst: Some(&b),
+                after: &[],
+                blocked: false,
+            },
+            Entry {
+                index: 2,
+                inst: Some(&f),
+                after: &[],
+                blocked: false,
+            },
+            // c comes after the file: it waits; d comes after c: it waits too.
+            Entry {
+                index: 3,
+                inst: Some(&c),
+                after: &after_f,
+                blocked: false,
+            },
+            Entry {
+                index: 4,
+                inst: Some(&d),
+                after: &after_c,
+                blocked: false,
+            },
+        ];
+        assert_eq!(select(0, &entries), [0, 1]);
+        // Once the file is applied, c and d go together.
+        assert_eq!(select(3, &entries), [3, 4]);
+        let mut blocked = entries.clone();
+        if let Some(e) = blocked.get_mut(1) {
+            e.blocked = true;
+        }
+        assert_eq!(select(0, &blocked), [0]);
+    }
+
+    #[test]
+    fn needs() {
+        let m = |state: &'static str, version: Option<&'static str>| Member {
+            name: "alpha",
+            state,
+            version,
+            source: None,
+        };
+        let k = |status: &str, version: &str| Known {
+            status: status.into(),
+            version: version.into(),
+        };
+        let root = Path::new("/");
+        let mut cand = HashMap::new();
+        cand.insert("alpha".to_owned(), Some("2.0".to_owned()));
+        let none = HashMap::new();
+        let installed = k("installed", "1.0");
+        assert_eq!(
+            need(&m("installed", None), Some(&installed), &none, root),
+            Ok(Need::Nothing)
+        );
+        assert_eq!(
+            need(&m("installed", Some("2.0")), Some(&installed), &none, root),
+            Ok(Need::Apt("alpha=2.0".into()))
+        );
+        assert_eq!(
+            need(&m("installed", None), None, &cand, root),
+            Ok(Need::Apt("alpha".into()))
+        );
+        assert!(need(&m("installed", None), None, &none, root)
+            .unwrap_err()
+            .contains("no installation candidate"));
+        assert_eq!(
+            need(&m("latest", None), Some(&installed), &cand, root),
+            Ok(Need::Apt("alpha".into()))
+        );
+        assert_eq!(
+            need(
+                &m("latest", None),
+                Some(&k("installed", "2.0")),
+                &cand,
+                root
+            ),
+            Ok(Need::Nothing)
+        );
+        assert_eq!(
+            need(&m("removed", None), Some(&installed), &none, root),
+            Ok(Need::Remove)
+        );
+        assert_eq!(
+            need(
+                &m("removed", None),
+                Some(&k("config-files", "1.0")),
+                &none,
+                root
+            ),
+            Ok(Need::Nothing)
+        );
+        assert_eq!(
+            need(&m("removed", None), None, &none, root),
+            Ok(Need::Nothing)
+        );
+    }
+}

@@ -1,0 +1,303 @@
+//! Running one external program for a backend or a `command` promise:
+//! argv only (never a shell), stdin closed, output captured and bounded, a
+//! deadline after which the whole process group is killed, and no wait on
+//! a pipe that a stray grandchild keeps open. Every backend command goes
+//! through [`run`], so "no shell, bounded time, exact command in the
+//! report" holds in one place.
+
+use std::io::Read as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The most output kept per stream, for the report.
+pub const MAX_OUTPUT: usize = 64 * 1024;
+
+/// How long to wait for the output pipes to close once the program has
+/// exited: a daemon it started may hold them open forever.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// A program to run, as data: tests check exactly what a backend would run
+/// without running it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cmd {
+    pub argv: Vec<String>,
+    /// Extra environment variables (the rest is inherited).
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+    pub timeout: Duration,
+}
+
+impl Cmd {
+    /// A command from its words, with the given deadline.
+    pub fn new<S: AsRef<str>>(argv: &[S], timeout: Duration) -> Cmd {
+        Cmd {
+            argv: argv.iter().map(|s| s.as_ref().to_owned()).collect(),
+            env: Vec::new(),
+            cwd: None,
+            timeout,
+        }
+    }
+
+    /// Adds an environment variable.
+    pub fn env(mut self, key: &str, value: &str) -> Cmd {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// The command line as shown in reports: words separated by spaces,
+    /// quoted when they hold anything but plain characters.
+    pub fn shown(&self) -> String {
+        self.argv
+            .iter()
+            .map(|w| {
+                if !w.is_empty()
+                    && w.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_./=:+,@%".contains(c))
+                {
+                    w.clone()
+                } else {
+                    format!("'{}'", w.replace('\'', r"'\''"))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// What a finished command did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ran {
+    /// The command line, as [`Cmd::shown`].
+    pub shown: String,
+    /// The exit status; `None` when it was killed (deadline or signal).
+    pub code: Option<i32>,
+    /// Standard output, then standard error (each bounded).
+    pub stdout: String,
+    pub stderr: String,
+    pub timeout: Duration,
+}
+
+impl Ran {
+    pub fn ok(&self) -> bool {
+        self.code == Some(0)
+    }
+
+    /// Both streams, as one text for the report.
+    pub fn output(&self) -> String {
+        let mut out = self.stdout.clone();
+        if !out.is_empty() && !out.ends_with('\n') && !self.stderr.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&self.stderr);
+        out
+    }
+
+    /// Why it failed, naming the exact command: `` `dpkg ...` exited with
+    /// status 1: <output> ``.
+    pub fn failure(&self) -> String {
+        let how = match self.code {
+            Some(c) => format!("exited with status {c}"),
+            None => format!(
+                "was killed (timeout of {}s, or a signal)",
+                self.timeout.as_secs()
+            ),
+        };
+        let output = self.output();
+        let output = output.trim_end();
+        if output.is_empty() {
+            format!("`{}` {how}", self.shown)
+        } else {
+            format!("`{}` {how}: {output}", self.shown)
+        }
+    }
+}
+
+/// Runs `cmd` to completion or to its deadline. `Err` only when it could
+/// not be started at all (no such program, ...), with the command named.
+pub fn run(cmd: &Cmd) -> Result<Ran, String> {
+    let shown = cmd.shown();
+    let Some((program, args)) = cmd.argv.split_first() else {
+        return Err("empty command".to_owned());
+    };
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group, so that a deadline kills what it started
+        // too (apt-get's dpkg, a shell's children).
+        .process_group(0);
+    for (k, v) in &cmd.env {
+        command.env(k, v);
+    }
+    if let Some(cwd) = &cmd.cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot run `{shown}`: {e}"))?;
+    let out = drain(child.stdout.take().map(|s| Box::new(s) as Stream));
+    let err = drain(child.stderr.take().map(|s| Box::new(s) as Stream));
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status.code(),
+            Ok(None) => {}
+            Err(_) => break None,
+        }
+        if start.elapsed() >= cmd.timeout {
+            kill_group(child.id());
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let deadline = Instant::now()
+        .checked_add(DRAIN)
+        .unwrap_or_else(Instant::now);
+    let stdout = out.collect(deadline);
+    let stderr = err.collect(deadline);
+    Ok(Ran {
+        shown,
+        code: status,
+        stdout,
+        stderr,
+        timeout: cmd.timeout,
+    })
+}
+
+type Stream = Box<dyn std::io::Read + Send>;
+
+/// The output of one stream, read on its own thread.
+struct Drain {
+    kept: Arc<Mutex<Vec<u8>>>,
+    done: mpsc::Receiver<()>,
+}
+
+impl Drain {
+    /// What was read, once the stream closed or at `deadline`, whichever
+    /// comes first.
+    fn collect(self, deadline: Instant) -> String {
+        let _ = self
+            .done
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()));
+        let kept = self.kept.lock().map(|k| k.clone()).unwrap_or_default();
+        String::from_utf8_lossy(&kept).into_owned()
+    }
+}
+
+/// Reads a stream on a thread (so a chatty program cannot block on a full
+/// pipe while we wait for it), keeping at most [`MAX_OUTPUT`] bytes.
+fn drain(stream: Option<Stream>) -> Drain {
+    let (tx, done) = mpsc::channel();
+    let kept = Arc::new(Mutex::new(Vec::new()));
+    let shared = Arc::clone(&kept);
+    std::thread::spawn(move || {
+        if let Some(mut s) = stream {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = s.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                if let Ok(mut k) = shared.lock() {
+                    let room = MAX_OUTPUT.saturating_sub(k.len());
+                    k.extend_from_slice(buf.get(..n.min(room)).unwrap_or_default());
+                }
+            }
+        }
+        let _ = tx.send(());
+    });
+    Drain { kept, done }
+}
+
+fn kill_group(pid: u32) {
+    if let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shown_quotes_what_a_shell_would_split() {
+        let cmd = Cmd::new(
+            &["dpkg", "--root=/tmp/r", "-i", "--", "a b", "x'y", ""],
+            Duration::ZERO,
+        );
+        assert_eq!(cmd.shown(), r"dpkg --root=/tmp/r -i -- 'a b' 'x'\''y' ''");
+    }
+
+    #[test]
+    fn output_status_and_failure_name_the_command() {
+        let ran = run(&Cmd::new(
+            &["sh", "-c", "echo out; echo err >&2; exit 3"],
+            Duration::from_secs(10),
+        ))
+        .unwrap();
+        assert_eq!(ran.code, Some(3));
+        assert_eq!(ran.stdout, "out\n");
+        assert_eq!(ran.stderr, "err\n");
+        assert!(!ran.ok());
+        assert_eq!(
+            ran.failure(),
+            "`sh -c 'echo out; echo err >&2; exit 3'` exited with status 3: out\nerr"
+        );
+    }
+
+    #[test]
+    fn the_deadline_kills_the_whole_group_and_a_held_pipe_does_not_hang() {
+        let start = Instant::now();
+        // The shell's background child keeps stdout open after the shell
+        // is killed; the run must still end promptly.
+        let ran = run(&Cmd::new(
+            &["sh", "-c", "sleep 30 & sleep 30"],
+            Duration::from_millis(200),
+        ))
+        .unwrap();
+        assert_eq!(ran.code, None);
+        assert!(
+            ran.failure().contains("was killed (timeout of 0s"),
+            "{}",
+            ran.failure()
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        let ran = run(&Cmd::new(
+            &["sh", "-c", "sleep 6 & echo started"],
+            Duration::from_secs(10),
+        ))
+        .unwrap();
+        // The shell exited; its `sleep` holds the pipe for 6 s more: the
+        // output is given up after the drain time.
+        assert!(ran.ok());
+        assert_eq!(ran.stdout, "started\n");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_missing_program_is_an_error_naming_it() {
+        let err = run(&Cmd::new(
+            &["/nonexistent/tool", "x"],
+            Duration::from_secs(1),
+        ))
+        .unwrap_err();
+        assert!(err.starts_with("cannot run `/nonexistent/tool x`"), "{err}");
+    }
+}

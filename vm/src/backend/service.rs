@@ -1,0 +1,79 @@
+//! `service` promises: which service manager handles one, and what a
+//! promise asks of it. The managers are [`super::systemd`] and
+//! [`super::runit`].
+
+use std::path::Path;
+
+use crate::rootfs::RootFs;
+use crate::run::operators::Applied;
+use crate::run::resolve::Instance;
+
+/// What a notification does to a running service (`on_notify`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnNotify {
+    Restart,
+    Reload,
+}
+
+impl OnNotify {
+    pub fn verb(self) -> &'static str {
+        match self {
+            OnNotify::Restart => "restart",
+            OnNotify::Reload => "reload",
+        }
+    }
+}
+
+/// What one service promise wants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wanted {
+    /// `Some(true)` for `state = running`, `Some(false)` for `stopped`.
+    pub running: Option<bool>,
+    pub enabled: Option<bool>,
+    /// Set when a repaired promise notified this one since its last
+    /// restart: restart (or reload) it if it runs and was not just started.
+    pub notified: Option<OnNotify>,
+}
+
+impl Wanted {
+    pub fn of(inst: &Instance, notified: bool) -> Wanted {
+        Wanted {
+            running: inst.str("state").map(|s| s == "running"),
+            enabled: inst.bool("enabled"),
+            notified: notified.then(|| match inst.str("on_notify") {
+                Some("reload") => OnNotify::Reload,
+                _ => OnNotify::Restart,
+            }),
+        }
+    }
+}
+
+/// The manager of a promise: its `manager`, else systemd when
+/// `ROOT/run/systemd/system` exists (systemd's own test, `sd_booted`),
+/// else runit when `ROOT/etc/runit` or `ROOT/etc/service` exists, else
+/// systemd.
+pub fn manager<'i>(inst: &'i Instance, root: &Path) -> &'i str {
+    if let Some(m) = inst.str("manager") {
+        return m;
+    }
+    if root.join("run/systemd/system").is_dir() {
+        "systemd"
+    } else if root.join("etc/runit").is_dir() || root.join("etc/service").is_dir() {
+        "runit"
+    } else {
+        "systemd"
+    }
+}
+
+/// Converges a `service` promise through its manager.
+pub fn service(fs: &RootFs, dry_run: bool, inst: &Instance, notified: bool) -> Applied {
+    let wanted = Wanted::of(inst, notified);
+    match manager(inst, fs.path()) {
+        "systemd" => super::systemd::converge(fs.path(), dry_run, &inst.promiser, wanted),
+        "runit" => super::runit::converge(fs, dry_run, inst, wanted),
+        other => Applied::failed(format!(
+            "no service backend for manager `{}` (this policyvm has `systemd` and `runit`)",
+            other.escape_debug()
+        )),
+    }
+}
