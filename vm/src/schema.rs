@@ -381,10 +381,10 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
                 "The package manager (`apt` on the Debian family).",
             ),
             attr(
-                "source",
+                "deb",
                 AttrType::String,
                 DefaultValue::Unmanaged,
-                "A `.deb` file inside the root to install with `dpkg --install` instead of from the apt repositories.",
+                "A `.deb` file inside the root to install with `dpkg --install` instead of from the apt repositories (as Ansible's `apt: deb=`).",
             ),
         ],
         rules: &[],

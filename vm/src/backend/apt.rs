@@ -5,7 +5,7 @@
 //! - candidates (for `latest`, and to fail an unknown package before the
 //!   batch): `apt-cache policy`;
 //! - install from the configured repositories: `apt-get install`;
-//! - install a `.deb` named by `source`: `dpkg --install`;
+//! - install a `.deb` named by `deb`: `dpkg --install`;
 //! - remove: `dpkg --remove`, which never removes anything but what it is
 //!   told to (`apt-get remove` would also remove every package that
 //!   depends on it).

@@ -1,7 +1,7 @@
 //! `package` promises, converged in batches: the state of every package of
 //! a batch comes from ONE `dpkg-query`, and the packages to install go to
 //! ONE `apt-get install` (or ONE `dpkg --install` for `.deb` files named by
-//! `source`), the ones to remove to ONE `dpkg --remove`. Peers that run
+//! `deb`), the ones to remove to ONE `dpkg --remove`. Peers that run
 //! one package manager call per package spend most of a converged run
 //! starting `dpkg`.
 //!
@@ -123,7 +123,7 @@ enum Need {
     Nothing,
     /// From the repositories: `name` or `name=version`.
     Apt(String),
-    /// From a `.deb` inside the root (its path on this host).
+    /// From a `.deb` inside the root (`deb`) (its path on this host).
     Deb(String),
     Remove,
 }
@@ -133,7 +133,7 @@ struct Member<'i> {
     name: &'i str,
     state: &'i str,
     version: Option<&'i str>,
-    source: Option<&'i str>,
+    deb: Option<&'i str>,
 }
 
 fn check<'i>(fs: &RootFs, inst: &'i Instance) -> Result<Member<'i>, Applied> {
@@ -164,12 +164,12 @@ fn check<'i>(fs: &RootFs, inst: &'i Instance) -> Result<Member<'i>, Applied> {
             "`state = latest` and `version` contradict each other: drop one",
         ));
     }
-    let source = inst.str("source");
-    if let Some(src) = source {
-        check_path("source", src)?;
+    let deb = inst.str("deb");
+    if let Some(src) = deb {
+        check_path("deb", src)?;
         if state == "latest" {
             return Err(Applied::failed(
-                "`state = latest` with a `source` file: the file is the version; use `installed`",
+                "`state = latest` with a `deb` file: the file is the version; use `installed`",
             ));
         }
         if state == "installed" {
@@ -177,12 +177,12 @@ fn check<'i>(fs: &RootFs, inst: &'i Instance) -> Result<Member<'i>, Applied> {
                 Ok(Some(m)) if m.kind == Kind::File => {}
                 Ok(Some(_)) => {
                     return Err(Applied::failed(format!(
-                    "`source = {src}` is not a regular file in the root (links are not followed)"
-                )))
+                        "`deb = {src}` is not a regular file in the root (links are not followed)"
+                    )))
                 }
                 Ok(None) => {
                     return Err(Applied::failed(format!(
-                        "`source = {src}` does not exist in the root"
+                        "`deb = {src}` does not exist in the root"
                     )))
                 }
                 Err(e) => return Err(Applied::failed(e.to_string())),
@@ -193,7 +193,7 @@ fn check<'i>(fs: &RootFs, inst: &'i Instance) -> Result<Member<'i>, Applied> {
         name,
         state,
         version,
-        source,
+        deb,
     })
 }
 
@@ -233,7 +233,7 @@ fn need(
             let right = installed.is_some_and(|k| m.version.is_none_or(|v| k.version == v));
             if right {
                 Ok(Need::Nothing)
-            } else if let Some(src) = m.source {
+            } else if let Some(src) = m.deb {
                 Ok(Need::Deb(host_path(root, src).display().to_string()))
             } else if m.version.is_none() && !candidates.get(m.name).is_some_and(Option::is_some) {
                 Err(no_candidate(m.name))
@@ -249,7 +249,7 @@ fn need(
 
 fn no_candidate(name: &str) -> String {
     format!(
-        "no installation candidate for package `{name}`: it is in none of the configured apt repositories (`apt-cache policy` lists none); give a `source` .deb or add the repository"
+        "no installation candidate for package `{name}`: it is in none of the configured apt repositories (`apt-cache policy` lists none); give a `deb` file or add the repository"
     )
 }
 
@@ -294,7 +294,7 @@ pub fn converge(fs: &RootFs, dry_run: bool, insts: &[&Instance]) -> Vec<Applied>
     let mut wanted: Vec<&str> = members
         .iter()
         .filter(|(_, m)| {
-            m.source.is_none()
+            m.deb.is_none()
                 && (m.state == "latest"
                     || (m.state == "installed"
                         && m.version.is_none()
@@ -488,8 +488,8 @@ fn confirm(
             (None, _, _) => Some(format!(
                 "`{}` is not installed after installing it{}",
                 m.name,
-                if m.source.is_some() {
-                    " (does the `source` .deb hold another package?)"
+                if m.deb.is_some() {
+                    " (does the `deb` file hold another package?)"
                 } else {
                     ""
                 }
@@ -598,7 +598,7 @@ mod tests {
             name: "alpha",
             state,
             version,
-            source: None,
+            deb: None,
         };
         let k = |status: &str, version: &str| Known {
             status: status.into(),

@@ -1,0 +1,433 @@
+//! `package` promises against the real `dpkg`, `dpkg-query`, `apt-get` and
+//! `apt-cache`, inside sandbox roots: an empty dpkg database (and, for
+//! apt, a local file repository) in a temporary directory. Nothing here
+//! touches the packages of the machine; the one test that reads its dpkg
+//! database does so in a dry run.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use std::process::Command;
+
+use converge::binary;
+use converge_vm::run::operators::Outcome;
+use converge_vm::run::RunReport;
+
+mod support;
+use support::{compile, converge, failed, repaired, verified, write_trust};
+
+/// Builds `NAME_VERSION.deb` in `out` with `dpkg-deb --build`: one file
+/// under `/usr/share/NAME`, no maintainer scripts.
+fn build_deb(out: &Path, name: &str, version: &str, depends: Option<&str>) -> std::path::PathBuf {
+    let tree = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tree.path().join("DEBIAN")).unwrap();
+    std::fs::create_dir_all(tree.path().join(format!("usr/share/{name}"))).unwrap();
+    std::fs::write(
+        tree.path().join(format!("usr/share/{name}/README")),
+        format!("{name} {version}\n"),
+    )
+    .unwrap();
+    let mut control = format!(
+        "Package: {name}\nVersion: {version}\nArchitecture: all\nMaintainer: Converge tests <t@example.invalid>\nDescription: test package {name}\n"
+    );
+    if let Some(d) = depends {
+        control.push_str(&format!("Depends: {d}\n"));
+    }
+    std::fs::write(tree.path().join("DEBIAN/control"), control).unwrap();
+    let deb = out.join(format!("{name}_{version}.deb"));
+    let st = Command::new("dpkg-deb")
+        .args(["--root-owner-group", "--build"])
+        .arg(tree.path())
+        .arg(&deb)
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{st:?}");
+    deb
+}
+
+/// A root with an empty dpkg database, as `dpkg --root` needs it.
+fn dpkg_root() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let p = root.path();
+    for d in [
+        "var/lib/dpkg/info",
+        "var/lib/dpkg/updates",
+        "var/lib/dpkg/triggers",
+        "etc",
+        "pkgs",
+    ] {
+        std::fs::create_dir_all(p.join(d)).unwrap();
+    }
+    std::fs::write(p.join("var/lib/dpkg/status"), "").unwrap();
+    std::fs::write(p.join("var/lib/dpkg/available"), "").unwrap();
+    std::fs::write(p.join("etc/os-release"), "ID=debian\nVERSION_ID=12\n").unwrap();
+    root
+}
+
+/// `name version` of what the root's dpkg database says is installed
+/// (selected for removal or not).
+fn installed(root: &Path) -> Vec<String> {
+    let out = Command::new("dpkg-query")
+        .arg(format!("--root={}", root.display()))
+        .args(["-W", "--showformat=${Package} ${Version} ${Status}\\n"])
+        .output()
+        .unwrap();
+    let mut v: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.ends_with(" installed"))
+        .map(|l| l.split(' ').take(2).collect::<Vec<_>>().join(" "))
+        .collect();
+    v.sort();
+    v
+}
+
+fn outcome<'r>(r: &'r RunReport, promiser: &str) -> &'r Outcome {
+    &r.promises
+        .iter()
+        .find(|p| p.promiser == promiser)
+        .unwrap_or_else(|| panic!("no promise {promiser}: {r:?}"))
+        .outcome
+}
+
+fn host_has(name: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", name])
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+#[test]
+fn debs_install_and_remove_inside_a_root_and_a_missing_one_fails_alone() {
+    let root = dpkg_root();
+    let pkgs = root.path().join("pkgs");
+    build_deb(&pkgs, "cvg-alpha", "2.0", Some("cvg-beta"));
+    build_deb(&pkgs, "cvg-beta", "1.0", None);
+    let install = verified(&compile(
+        r#"bundle b {
+  package "cvg-alpha" { deb = "/pkgs/cvg-alpha_2.0.deb"; version = "2.0"; }
+  package "cvg-beta" { deb = "/pkgs/cvg-beta_1.0.deb"; }
+  package "cvg-missing" { deb = "/pkgs/cvg-missing_1.0.deb"; }
+  file "/etc/after-packages" { content = "the run went on\n"; }
+}
+policy { b(); }"#,
+    ));
+
+    // A dry run reports what it would do and changes nothing.
+    let dry = converge(&install, root.path(), true);
+    assert_eq!(outcome(&dry, "cvg-alpha"), &Outcome::Repaired, "{dry:?}");
+    let alpha = dry
+        .promises
+        .iter()
+        .find(|p| p.promiser == "cvg-alpha")
+        .unwrap();
+    assert!(
+        alpha.changes[0].after.contains("would run `dpkg --root="),
+        "{:?}",
+        alpha.changes
+    );
+    assert!(installed(root.path()).is_empty());
+    assert!(!root.path().join("etc/after-packages").exists());
+
+    let first = converge(&install, root.path(), false);
+    assert_eq!(
+        outcome(&first, "cvg-alpha"),
+        &Outcome::Repaired,
+        "{first:?}"
+    );
+    assert_eq!(outcome(&first, "cvg-beta"), &Outcome::Repaired);
+    assert_eq!(outcome(&first, "/etc/after-packages"), &Outcome::Repaired);
+    let failures = failed(&first);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(
+        failures[0].contains("cvg-missing") && failures[0].contains("does not exist in the root"),
+        "{failures:?}"
+    );
+    assert_eq!(installed(root.path()), ["cvg-alpha 2.0", "cvg-beta 1.0"]);
+    assert!(root.path().join("usr/share/cvg-alpha/README").exists());
+    // Both .deb files went to one dpkg call, which the report shows.
+    let alpha = first
+        .promises
+        .iter()
+        .find(|p| p.promiser == "cvg-alpha")
+        .unwrap();
+    let log = alpha.output.as_deref().unwrap_or_default();
+    assert!(
+        log.contains("--install -- ")
+            && log.contains("cvg-alpha_2.0.deb")
+            && log.contains("cvg-beta_1.0.deb"),
+        "{log}"
+    );
+    assert_eq!(alpha.changes[0].before, "absent");
+    assert_eq!(alpha.changes[0].after, "2.0");
+    // The machine itself is untouched.
+    assert!(!host_has("cvg-alpha") && !host_has("cvg-beta"));
+
+    let second = converge(&install, root.path(), false);
+    assert_eq!(repaired(&second), 0, "{second:?}");
+    assert_eq!(outcome(&second, "cvg-alpha"), &Outcome::Kept);
+    assert_eq!(outcome(&second, "cvg-beta"), &Outcome::Kept);
+    assert_eq!(failed(&second).len(), 1);
+
+    let remove = verified(&compile(
+        r#"bundle b {
+  package "cvg-alpha" { state = removed; }
+  package "cvg-beta" { state = removed; }
+}
+policy { b(); }"#,
+    ));
+    let dry = converge(&remove, root.path(), true);
+    assert_eq!(repaired(&dry), 2);
+    assert_eq!(
+        installed(root.path()).len(),
+        2,
+        "a dry run removed something"
+    );
+    let third = converge(&remove, root.path(), false);
+    assert!(failed(&third).is_empty(), "{:?}", failed(&third));
+    assert_eq!(repaired(&third), 2);
+    assert!(installed(root.path()).is_empty());
+    assert!(!root.path().join("usr/share/cvg-alpha/README").exists());
+    let fourth = converge(&remove, root.path(), false);
+    assert_eq!(repaired(&fourth), 0, "{fourth:?}");
+    assert!(failed(&fourth).is_empty());
+}
+
+#[test]
+fn removing_a_package_another_depends_on_fails_with_dpkgs_reason() {
+    let root = dpkg_root();
+    let pkgs = root.path().join("pkgs");
+    build_deb(&pkgs, "cvg-alpha", "2.0", Some("cvg-beta"));
+    build_deb(&pkgs, "cvg-beta", "1.0", None);
+    let install = verified(&compile(
+        r#"bundle b {
+  package "cvg-alpha" { deb = "/pkgs/cvg-alpha_2.0.deb"; }
+  package "cvg-beta" { deb = "/pkgs/cvg-beta_1.0.deb"; }
+}
+policy { b(); }"#,
+    ));
+    assert!(failed(&converge(&install, root.path(), false)).is_empty());
+    let remove = verified(&compile(
+        r#"bundle b { package "cvg-beta" { state = removed; } }
+policy { b(); }"#,
+    ));
+    let r = converge(&remove, root.path(), false);
+    let failures = failed(&r);
+    assert_eq!(failures.len(), 1, "{r:?}");
+    assert!(
+        failures[0].contains("dpkg --root=")
+            && failures[0].contains("--remove -- cvg-beta")
+            && failures[0].contains("cvg-alpha depends on cvg-beta"),
+        "{failures:?}"
+    );
+    assert_eq!(installed(root.path()), ["cvg-alpha 2.0", "cvg-beta 1.0"]);
+}
+
+/// apt's options for the sandbox, as the backend passes them.
+fn apt_opts(root: &Path) -> Vec<String> {
+    let r = root.display();
+    [
+        format!("Dir={r}/"),
+        format!("Dir::State::status={r}/var/lib/dpkg/status"),
+        "Dir::Bin::dpkg=dpkg".to_owned(),
+        format!("DPkg::Options::=--root={r}"),
+    ]
+    .into_iter()
+    .flat_map(|o| ["-o".to_owned(), o])
+    .collect()
+}
+
+/// Writes `Packages` for the `.deb` files of `repo` (a flat repository).
+fn index(repo: &Path) {
+    let mut packages = String::new();
+    let mut debs: Vec<_> = std::fs::read_dir(repo)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "deb"))
+        .collect();
+    debs.sort();
+    for deb in debs {
+        let control = Command::new("dpkg-deb")
+            .arg("-f")
+            .arg(&deb)
+            .output()
+            .unwrap();
+        packages.push_str(String::from_utf8_lossy(&control.stdout).trim_end());
+        let sum = Command::new("sha256sum").arg(&deb).output().unwrap();
+        let sum = String::from_utf8_lossy(&sum.stdout);
+        packages.push_str(&format!(
+            "\nFilename: ./{}\nSize: {}\nSHA256: {}\n\n",
+            deb.file_name().unwrap().to_string_lossy(),
+            std::fs::metadata(&deb).unwrap().len(),
+            sum.split(' ').next().unwrap()
+        ));
+    }
+    std::fs::write(repo.join("Packages"), packages).unwrap();
+}
+
+fn apt_update(root: &Path) {
+    let out = Command::new("apt-get")
+        .args(apt_opts(root))
+        .args(["-q", "update"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
+#[test]
+fn apt_installs_from_a_repository_into_a_root_and_latest_upgrades() {
+    let root = dpkg_root();
+    let p = root.path();
+    for d in [
+        "etc/apt/sources.list.d",
+        "etc/apt/apt.conf.d",
+        "etc/apt/preferences.d",
+        "var/lib/apt/lists/partial",
+        "var/cache/apt/archives/partial",
+        "var/log/apt",
+    ] {
+        std::fs::create_dir_all(p.join(d)).unwrap();
+    }
+    let repo = tempfile::tempdir().unwrap();
+    // apt reads file: repositories as its sandbox user.
+    std::fs::set_permissions(repo.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    build_deb(repo.path(), "cvg-alpha", "2.0", Some("cvg-beta"));
+    build_deb(repo.path(), "cvg-beta", "1.0", None);
+    index(repo.path());
+    std::fs::write(
+        p.join("etc/apt/sources.list"),
+        format!("deb [trusted=yes] file:{} ./\n", repo.path().display()),
+    )
+    .unwrap();
+    apt_update(p);
+
+    let policy = |alpha_state: &str| {
+        verified(&compile(&format!(
+            r#"bundle b {{
+  package "cvg-alpha" {{ state = {alpha_state}; }}
+  package "cvg-nosuch" {{ }}
+  file "/etc/after-packages" {{ content = "the run went on\n"; }}
+}}
+policy {{ b(); }}"#
+        )))
+    };
+    let install = policy("installed");
+    let first = converge(&install, p, false);
+    assert_eq!(
+        outcome(&first, "cvg-alpha"),
+        &Outcome::Repaired,
+        "{first:?}"
+    );
+    assert_eq!(outcome(&first, "/etc/after-packages"), &Outcome::Repaired);
+    let failures = failed(&first);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(
+        failures[0].contains("no installation candidate for package `cvg-nosuch`"),
+        "{failures:?}"
+    );
+    // apt pulled in the dependency.
+    assert_eq!(installed(p), ["cvg-alpha 2.0", "cvg-beta 1.0"]);
+    assert!(!host_has("cvg-alpha"));
+    let alpha = first
+        .promises
+        .iter()
+        .find(|x| x.promiser == "cvg-alpha")
+        .unwrap();
+    assert!(
+        alpha
+            .output
+            .as_deref()
+            .unwrap_or_default()
+            .contains("apt-get -o Dir="),
+        "{alpha:?}"
+    );
+
+    let second = converge(&install, p, false);
+    assert_eq!(repaired(&second), 0, "{second:?}");
+
+    // A newer version in the repository: `installed` keeps 2.0, `latest`
+    // upgrades to 2.1, then keeps it.
+    build_deb(repo.path(), "cvg-alpha", "2.1", Some("cvg-beta"));
+    index(repo.path());
+    apt_update(p);
+    assert_eq!(repaired(&converge(&install, p, false)), 0);
+    let latest = policy("latest");
+    let up = converge(&latest, p, false);
+    assert_eq!(outcome(&up, "cvg-alpha"), &Outcome::Repaired, "{up:?}");
+    assert_eq!(installed(p), ["cvg-alpha 2.1", "cvg-beta 1.0"]);
+    assert_eq!(repaired(&converge(&latest, p, false)), 0);
+}
+
+/// The converged check of many packages asks `dpkg-query` once, not once
+/// per package: a `dpkg-query` first in `PATH` counts its calls and hands
+/// over to the real one. Read-only: the machine's own database, in a dry
+/// run, with packages that are installed.
+#[test]
+fn a_converged_check_of_many_packages_is_one_dpkg_query() {
+    let out = Command::new("dpkg-query")
+        .args(["-W", "--showformat=${Package} ${db:Status-Abbrev}\\n"])
+        .output()
+        .unwrap();
+    let names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.trim_end().ends_with("ii"))
+        .map(|l| l.split(' ').next().unwrap().to_owned())
+        .filter(|n| converge_vm::schema::name_problem(n).is_none())
+        .take(200)
+        .collect();
+    assert!(names.len() >= 20, "too few installed packages: {names:?}");
+    let mut policy = String::from("bundle b {\n");
+    for n in &names {
+        policy.push_str(&format!("  package \"{n}\" {{ state = installed; }}\n"));
+    }
+    policy.push_str("}\npolicy { b(); }\n");
+    let work = tempfile::tempdir().unwrap();
+    let bundle = work.path().join("p.bundle");
+    std::fs::write(&bundle, compile(&policy)).unwrap();
+    write_trust(&work.path().join("trust"));
+    let bin = work.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let count = work.path().join("count");
+    let real = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v dpkg-query"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    std::fs::write(
+        bin.join("dpkg-query"),
+        format!(
+            "#!/bin/sh\necho call >> {}\nexec {} \"$@\"\n",
+            count.display(),
+            real.trim()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        bin.join("dpkg-query"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = Command::new(binary("policyvm"))
+        .arg("run")
+        .arg(&bundle)
+        .arg("--trust")
+        .arg(work.path().join("trust"))
+        .args(["--dry-run", "--format", "json"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&run.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&run.stderr)));
+    assert_eq!(report["summary"]["kept"], names.len(), "{report}");
+    assert_eq!(std::fs::read_to_string(&count).unwrap(), "call\n");
+}
