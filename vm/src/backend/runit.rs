@@ -235,7 +235,9 @@ pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance, wanted: Wanted) -> 
         };
         let running = matches!(current, Status::Run { .. });
         let mut steps = Vec::new();
-        let mut started = false;
+        // A service enabled just now was started by its new runsv: a
+        // notification does not restart it on top.
+        let mut started = linked_now;
         if let Some(want) = wanted.running.filter(|w| *w != running) {
             started = want;
             let (verb, before, after) = if want {

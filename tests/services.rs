@@ -1,0 +1,267 @@
+//! `service` promises with the runit backend, against a real `runsvdir`
+//! watching the service directory of a sandbox root (Debian's `runit`
+//! package provides `runsvdir` and `sv`; `.ci/run` installs it). The
+//! systemd backend is covered by the unit tests of its commands and of its
+//! state parsing in `vm/src/backend/systemd.rs`, and here by
+//! `systemctl --root` on unit files, which needs no running systemd.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use converge_vm::run::operators::Outcome;
+use converge_vm::run::RunReport;
+
+mod support;
+use support::{compile, converge, failed, repaired, verified};
+
+/// A `runsvdir` on `ROOT/etc/service`, in its own process group. Dropping
+/// it (also when a test fails) stops every service, then kills the whole
+/// group: runsvdir, each runsv and each service.
+struct Runsvdir {
+    child: Child,
+    service_dir: PathBuf,
+}
+
+impl Runsvdir {
+    fn start(root: &Path) -> Runsvdir {
+        let service_dir = root.join("etc/service");
+        let child = Command::new("runsvdir")
+            .arg(&service_dir)
+            .process_group(0)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("runsvdir (apt-get install runit)");
+        Runsvdir { child, service_dir }
+    }
+}
+
+impl Drop for Runsvdir {
+    fn drop(&mut self) {
+        if let Ok(entries) = std::fs::read_dir(&self.service_dir) {
+            for e in entries.flatten() {
+                let _ = Command::new("sv")
+                    .args(["-w", "3", "force-stop"])
+                    .arg(e.path())
+                    .output();
+                let _ = Command::new("sv").arg("exit").arg(e.path()).output();
+            }
+        }
+        // The negative pid is the process group.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .output();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A root with a runit service definition `/etc/sv/NAME` whose `run`
+/// sleeps, and an empty `/etc/service`.
+fn runit_root(name: &str) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let sv = root.path().join("etc/sv").join(name);
+    std::fs::create_dir_all(&sv).unwrap();
+    std::fs::create_dir_all(root.path().join("etc/service")).unwrap();
+    std::fs::write(root.path().join("etc/os-release"), "ID=debian\n").unwrap();
+    std::fs::write(sv.join("run"), "#!/bin/sh\nexec sleep 1000\n").unwrap();
+    std::fs::set_permissions(sv.join("run"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    root
+}
+
+/// The pid of the service, if it runs (`sv status`).
+fn pid(root: &Path, name: &str) -> Option<u32> {
+    let out = Command::new("sv")
+        .arg("status")
+        .arg(root.join("etc/service").join(name))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rest = text.strip_prefix("run: ")?.split_once("(pid ")?.1;
+    rest.split(')').next()?.parse().ok()
+}
+
+fn outcome<'r>(r: &'r RunReport, promiser: &str) -> &'r Outcome {
+    &r.promises
+        .iter()
+        .find(|p| p.promiser == promiser)
+        .unwrap_or_else(|| panic!("no promise {promiser}: {r:?}"))
+        .outcome
+}
+
+fn policy(state: &str, enabled: bool, conf: &str) -> String {
+    format!(
+        r#"bundle b {{
+  file "/etc/cvgdemo.conf" {{ content = "{conf}\n"; notify = [service "cvgdemo"]; }}
+  service "cvgdemo" {{ state = {state}; enabled = {enabled}; }}
+}}
+policy {{ b(); }}"#
+    )
+}
+
+#[test]
+fn runit_enable_stop_start_restart_on_notify_and_disable() {
+    let root = runit_root("cvgdemo");
+    let r = root.path();
+    let _runsvdir = Runsvdir::start(r);
+
+    // Enabled and running from nothing: the link is relative, so it means
+    // the same to this runsvdir and inside the root. The manager is runit
+    // because the root has /etc/service and no /run/systemd/system.
+    let running = verified(&compile(&policy("running", true, "one")));
+    let first = converge(&running, r, false);
+    assert!(failed(&first).is_empty(), "{:?}", failed(&first));
+    assert_eq!(outcome(&first, "cvgdemo"), &Outcome::Repaired);
+    assert_eq!(
+        std::fs::read_link(r.join("etc/service/cvgdemo")).unwrap(),
+        Path::new("../sv/cvgdemo")
+    );
+    let started = pid(r, "cvgdemo").expect("the service runs");
+    let second = converge(&running, r, false);
+    assert_eq!(repaired(&second), 0, "{second:?}");
+    assert_eq!(pid(r, "cvgdemo"), Some(started));
+
+    // running -> stopped -> running.
+    let stopped = verified(&compile(&policy("stopped", true, "one")));
+    let dry = converge(&stopped, r, true);
+    assert_eq!(outcome(&dry, "cvgdemo"), &Outcome::Repaired);
+    assert_eq!(pid(r, "cvgdemo"), Some(started), "a dry run stopped it");
+    let stop = converge(&stopped, r, false);
+    assert!(failed(&stop).is_empty(), "{:?}", failed(&stop));
+    assert_eq!(outcome(&stop, "cvgdemo"), &Outcome::Repaired);
+    assert_eq!(pid(r, "cvgdemo"), None);
+    let stop = stop
+        .promises
+        .iter()
+        .find(|p| p.promiser == "cvgdemo")
+        .unwrap();
+    assert!(
+        stop.output
+            .as_deref()
+            .unwrap_or_default()
+            .contains("$ sv -v -w 30 down /"),
+        "{stop:?}"
+    );
+    assert_eq!(repaired(&converge(&stopped, r, false)), 0);
+    let up = converge(&running, r, false);
+    assert_eq!(outcome(&up, "cvgdemo"), &Outcome::Repaired, "{up:?}");
+    let before = pid(r, "cvgdemo").expect("running again");
+    assert_eq!(repaired(&converge(&running, r, false)), 0);
+
+    // The configuration changes: the file notifies the service, which is
+    // restarted once (a new pid), then left alone.
+    let changed = verified(&compile(&policy("running", true, "two")));
+    let restart = converge(&changed, r, false);
+    assert!(failed(&restart).is_empty(), "{:?}", failed(&restart));
+    assert_eq!(outcome(&restart, "/etc/cvgdemo.conf"), &Outcome::Repaired);
+    assert_eq!(outcome(&restart, "cvgdemo"), &Outcome::Repaired);
+    let after = pid(r, "cvgdemo").expect("running after the restart");
+    assert_ne!(after, before, "restart on notify kept the old process");
+    let again = converge(&changed, r, false);
+    assert_eq!(repaired(&again), 0, "{again:?}");
+    assert_eq!(pid(r, "cvgdemo"), Some(after));
+
+    // Disabled and stopped: the link goes, the service stops.
+    let off = verified(&compile(&policy("stopped", false, "two")));
+    let disable = converge(&off, r, false);
+    assert!(failed(&disable).is_empty(), "{:?}", failed(&disable));
+    assert!(std::fs::symlink_metadata(r.join("etc/service/cvgdemo")).is_err());
+    let start = Instant::now();
+    while Command::new("pgrep")
+        .args(["-f", "^sleep 1000$"])
+        .output()
+        .is_ok_and(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|p| p.trim() == after.to_string())
+        })
+    {
+        assert!(start.elapsed() < Duration::from_secs(10), "still running");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(repaired(&converge(&off, r, false)), 0);
+}
+
+#[test]
+fn runit_failures_name_the_problem() {
+    let root = runit_root("cvgdemo");
+    let r = root.path();
+    // No runsvdir: a running state cannot be had, and the report says why.
+    std::os::unix::fs::symlink("../sv/cvgdemo", r.join("etc/service/cvgdemo")).unwrap();
+    let bundle = verified(&compile(
+        r#"bundle b {
+  service "cvgdemo" { manager = "runit"; state = running; }
+  service "cvgnone" { manager = "runit"; enabled = true; }
+  file "/etc/after" { content = "x\n"; }
+}
+policy { b(); }"#,
+    ));
+    let report = converge(&bundle, r, false);
+    let failures = failed(&report);
+    assert_eq!(failures.len(), 2, "{failures:?}");
+    assert!(
+        failures[0].contains("not supervised by runsv"),
+        "{failures:?}"
+    );
+    assert!(
+        failures[1].contains("no service definition `/etc/sv/cvgnone`"),
+        "{failures:?}"
+    );
+    assert_eq!(outcome(&report, "/etc/after"), &Outcome::Repaired);
+}
+
+/// `systemctl --root` works on unit files without a running systemd: the
+/// symlinks of an image. `state` is not checked there (no systemd runs in
+/// the root) and the promise says so.
+#[test]
+fn systemd_enables_units_inside_a_root() {
+    if Command::new("systemctl").arg("--version").output().is_err() {
+        eprintln!("skipped: no systemctl");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    let units = r.join("etc/systemd/system");
+    std::fs::create_dir_all(&units).unwrap();
+    std::fs::write(
+        units.join("cvgweb.service"),
+        "[Unit]\nDescription=test\n[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n",
+    )
+    .unwrap();
+    let on = verified(&compile(
+        r#"bundle b { service "cvgweb" { manager = "systemd"; enabled = true; state = running; } }
+policy { b(); }"#,
+    ));
+    let first = converge(&on, r, false);
+    assert!(failed(&first).is_empty(), "{:?}", failed(&first));
+    assert_eq!(outcome(&first, "cvgweb"), &Outcome::Repaired);
+    assert!(
+        std::fs::symlink_metadata(units.join("multi-user.target.wants/cvgweb.service")).is_ok()
+    );
+    let web = first
+        .promises
+        .iter()
+        .find(|p| p.promiser == "cvgweb")
+        .unwrap();
+    assert!(
+        web.changes
+            .iter()
+            .any(|c| c.after.contains("not checked under --root")),
+        "{web:?}"
+    );
+    assert_eq!(repaired(&converge(&on, r, false)), 0);
+    let off = verified(&compile(
+        r#"bundle b { service "cvgweb" { manager = "systemd"; enabled = false; } }
+policy { b(); }"#,
+    ));
+    assert_eq!(repaired(&converge(&off, r, false)), 1);
+    assert!(
+        std::fs::symlink_metadata(units.join("multi-user.target.wants/cvgweb.service")).is_err()
+    );
+    assert_eq!(repaired(&converge(&off, r, false)), 0);
+}
