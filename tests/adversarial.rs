@@ -451,6 +451,9 @@ fn t21_option_and_shell_injection_in_names_is_refused_by_both() {
         let good = format!("bundle b {{ {kind} \"nginx\" {{ {attrs} }} }}\npolicy {{ b(); }}\n");
         for name in [
             "-oAPT::Get::AllowUnauthenticated=1",
+            "-oAPT::Update::Pre-Invoke::=id",
+            "pkg;id",
+            "../../x",
             ";id",
             "$(id)",
             "a b",
@@ -483,6 +486,74 @@ fn t21_option_and_shell_injection_in_names_is_refused_by_both() {
             );
         }
     }
+}
+
+/// T21, past the promiser: attribute values that end up in a backend's
+/// argv (a user's groups, a package version, a `.deb` path, a shell, a
+/// runit directory) are checked by the VM before any tool runs. The
+/// compiler accepts them as plain strings; the promise fails, naming the
+/// value, no command is run, and the rest of the run goes on.
+#[test]
+fn t21_values_that_reach_backend_tools_are_checked_before_any_tool_runs() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("etc")).unwrap();
+    std::fs::write(
+        root.path().join("etc/passwd"),
+        "root:x:0:0::/root:/bin/sh\n",
+    )
+    .unwrap();
+    std::fs::write(root.path().join("etc/group"), "root:x:0:\n").unwrap();
+    let bundle = verified(&support::compile(
+        r#"bundle b {
+  user "bob" { groups = ["-oX", "\$(id)"]; }
+  user "carol" { groups = ["web,root"]; }
+  user "dave" { shell = "/bin/sh:0:0:"; }
+  user "erin" { home = "../../root"; }
+  package "alpha" { version = "1;id"; }
+  package "beta" { version = "-oAPT::Update::Pre-Invoke::=id"; }
+  package "gamma" { deb = "/pkgs/../../etc/shadow"; }
+  service "web" { manager = "runit"; state = running; service_dir = "/etc/../../run"; }
+  service "db" { manager = "upstart"; state = running; }
+  package "delta" { manager = "yum"; }
+  file "/etc/after" { content = "the run went on\n"; }
+}
+policy { b(); }"#,
+    ));
+    let before = std::fs::read(root.path().join("etc/passwd")).unwrap();
+    let report = converge(&bundle, root.path(), false);
+    let failures = failed(&report);
+    assert_eq!(failures.len(), 10, "{failures:#?}");
+    for (promise, why) in [
+        ("user bob", "is not a valid group name"),
+        ("user carol", "`web,root` is not a valid group name"),
+        ("user dave", "`shell = /bin/sh:0:0:` is not usable"),
+        ("user erin", "`home = ../../root` is not usable"),
+        ("package alpha", "`version = 1;id` is not a package version"),
+        ("package beta", "is not a package version"),
+        (
+            "package gamma",
+            "`deb = /pkgs/../../etc/shadow` is not usable",
+        ),
+        (
+            "service web",
+            "`service_dir = /etc/../../run` is not usable",
+        ),
+        ("service db", "no service backend for manager `upstart`"),
+        ("package delta", "no package backend for manager `yum`"),
+    ] {
+        let f = failures
+            .iter()
+            .find(|f| f.starts_with(&format!("{promise}:")))
+            .unwrap_or_else(|| panic!("{promise} did not fail: {failures:#?}"));
+        assert!(f.contains(why), "{f}");
+        // Nothing ran: a failed command names its status.
+        assert!(!f.contains("exited with status"), "{f}");
+    }
+    assert_eq!(
+        std::fs::read(root.path().join("etc/passwd")).unwrap(),
+        before
+    );
+    assert!(root.path().join("etc/after").exists());
 }
 
 /// T24: a dry run's report shows diffs of the files it would change, and
