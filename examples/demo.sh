@@ -10,8 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo build --release --locked -q -p converge-compiler --bin policyc -p converge-vm --bin policyvm
-policyc=target/release/policyc
-policyvm=target/release/policyvm
+policyc=${CARGO_TARGET_DIR:-target}/release/policyc
+policyvm=${CARGO_TARGET_DIR:-target}/release/policyvm
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/trusted"
@@ -41,10 +41,22 @@ printf '127.0.0.1 localhost\n' > "$root/etc/hosts"
 printf 'driftfile /var/lib/ntp/ntp.drift\n' > "$root/etc/ntp.conf"
 printf 'PermitRootLogin yes\nPasswordAuthentication yes\nX11Forwarding yes\n' > "$root/etc/ssh/sshd_config"
 printf 'ULIMIT="-n 1024"\n' > "$root/etc/default/nginx"
+# What the distribution's packages left: a dpkg database listing them as
+# installed, and their systemd units (disabled, as in a fresh image).
+mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates" "$root/lib/systemd/system"
+for p in logrotate ntp openssh-server nginx; do
+  printf 'Package: %s\nStatus: install ok installed\nVersion: 1.0\nArchitecture: all\nMaintainer: demo <demo@example.invalid>\nDescription: %s\n\n' "$p" "$p"
+done > "$root/var/lib/dpkg/status"
+touch "$root/var/lib/dpkg/available"
+for u in ntp ssh nginx apache2; do
+  printf '[Unit]\nDescription=%s\n[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n' "$u" > "$root/lib/systemd/system/$u.service"
+done
 
 echo
 echo "== policyvm run --root SANDBOX (first run: converges the sandbox)"
-echo "   (packages, services, users and groups are reported skipped: their backends are not in this VM yet)"
+echo "   (the backends are pointed at the sandbox: dpkg-query reads its database, users and groups"
+echo "    change with useradd -R, units are enabled with systemctl --root; no service is started,"
+echo "    as no systemd runs inside a root: see docs/promise-types.md)"
 "$policyvm" run "$work/sandbox.bundle" --trust "$work/trusted" --root "$root"
 
 echo
