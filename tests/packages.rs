@@ -225,6 +225,30 @@ policy { b(); }"#,
     assert_eq!(installed(root.path()), ["cvg-alpha 2.0", "cvg-beta 1.0"]);
 }
 
+#[test]
+fn a_package_after_a_failed_package_is_skipped_not_installed() {
+    let root = dpkg_root();
+    let pkgs = root.path().join("pkgs");
+    build_deb(&pkgs, "cvg-beta", "1.0", None);
+    build_deb(&pkgs, "cvg-gamma", "1.0", None);
+    let bundle = verified(&compile(
+        r#"bundle b {
+  package "cvg-missing" { deb = "/pkgs/cvg-missing_1.0.deb"; }
+  package "cvg-beta" { deb = "/pkgs/cvg-beta_1.0.deb"; after = [package "cvg-missing"]; }
+  package "cvg-gamma" { deb = "/pkgs/cvg-gamma_1.0.deb"; }
+}
+policy { b(); }"#,
+    ));
+    let r = converge(&bundle, root.path(), false);
+    assert_eq!(failed(&r).len(), 1, "{r:?}");
+    assert!(
+        matches!(outcome(&r, "cvg-beta"), Outcome::Skipped(_)),
+        "{r:?}"
+    );
+    assert_eq!(outcome(&r, "cvg-gamma"), &Outcome::Repaired);
+    assert_eq!(installed(root.path()), ["cvg-gamma 1.0"]);
+}
+
 /// apt's options for the sandbox, as the backend passes them.
 fn apt_opts(root: &Path) -> Vec<String> {
     let r = root.display();

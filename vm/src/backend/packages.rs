@@ -8,14 +8,14 @@
 //! A batch is formed in a pass when its first package promise comes up in
 //! the bundle's order ([`Batcher`]): it takes every package promise of the
 //! pass that does not have to wait for a promise still to come (through
-//! `after`), so a package that comes after a file (an apt source, say)
-//! is still applied after it, in a later batch.
+//! `after`), so a package that comes after a file (an apt source, say), or
+//! after another package, is still applied after it, in a later batch.
 //!
 //! When a batch command fails and it held more than one package, each
 //! package is tried again on its own: one bad package fails alone, with
 //! its own command and output, and the rest of the run goes on.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use super::apt::{self, Known};
@@ -76,45 +76,24 @@ impl Batcher {
 }
 
 /// The positions of the batch that starts at `first`: every package
-/// instance from there on whose `after` dependencies are all applied
-/// before `first` or are themselves in the batch.
+/// instance from there on that comes `after` nothing still to be applied
+/// in this pass. A package that comes after another package waits for the
+/// next batch too: whether its dependency failed (and it must be skipped)
+/// is only known once that batch has run.
 pub fn select(first: usize, entries: &[Entry<'_>]) -> Vec<usize> {
     let is_package = |e: &Entry<'_>| e.inst.is_some_and(|i| i.kind == "package") && !e.blocked;
-    let mut batch: BTreeSet<usize> = entries
+    // Promises with an instance at `first` or later.
+    let pending: HashSet<usize> = entries.iter().skip(first).map(|e| e.index).collect();
+    entries
         .iter()
         .enumerate()
         .skip(first)
-        .filter(|(p, e)| *p == first || is_package(e))
+        .filter(|(p, e)| {
+            *p == first
+                || (is_package(e) && !e.after.iter().any(|d| pending.contains(&(*d as usize))))
+        })
         .map(|(p, _)| p)
-        .collect();
-    // Positions, from `first` on, of each promise's instances.
-    let mut later: HashMap<usize, Vec<usize>> = HashMap::new();
-    for (p, e) in entries.iter().enumerate().skip(first) {
-        later.entry(e.index).or_default().push(p);
-    }
-    loop {
-        let waiting: Vec<usize> = batch
-            .iter()
-            .copied()
-            .filter(|p| *p != first)
-            .filter(|p| {
-                entries.get(*p).is_some_and(|e| {
-                    e.after.iter().any(|d| {
-                        later
-                            .get(&(*d as usize))
-                            .is_some_and(|ps| ps.iter().any(|q| !batch.contains(q)))
-                    })
-                })
-            })
-            .collect();
-        if waiting.is_empty() {
-            break;
-        }
-        for p in waiting {
-            batch.remove(&p);
-        }
-    }
-    batch.into_iter().collect()
+        .collect()
 }
 
 /// What one valid package promise needs.
@@ -583,8 +562,9 @@ mod tests {
             },
         ];
         assert_eq!(select(0, &entries), [0, 1]);
-        // Once the file is applied, c and d go together.
-        assert_eq!(select(3, &entries), [3, 4]);
+        // Once the file is applied, c goes; d waits for c's outcome.
+        assert_eq!(select(3, &entries), [3]);
+        assert_eq!(select(4, &entries), [4]);
         let mut blocked = entries.clone();
         if let Some(e) = blocked.get_mut(1) {
             e.blocked = true;
