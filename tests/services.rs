@@ -197,13 +197,18 @@ fn runit_failures_name_the_problem() {
         r#"bundle b {
   service "cvgdemo" { manager = "runit"; state = running; }
   service "cvgnone" { manager = "runit"; enabled = true; }
+  service "cvgoff" { manager = "runit"; state = running; }
   file "/etc/after" { content = "x\n"; }
 }
 policy { b(); }"#,
     ));
     let report = converge(&bundle, r, false);
     let failures = failed(&report);
-    assert_eq!(failures.len(), 2, "{failures:?}");
+    assert_eq!(failures.len(), 3, "{failures:?}");
+    assert!(
+        failures[2].contains("`cvgoff` is not enabled (no `/etc/service/cvgoff`)"),
+        "{failures:?}"
+    );
     assert!(
         failures[0].contains("not supervised by runsv"),
         "{failures:?}"

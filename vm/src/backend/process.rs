@@ -143,6 +143,9 @@ pub fn run(cmd: &Cmd) -> Result<Ran, String> {
     let out = drain(child.stdout.take().map(|s| Box::new(s) as Stream));
     let err = drain(child.stderr.take().map(|s| Box::new(s) as Stream));
     let start = Instant::now();
+    // Short commands (a dpkg-query) are noticed within a millisecond; long
+    // ones (an apt-get install) are looked at every 50 ms.
+    let mut pause = Duration::from_millis(1);
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status.code(),
@@ -155,7 +158,8 @@ pub fn run(cmd: &Cmd) -> Result<Ran, String> {
             let _ = child.wait();
             break None;
         }
-        std::thread::sleep(Duration::from_millis(2));
+        std::thread::sleep(pause);
+        pause = pause.saturating_mul(2).min(Duration::from_millis(50));
     };
     let deadline = Instant::now()
         .checked_add(DRAIN)

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::process::{self, Cmd};
-use super::service::Wanted;
+use super::service::{OnNotify, Wanted};
 use super::{applied, change, host_path, perform, Step};
 use crate::rootfs::{Kind, RootFs};
 use crate::run::operators::{Applied, Outcome};
@@ -213,6 +213,17 @@ pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance, wanted: Wanted) -> 
             }
             return done(changes, log);
         }
+        match fs.lstat(&p.link) {
+            Ok(Some(_)) => {}
+            Ok(None) if dry_run && linked_now => {}
+            Ok(None) => {
+                return Applied::failed(format!(
+                    "`{}` is not enabled (no `{}`): runit only runs enabled services; promise `enabled = true`",
+                    inst.promiser, p.link
+                ))
+            }
+            Err(e) => return Applied::failed(e.to_string()),
+        }
         let current = if linked_now {
             wait_supervised(&p.host)
         } else {
@@ -235,6 +246,7 @@ pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance, wanted: Wanted) -> 
         };
         let running = matches!(current, Status::Run { .. });
         let mut steps = Vec::new();
+        let mut restarting = false;
         // A service enabled just now was started by its new runsv: a
         // notification does not restart it on top.
         let mut started = linked_now;
@@ -259,6 +271,7 @@ pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance, wanted: Wanted) -> 
                     "notified",
                     sv(how.verb(), &p.host),
                 ));
+                restarting = how == OnNotify::Restart;
             }
         }
         match perform(dry_run, &steps) {
@@ -272,8 +285,14 @@ pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance, wanted: Wanted) -> 
             }
         }
         if !dry_run && !steps.is_empty() {
-            // `sv -v` waited for the change; read it again to be sure.
-            match (status(&p.host), wanted.running) {
+            // `sv -v` waited for the change; read it again to be sure. A
+            // restart may still be under way (`sv` can see the old process
+            // before it takes the signal): wait for a new pid.
+            let old = match current {
+                Status::Run { pid } if restarting => Some(pid),
+                _ => None,
+            };
+            match (settled(&p.host, wanted.running, old), wanted.running) {
                 (Ok(Status::Run { pid }), Some(true) | None) => {
                     if let Some(c) = changes.iter_mut().find(|c| c.what == "restart") {
                         c.after = format!("pid {pid}");
@@ -293,6 +312,27 @@ pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance, wanted: Wanted) -> 
     }
     done(changes, log)
 }
+
+/// The status once it has settled: running (with a pid other than `old`,
+/// after a restart) or down, as wanted; at most [`SETTLE`] of polling.
+fn settled(dir: &Path, running: Option<bool>, old: Option<u32>) -> Result<Status, String> {
+    let start = Instant::now();
+    loop {
+        let s = status(dir)?;
+        let done = match (&s, running) {
+            (Status::Run { pid }, Some(true) | None) => old != Some(*pid),
+            (Status::Down, Some(false)) => true,
+            _ => false,
+        };
+        if done || start.elapsed() >= SETTLE {
+            return Ok(s);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// How long a service may take to show the state `sv` reported.
+const SETTLE: Duration = Duration::from_secs(10);
 
 fn done(changes: Vec<crate::run::operators::Change>, log: String) -> Applied {
     applied(changes, log)
