@@ -249,6 +249,36 @@ policy { b(); }"#,
     assert_eq!(installed(root.path()), ["cvg-gamma 1.0"]);
 }
 
+/// One broken `.deb` fails the batch's `dpkg --install`; each package is
+/// then tried on its own, so the good one is installed and only the broken
+/// one fails, with its own command and dpkg's words.
+#[test]
+fn a_failing_batch_is_retried_one_by_one_so_one_bad_package_fails_alone() {
+    let root = dpkg_root();
+    let pkgs = root.path().join("pkgs");
+    build_deb(&pkgs, "cvg-gamma", "1.0", None);
+    std::fs::write(pkgs.join("cvg-bad_1.0.deb"), "not an ar archive").unwrap();
+    let bundle = verified(&compile(
+        r#"bundle b {
+  package "cvg-bad" { deb = "/pkgs/cvg-bad_1.0.deb"; }
+  package "cvg-gamma" { deb = "/pkgs/cvg-gamma_1.0.deb"; }
+}
+policy { b(); }"#,
+    ));
+    let r = converge(&bundle, root.path(), false);
+    let failures = failed(&r);
+    assert_eq!(failures.len(), 1, "{r:?}");
+    assert!(
+        failures[0].starts_with("package cvg-bad: `dpkg --root=")
+            && failures[0].contains("--install -- ")
+            && failures[0].contains("cvg-bad_1.0.deb` exited with status")
+            && !failures[0].contains("cvg-gamma"),
+        "{failures:?}"
+    );
+    assert_eq!(outcome(&r, "cvg-gamma"), &Outcome::Repaired);
+    assert_eq!(installed(root.path()), ["cvg-gamma 1.0"]);
+}
+
 /// apt's options for the sandbox, as the backend passes them.
 fn apt_opts(root: &Path) -> Vec<String> {
     let r = root.display();

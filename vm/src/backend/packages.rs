@@ -346,9 +346,17 @@ pub fn converge(fs: &RootFs, dry_run: bool, insts: &[&Instance]) -> Vec<Applied>
         }
         match process::run(&cmd) {
             Ok(r) if r.ok() => {
-                let log = format!("$ {}\n{}", r.shown, r.output());
-                for (i, _, _) in &group {
-                    ran.insert(*i, Ok(log.clone()));
+                // The output once, with the first package; the others name
+                // the command and where its output is (a batch of 200 must
+                // not copy apt's output 200 times into the report).
+                let first = group.first().map_or("", |(_, m, _)| m.name);
+                for (n, (i, _, _)) in group.iter().enumerate() {
+                    let log = if n == 0 {
+                        format!("$ {}\n{}", r.shown, r.output())
+                    } else {
+                        format!("$ {}\n(output in the report of package {first})\n", r.shown)
+                    };
+                    ran.insert(*i, Ok(log));
                 }
             }
             result => {
