@@ -108,6 +108,20 @@ impl Facts {
     }
 }
 
+/// The service manager of the system image at `root`, the default of a
+/// `service` promise's `manager`: systemd when `ROOT/run/systemd/system`
+/// exists (systemd's own test, `sd_booted`), else runit when `ROOT/etc/runit`
+/// or `ROOT/etc/service` does, else systemd.
+pub fn service_manager(root: &Path) -> &'static str {
+    if root.join("run/systemd/system").is_dir() {
+        "systemd"
+    } else if root.join("etc/runit").is_dir() || root.join("etc/service").is_dir() {
+        "runit"
+    } else {
+        "systemd"
+    }
+}
+
 fn read_trimmed(path: &Path) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
     let first = text.lines().next()?.trim();
@@ -304,5 +318,15 @@ mod tests {
         for spec in crate::schema::FACTS {
             assert!(facts.get(spec.name).is_some(), "{}", spec.name);
         }
+    }
+
+    #[test]
+    fn the_service_manager_follows_the_image() {
+        let root = tempfile::tempdir().unwrap();
+        assert_eq!(service_manager(root.path()), "systemd");
+        std::fs::create_dir_all(root.path().join("etc/service")).unwrap();
+        assert_eq!(service_manager(root.path()), "runit");
+        std::fs::create_dir_all(root.path().join("run/systemd/system")).unwrap();
+        assert_eq!(service_manager(root.path()), "systemd");
     }
 }

@@ -48,21 +48,11 @@ impl Wanted {
     }
 }
 
-/// The manager of a promise: its `manager`, else systemd when
-/// `ROOT/run/systemd/system` exists (systemd's own test, `sd_booted`),
-/// else runit when `ROOT/etc/runit` or `ROOT/etc/service` exists, else
-/// systemd.
+/// The manager of a promise: its `manager`, else the image's
+/// ([`crate::facts::service_manager`]).
 pub fn manager<'i>(inst: &'i Instance, root: &Path) -> &'i str {
-    if let Some(m) = inst.str("manager") {
-        return m;
-    }
-    if root.join("run/systemd/system").is_dir() {
-        "systemd"
-    } else if root.join("etc/runit").is_dir() || root.join("etc/service").is_dir() {
-        "runit"
-    } else {
-        "systemd"
-    }
+    inst.str("manager")
+        .unwrap_or_else(|| crate::facts::service_manager(root))
 }
 
 /// Converges a `service` promise through its manager.
