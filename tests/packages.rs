@@ -471,15 +471,15 @@ fn a_converged_check_of_many_packages_is_one_dpkg_query() {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let run = Command::new(binary("policyvm"))
-        .arg("run")
-        .arg(&bundle)
-        .arg("--trust")
-        .arg(work.path().join("trust"))
-        .args(["--dry-run", "--format", "json"])
-        .env("PATH", path)
-        .output()
-        .unwrap();
+    let run = support::output_when_unlocked(
+        Command::new(binary("policyvm"))
+            .arg("run")
+            .arg(&bundle)
+            .arg("--trust")
+            .arg(work.path().join("trust"))
+            .args(["--dry-run", "--format", "json"])
+            .env("PATH", path),
+    );
     let report: serde_json::Value = serde_json::from_slice(&run.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&run.stderr)));
     assert_eq!(report["summary"]["kept"], names.len(), "{report}");

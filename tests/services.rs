@@ -13,11 +13,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use converge::binary;
 use converge_vm::run::operators::Outcome;
 use converge_vm::run::RunReport;
 
 mod support;
-use support::{compile, converge, failed, repaired, verified};
+use support::{compile, converge, failed, repaired, verified, write_trust};
 
 /// A `runsvdir` on `ROOT/etc/service`, in its own process group. Dropping
 /// it (also when a test fails) stops every service, then kills the whole
@@ -187,6 +188,51 @@ fn runit_enable_stop_start_restart_on_notify_and_disable() {
     assert_eq!(repaired(&converge(&off, r, false)), 0);
 }
 
+/// `on_notify = reload`: the notified service gets `sv reload` (a HUP),
+/// and keeps its process.
+#[test]
+fn runit_reload_on_notify_keeps_the_process() {
+    let root = runit_root("cvgreload");
+    let r = root.path();
+    let reloads = r.join("reloads");
+    std::fs::write(
+        r.join("etc/sv/cvgreload/run"),
+        format!(
+            "#!/bin/sh\ntrap 'echo reloaded >> {}' HUP\nwhile :; do sleep 0.1; done\n",
+            reloads.display()
+        ),
+    )
+    .unwrap();
+    let _runsvdir = Runsvdir::start(r);
+    let policy = |conf: &str| {
+        verified(&compile(&format!(
+            r#"bundle b {{
+  file "/etc/cvgreload.conf" {{ content = "{conf}\n"; notify = [service "cvgreload"]; }}
+  service "cvgreload" {{ state = running; enabled = true; on_notify = reload; }}
+}}
+policy {{ b(); }}"#
+        )))
+    };
+    let first = converge(&policy("one"), r, false);
+    assert!(failed(&first).is_empty(), "{:?}", failed(&first));
+    let before = pid(r, "cvgreload").expect("running");
+    assert!(
+        !reloads.exists(),
+        "enabled and started just now: no reload on top"
+    );
+    let second = converge(&policy("two"), r, false);
+    assert!(failed(&second).is_empty(), "{:?}", failed(&second));
+    assert_eq!(outcome(&second, "cvgreload"), &Outcome::Repaired);
+    let start = Instant::now();
+    while !reloads.exists() {
+        assert!(start.elapsed() < Duration::from_secs(5), "no HUP arrived");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(pid(r, "cvgreload"), Some(before));
+    assert_eq!(repaired(&converge(&policy("two"), r, false)), 0);
+    assert_eq!(std::fs::read_to_string(&reloads).unwrap(), "reloaded\n");
+}
+
 #[test]
 fn runit_failures_name_the_problem() {
     let root = runit_root("cvgdemo");
@@ -269,4 +315,128 @@ policy { b(); }"#,
         std::fs::symlink_metadata(units.join("multi-user.target.wants/cvgweb.service")).is_err()
     );
     assert_eq!(repaired(&converge(&off, r, false)), 0);
+}
+
+/// The systemd backend on the host (`--root /`) is driven through a
+/// stand-in `systemctl` first in `PATH`, which logs its arguments and keeps
+/// the unit's state in two files: the real one would act on this machine.
+/// The policy has only a service and a harmless notifying command, so the
+/// run touches nothing else of the host.
+#[test]
+fn systemd_on_the_host_runs_the_commands_it_should() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let bin = w.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::fs::write(w.join("active"), "inactive\n").unwrap();
+    std::fs::write(w.join("enabled"), "disabled\n").unwrap();
+    let d = w.display();
+    std::fs::write(
+        bin.join("systemctl"),
+        format!(
+            r#"#!/bin/sh
+echo "$*" >> {d}/log
+[ "$2" = "--" ] || exit 64
+case "$1" in
+  is-active) cat {d}/active; grep -qx active {d}/active ;;
+  is-enabled) cat {d}/enabled; grep -qx enabled {d}/enabled ;;
+  start|restart) echo active > {d}/active ;;
+  stop) echo inactive > {d}/active ;;
+  enable) echo enabled > {d}/enabled ;;
+  disable) echo disabled > {d}/enabled ;;
+  *) exit 64 ;;
+esac
+"#
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        bin.join("systemctl"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    write_trust(&w.join("trust"));
+    let run = |policy: &str| -> Vec<String> {
+        let bundle = w.join("p.bundle");
+        std::fs::write(&bundle, compile(policy)).unwrap();
+        let _ = std::fs::remove_file(w.join("log"));
+        let out = support::output_when_unlocked(
+            Command::new(binary("policyvm"))
+                .arg("run")
+                .arg(&bundle)
+                .arg("--trust")
+                .arg(w.join("trust"))
+                .env(
+                    "PATH",
+                    format!(
+                        "{}:{}",
+                        bin.display(),
+                        std::env::var("PATH").unwrap_or_default()
+                    ),
+                ),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        std::fs::read_to_string(w.join("log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    let up = r#"bundle b { service "cvgweb" { manager = "systemd"; state = running; enabled = true; } }
+policy { b(); }"#;
+    assert_eq!(
+        run(up),
+        [
+            "is-enabled -- cvgweb",
+            "is-active -- cvgweb",
+            "enable -- cvgweb",
+            "start -- cvgweb",
+            "is-enabled -- cvgweb",
+            "is-active -- cvgweb",
+            // The second pass, which finds nothing to do.
+            "is-enabled -- cvgweb",
+            "is-active -- cvgweb",
+        ]
+    );
+    // Converged: only the two questions.
+    assert_eq!(run(up), ["is-enabled -- cvgweb", "is-active -- cvgweb"]);
+    // A repaired promise notifies it: one restart, and in the next run none.
+    let notified = r#"bundle b {
+  command "poke" { run = ["true"]; notify = [service "cvgweb"]; }
+  service "cvgweb" { manager = "systemd"; state = running; }
+}
+policy { b(); }"#;
+    assert_eq!(
+        run(notified),
+        [
+            "is-active -- cvgweb",
+            "restart -- cvgweb",
+            "is-active -- cvgweb",
+            "is-active -- cvgweb",
+        ]
+    );
+    let down = r#"bundle b { service "cvgweb" { manager = "systemd"; state = stopped; enabled = false; } }
+policy { b(); }"#;
+    assert_eq!(
+        run(down),
+        [
+            "is-enabled -- cvgweb",
+            "is-active -- cvgweb",
+            "disable -- cvgweb",
+            "stop -- cvgweb",
+            "is-enabled -- cvgweb",
+            "is-active -- cvgweb",
+            "is-enabled -- cvgweb",
+            "is-active -- cvgweb",
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.join("active")).unwrap(),
+        "inactive\n"
+    );
+    assert_eq!(run(down), ["is-enabled -- cvgweb", "is-active -- cvgweb"]);
 }

@@ -105,3 +105,17 @@ pub fn write_trust(dir: &Path) {
     )
     .unwrap();
 }
+
+/// Runs a `policyvm run` command, again while it exits 75 (another run
+/// holds the root's lock: the tests that run on `/` (read-only) may meet
+/// one another when test binaries run in parallel). Gives up after 10 s.
+pub fn output_when_unlocked(cmd: &mut std::process::Command) -> std::process::Output {
+    for _ in 0..100 {
+        let out = cmd.output().unwrap();
+        if out.status.code() != Some(75) {
+            return out;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("the root stayed locked for 10 s: {cmd:?}");
+}
