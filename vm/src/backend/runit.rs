@@ -293,6 +293,16 @@ pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance, wanted: Wanted) -> 
                 _ => None,
             };
             match (settled(&p.host, wanted.running, old), wanted.running) {
+                (Ok(Status::Run { pid }), Some(true) | None) if old == Some(pid) => {
+                    return Applied {
+                        outcome: Outcome::Failed(format!(
+                            "`{}` still runs its old process (pid {pid}) 10 s after `sv restart`",
+                            p.link
+                        )),
+                        changes,
+                        output: Some(log),
+                    }
+                }
                 (Ok(Status::Run { pid }), Some(true) | None) => {
                     if let Some(c) = changes.iter_mut().find(|c| c.what == "restart") {
                         c.after = format!("pid {pid}");
