@@ -142,24 +142,21 @@ pub fn run(cmd: &Cmd) -> Result<Ran, String> {
         .map_err(|e| format!("cannot run `{shown}`: {e}"))?;
     let out = drain(child.stdout.take().map(|s| Box::new(s) as Stream));
     let err = drain(child.stderr.take().map(|s| Box::new(s) as Stream));
-    let start = Instant::now();
-    // Short commands (a dpkg-query) are noticed within a millisecond; long
-    // ones (an apt-get install) are looked at every 50 ms.
-    let mut pause = Duration::from_millis(1);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status.code(),
-            Ok(None) => {}
-            Err(_) => break None,
+    // A thread waits for the exit (and reaps it), so a short command is
+    // noticed at once and a long one costs no polling; at the deadline the
+    // process group is killed and the thread then sees the exit.
+    let pid = child.id();
+    let (tx, exited) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait().ok().and_then(|s| s.code()));
+    });
+    let status = match exited.recv_timeout(cmd.timeout) {
+        Ok(code) => code,
+        Err(_) => {
+            kill_group(pid);
+            let _ = exited.recv_timeout(DRAIN);
+            None
         }
-        if start.elapsed() >= cmd.timeout {
-            kill_group(child.id());
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(pause);
-        pause = pause.saturating_mul(2).min(Duration::from_millis(50));
     };
     let deadline = Instant::now()
         .checked_add(DRAIN)
@@ -219,12 +216,17 @@ fn drain(stream: Option<Stream>) -> Drain {
     Drain { kept, done }
 }
 
+/// Kills the process group the command leads, and the command itself in
+/// case it left that group. Called when the deadline passed without an
+/// exit; only an exit in that same instant could let the waiting thread
+/// reap it first, and its pid is reused only after that.
 fn kill_group(pid: u32) {
     if let Some(pid) = i32::try_from(pid)
         .ok()
         .and_then(rustix::process::Pid::from_raw)
     {
         let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
     }
 }
 
