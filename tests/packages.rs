@@ -503,3 +503,110 @@ fn a_converged_check_of_many_packages_is_one_dpkg_query() {
     assert_eq!(report["summary"]["kept"], names.len(), "{report}");
     assert_eq!(std::fs::read_to_string(&count).unwrap(), "call\n");
 }
+
+/// A dry run asks (`dpkg-query`, `apt-cache`) and never runs a tool that
+/// changes anything: stand-ins for `dpkg`, `apt-get` and the shadow tools,
+/// first in `PATH`, log any call; the log stays empty, while the report
+/// says what would run.
+#[test]
+fn a_dry_run_runs_no_tool_that_changes_packages_or_accounts() {
+    let root = dpkg_root();
+    let r = root.path();
+    build_deb(&r.join("pkgs"), "cvg-gamma", "1.0", None);
+    std::fs::write(
+        r.join("etc/passwd"),
+        "root:x:0:0::/root:/bin/sh\nold:x:1300:100::/home/old:/bin/sh\n",
+    )
+    .unwrap();
+    std::fs::write(r.join("etc/group"), "root:x:0:\nusers:x:100:\n").unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let bin = work.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let log = work.path().join("log");
+    for tool in [
+        "dpkg", "apt-get", "useradd", "usermod", "userdel", "groupadd", "groupmod", "groupdel",
+    ] {
+        std::fs::write(
+            bin.join(tool),
+            format!(
+                "#!/bin/sh\necho \"{tool} $*\" >> {}\nexit 1\n",
+                log.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(bin.join(tool), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let bundle = work.path().join("p.bundle");
+    std::fs::write(
+        &bundle,
+        compile(
+            r#"bundle b {
+  package "cvg-gamma" { deb = "/pkgs/cvg-gamma_1.0.deb"; }
+  package "cvg-delta" { state = removed; }
+  group "web" { gid = 1500; }
+  user "carol" { uid = 1600; groups = ["web"]; }
+  user "old" { ensure = absent; }
+}
+policy { b(); }"#,
+        ),
+    )
+    .unwrap();
+    write_trust(&work.path().join("trust"));
+    let out = support::output_when_unlocked(
+        Command::new(binary("policyvm"))
+            .arg("run")
+            .arg(&bundle)
+            .arg("--trust")
+            .arg(work.path().join("trust"))
+            .arg("--root")
+            .arg(r)
+            .args(["--dry-run", "--format", "json"])
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    bin.display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            ),
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(!log.exists(), "{}", std::fs::read_to_string(&log).unwrap());
+    assert_eq!(report["summary"]["failed"], 0, "{report}");
+    // gamma, the group, carol and old would change; delta is not there.
+    assert_eq!(report["summary"]["repaired"], 4, "{report}");
+    let text = report.to_string();
+    for would in [
+        "would run `dpkg --root=",
+        "would run `groupadd -R ",
+        "would run `useradd -R ",
+        "would run `userdel -R ",
+    ] {
+        assert!(text.contains(would), "{would} in {report}");
+    }
+    assert!(installed(r).is_empty());
+    // The stand-ins are the ones a real run calls: the same run without
+    // `--dry-run` reaches them (and they refuse).
+    support::output_when_unlocked(
+        Command::new(binary("policyvm"))
+            .arg("run")
+            .arg(&bundle)
+            .arg("--trust")
+            .arg(work.path().join("trust"))
+            .arg("--root")
+            .arg(r)
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    bin.display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            ),
+    );
+    let called = std::fs::read_to_string(&log).unwrap_or_default();
+    for tool in ["dpkg --root=", "groupadd -R ", "useradd -R ", "userdel -R "] {
+        assert!(called.contains(tool), "{tool} in {called}");
+    }
+}

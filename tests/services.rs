@@ -356,7 +356,7 @@ esac
     )
     .unwrap();
     write_trust(&w.join("trust"));
-    let run = |policy: &str| -> Vec<String> {
+    let run_with = |policy: &str, extra: &[&str]| -> Vec<String> {
         let bundle = w.join("p.bundle");
         std::fs::write(&bundle, compile(policy)).unwrap();
         let _ = std::fs::remove_file(w.join("log"));
@@ -366,6 +366,7 @@ esac
                 .arg(&bundle)
                 .arg("--trust")
                 .arg(w.join("trust"))
+                .args(extra)
                 .env(
                     "PATH",
                     format!(
@@ -386,8 +387,14 @@ esac
             .map(str::to_owned)
             .collect()
     };
+    let run = |policy: &str| run_with(policy, &[]);
     let up = r#"bundle b { service "cvgweb" { manager = "systemd"; state = running; enabled = true; } }
 policy { b(); }"#;
+    // A dry run only asks.
+    assert_eq!(
+        run_with(up, &["--dry-run"]),
+        ["is-enabled -- cvgweb", "is-active -- cvgweb"]
+    );
     assert_eq!(
         run(up),
         [
