@@ -381,6 +381,7 @@ esac
             "{}",
             String::from_utf8_lossy(&out.stdout)
         );
+        std::fs::write(w.join("stdout"), &out.stdout).unwrap();
         std::fs::read_to_string(w.join("log"))
             .unwrap_or_default()
             .lines()
@@ -408,6 +409,15 @@ policy { b(); }"#;
             "is-enabled -- cvgweb",
             "is-active -- cvgweb",
         ]
+    );
+    // The human report names the commands that made the change.
+    let report = std::fs::read_to_string(w.join("stdout")).unwrap();
+    assert!(
+        report.contains("repaired service \"cvgweb\"")
+            && report.contains(
+                "\n         $ systemctl enable -- cvgweb\n         $ systemctl start -- cvgweb\n"
+            ),
+        "{report}"
     );
     // Converged: only the two questions.
     assert_eq!(run(up), ["is-enabled -- cvgweb", "is-active -- cvgweb"]);

@@ -73,6 +73,9 @@ pub fn json(r: &RunReport) -> Value {
     })
 }
 
+/// Promise types converged through the host's tools (`crate::backend`).
+const BACKEND_TYPES: &[&str] = &["package", "service", "user", "group"];
+
 /// One line per change, failure or report message, then the summary line:
 /// `142 kept, 3 repaired, 0 failed in 2 passes, 18 ms`.
 pub fn human(r: &RunReport) -> String {
@@ -96,6 +99,15 @@ pub fn human(r: &RunReport) -> String {
                     out.push_str(&format!("{verb} {head}: {} {arrow}\n", c.what));
                     if let Some(diff) = &c.diff {
                         out.push_str(diff);
+                    }
+                }
+                // The commands a backend ran (their output is in the JSON
+                // report).
+                if BACKEND_TYPES.contains(&p.kind) {
+                    for line in p.output.iter().flat_map(|o| o.lines()) {
+                        if line.starts_with("$ ") {
+                            out.push_str(&format!("         {line}\n"));
+                        }
                     }
                 }
             }
