@@ -419,6 +419,34 @@ policy {{ b(); }}"#
     let second = converge(&install, p, false);
     assert_eq!(repaired(&second), 0, "{second:?}");
 
+    // Names apt would misread never reach apt-get: `cvg-beta-` would mean
+    // "remove cvg-beta", and `cvg.alpha` is a regular expression to apt
+    // that matches cvg-alpha (with a version, too).
+    let misread = verified(&compile(
+        r#"bundle b {
+  package "cvg-beta-" { }
+  package "cvg.alpha" { }
+  package "cvg.beta" { version = "1.0"; }
+}
+policy { b(); }"#,
+    ));
+    let r = converge(&misread, p, false);
+    let failures = failed(&r);
+    assert_eq!(failures.len(), 3, "{failures:?}");
+    assert!(
+        failures[0].contains("ends with `-`, which apt-get reads as \"remove\""),
+        "{failures:?}"
+    );
+    assert!(
+        failures[1].contains("no installation candidate for package `cvg.alpha`"),
+        "{failures:?}"
+    );
+    assert!(
+        failures[2].contains("no installation candidate for package `cvg.beta`"),
+        "{failures:?}"
+    );
+    assert_eq!(installed(p), ["cvg-alpha 2.0", "cvg-beta 1.0"]);
+
     // A newer version in the repository: `installed` keeps 2.0, `latest`
     // upgrades to 2.1, then keeps it.
     build_deb(repo.path(), "cvg-alpha", "2.1", Some("cvg-beta"));

@@ -199,6 +199,31 @@ pub fn dpkg_remove(names: &[String], root: Option<&Path>) -> Cmd {
     quiet(Cmd::new(&argv, CHANGE_TIMEOUT))
 }
 
+/// Why `name` cannot be handed to apt and dpkg as a package name, beyond
+/// the general name grammar (`schema::name_problem`): Debian names are
+/// lower case (`[a-z0-9][a-z0-9+.-]+`, with an optional `:arch`), and one
+/// ending in `-` would be read by `apt-get install` as "remove the package
+/// named without it" (`apt-get install bash-` removes bash).
+pub fn name_problem(name: &str) -> Option<&'static str> {
+    let (pkg, arch) = match name.split_once(':') {
+        Some((p, a)) => (p, Some(a)),
+        None => (name, None),
+    };
+    let lower = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    if pkg.len() < 2
+        || !pkg.starts_with(lower)
+        || !pkg.chars().all(|c| lower(c) || "+.-".contains(c))
+    {
+        Some("Debian package names are at least two characters of `a-z0-9+.-`, starting with a letter or digit")
+    } else if pkg.ends_with('-') {
+        Some("it ends with `-`, which apt-get reads as \"remove\"")
+    } else if arch.is_some_and(|a| a.is_empty() || !a.chars().all(|c| lower(c) || c == '-')) {
+        Some("the architecture after `:` is not one (`amd64`, `i386`, `all`, ...)")
+    } else {
+        None
+    }
+}
+
 /// Why `version` cannot be a Debian version, if it cannot (it becomes part
 /// of an `apt-get` argument, `name=version`).
 pub fn version_problem(version: &str) -> Option<&'static str> {
@@ -294,6 +319,16 @@ mod tests {
             "dpkg --force-confdef --force-confold --remove -- alpha"
         );
         assert!(!apt_install(&["a".into()], None).shown().contains("Dir="));
+    }
+
+    #[test]
+    fn debian_names() {
+        for ok in ["nginx", "g++", "libc6:amd64", "python3.11", "0ad"] {
+            assert_eq!(name_problem(ok), None, "{ok}");
+        }
+        for bad in ["bash-", "Nginx", "a", "x:", "x:AMD64", "x@y", "+x"] {
+            assert!(name_problem(bad).is_some(), "{bad}");
+        }
     }
 
     #[test]

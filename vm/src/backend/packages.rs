@@ -130,6 +130,12 @@ fn check<'i>(fs: &RootFs, inst: &'i Instance) -> Result<Member<'i>, Applied> {
             manager.escape_debug()
         )));
     }
+    if let Some(why) = apt::name_problem(name) {
+        return Err(Applied::failed(format!(
+            "`{}` is not a Debian package name: {why}; it is passed to no tool",
+            name.escape_debug()
+        )));
+    }
     let state = inst.str("state").unwrap_or("installed");
     let version = inst.str("version");
     if let Some(why) = version.and_then(apt::version_problem) {
@@ -214,7 +220,10 @@ fn need(
                 Ok(Need::Nothing)
             } else if let Some(src) = m.deb {
                 Ok(Need::Deb(host_path(root, src).display().to_string()))
-            } else if m.version.is_none() && !candidates.get(m.name).is_some_and(Option::is_some) {
+            } else if !candidates.get(m.name).is_some_and(Option::is_some) {
+                // Unknown to apt under this exact name: never handed to
+                // `apt-get install`, which would read `a.b` as a regular
+                // expression over other packages' names.
                 Err(no_candidate(m.name))
             } else {
                 Ok(Need::Apt(match m.version {
@@ -273,11 +282,14 @@ pub fn converge(fs: &RootFs, dry_run: bool, insts: &[&Instance]) -> Vec<Applied>
     let mut wanted: Vec<&str> = members
         .iter()
         .filter(|(_, m)| {
+            // Every package that may go to `apt-get install`: apt must
+            // know it by this exact name first (see `need`).
             m.deb.is_none()
                 && (m.state == "latest"
                     || (m.state == "installed"
-                        && m.version.is_none()
-                        && !known.get(m.name).is_some_and(Known::installed)))
+                        && !known.get(m.name).is_some_and(|k| {
+                            k.installed() && m.version.is_none_or(|v| k.version == v)
+                        })))
         })
         .map(|(_, m)| m.name)
         .collect();
@@ -602,9 +614,11 @@ mod tests {
             Ok(Need::Nothing)
         );
         assert_eq!(
-            need(&m("installed", Some("2.0")), Some(&installed), &none, root),
+            need(&m("installed", Some("2.0")), Some(&installed), &cand, root),
             Ok(Need::Apt("alpha=2.0".into()))
         );
+        // Unknown to apt by this exact name: never handed to apt-get.
+        assert!(need(&m("installed", Some("2.0")), Some(&installed), &none, root).is_err());
         assert_eq!(
             need(&m("installed", None), None, &cand, root),
             Ok(Need::Apt("alpha".into()))
