@@ -10,6 +10,7 @@
 /// The VM's version, reported by `policyvm --version` and in run reports.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+pub mod agent;
 pub mod bundle;
 pub mod cli;
 pub mod eval;
