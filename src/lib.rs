@@ -21,3 +21,5 @@ pub fn binary(name: &str) -> PathBuf {
     }
     dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
 }
+
+pub mod http;
