@@ -2,7 +2,10 @@
 //! serving a publish directory, and a scripted server that misbehaves on
 //! purpose (endless, trickling, lying responses). Both are started by the
 //! test and stopped when dropped.
-#![allow(clippy::panic, reason = "test support: a broken loopback ends the test")]
+#![allow(
+    clippy::panic,
+    reason = "test support: a broken loopback ends the test"
+)]
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::{TcpListener, TcpStream};

@@ -704,3 +704,47 @@ fn a_fleet_of_200_converged_hosts_costs_the_hub_200_stamps() {
     assert_eq!(rounds[0], (400, 200 * (stamp_len + bundle_len)));
     assert_eq!(rounds[1], (200, 200 * stamp_len));
 }
+
+/// T23: bundles in the state directory are verified on every use. With the
+/// hub down, an edited `current.bundle` gives way to `last-good.bundle`; when
+/// that is edited too, no policy runs at all (never unverified policy).
+#[test]
+fn t23_locally_edited_bundles_are_refused_on_use() {
+    let Some(mut hub) = Hub::start("t23") else {
+        return;
+    };
+    hub.publish("one", 100);
+    let host = hub.host("web01");
+    assert_eq!(hub.agent(&host).status.code(), Some(0));
+    hub.publish("two", 101);
+    assert_eq!(hub.agent(&host).status.code(), Some(0));
+    assert_eq!(host.motd(), "two\n");
+    hub.server.stop();
+
+    let flip = |file: &str| {
+        let path = host.state.join(file);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes.len() / 2;
+        bytes[at] ^= 0x20;
+        std::fs::write(&path, bytes).unwrap();
+    };
+    flip("current.bundle");
+    let out = hub.agent(&host);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("running last-good.bundle (serial 100)"),
+        "{said}"
+    );
+    assert!(said.contains("current.bundle` is refused"), "{said}");
+    assert_eq!(host.motd(), "one\n");
+
+    flip("last-good.bundle");
+    std::fs::write(host.root.join("etc/motd"), "local\n").unwrap();
+    let out = hub.agent(&host);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(said.contains("no bundle to run"), "{said}");
+    assert!(said.contains("last-good.bundle` is refused"), "{said}");
+    assert_eq!(host.motd(), "local\n", "nothing ran");
+}
