@@ -315,7 +315,7 @@ fn closed_port() -> u16 {
 /// one host: every one is refused with its own message and exit code, and
 /// the bundle in force stays byte for byte.
 #[test]
-fn what_a_hostile_or_broken_hub_serves_is_refused_and_the_current_bundle_kept() {
+fn t1_t3_t4_t5_t11_what_a_hostile_or_broken_hub_serves_is_refused_and_the_current_bundle_kept() {
     let Some(hub) = Hub::start("refusals") else {
         return;
     };
@@ -477,7 +477,7 @@ fn what_a_hostile_or_broken_hub_serves_is_refused_and_the_current_bundle_kept() 
 
 /// T6, T7 and lying transports, against a server written to misbehave.
 #[test]
-fn endless_trickling_and_lying_responses_are_cut_off_within_bounds() {
+fn t6_t7_endless_trickling_and_lying_responses_are_cut_off_within_bounds() {
     let Some(hub) = Hub::start("endless") else {
         return;
     };
@@ -589,7 +589,7 @@ fn endless_trickling_and_lying_responses_are_cut_off_within_bounds() {
 /// T20 for agents: two started together, exactly one runs; T22: it
 /// listens on nothing while it runs.
 #[test]
-fn two_agents_at_once_one_runs_and_neither_listens() {
+fn t20_t22_two_agents_at_once_one_runs_and_neither_listens() {
     let Some(hub) = Hub::start("two_agents") else {
         return;
     };

@@ -200,7 +200,7 @@ fn a_first_pull_installs_and_an_unchanged_stamp_downloads_nothing_more() {
 }
 
 #[test]
-fn an_older_serial_is_refused_as_a_rollback_and_changes_nothing() {
+fn t3_an_older_serial_is_refused_as_a_rollback_and_changes_nothing() {
     let (hub, hubkey) = (Hub::default(), Publisher::new(1));
     let (old_bundle, old_stamp) = hubkey.publish(&hub, "site", 10);
     let host = Host::new(&[&hubkey]);
@@ -228,7 +228,7 @@ fn an_older_serial_is_refused_as_a_rollback_and_changes_nothing() {
 }
 
 #[test]
-fn the_rollback_mark_survives_a_lost_current_bundle() {
+fn t3_the_rollback_mark_survives_a_lost_current_bundle() {
     let (hub, hubkey) = (Hub::default(), Publisher::new(1));
     let (old_bundle, old_stamp) = hubkey.publish(&hub, "site", 10);
     let host = Host::new(&[&hubkey]);
@@ -245,7 +245,7 @@ fn the_rollback_mark_survives_a_lost_current_bundle() {
 }
 
 #[test]
-fn the_same_serial_for_other_content_is_refused() {
+fn t3_the_same_serial_for_other_content_is_refused() {
     let (hub, hubkey) = (Hub::default(), Publisher::new(1));
     let (bundle, _) = hubkey.publish(&hub, "site", 10);
     let host = Host::new(&[&hubkey]);
@@ -264,7 +264,7 @@ fn the_same_serial_for_other_content_is_refused() {
 }
 
 #[test]
-fn a_stamp_for_another_bundle_name_is_refused() {
+fn t11_a_stamp_for_another_bundle_name_is_refused() {
     let (hub, hubkey) = (Hub::default(), Publisher::new(1));
     let (db_bundle, db_stamp) = hubkey.publish(&hub, "db", 50);
     hub.put("site.bundle", &db_bundle);
@@ -276,7 +276,7 @@ fn a_stamp_for_another_bundle_name_is_refused() {
 }
 
 #[test]
-fn unknown_keys_forged_and_unsigned_stamps_are_refused_before_any_download() {
+fn t1_unknown_keys_forged_and_unsigned_stamps_are_refused_before_any_download() {
     let (hub, hubkey, stranger) = (Hub::default(), Publisher::new(1), Publisher::new(2));
     let host = Host::new(&[&hubkey]);
     stranger.publish(&hub, "site", 10);
@@ -324,7 +324,7 @@ fn unknown_keys_forged_and_unsigned_stamps_are_refused_before_any_download() {
 }
 
 #[test]
-fn bundles_that_do_not_match_their_stamp_are_refused_with_distinct_reasons() {
+fn t5_bundles_that_do_not_match_their_stamp_are_refused_with_distinct_reasons() {
     let (hub, hubkey) = (Hub::default(), Publisher::new(1));
     let (first, _) = hubkey.publish(&hub, "site", 10);
     let host = Host::new(&[&hubkey]);
@@ -363,7 +363,7 @@ fn bundles_that_do_not_match_their_stamp_are_refused_with_distinct_reasons() {
 }
 
 #[test]
-fn an_expired_stamp_installs_nothing_and_an_expired_current_one_still_counts_as_unchanged() {
+fn t4_an_expired_stamp_installs_nothing_and_an_expired_current_one_still_counts_as_unchanged() {
     let (hub, hubkey) = (Hub::default(), Publisher::new(1));
     hubkey.publish(&hub, "site", 10);
     let host = Host::new(&[&hubkey]);
@@ -386,7 +386,7 @@ fn an_expired_stamp_installs_nothing_and_an_expired_current_one_still_counts_as_
 }
 
 #[test]
-fn every_crash_point_of_an_install_recovers_without_lowering_the_mark() {
+fn t3_t19_every_crash_point_of_an_install_recovers_without_lowering_the_mark() {
     let (hub, hubkey) = (Hub::default(), Publisher::new(1));
     hubkey.publish(&hub, "site", 10);
     let host = Host::new(&[&hubkey]);
@@ -410,7 +410,7 @@ fn every_crash_point_of_an_install_recovers_without_lowering_the_mark() {
 }
 
 #[test]
-fn a_locally_damaged_current_bundle_is_fetched_again_from_the_stamp_it_was_accepted_with() {
+fn t23_a_locally_damaged_current_bundle_is_fetched_again_from_the_stamp_it_was_accepted_with() {
     let (hub, hubkey) = (Hub::default(), Publisher::new(1));
     let (bundle, _) = hubkey.publish(&hub, "site", 10);
     let host = Host::new(&[&hubkey]);
@@ -424,7 +424,7 @@ fn a_locally_damaged_current_bundle_is_fetched_again_from_the_stamp_it_was_accep
 }
 
 #[test]
-fn a_serial_at_the_top_of_its_range_is_handled_without_overflow() {
+fn t8_a_serial_at_the_top_of_its_range_is_handled_without_overflow() {
     let (hub, hubkey) = (Hub::default(), Publisher::new(1));
     hubkey.publish(&hub, "site", u64::MAX);
     let host = Host::new(&[&hubkey]);
