@@ -35,6 +35,7 @@ pub struct Nginx {
     child: Child,
     prefix: tempfile::TempDir,
     pub port: u16,
+    scheme: &'static str,
 }
 
 /// One line of the access log.
@@ -49,6 +50,16 @@ impl Nginx {
     /// Starts nginx on `root`. `Ok(None)` when nginx is not installed and
     /// tools are not required: the caller prints that it skips.
     pub fn start(root: &Path) -> Result<Option<Nginx>, String> {
+        Nginx::start_with(root, None)
+    }
+
+    /// Starts nginx on `root` over HTTPS with this certificate chain and
+    /// key (PEM files).
+    pub fn start_tls(root: &Path, cert: &Path, key: &Path) -> Result<Option<Nginx>, String> {
+        Nginx::start_with(root, Some((cert, key)))
+    }
+
+    fn start_with(root: &Path, tls: Option<(&Path, &Path)>) -> Result<Option<Nginx>, String> {
         let binary = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"]
             .iter()
             .map(PathBuf::from)
@@ -72,8 +83,14 @@ impl Nginx {
                  client_body_temp_path {p}/body; proxy_temp_path {p}/proxy;\n\
                  fastcgi_temp_path {p}/fastcgi; uwsgi_temp_path {p}/uwsgi; scgi_temp_path {p}/scgi;\n\
                  types {{ text/plain stamp; application/octet-stream bundle; }}\n\
-                 server {{ listen 127.0.0.1:{port}; root {}; }}\n}}\n",
-                root.display()
+                 server {{ listen 127.0.0.1:{port}{}; root {}; {} }}\n}}\n",
+                if tls.is_some() { " ssl" } else { "" },
+                root.display(),
+                tls.map_or(String::new(), |(cert, key)| format!(
+                    "ssl_certificate {}; ssl_certificate_key {};",
+                    cert.display(),
+                    key.display()
+                ))
             );
             std::fs::write(prefix.path().join("nginx.conf"), conf).map_err(|e| e.to_string())?;
             let mut child = Command::new(&binary)
@@ -98,6 +115,7 @@ impl Nginx {
                         child,
                         prefix,
                         port,
+                        scheme: if tls.is_some() { "https" } else { "http" },
                     }));
                 }
                 std::thread::sleep(Duration::from_millis(20));
@@ -110,7 +128,7 @@ impl Nginx {
     }
 
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("{}://127.0.0.1:{}", self.scheme, self.port)
     }
 
     /// Every request served so far.

@@ -144,7 +144,7 @@ impl Hub {
     }
 
     fn agent(&self, host: &Host) -> Output {
-        let config = self.config(host, &[self.server.url()], "");
+        let config = self.config(host, &[self.server.url()], "keep_reports = 2\n");
         agent(&config)
     }
 
@@ -240,6 +240,21 @@ fn publish_pull_run_converges_a_root_and_an_unchanged_stamp_is_all_that_is_fetch
         "{metrics}"
     );
     assert!(metrics.contains("converge_policy_stale 0\n"), "{metrics}");
+    let mut reports: Vec<String> = std::fs::read_dir(host.state.join("reports"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    reports.sort();
+    assert_eq!(
+        reports.len(),
+        3,
+        "last.json and the newest 2 of 3: {reports:?}"
+    );
+    assert_eq!(reports[2], "last.json");
+    assert_eq!(
+        std::fs::read(host.state.join("reports").join(&reports[1])).unwrap(),
+        std::fs::read(host.state.join("reports/last.json")).unwrap()
+    );
 }
 
 #[test]
@@ -747,4 +762,112 @@ fn t23_locally_edited_bundles_are_refused_on_use() {
     assert!(said.contains("no bundle to run"), "{said}");
     assert!(said.contains("last-good.bundle` is refused"), "{said}");
     assert_eq!(host.motd(), "local\n", "nothing ran");
+}
+
+/// HTTPS to a private hub: with the hub's CA in `--ca-file` the pull
+/// works; without it (the built-in WebPKI roots) the certificate is refused
+/// and nothing changes (THREATS.md section 4, case 23). TLS is defence in
+/// depth: the signatures remain the trust.
+#[test]
+fn https_hubs_are_verified_against_the_configured_ca() {
+    let Some(hub) = Hub::start("https") else {
+        return;
+    };
+    let tls = hub.work.path().join("tls");
+    std::fs::create_dir(&tls).unwrap();
+    let openssl = |args: &[&str]| {
+        let out = run(Command::new("openssl").current_dir(&tls).args(args));
+        assert!(out.status.success(), "openssl {args:?}: {}", text(&out));
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    openssl(
+        &[
+            &["req", "-x509"][..],
+            &ec,
+            &[
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.pem",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=Converge test CA",
+            ],
+        ]
+        .concat(),
+    );
+    openssl(
+        &[
+            &["req"][..],
+            &ec,
+            &[
+                "-keyout",
+                "hub.key",
+                "-out",
+                "hub.csr",
+                "-subj",
+                "/CN=127.0.0.1",
+            ],
+        ]
+        .concat(),
+    );
+    std::fs::write(
+        tls.join("san.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "hub.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "hub.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+    ]);
+    let Some(server) =
+        Nginx::start_tls(&hub.pubdir, &tls.join("hub.pem"), &tls.join("hub.key")).unwrap()
+    else {
+        return;
+    };
+    hub.publish("tls", 100);
+    let host = hub.host("web01");
+
+    let out = hub.pull_from(&server.url(), &host);
+    assert_eq!(out.status.code(), Some(69), "{}", text(&out));
+    assert!(
+        text(&out).to_lowercase().contains("certificate"),
+        "{}",
+        text(&out)
+    );
+    assert!(!host.state.join("current.bundle").exists());
+
+    let config = hub.config(
+        &host,
+        &[server.url()],
+        &format!("ca_file = {:?}\n", tls.join("ca.pem")),
+    );
+    let out = agent(&config);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("installed serial 100 from https://"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(host.motd(), "tls\n");
 }

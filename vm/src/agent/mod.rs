@@ -73,9 +73,10 @@ pub fn splay(hostname: &str, name: &str, max: Duration) -> Duration {
 /// hand).
 pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
     let mut a = AgentRun::default();
-    let now = SystemTime::now()
+    let since_epoch = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+        .unwrap_or_default();
+    let now = since_epoch.as_secs();
     let state = match StateDir::open(&config.state) {
         Ok(s) => s,
         Err(e) => {
@@ -273,7 +274,7 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
             a.warnings.push(message.clone());
         }
     }
-    if let Err(e) = write_report(&state, &report_value, now, config.keep_reports) {
+    if let Err(e) = write_report(&state, &report_value, since_epoch, config.keep_reports) {
         a.warnings
             .push(format!("warning: cannot write the report: {e}"));
     }
@@ -356,17 +357,24 @@ fn agent_report(mut run: Value, local: &Local, pull: Value, stale: bool) -> Valu
     run
 }
 
-/// `reports/last.json`, and a copy named after the run's start time; only
-/// the newest `keep` copies stay.
-fn write_report(state: &StateDir, value: &Value, now: u64, keep: usize) -> std::io::Result<()> {
+/// `reports/last.json`, and a copy named after the run's start time
+/// (`20261122T014559.123Z.json`: names sort by time); only the newest
+/// `keep` copies stay.
+fn write_report(
+    state: &StateDir,
+    value: &Value,
+    started: Duration,
+    keep: usize,
+) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
     let dir = state.path(REPORTS);
-    let stamp: String = format_utc(now)
+    let seconds: String = format_utc(started.as_secs())
         .chars()
-        .filter(|c| *c != '-' && *c != ':')
+        .filter(|c| *c != '-' && *c != ':' && *c != 'Z')
         .collect();
+    let name = format!("{seconds}.{:03}Z.json", started.subsec_millis());
     if keep > 0 {
-        crate::state::write_atomically(&dir, &format!("{stamp}.json"), text.as_bytes())?;
+        crate::state::write_atomically(&dir, &name, text.as_bytes())?;
     }
     crate::state::write_atomically(&dir, "last.json", text.as_bytes())?;
     prune(&dir, keep)

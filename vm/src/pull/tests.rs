@@ -438,3 +438,23 @@ fn t8_a_serial_at_the_top_of_its_range_is_handled_without_overflow() {
         })
     ));
 }
+
+/// T25: clocks ten years off either way. Far ahead, every stamp has
+/// expired: nothing new is installed, the bundle in force stays (the safe
+/// side). Far behind, stamps are simply fresh; nothing overflows.
+#[test]
+fn t25_a_clock_ten_years_off_either_way_never_installs_stale_policy_nor_breaks() {
+    let (hub, hubkey) = (Hub::default(), Publisher::new(1));
+    hubkey.publish(&hub, "site", 10);
+    let host = Host::new(&[&hubkey]);
+    let ten_years = 10 * 365 * 86_400;
+    assert_eq!(installed(host.pull_at(&hub, NOW - ten_years)), 10);
+    hubkey.publish(&hub, "site", 11);
+    assert!(matches!(
+        host.pull_at(&hub, NOW + ten_years),
+        Err(PullError::Expired { serial: 11, .. })
+    ));
+    assert_eq!(host.current_serial(), Some(10));
+    assert!(host.pull_at(&hub, u64::MAX).is_err());
+    assert_eq!(installed(host.pull_at(&hub, 0)), 11);
+}
