@@ -23,3 +23,4 @@ pub fn binary(name: &str) -> PathBuf {
 }
 
 pub mod http;
+pub mod sockets;

@@ -422,49 +422,6 @@ fn t20_concurrent_runs_on_one_root_exactly_one_converges() {
     );
 }
 
-/// The inodes of the sockets process `pid` holds open.
-fn socket_inodes(pid: u32) -> Vec<String> {
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return Vec::new();
-    };
-    fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
-        .filter_map(|target| {
-            let t = target.to_string_lossy().into_owned();
-            Some(t.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
-        })
-        .collect()
-}
-
-/// The inodes of every listening or bound socket in `/proc/net`: TCP in
-/// state LISTEN (`0A`), any UDP socket, Unix sockets with the listening
-/// flag.
-fn listening_inodes() -> Vec<String> {
-    let mut out = Vec::new();
-    for (table, state_col, inode_col) in [
-        ("tcp", 3, 9),
-        ("tcp6", 3, 9),
-        ("udp", usize::MAX, 9),
-        ("udp6", usize::MAX, 9),
-        ("unix", 3, 6),
-    ] {
-        let Ok(text) = std::fs::read_to_string(format!("/proc/net/{table}")) else {
-            continue;
-        };
-        for line in text.lines().skip(1) {
-            let cols: Vec<&str> = line.split_whitespace().collect();
-            let listening = match table {
-                "tcp" | "tcp6" => cols.get(state_col) == Some(&"0A"),
-                "unix" => cols.get(state_col) == Some(&"00010000"),
-                _ => true,
-            };
-            if let (true, Some(inode)) = (listening, cols.get(inode_col)) {
-                out.push((*inode).to_owned());
-            }
-        }
-    }
-    out
-}
-
 /// T22: the VM is not a daemon and listens on nothing. During a run (held
 /// open by a slow command) it holds no socket at all, and none of the
 /// machine's listening sockets in `/proc/net/{tcp,tcp6,udp,udp6,unix}` is
@@ -474,9 +431,9 @@ fn t22_a_run_binds_no_socket() {
     let host = Host::new();
     let mut run = host.start_slow();
     for _ in 0..20 {
-        let mine = socket_inodes(run.id());
+        let mine = converge::sockets::held_by(run.id());
         assert!(mine.is_empty(), "the VM holds sockets: {mine:?}");
-        let listening = listening_inodes();
+        let listening = converge::sockets::listening();
         // Vacuous while the VM holds no socket at all; it is the check that
         // stays when the pull agent opens outbound connections.
         assert!(

@@ -627,8 +627,8 @@ fn t20_t22_two_agents_at_once_one_runs_and_neither_listens() {
     let deadline = Instant::now() + Duration::from_millis(1500);
     while Instant::now() < deadline {
         for pid in [a_pid, b_pid] {
-            let listening = listening_inodes();
-            for inode in socket_inodes(pid) {
+            let listening = converge::sockets::listening();
+            for inode in converge::sockets::held_by(pid) {
                 assert!(!listening.contains(&inode), "agent {pid} listens");
             }
         }
@@ -650,34 +650,6 @@ fn t20_t22_two_agents_at_once_one_runs_and_neither_listens() {
         "{}",
         text(busy)
     );
-}
-
-fn socket_inodes(pid: u32) -> Vec<String> {
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return Vec::new();
-    };
-    fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
-        .filter_map(|t| {
-            let t = t.to_string_lossy().into_owned();
-            Some(t.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
-        })
-        .collect()
-}
-
-fn listening_inodes() -> Vec<String> {
-    let mut out = Vec::new();
-    for table in ["tcp", "tcp6"] {
-        let text = std::fs::read_to_string(format!("/proc/net/{table}")).unwrap_or_default();
-        for line in text.lines().skip(1) {
-            let cols: Vec<&str> = line.split_whitespace().collect();
-            if cols.get(3) == Some(&"0A") {
-                if let Some(inode) = cols.get(9) {
-                    out.push((*inode).to_owned());
-                }
-            }
-        }
-    }
-    out
 }
 
 /// 200 hosts pull from one server: the first round downloads 200 bundles,
