@@ -13,10 +13,12 @@
 //!
 //! Every file is replaced atomically (temporary file, fsync, rename, fsync
 //! of the directory), so a crash leaves each one old or new. The install
-//! order makes every crash point safe: the bundle, then `serial`, then
-//! `stamp`. The rollback mark is the larger of `serial` and the serial of a
-//! verified `current.bundle`, so a crash between the bundle and `serial`
-//! cannot lower it (THREATS.md T3).
+//! order makes every crash point safe: `stamp`, then `serial`, then the
+//! bundle. The rollback mark is durable before the bundle that raises it
+//! can run (THREATS.md T3: high-water marks persisted before acting), and
+//! a crash before the bundle is in place leaves the new stamp recorded, so
+//! the next pull fetches that very bundle again as a repair. The mark is
+//! the larger of `serial` and the serial of a verified `current.bundle`.
 
 use std::io::Write as _;
 use std::os::fd::OwnedFd;
@@ -149,8 +151,8 @@ impl StateDir {
     }
 
     /// Installs a verified bundle: the current one becomes `last-good`,
-    /// then the new bytes, its serial and its stamp are written, each
-    /// atomically, in that order.
+    /// then its stamp, its serial and the new bytes are written, each
+    /// atomically, in that order (see the module comment).
     pub fn install(&self, bundle: &[u8], serial: u64, stamp: &[u8]) -> std::io::Result<()> {
         let current = self.path(CURRENT);
         if current.exists() {
@@ -164,15 +166,24 @@ impl StateDir {
                 return Err(e);
             }
         }
-        self.write(CURRENT, bundle)?;
-        self.write(SERIAL, format!("{serial}\n").as_bytes())?;
-        self.write(STAMP, stamp)
+        self.write(STAMP, stamp)?;
+        if self.serial() < Some(serial) {
+            self.write(SERIAL, format!("{serial}\n").as_bytes())?;
+        }
+        self.write(CURRENT, bundle)
     }
 
-    /// Records the stamp (and the serial) of the bundle already in force:
-    /// after a crash between installing a bundle and its stamp.
+    /// Records the stamp of the bundle already in force (a stamp republished
+    /// for it, or the state of a host that pulled before this order was
+    /// kept), raising the mark if it is behind. A stamp older than the mark
+    /// is not recorded: the stamp on file may be one whose bundle a crash
+    /// kept from being installed, and the next pull repairs from it.
     pub fn record(&self, serial: u64, stamp: &[u8]) -> std::io::Result<()> {
-        if self.serial() < Some(serial) {
+        let mark = self.serial();
+        if mark > Some(serial) {
+            return Ok(());
+        }
+        if mark < Some(serial) {
             self.write(SERIAL, format!("{serial}\n").as_bytes())?;
         }
         self.write(STAMP, stamp)
@@ -223,8 +234,11 @@ mod tests {
         assert_eq!(state.serial(), None);
         state.write(SERIAL, b"41\n").unwrap();
         assert_eq!(state.serial(), Some(41));
-        state.record(40, b"stamp").unwrap();
+        state.record(40, b"old stamp").unwrap();
         assert_eq!(state.serial(), Some(41), "the mark never goes down");
+        assert_eq!(state.stamp(), None, "an older stamp is not recorded");
+        state.record(42, b"stamp").unwrap();
+        assert_eq!(state.serial(), Some(42));
         assert_eq!(state.stamp().unwrap(), b"stamp");
         let leftovers: Vec<_> = std::fs::read_dir(state.path(""))
             .unwrap()

@@ -388,25 +388,41 @@ fn t4_an_expired_stamp_installs_nothing_and_an_expired_current_one_still_counts_
 #[test]
 fn t3_t19_every_crash_point_of_an_install_recovers_without_lowering_the_mark() {
     let (hub, hubkey) = (Hub::default(), Publisher::new(1));
-    hubkey.publish(&hub, "site", 10);
+    let (first, _) = hubkey.publish(&hub, "site", 10);
     let host = Host::new(&[&hubkey]);
     host.pull(&hub).unwrap();
     let (bundle, stamp) = hubkey.publish(&hub, "site", 11);
 
-    // Crash after the bundle, before `serial` and `stamp`.
-    host.state.write(CURRENT, &bundle).unwrap();
-    assert_eq!(host.state.serial(), Some(10));
-    assert!(matches!(host.pull(&hub), Ok(Pulled::Unchanged { .. })));
+    // Crash after the stamp, before `serial` and the bundle: the next pull
+    // fetches the bundle of the recorded stamp.
+    host.state.write(STAMP, &stamp).unwrap();
+    assert_eq!(host.current_serial(), Some(10));
+    assert_eq!(installed(host.pull(&hub)), 11);
+    assert_eq!(host.file(CURRENT).unwrap(), bundle);
     assert_eq!(host.file(SERIAL).unwrap(), b"11\n");
-    assert_eq!(host.file(STAMP).unwrap(), stamp);
-    assert_eq!(hub.take_served().last().unwrap(), "site.stamp");
 
-    // Crash after `serial`, before `stamp`: same repair.
+    // Crash after `serial`, before the bundle: the mark is already up, and
+    // the same repair applies.
     let (bundle, stamp) = hubkey.publish(&hub, "site", 12);
-    host.state.write(CURRENT, &bundle).unwrap();
+    host.state.write(STAMP, &stamp).unwrap();
     host.state.write(SERIAL, b"12\n").unwrap();
-    assert!(matches!(host.pull(&hub), Ok(Pulled::Unchanged { .. })));
-    assert_eq!(host.file(STAMP).unwrap(), stamp);
+    assert_eq!(installed(host.pull(&hub)), 12);
+    assert_eq!(host.file(CURRENT).unwrap(), bundle);
+
+    // Meanwhile, in either state, the bundle that never got in cannot be
+    // undercut by a replay of an older one, even with current.bundle lost.
+    hubkey.publish(&hub, "site", 13);
+    host.state
+        .write(STAMP, &hub.files.borrow()["site.stamp"])
+        .unwrap();
+    host.state.write(SERIAL, b"13\n").unwrap();
+    std::fs::remove_file(host.state.path(CURRENT)).unwrap();
+    hub.put("site.bundle", &first);
+    hub.put("site.stamp", &hubkey.stamp(&first, NOW + 3600));
+    assert!(matches!(
+        host.pull(&hub),
+        Err(PullError::Rollback { accepted: 13, .. })
+    ));
 }
 
 #[test]
@@ -457,4 +473,102 @@ fn t25_a_clock_ten_years_off_either_way_never_installs_stale_policy_nor_breaks()
     assert_eq!(host.current_serial(), Some(10));
     assert!(host.pull_at(&hub, u64::MAX).is_err());
     assert_eq!(installed(host.pull_at(&hub, 0)), 11);
+}
+
+/// What the property test below does to a hub and a host.
+#[derive(Clone, Debug)]
+enum Step {
+    /// Publish a new serial, `gap` above the last.
+    Publish {
+        gap: u64,
+    },
+    /// The hub serves an earlier publish again (a stale mirror, a replay).
+    Replay {
+        which: usize,
+    },
+    Pull,
+    /// The host crashed installing the hub's pair: after `stamp` and
+    /// `serial`, before `current.bundle`.
+    CrashMidInstall,
+    /// `current.bundle` is lost or damaged on the host.
+    LoseCurrent,
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    prop_oneof![
+        (1u64..3).prop_map(|gap| Step::Publish { gap }),
+        (0usize..8).prop_map(|which| Step::Replay { which }),
+        Just(Step::Pull),
+        Just(Step::Pull),
+        Just(Step::CrashMidInstall),
+        Just(Step::LoseCurrent),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// THREATS.md section 5 (b): over any sequence of publishes, replays,
+    /// pulls, crashes and local losses, the rollback mark never goes down,
+    /// the bundle in force never goes back to an older serial, and a pull
+    /// installs only a serial above the mark (or the very one it accepted,
+    /// to repair a lost file).
+    #[test]
+    fn t3_the_rollback_mark_never_goes_down(steps in proptest::collection::vec(step(), 1..24)) {
+        let (hub, hubkey) = (Hub::default(), Publisher::new(1));
+        let host = Host::new(&[&hubkey]);
+        let mut published: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut last_serial = 100;
+        let mut mark = 0;
+        let mut in_force = 0;
+        for step in steps {
+            match step {
+                Step::Publish { gap } => {
+                    last_serial += gap;
+                    published.push(hubkey.publish(&hub, "site", last_serial));
+                }
+                Step::Replay { which } => {
+                    if let Some((bundle, stamp)) = published.get(which % published.len().max(1)) {
+                        hub.put("site.bundle", bundle);
+                        hub.put("site.stamp", stamp);
+                    }
+                }
+                Step::Pull => {
+                    let before = host.state.high_water(
+                        host.state.load(CURRENT, &host.trusted).ok().flatten().as_ref().map(|l| &l.bundle),
+                    );
+                    if let Ok(Pulled::Installed { stamp, .. }) = host.pull(&hub) {
+                        let repair = stamp.serial == before;
+                        proptest::prop_assert!(stamp.serial > before || repair,
+                            "installed {} with the mark at {}", stamp.serial, before);
+                    }
+                }
+                Step::CrashMidInstall => {
+                    // What an install of the hub's pair leaves when killed
+                    // after the stamp and the serial, before the bundle.
+                    let files = hub.files.borrow();
+                    if let (Some(bundle), Some(stamp)) = (files.get("site.bundle"), files.get("site.stamp")) {
+                        let serial = open(bundle, &host.trusted).unwrap().body.header.serial;
+                        if serial > mark {
+                            host.state.write(STAMP, stamp).unwrap();
+                            host.state.write(SERIAL, format!("{serial}\n").as_bytes()).unwrap();
+                        }
+                    }
+                }
+                Step::LoseCurrent => {
+                    let _ = std::fs::remove_file(host.state.path(CURRENT));
+                }
+            }
+            let current = host.state.load(CURRENT, &host.trusted).ok().flatten();
+            let now_mark = host.state.high_water(current.as_ref().map(|l| &l.bundle));
+            proptest::prop_assert!(now_mark >= mark, "the mark went from {} to {}", mark, now_mark);
+            mark = now_mark;
+            if let Some(local) = current {
+                let serial = local.bundle.body.header.serial;
+                proptest::prop_assert!(serial >= in_force, "in force went from {} to {}", in_force, serial);
+                in_force = serial;
+            }
+        }
+    }
 }
