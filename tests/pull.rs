@@ -843,3 +843,55 @@ fn https_hubs_are_verified_against_the_configured_ca() {
     );
     assert_eq!(host.motd(), "tls\n");
 }
+
+/// T3 and T18 for the agent's own files: `policyvm pull` killed with
+/// SIGKILL at random moments while it installs one publish after another.
+/// After every kill the bundle in force verifies (or is absent), its serial
+/// and the rollback mark never go down, and a last pull converges on the
+/// newest publish.
+#[test]
+fn t3_t18_kill_9_during_pulls_never_lowers_the_mark_nor_tears_a_bundle() {
+    let Some(hub) = Hub::start("kill_pulls") else {
+        return;
+    };
+    let host = hub.host("web01");
+    let trusted = converge_vm::bundle::keys::load_trust_dir(&hub.trust).unwrap();
+    let state = converge_vm::state::StateDir::open(&host.state).unwrap();
+    let big = "x".repeat(200_000);
+    let (mut mark, mut in_force, mut killed) = (0, 0, 0);
+    for round in 0..25u64 {
+        hub.publish(&format!("{round} {big}"), 100 + round);
+        let mut child = Command::new(binary("policyvm"))
+            .args(["pull", &hub.server.url(), "--name", "site", "--trust"])
+            .arg(&hub.trust)
+            .arg("--state")
+            .arg(&host.state)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_micros(round * 700 % 12_000));
+        if child.try_wait().unwrap().is_none() {
+            killed += 1;
+        }
+        let _ = child.kill();
+        child.wait().unwrap();
+        let current = state.load("current.bundle", &trusted).unwrap();
+        let now_mark = state.high_water(current.as_ref().map(|l| &l.bundle));
+        assert!(now_mark >= mark, "round {round}: mark {mark} -> {now_mark}");
+        mark = now_mark;
+        if let Some(local) = current {
+            let serial = local.bundle.body.header.serial;
+            assert!(
+                serial >= in_force,
+                "round {round}: in force {in_force} -> {serial}"
+            );
+            in_force = serial;
+        }
+    }
+    eprintln!("{killed} of 25 pulls killed mid-way");
+    let out = hub.pull(&host);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let local = state.load("current.bundle", &trusted).unwrap().unwrap();
+    assert_eq!(local.bundle.body.header.serial, 124);
+}
