@@ -101,19 +101,6 @@ pub enum PullError {
     State(String),
 }
 
-impl PullError {
-    /// Whether the hub served something this host refuses (as opposed to
-    /// not being reachable at all, or a local problem).
-    pub fn is_refusal(&self) -> bool {
-        !matches!(
-            self,
-            PullError::Fetch(FetchError::Unreachable { .. } | FetchError::Status { .. })
-                | PullError::State(_)
-                | PullError::Expired { .. }
-        )
-    }
-}
-
 impl std::fmt::Display for PullError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
