@@ -122,13 +122,18 @@ pub fn output_when_unlocked(cmd: &mut std::process::Command) -> std::process::Ou
 
 /// Whether this process is root. The backend tests that run `dpkg --root`
 /// or `useradd -R` (a chroot) need it, as those tools do; CI runs as root
-/// (`.ci/run`). Elsewhere they say they are skipped and return.
+/// and sets `CONVERGE_REQUIRE_TOOLS=1` (`.ci/run`), where not being root is
+/// a failure. Elsewhere they say they are skipped and return.
 pub fn root_or_skip(test: &str) -> bool {
     let root = std::process::Command::new("id")
         .arg("-u")
         .output()
         .is_ok_and(|o| o.stdout == b"0\n");
     if !root {
+        assert!(
+            !converge::http::tools_required(),
+            "{test} needs root (dpkg --root, useradd -R) and CONVERGE_REQUIRE_TOOLS=1"
+        );
         eprintln!("skipped {test}: needs root (dpkg --root, useradd -R)");
     }
     root
