@@ -193,34 +193,45 @@ fn bad_paths_are_refused() {
 }
 
 /// Runs `attack` with a fresh handle on the root, over and over, while
-/// another thread calls `swap` 10,000 times; then checks that nothing
-/// outside the root was written, created or changed in mode.
+/// another thread calls `swap` in a loop, until there were at least 10,000
+/// swaps and 200 attacks (on a loaded machine either side can be the slow
+/// one); then checks that nothing outside the root was written, created or
+/// changed in mode.
 fn race(s: &Sandbox, swap: impl Fn() + Send + 'static, attack: impl Fn(&RootFs, u64)) {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
 
-    let done = Arc::new(AtomicBool::new(false));
+    let swapped_enough = Arc::new(AtomicBool::new(false));
+    let attacked_enough = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicU64::new(0));
     let swapper = {
-        let done = Arc::clone(&done);
+        let (swapped_enough, attacked_enough, swaps) = (
+            Arc::clone(&swapped_enough),
+            Arc::clone(&attacked_enough),
+            Arc::clone(&swaps),
+        );
         std::thread::spawn(move || {
-            for _ in 0..10_000 {
+            while !(swapped_enough.load(Ordering::SeqCst) && attacked_enough.load(Ordering::SeqCst))
+            {
                 swap();
+                if swaps.fetch_add(1, Ordering::SeqCst) + 1 >= 10_000 {
+                    swapped_enough.store(true, Ordering::SeqCst);
+                }
             }
-            done.store(true, Ordering::SeqCst);
         })
     };
     let mut attempts = 0u64;
-    while !done.load(Ordering::SeqCst) {
+    while !(swapped_enough.load(Ordering::SeqCst) && attempts >= 200) {
         // A fresh handle each time, so every operation walks the path anew.
         let fs = RootFs::open(&s.root).unwrap();
         attack(&fs, attempts);
         attempts += 1;
     }
+    attacked_enough.store(true, Ordering::SeqCst);
     swapper.join().unwrap();
-    eprintln!("{attempts} attempts during 10,000 swaps");
-    assert!(
-        attempts > 100,
-        "the race was not exercised ({attempts} attempts)"
+    eprintln!(
+        "{attempts} attempts during {} swaps",
+        swaps.load(Ordering::SeqCst)
     );
     untouched(s);
     assert_eq!(mode(&s.outside.join("shadow")), 0o644);
