@@ -15,6 +15,7 @@ pub mod cli;
 pub mod diagnostic;
 pub mod dot;
 pub mod explain;
+pub mod fmt;
 pub mod graph;
 pub mod ir;
 pub mod render;
