@@ -18,6 +18,7 @@ pub mod explain;
 pub mod fmt;
 pub mod graph;
 pub mod ir;
+pub mod lsp;
 pub mod render;
 pub mod sema;
 pub mod source;

@@ -59,6 +59,8 @@ enum Command {
     /// exit 1 if there are any. A file with syntax errors is reported and
     /// left untouched (exit 1).
     Fmt(fmt::FmtArgs),
+    /// Run the language server on standard input and output (for editors).
+    Lsp,
 }
 
 /// Exit status for "the input has errors".
@@ -76,6 +78,7 @@ pub fn main() -> ExitCode {
         Command::Build(args) => build::run_build(args),
         Command::Publish(args) => publish::run(args),
         Command::Fmt(args) => fmt::run(args),
+        Command::Lsp => crate::lsp::run(),
     }
 }
 

@@ -9,7 +9,8 @@
 //! end of that line; none is ever dropped (`super::format` checks).
 
 use converge_grammar::ast::{
-    AttrStmt, BodyDef, BundleDef, Call, Exclusive, Expr, ExprKind, Item, Module, PolicyDef, Promise, Stmt,
+    AttrStmt, BodyDef, BundleDef, Call, Exclusive, Expr, ExprKind, Item, Module, PolicyDef,
+    Promise, Stmt,
 };
 use converge_grammar::{Comment, Span};
 
@@ -255,7 +256,8 @@ impl<'a> Printer<'a> {
         self.out.push_str("exclusive {");
         let first_start = x.classes.first().map_or(close, |c| c.span.start);
         self.trailing(
-            self.find_char(x.span.start + 9, b'{').map_or(x.span.start, |o| o + 1),
+            self.find_char(x.span.start + 9, b'{')
+                .map_or(x.span.start, |o| o + 1),
             first_start,
         );
         self.depth += 1;
@@ -264,7 +266,10 @@ impl<'a> Printer<'a> {
         for (i, class) in x.classes.iter().enumerate() {
             let start = class.span.start;
             let until = x.classes.get(i + 1).map_or(close, |c| c.span.start);
-            let pending = self.comments.get(self.next).is_some_and(|c| c.start < start);
+            let pending = self
+                .comments
+                .get(self.next)
+                .is_some_and(|c| c.start < start);
             if pending && line_open {
                 self.trailing(self.last_end, start);
                 line_open = false;
@@ -289,10 +294,10 @@ impl<'a> Printer<'a> {
             let same_line_comment = self.comments.get(self.next).is_some_and(|c| {
                 c.start < until
                     && !self
-                    .src
-                    .get(class.span.end as usize..c.start as usize)
-                    .unwrap_or("\n")
-                    .contains('\n')
+                        .src
+                        .get(class.span.end as usize..c.start as usize)
+                        .unwrap_or("\n")
+                        .contains('\n')
             });
             if same_line_comment {
                 self.trailing(class.span.end, until);
@@ -466,7 +471,9 @@ impl<'a> Printer<'a> {
         let src = self.src;
         let text = flat::call(src, c);
         let open = self.find_char(c.bundle.span.end, b'(');
-        let close = flat::slice(src, c.span).rfind(')').map(|i| c.span.start + i as u32);
+        let close = flat::slice(src, c.span)
+            .rfind(')')
+            .map(|i| c.span.start + i as u32);
         let (Some(open), Some(close)) = (open, close) else {
             self.out.push_str(&text);
             return;
@@ -560,10 +567,7 @@ impl<'a> Printer<'a> {
     ) {
         let close_at = span.end.saturating_sub(1);
         self.out.push_str(open);
-        self.trailing(
-            span.start + 1,
-            spans.first().map_or(close_at, |s| s.start),
-        );
+        self.trailing(span.start + 1, spans.first().map_or(close_at, |s| s.start));
         self.depth += 1;
         let mut first = true;
         for (i, elem_span) in spans.iter().enumerate() {
@@ -740,7 +744,11 @@ fn align_comments(out: &str, marks: &[usize]) -> String {
     let mut i = 0;
     while i < lines.len() {
         let mut j = i + 1;
-        while lines.get(j).zip(lines.get(j - 1)).is_some_and(|(b, a)| b.0 == a.0 + 1) {
+        while lines
+            .get(j)
+            .zip(lines.get(j - 1))
+            .is_some_and(|(b, a)| b.0 == a.0 + 1)
+        {
             j += 1;
         }
         let run = lines.get(i..j).unwrap_or_default();

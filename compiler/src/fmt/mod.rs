@@ -39,7 +39,9 @@ impl FormatError {
     /// The syntax errors as diagnostics (empty for other errors).
     pub fn diagnostics(&self) -> Vec<Diagnostic> {
         match self {
-            FormatError::Syntax(errors) => errors.iter().map(crate::syntax::to_diagnostic).collect(),
+            FormatError::Syntax(errors) => {
+                errors.iter().map(crate::syntax::to_diagnostic).collect()
+            }
             FormatError::NotPreserved(_) => Vec::new(),
         }
     }
