@@ -68,7 +68,11 @@ pub(super) fn expr(src: &str, e: &Expr) -> String {
                 .trim_start();
             format!("{} {target}", r.kind.name)
         }
-        ExprKind::Not(inner) => format!("!{}", operand(src, inner, 3)),
+        // `!(a == b)` reads better than the equivalent `!a == b`.
+        ExprKind::Not(inner) if matches!(inner.kind, ExprKind::Not(_)) => {
+            format!("!{}", expr(src, inner))
+        }
+        ExprKind::Not(inner) => format!("!{}", operand(src, inner, 5)),
         ExprKind::And(items) => items
             .iter()
             .map(|i| operand(src, i, 3))
