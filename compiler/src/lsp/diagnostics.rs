@@ -1,8 +1,9 @@
 //! The compiler's [`Diagnostic`] as an LSP diagnostic: the primary label is
-//! the range; every label with something to say becomes related information
-//! (for a contradiction both promises, with the value each sets; for a
-//! cycle every step; for a duplicate both definitions), so an editor lists
-//! them all with links; notes and help are appended to the message.
+//! the range; when there are several labels, every one with something to
+//! say becomes related information (for a contradiction both promises, with
+//! the value each sets; for a cycle every step; for a duplicate both
+//! definitions), so an editor lists them all with links; notes and help are
+//! appended to the message.
 
 use lsp_types::{DiagnosticRelatedInformation, DiagnosticSeverity, Location, NumberOrString, Url};
 
@@ -32,7 +33,7 @@ pub fn to_lsp(
     let related: Vec<DiagnosticRelatedInformation> = d
         .labels
         .iter()
-        .filter(|l| !l.primary || !l.message.is_empty())
+        .filter(|l| !l.primary || (!l.message.is_empty() && d.labels.len() > 1))
         .filter_map(|l| {
             let uri = Url::from_file_path(analysis.path(l.span.file)?).ok()?;
             Some(DiagnosticRelatedInformation {
