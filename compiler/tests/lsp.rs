@@ -322,3 +322,86 @@ fn every_prefix_of_an_example_then_the_same_diagnostics_as_check() {
     assert_eq!(lsp_set(&last), expected);
     assert!(client.shutdown().success());
 }
+
+#[test]
+fn completion_contexts_and_hovers_on_classes_and_facts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.policy");
+    let text = concat!(
+        "class web = sys.hostname =~ r\"^web\";\n",           // 0
+        "bundle app(port: int, root: string = \"/srv\") {\n", // 1
+        "  package \"nginx\" { state = ; }\n",                // 2
+        "  when  { }\n",                                      // 3
+        "  file \"/etc/x\" { content = \"${sys.}\"; }\n",     // 4
+        "  \n",                                               // 5
+        "}\n",
+        "policy { app(port = 80); }\n",
+    );
+    std::fs::write(&path, text).unwrap();
+    let mut client = Client::start();
+    client.initialize(dir.path());
+    let uri = client.open(&path, text);
+    client.diagnostics(&uri, 1);
+    let labels = |client: &mut Client, line, character| -> Vec<String> {
+        let items = client.request(
+            "textDocument/completion",
+            json!({"textDocument": {"uri": uri}, "position": pos(line, character)}),
+        );
+        items
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["label"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // Enum values after `state =`.
+    assert_eq!(
+        labels(&mut client, 2, 28),
+        ["installed", "removed", "latest"]
+    );
+    // Class names in `when`: the program's, then the hard classes.
+    let classes = labels(&mut client, 3, 7);
+    assert_eq!(classes.first().map(String::as_str), Some("web"));
+    assert!(classes.iter().any(|c| c == "debian"));
+    // Statement start: promise types, `when`, `for`, bundles.
+    let statement = labels(&mut client, 5, 2);
+    for expected in ["file", "package", "when", "for", "app"] {
+        assert!(
+            statement.iter().any(|l| l == expected),
+            "{expected} in {statement:?}"
+        );
+    }
+    let items = client.request(
+        "textDocument/completion",
+        json!({"textDocument": {"uri": uri}, "position": pos(5, 2)}),
+    );
+    let app = items
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["label"] == "app")
+        .unwrap();
+    assert_eq!(
+        app["insertText"], "app(port = ${1:port});$0",
+        "required parameters only"
+    );
+    assert_eq!(app["insertTextFormat"], 2, "a snippet");
+    // Facts after `sys.`, even inside an interpolation.
+    let facts = labels(&mut client, 4, 35);
+    assert!(facts.iter().any(|f| f == "sys.hostname"), "{facts:?}");
+
+    // Hover on a class use and on a fact.
+    let hover = client.request("textDocument/hover", at(&uri, 0, 14));
+    let text_fact = hover["contents"]["value"].as_str().unwrap();
+    assert!(text_fact.contains("sys.hostname: string"), "{text_fact}");
+    let hover = client.request("textDocument/hover", at(&uri, 0, 7));
+    let class = hover["contents"]["value"].as_str().unwrap();
+    assert!(
+        class.contains("class web = sys.hostname =~ r\"^web\";"),
+        "{class}"
+    );
+    // A named argument leads to the parameter.
+    let def = client.request("textDocument/definition", at(&uri, 7, 14));
+    assert_eq!(def[0]["range"]["start"], pos(1, 11));
+    assert!(client.shutdown().success());
+}

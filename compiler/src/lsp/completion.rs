@@ -49,12 +49,19 @@ enum Context {
 pub fn complete(analysis: &Analysis, doc: &Document, pos: Position) -> Vec<CompletionItem> {
     let offset = doc.lines.offset(&doc.text, pos) as usize;
     let before = doc.text.get(..offset).unwrap_or("");
-    if in_comment_or_string(before) {
+    let (comment, string) = in_comment_or_string(before);
+    if comment {
         return Vec::new();
     }
     if let Some(start) = fact_prefix(before) {
-        let range = doc.lines.range(&doc.text, start as u32, offset as u32);
-        return facts(range);
+        // In a string, only inside `${...}`.
+        if !string || before.get(..start).is_some_and(|b| b.ends_with("${")) {
+            let range = doc.lines.range(&doc.text, start as u32, offset as u32);
+            return facts(range);
+        }
+    }
+    if string {
+        return Vec::new();
     }
     let word = before
         .bytes()
@@ -161,16 +168,24 @@ fn context(before: &str) -> Context {
     }
 }
 
-/// Whether the cursor is inside a comment or a string literal.
-fn in_comment_or_string(before: &str) -> bool {
+/// Whether the cursor is inside a comment, and whether inside a string
+/// literal.
+fn in_comment_or_string(before: &str) -> (bool, bool) {
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let in_comment = converge_grammar::comments(before).last().is_some_and(|c| {
-        c.end as usize == before.len()
-            && (c.start as usize >= line_start && !c.is_block()
-                || c.is_block() && !c.text.ends_with("*/"))
+    let in_line_comment = converge_grammar::comments(before).last().is_some_and(|c| {
+        c.end as usize == before.len() && c.start as usize >= line_start && !c.is_block()
     });
-    let in_string = Token::lexer(before).last().is_some_and(|t| t.is_err());
-    in_comment || in_string
+    // An unfinished string or block comment is the lexer's last, failed,
+    // token.
+    let unfinished = Token::lexer(before)
+        .spanned()
+        .last()
+        .filter(|(t, _)| t.is_err())
+        .and_then(|(_, span)| before.get(span));
+    let in_block_comment = unfinished.is_some_and(|t| t.starts_with("/*"));
+    let in_string = unfinished.is_some_and(|t| !t.starts_with("/*"));
+    let in_comment = in_line_comment || in_block_comment;
+    (in_comment, in_string)
 }
 
 /// The offset of `sys.` when the cursor is in a `sys.` name.
@@ -402,9 +417,13 @@ mod tests {
 
     #[test]
     fn no_completion_inside_comments_and_strings() {
-        assert!(in_comment_or_string("bundle a { // mo"));
-        assert!(in_comment_or_string("bundle a { file \"/et"));
-        assert!(!in_comment_or_string("bundle a { file \"/etc\" { "));
+        assert_eq!(in_comment_or_string("bundle a { // mo"), (true, false));
+        assert_eq!(in_comment_or_string("bundle a { /* mo"), (true, false));
+        assert_eq!(in_comment_or_string("bundle a { file \"/et"), (false, true));
+        assert_eq!(
+            in_comment_or_string("bundle a { file \"/etc\" { "),
+            (false, false)
+        );
         assert_eq!(fact_prefix("when sys.ho"), Some(5));
         assert_eq!(fact_prefix("when sy"), None);
     }
