@@ -124,6 +124,36 @@ fn properties_hold_on_repository_policies_and_scrambled_copies() {
     }
 }
 
+/// The test corpus of the diagnostics and fuzz suites: odd but valid
+/// inputs (files with syntax errors are skipped; fmt refuses them).
+#[test]
+fn properties_hold_on_the_test_corpus() {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "policy") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&repo().join("tests/ui"), &mut files);
+    walk(&repo().join("fuzz/seeds"), &mut files);
+    let mut formatted = 0;
+    for path in files {
+        let src = std::fs::read_to_string(&path).unwrap();
+        if !converge_grammar::parse(FileId(0), &src).1.is_empty() {
+            assert!(format(&src).is_err());
+            continue;
+        }
+        assert_properties(&path.display().to_string(), &src);
+        formatted += 1;
+    }
+    assert!(formatted > 40, "only {formatted} files");
+}
+
 #[test]
 fn syntax_errors_are_refused() {
     let err = format("bundle b { file \"/x\" { mode = ; } }\n").unwrap_err();

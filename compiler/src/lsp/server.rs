@@ -380,3 +380,118 @@ fn invalid_params(id: RequestId) -> Response {
         "invalid parameters".to_owned(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lsp_server::Connection;
+    use serde_json::json;
+
+    fn notification(method: &str, params: serde_json::Value) -> Message {
+        Message::Notification(Notification::new(method.to_owned(), params))
+    }
+
+    /// Edits already waiting when the server looks are analysed once, at
+    /// the last version: one publication, not one per keystroke.
+    #[test]
+    fn queued_changes_are_coalesced_into_one_analysis() {
+        let (server, client) = Connection::memory();
+        let dir = std::env::temp_dir();
+        let uri = Url::from_file_path(dir.join("coalesce.policy")).unwrap();
+        let text = "bundle b { file \"/x\" { mode = 0o644; } }\n";
+        client
+            .sender
+            .send(notification(
+                DidOpenTextDocument::METHOD,
+                json!({"textDocument": {"uri": uri, "languageId": "policy", "version": 1, "text": ""}}),
+            ))
+            .unwrap();
+        for (i, end) in (1..=text.len()).enumerate() {
+            client
+                .sender
+                .send(notification(
+                    DidChangeTextDocument::METHOD,
+                    json!({"textDocument": {"uri": uri, "version": i + 2},
+                           "contentChanges": [{"text": &text[..end]}]}),
+                ))
+                .unwrap();
+        }
+        // A request makes the server analyse what is pending before it
+        // answers; `exit` alone would end the loop first.
+        client
+            .sender
+            .send(Message::Request(Request::new(
+                RequestId::from(1),
+                Shutdown::METHOD.to_owned(),
+                json!(null),
+            )))
+            .unwrap();
+        client
+            .sender
+            .send(notification("exit", json!(null)))
+            .unwrap();
+        assert_eq!(Server::default().run(&server), Ending::Clean);
+        let published: Vec<lsp_server::Notification> = client
+            .receiver
+            .try_iter()
+            .filter_map(|m| match m {
+                Message::Notification(n) if n.method == PublishDiagnostics::METHOD => Some(n),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(published.len(), 1, "{published:?}");
+        assert_eq!(published[0].params["version"], text.len() + 1);
+    }
+
+    /// Requests are answered in order, after the edits before them.
+    #[test]
+    fn a_request_sees_the_edits_sent_before_it() {
+        let (server, client) = Connection::memory();
+        let uri = Url::from_file_path(std::env::temp_dir().join("order.policy")).unwrap();
+        client
+            .sender
+            .send(notification(
+                DidOpenTextDocument::METHOD,
+                json!({"textDocument": {"uri": uri, "languageId": "policy", "version": 1, "text": "class a;\n"}}),
+            ))
+            .unwrap();
+        client
+            .sender
+            .send(notification(
+                DidChangeTextDocument::METHOD,
+                json!({"textDocument": {"uri": uri, "version": 2},
+                       "contentChanges": [{"text": "class a;\nbundle b {}\n"}]}),
+            ))
+            .unwrap();
+        client
+            .sender
+            .send(Message::Request(Request::new(
+                RequestId::from(1),
+                DocumentSymbolRequest::METHOD.to_owned(),
+                json!({"textDocument": {"uri": uri}}),
+            )))
+            .unwrap();
+        client
+            .sender
+            .send(Message::Request(Request::new(
+                RequestId::from(2),
+                Shutdown::METHOD.to_owned(),
+                json!(null),
+            )))
+            .unwrap();
+        client
+            .sender
+            .send(notification("exit", json!(null)))
+            .unwrap();
+        assert_eq!(Server::default().run(&server), Ending::Clean);
+        let symbols = client
+            .receiver
+            .try_iter()
+            .find_map(|m| match m {
+                Message::Response(r) if r.id == RequestId::from(1) => r.result,
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(symbols[1]["name"], "b", "{symbols}");
+    }
+}
