@@ -62,11 +62,10 @@ pub(super) fn expr(src: &str, e: &Expr) -> String {
         ExprKind::Ref(r) => {
             // The target has no span of its own: it is the rest of the
             // reference after the kind.
-            let target = src
+            let between = src
                 .get(r.kind.span.end as usize..e.span.end as usize)
-                .unwrap_or("")
-                .trim_start();
-            format!("{} {target}", r.kind.name)
+                .unwrap_or("");
+            format!("{} {}", r.kind.name, skip_trivia(between))
         }
         // `!(a == b)` reads better than the equivalent `!a == b`.
         ExprKind::Not(inner) if matches!(inner.kind, ExprKind::Not(_)) => {
@@ -90,6 +89,23 @@ pub(super) fn expr(src: &str, e: &Expr) -> String {
             operand(src, rhs, 5)
         ),
         ExprKind::Error => slice(src, e.span).to_owned(),
+    }
+}
+
+/// `text` without the whitespace and comments it starts with.
+fn skip_trivia(mut text: &str) -> &str {
+    loop {
+        let trimmed = text.trim_start();
+        if let Some(rest) = trimmed.strip_prefix("//") {
+            text = rest.find('\n').and_then(|i| rest.get(i..)).unwrap_or("");
+        } else if let Some(rest) = trimmed.strip_prefix("/*") {
+            text = rest
+                .find("*/")
+                .and_then(|i| rest.get(i + 2..))
+                .unwrap_or("");
+        } else {
+            return trimmed;
+        }
     }
 }
 
