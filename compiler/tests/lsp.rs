@@ -181,6 +181,23 @@ fn hover_definition_completion_and_formatting() {
     let changes = edit["changes"].as_object().unwrap();
     assert_eq!(changes[&uri(&lib)].as_array().unwrap().len(), 1);
     assert_eq!(changes[&main_uri].as_array().unwrap().len(), 1);
+    // A keyword is not a name; an attribute is not renamable.
+    let refused = client.request_raw(
+        "textDocument/rename",
+        json!({"textDocument": {"uri": main_uri}, "position": pos(10, 3), "newName": "bundle"}),
+    );
+    assert!(refused["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("not a valid name"));
+    let refused = client.request_raw(
+        "textDocument/rename",
+        json!({"textDocument": {"uri": main_uri}, "position": pos(4, 5), "newName": "x"}),
+    );
+    assert!(refused["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("can be renamed"));
 
     // Document symbols: the bundle with its promise, and the policy block.
     let symbols = client.request(
