@@ -422,3 +422,49 @@ fn completion_contexts_and_hovers_on_classes_and_facts() {
     assert_eq!(def[0]["range"]["start"], pos(1, 11));
     assert!(client.shutdown().success());
 }
+
+#[test]
+fn rename_reaches_interpolations_and_heredocs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.policy");
+    let text = concat!(
+        "let port = 80;\n",
+        "bundle b {\n",
+        "  file \"/etc/${port}\" {\n",
+        "    content = \"\"\"\n",
+        "      listen ${port}\n",
+        "      \"\"\";\n",
+        "  }\n",
+        "}\n",
+    );
+    std::fs::write(&path, text).unwrap();
+    let mut client = Client::start();
+    client.initialize(dir.path());
+    let uri = client.open(&path, text);
+    client.diagnostics(&uri, 1);
+    let edit = client.request(
+        "textDocument/rename",
+        json!({"textDocument": {"uri": uri}, "position": pos(0, 5), "newName": "listen_port"}),
+    );
+    let mut starts: Vec<(u64, u64)> = edit["changes"][&uri]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            assert_eq!(e["newText"], "listen_port");
+            let s = &e["range"]["start"];
+            let end = &e["range"]["end"];
+            assert_eq!(
+                end["character"].as_u64().unwrap() - s["character"].as_u64().unwrap(),
+                4
+            );
+            (
+                s["line"].as_u64().unwrap(),
+                s["character"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    starts.sort();
+    assert_eq!(starts, [(0, 4), (2, 15), (4, 15)]);
+    assert!(client.shutdown().success());
+}
