@@ -21,3 +21,6 @@ pub fn binary(name: &str) -> PathBuf {
     }
     dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
 }
+
+pub mod http;
+pub mod sockets;

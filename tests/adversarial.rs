@@ -209,6 +209,120 @@ fn t27_a_full_filesystem_fails_the_write_and_keeps_the_original() {
     assert!(reason.contains("No space left"), "{reason}");
 }
 
+/// T27, EIO: the filesystem under the root fails in the middle of a run
+/// (an ext4 image on a loop device, shut down with `FS_IOC_SHUTDOWN`, the
+/// way xfstests' `godown` injects I/O errors). Every write from then on
+/// fails with EIO. The VM fails those promises and exits 1, never panics,
+/// never reports a write it could not make durable; after the filesystem
+/// comes back, every file is old or new, never torn, and the next run
+/// converges. Needs root, a loop device and `mkfs.ext4`; skips and says so
+/// otherwise.
+#[test]
+fn t27_eio_in_the_middle_of_a_run_fails_writes_and_leaves_every_file_old_or_new() {
+    let host = Host::new();
+    let count = 1000;
+    let mut policy = String::from("bundle b {\n");
+    for i in 0..count {
+        policy.push_str(&format!(
+            "  file \"/data/f{i}\" {{ content = \"new {i}\\n\"; }}\n"
+        ));
+    }
+    policy.push_str("}\npolicy { b(); }\n");
+    let bundle = host.bundle("eio.bundle", &policy);
+    let script = r#"
+        set -u
+        img="$WORK/eio.img"
+        truncate -s 64M "$img" && mkfs.ext4 -q -F "$img" >/dev/null 2>&1 || exit 99
+        mount -o loop "$img" "$ROOT" 2>/dev/null || exit 99
+        mkdir "$ROOT/data"
+        i=0; while [ $i -lt "$COUNT" ]; do printf 'old %d\n' $i > "$ROOT/data/f$i"; i=$((i+1)); done
+        sync
+        "$VM" run "$BUNDLE" --trust "$TRUST" --root "$ROOT" > "$WORK/first.out" 2> "$WORK/first.err" &
+        vm=$!
+        # Strike once the VM is writing: the first file is new.
+        n=0; while [ "$(cat "$ROOT/data/f0")" != "new 0" ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n+1)); done
+        python3 -c 'import fcntl, os, struct, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.ioctl(fd, 0x8004587D, struct.pack("I", 0))' "$ROOT" || { kill $vm; exit 98; }
+        wait $vm
+        echo "first=$?"
+        umount "$ROOT" && mount -o loop "$img" "$ROOT" || exit 97
+        old=0; new=0
+        i=0; while [ $i -lt "$COUNT" ]; do
+          c=$(cat "$ROOT/data/f$i")
+          if [ "$c" = "old $i" ]; then old=$((old+1));
+          elif [ "$c" = "new $i" ]; then new=$((new+1));
+          else echo "torn=f$i:[$c]"; fi
+          i=$((i+1))
+        done
+        echo "old=$old new=$new"
+        "$VM" run "$BUNDLE" --trust "$TRUST" --root "$ROOT" > "$WORK/second.out" 2>&1
+        echo "second=$?"
+        "$VM" run "$BUNDLE" --trust "$TRUST" --root "$ROOT" > "$WORK/third.out" 2>&1
+        echo "third=$?"
+        umount "$ROOT"
+    "#;
+    let vm = binary("policyvm");
+    let count_text = count.to_string();
+    let out = std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", script])
+        .env("WORK", host.work.path())
+        .env("ROOT", &host.root)
+        .env("VM", &vm)
+        .env("BUNDLE", &bundle)
+        .env("TRUST", &host.trust)
+        .env("COUNT", &count_text)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match out.status.code() {
+        Some(99) | None => {
+            eprintln!("skipped: no ext4 image could be loop-mounted here (needs root): {stderr}");
+            return;
+        }
+        Some(98) => {
+            eprintln!("skipped: FS_IOC_SHUTDOWN is not available: {stderr}");
+            return;
+        }
+        _ => {}
+    }
+    let read =
+        |name: &str| std::fs::read_to_string(host.work.path().join(name)).unwrap_or_default();
+    let first_err = read("first.err");
+    assert!(!first_err.contains("panicked"), "{first_err}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(!stdout.contains("torn="), "{stdout}");
+    assert_eq!(
+        lines.first(),
+        Some(&"first=1"),
+        "{stdout}\n{stderr}\n{first_err}"
+    );
+    let first = read("first.out");
+    assert!(first.contains("Input/output error"), "{first}");
+    let (old, new) = lines
+        .iter()
+        .find_map(|l| {
+            let (o, n) = l.strip_prefix("old=")?.split_once(" new=")?;
+            Some((o.parse::<usize>().ok()?, n.parse::<usize>().ok()?))
+        })
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert_eq!(old + new, count, "{stdout}");
+    assert!(old > 0, "the fault came after the run: {stdout}");
+    eprintln!("EIO after {new} of {count} files were replaced; the rest stayed old");
+    assert!(
+        lines.contains(&"second=0"),
+        "{stdout}\n{}",
+        read("second.out")
+    );
+    assert!(lines.contains(&"third=0"), "{stdout}");
+    assert!(
+        read("third.out").contains(&format!("{count} kept, 0 repaired")),
+        "{}",
+        read("third.out")
+    );
+}
+
 /// A sandbox host for `policyvm run` processes: a trust directory with the
 /// test key, an empty root, bundles compiled from policy text.
 struct Host {
@@ -308,49 +422,6 @@ fn t20_concurrent_runs_on_one_root_exactly_one_converges() {
     );
 }
 
-/// The inodes of the sockets process `pid` holds open.
-fn socket_inodes(pid: u32) -> Vec<String> {
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return Vec::new();
-    };
-    fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
-        .filter_map(|target| {
-            let t = target.to_string_lossy().into_owned();
-            Some(t.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
-        })
-        .collect()
-}
-
-/// The inodes of every listening or bound socket in `/proc/net`: TCP in
-/// state LISTEN (`0A`), any UDP socket, Unix sockets with the listening
-/// flag.
-fn listening_inodes() -> Vec<String> {
-    let mut out = Vec::new();
-    for (table, state_col, inode_col) in [
-        ("tcp", 3, 9),
-        ("tcp6", 3, 9),
-        ("udp", usize::MAX, 9),
-        ("udp6", usize::MAX, 9),
-        ("unix", 3, 6),
-    ] {
-        let Ok(text) = std::fs::read_to_string(format!("/proc/net/{table}")) else {
-            continue;
-        };
-        for line in text.lines().skip(1) {
-            let cols: Vec<&str> = line.split_whitespace().collect();
-            let listening = match table {
-                "tcp" | "tcp6" => cols.get(state_col) == Some(&"0A"),
-                "unix" => cols.get(state_col) == Some(&"00010000"),
-                _ => true,
-            };
-            if let (true, Some(inode)) = (listening, cols.get(inode_col)) {
-                out.push((*inode).to_owned());
-            }
-        }
-    }
-    out
-}
-
 /// T22: the VM is not a daemon and listens on nothing. During a run (held
 /// open by a slow command) it holds no socket at all, and none of the
 /// machine's listening sockets in `/proc/net/{tcp,tcp6,udp,udp6,unix}` is
@@ -360,9 +431,9 @@ fn t22_a_run_binds_no_socket() {
     let host = Host::new();
     let mut run = host.start_slow();
     for _ in 0..20 {
-        let mine = socket_inodes(run.id());
+        let mine = converge::sockets::held_by(run.id());
         assert!(mine.is_empty(), "the VM holds sockets: {mine:?}");
-        let listening = listening_inodes();
+        let listening = converge::sockets::listening();
         // Vacuous while the VM holds no socket at all; it is the check that
         // stays when the pull agent opens outbound connections.
         assert!(

@@ -38,9 +38,7 @@ pub struct Facts {
 impl Facts {
     /// Gathers the facts of this host, with the system image at `root`.
     pub fn gather(root: &Path) -> Facts {
-        let hostname = read_trimmed(&root.join("etc/hostname"))
-            .or_else(|| read_trimmed(Path::new("/proc/sys/kernel/hostname")))
-            .unwrap_or_else(|| "localhost".to_owned());
+        let hostname = hostname(root);
         let fqdn = fqdn(
             &hostname,
             &std::fs::read_to_string(root.join("etc/hosts")).unwrap_or_default(),
@@ -106,6 +104,14 @@ impl Facts {
         classes.dedup();
         classes
     }
+}
+
+/// `sys.hostname`: `ROOT/etc/hostname`, else the kernel's, else
+/// `localhost`.
+pub fn hostname(root: &Path) -> String {
+    read_trimmed(&root.join("etc/hostname"))
+        .or_else(|| read_trimmed(Path::new("/proc/sys/kernel/hostname")))
+        .unwrap_or_else(|| "localhost".to_owned())
 }
 
 fn read_trimmed(path: &Path) -> Option<String> {

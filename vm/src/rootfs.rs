@@ -39,6 +39,9 @@ pub enum FsError {
     /// The file is larger than [`MAX_READ`]: not read (a 2 GB sparse file
     /// planted as an edit target must not exhaust memory).
     TooLarge { path: String, len: u64 },
+    /// The object is directly in a world-writable directory (like `/tmp`),
+    /// where any local user can race a change (THREATS.md case 35).
+    SharedDirectory { path: String, dir: String },
     /// The operating system refused.
     Io {
         path: String,
@@ -65,6 +68,12 @@ impl std::fmt::Display for FsError {
                 f,
                 "`{path}` is {len} bytes; Converge reads and edits files of at most {} MiB",
                 MAX_READ >> 20
+            ),
+            FsError::SharedDirectory { path, dir } => write!(
+                f,
+                "`{path}` is directly in `{dir}`, a world-writable directory where any local \
+                 user can race a change; Converge changes nothing there: manage it in a \
+                 directory that only its owner can write to"
             ),
             FsError::Io { path, op, errno } => write!(f, "cannot {op} `{path}`: {errno}"),
         }
@@ -242,6 +251,28 @@ impl RootFs {
         Ok(Some((current, name)))
     }
 
+    /// [`RootFs::parent`] for a change: refuses a parent directory that is
+    /// world-writable (`/tmp`, sticky or not), where another user could
+    /// plant, swap or delete names between the VM's steps.
+    fn parent_to_change<'p>(
+        &self,
+        path: &'p str,
+        create: Option<u32>,
+    ) -> Result<Option<(Rc<OwnedFd>, &'p str)>, FsError> {
+        let found = self.parent(path, create)?;
+        if let Some((dir, _)) = &found {
+            let st = rfs::fstat(&**dir).map_err(io(path, "inspect the directory of"))?;
+            if st.st_mode & 0o002 != 0 {
+                let parent = path.rsplit_once('/').map_or("/", |(d, _)| d);
+                return Err(FsError::SharedDirectory {
+                    path: path.to_owned(),
+                    dir: if parent.is_empty() { "/" } else { parent }.to_owned(),
+                });
+            }
+        }
+        Ok(found)
+    }
+
     /// Forgets the handles of `path` and everything under it (after the
     /// directory was removed).
     fn forget(&self, path: &str) {
@@ -320,7 +351,7 @@ impl RootFs {
         mode: u32,
         owner: Option<(u32, u32)>,
     ) -> Result<(), FsError> {
-        let Some((dir, name)) = self.parent(path, Some(0o755))? else {
+        let Some((dir, name)) = self.parent_to_change(path, Some(0o755))? else {
             return Err(io(path, "write")(Errno::NOENT));
         };
         match kind_at(&dir, name) {
@@ -364,7 +395,7 @@ impl RootFs {
 
     /// Creates the directory at `path` (and missing parents) with `mode`.
     pub fn create_dir(&self, path: &str, mode: u32) -> Result<(), FsError> {
-        let Some((dir, name)) = self.parent(path, Some(0o755))? else {
+        let Some((dir, name)) = self.parent_to_change(path, Some(0o755))? else {
             return Err(io(path, "create")(Errno::NOENT));
         };
         match rfs::mkdirat(&dir, name, Mode::from_bits_truncate(mode)) {
@@ -382,7 +413,7 @@ impl RootFs {
 
     /// Sets the permission bits of the object itself (never a link's target).
     pub fn set_mode(&self, path: &str, mode: u32) -> Result<(), FsError> {
-        let Some((dir, name)) = self.parent(path, None)? else {
+        let Some((dir, name)) = self.parent_to_change(path, None)? else {
             return Err(io(path, "set the mode of")(Errno::NOENT));
         };
         set_mode_at(&dir, name, mode, path)
@@ -391,7 +422,7 @@ impl RootFs {
     /// Sets owner and group of the object itself (never a link's target,
     /// never a file with other hard links).
     pub fn set_owner(&self, path: &str, uid: u32, gid: u32) -> Result<(), FsError> {
-        let Some((dir, name)) = self.parent(path, None)? else {
+        let Some((dir, name)) = self.parent_to_change(path, None)? else {
             return Err(io(path, "set the owner of")(Errno::NOENT));
         };
         let fd = open_object(&dir, name, path)?;
@@ -413,7 +444,7 @@ impl RootFs {
     /// Makes `path` a link to `target` (written verbatim), replacing an
     /// existing link or file atomically; a directory there is refused.
     pub fn symlink(&self, path: &str, target: &str) -> Result<(), FsError> {
-        let Some((dir, name)) = self.parent(path, Some(0o755))? else {
+        let Some((dir, name)) = self.parent_to_change(path, Some(0o755))? else {
             return Err(io(path, "link")(Errno::NOENT));
         };
         if kind_at(&dir, name) == Some(Kind::Dir) {
@@ -432,7 +463,7 @@ impl RootFs {
     /// Removes the object at `path`: a file or link is unlinked, a directory
     /// removed with everything in it, links inside never followed.
     pub fn remove(&self, path: &str) -> Result<(), FsError> {
-        let Some((dir, name)) = self.parent(path, None)? else {
+        let Some((dir, name)) = self.parent_to_change(path, None)? else {
             return Ok(());
         };
         remove_at(&dir, name, path)?;

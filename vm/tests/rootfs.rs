@@ -298,3 +298,53 @@ fn hard_links_are_not_changed_in_place() {
     fs.write_file("/etc/linked", b"new\n", 0o644, None).unwrap();
     untouched(&s);
 }
+
+/// THREATS.md case 35: in a world-writable directory (`/tmp`, sticky or
+/// not) another user can plant, swap or delete names between any two steps,
+/// so nothing directly in one is changed; reading is fine, and so is the
+/// directory itself and anything in a private directory below it.
+#[test]
+fn nothing_directly_in_a_world_writable_directory_is_changed() {
+    let s = sandbox();
+    let fs = RootFs::open(&s.root).unwrap();
+    for (dir, mode) in [("tmp", 0o1777), ("drop", 0o777)] {
+        let path = s.root.join(dir);
+        std::fs::create_dir(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        std::fs::write(path.join("theirs"), "theirs\n").unwrap();
+        std::fs::create_dir(path.join("private")).unwrap();
+        let file = format!("/{dir}/theirs");
+        let refused = |r: Result<(), FsError>| match r {
+            Err(FsError::SharedDirectory { path, dir: shared }) => {
+                assert_eq!(path, file);
+                assert_eq!(shared, format!("/{dir}"));
+            }
+            other => panic!("{file}: {other:?}"),
+        };
+        refused(fs.write_file(&file, b"ours\n", 0o644, None));
+        refused(fs.set_mode(&file, 0o600));
+        refused(fs.set_owner(&file, 0, 0));
+        refused(fs.symlink(&file, "/etc/shadow"));
+        refused(fs.remove(&file));
+        assert!(matches!(
+            fs.create_dir(&format!("/{dir}/new"), 0o700),
+            Err(FsError::SharedDirectory { .. })
+        ));
+        let err = fs
+            .write_file(&file, b"ours\n", 0o644, None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("world-writable directory"), "{err}");
+        assert_eq!(fs.read_file(&file).unwrap().unwrap(), b"theirs\n");
+        assert_eq!(fs.lstat(&file).unwrap().unwrap().kind, Kind::File);
+        assert_eq!(
+            std::fs::read_dir(&path).unwrap().count(),
+            2,
+            "nothing new in /{dir}"
+        );
+        fs.set_mode(&format!("/{dir}"), mode).unwrap();
+        fs.write_file(&format!("/{dir}/private/ours"), b"ours\n", 0o644, None)
+            .unwrap();
+    }
+    untouched(&s);
+}

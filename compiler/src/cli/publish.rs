@@ -45,26 +45,14 @@ pub struct PublishArgs {
     expires: u64,
 }
 
-/// Seconds of `30s`, `30m`, `12h`, `7d` or `2w`.
+/// Seconds of a positive duration: `30m`, `12h`, `7d`.
 fn parse_duration(text: &str) -> Result<u64, String> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let scale = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        "w" => 604_800,
-        _ => return Err(format!("`{text}` is not a duration like `12h` or `7d`")),
-    };
-    number
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(scale))
-        .filter(|s| *s > 0)
-        .ok_or_else(|| format!("`{text}` is not a positive duration like `12h` or `7d`"))
+    match converge_vm::stamp::time::parse_duration(text)? {
+        0 => Err(format!(
+            "`{text}` is not a positive duration like `12h` or `7d`"
+        )),
+        secs => Ok(secs),
+    }
 }
 
 /// The serial of the stamp already in the publish directory, if any.

@@ -95,6 +95,29 @@ impl std::fmt::Display for TrustError {
     }
 }
 
+/// Whoever can write the trust directory or a key in it decides what this
+/// host runs, so (like sshd's `StrictModes`) neither may be writable by
+/// group or others, nor, when the VM runs as root, owned by anyone else.
+fn guarded(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "writable by group or others (mode {:o}): anyone who can write it can make this \
+             host trust their key; `chmod go-w` it",
+            meta.mode() & 0o7777
+        ));
+    }
+    if rustix::process::geteuid().is_root() && meta.uid() != 0 {
+        return Err(format!(
+            "owned by uid {}, not root: that user can make this host trust their key; \
+             `chown root` it",
+            meta.uid()
+        ));
+    }
+    Ok(())
+}
+
 /// Loads every `*.pub` file of a trust directory. A malformed file is an
 /// error, not skipped: a host must not silently trust fewer keys than its
 /// operator installed, nor more.
@@ -103,6 +126,7 @@ pub fn load_trust_dir(dir: &Path) -> Result<Vec<PublicKey>, TrustError> {
         path: path.to_path_buf(),
         reason,
     };
+    guarded(dir).map_err(|reason| err(dir, reason))?;
     let entries = std::fs::read_dir(dir).map_err(|e| err(dir, e.to_string()))?;
     let mut paths: Vec<PathBuf> = Vec::new();
     for entry in entries {
@@ -114,6 +138,7 @@ pub fn load_trust_dir(dir: &Path) -> Result<Vec<PublicKey>, TrustError> {
     paths.sort();
     let mut keys = Vec::with_capacity(paths.len());
     for path in paths {
+        guarded(&path).map_err(|reason| err(&path, reason))?;
         let text = std::fs::read_to_string(&path).map_err(|e| err(&path, e.to_string()))?;
         keys.push(parse_public_key(&text).map_err(|e| err(&path, e))?);
     }
@@ -152,5 +177,42 @@ mod tests {
             .contains("not a Converge key"));
         assert!(parse_public_key("garbage").is_err());
         assert!(parse_public_key("").is_err());
+    }
+
+    #[test]
+    fn a_trust_directory_others_can_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let key = [7u8; 32];
+        let file = dir.path().join("hub.pub");
+        std::fs::write(
+            &file,
+            encode_key_file("public", PUBLIC_TAG, key_id(&key), &key),
+        )
+        .unwrap();
+        let chmod = |path: &Path, mode: u32| {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        chmod(dir.path(), 0o755);
+        chmod(&file, 0o644);
+        assert_eq!(load_trust_dir(dir.path()).unwrap().len(), 1);
+        chmod(&file, 0o664);
+        let e = load_trust_dir(dir.path()).unwrap_err();
+        assert_eq!(e.path, file);
+        assert!(
+            e.reason.contains("writable by group or others (mode 664)"),
+            "{e}"
+        );
+        chmod(&file, 0o644);
+        chmod(dir.path(), 0o777);
+        let e = load_trust_dir(dir.path()).unwrap_err();
+        assert_eq!(e.path, dir.path());
+        assert!(e.reason.contains("chmod go-w"), "{e}");
+        chmod(dir.path(), 0o755);
+        if rustix::process::geteuid().is_root() {
+            std::os::unix::fs::chown(&file, Some(1000), None).unwrap();
+            let e = load_trust_dir(dir.path()).unwrap_err();
+            assert!(e.reason.contains("owned by uid 1000, not root"), "{e}");
+        }
     }
 }

@@ -6,7 +6,9 @@
 //! cannot be read (the bundle or the trust directory). `run` has its own
 //! (see `run.rs`).
 
+mod agent;
 mod facts;
+mod pull;
 mod run;
 mod verify;
 
@@ -41,6 +43,21 @@ enum Command {
     /// 2 when not converged within the pass limit, 3 when the bundle is
     /// refused.
     Run(run::RunArgs),
+    /// Fetch the hub's stamp and, only when it changed, the bundle; verify
+    /// both and install the bundle as the state directory's
+    /// `current.bundle`.
+    ///
+    /// Exits 0 when installed or already current, 3 when what the hub
+    /// served is refused, 4 when its stamp has expired, 69 when the hub
+    /// cannot be reached, 75 when an agent holds the state directory.
+    Pull(pull::PullArgs),
+    /// One agent cycle, for cron or a systemd timer: lock, splay, pull from
+    /// the hubs in order, run the bundle in force, write the report and
+    /// metrics.
+    ///
+    /// Exits like `run` (0, 1, 2); 3 when there is no bundle to run, 75
+    /// when another agent is running.
+    Agent(agent::AgentArgs),
 }
 
 /// Usage error (the `EX_USAGE` of sysexits).
@@ -62,6 +79,8 @@ pub fn main() -> ExitCode {
         Command::Inspect(args) => verify::inspect(args),
         Command::Facts(args) => facts::facts(args),
         Command::Run(args) => run::run(args),
+        Command::Pull(args) => pull::pull(args),
+        Command::Agent(args) => agent::agent(args),
     }
 }
 

@@ -35,6 +35,32 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
+/// Seconds of `30s`, `30m`, `12h`, `7d` or `2w` (`0s` included), as
+/// `policyc publish --expires` and the agent's configuration write them.
+pub fn parse_duration(text: &str) -> Result<u64, String> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let scale = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 604_800,
+        _ => {
+            return Err(format!(
+                "`{text}` is not a duration like `30s`, `12h` or `7d`"
+            ))
+        }
+    };
+    number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("`{text}` is not a duration like `30s`, `12h` or `7d`"))
+}
+
 /// `secs` as `YYYY-MM-DDTHH:MM:SSZ`.
 pub fn format_utc(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
@@ -89,6 +115,28 @@ mod tests {
         assert_eq!(format_utc(1_795_308_900), "2026-11-22T00:55:00Z");
         assert_eq!(parse_utc("2026-11-22T00:55:00Z"), Some(1_795_308_900));
         assert_eq!(parse_utc("2000-02-29T00:00:00Z"), Some(951_782_400));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("0s"), Ok(0));
+        assert_eq!(parse_duration("90s"), Ok(90));
+        assert_eq!(parse_duration("5m"), Ok(300));
+        assert_eq!(parse_duration("7d"), Ok(604_800));
+        assert_eq!(parse_duration("2w"), Ok(1_209_600));
+        for bad in [
+            "",
+            "5",
+            "m",
+            "5 m",
+            "-5m",
+            "+5m",
+            "5y",
+            "99999999999999999999s",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
+        }
+        assert!(parse_duration("30500568904944w").is_err(), "overflow");
     }
 
     #[test]

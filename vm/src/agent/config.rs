@@ -1,0 +1,165 @@
+//! The agent's configuration file (TOML), e.g. `/etc/converge/agent.toml`:
+//!
+//! ```toml
+//! hubs = ["https://hub.example.com/policy", "https://mirror.example.com/policy"]
+//! name = "site"                      # pulls site.stamp and site.bundle
+//! trust = "/etc/converge/trusted"    # pinned *.pub keys
+//! state = "/var/lib/converge"        # default
+//! root = "/"                         # default
+//! splay = "5m"                       # the most a run waits; default 0s
+//! timeout = "60s"                    # per request, default 60s
+//! ca_file = "/etc/converge/hub-ca.pem"   # optional: a private hub's CA
+//! proxy = "http://proxy.example.com:3128" # optional
+//! keep_reports = 10                  # default
+//! ```
+//!
+//! Unknown keys are errors: a misspelt `splay` must not silently mean none.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::pull::fetch::HttpOptions;
+use crate::stamp::name_problem;
+use crate::stamp::time::parse_duration;
+
+/// The largest configuration file read.
+const MAX_CONFIG_LEN: u64 = 64 * 1024;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    hubs: Vec<String>,
+    name: String,
+    trust: PathBuf,
+    state: Option<PathBuf>,
+    root: Option<PathBuf>,
+    splay: Option<String>,
+    timeout: Option<String>,
+    ca_file: Option<PathBuf>,
+    proxy: Option<String>,
+    keep_reports: Option<usize>,
+}
+
+/// A checked configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Base URLs, tried in order: the hub, then its mirrors.
+    pub hubs: Vec<String>,
+    pub name: String,
+    pub trust: PathBuf,
+    pub state: PathBuf,
+    pub root: PathBuf,
+    /// The longest splay; each host waits its own fixed share of it.
+    pub splay: Duration,
+    pub http: HttpOptions,
+    /// Reports kept in `reports/` besides `last.json`.
+    pub keep_reports: usize,
+}
+
+impl Config {
+    /// Reads and checks `path`. The error names the file and what to fix.
+    pub fn load(path: &Path) -> Result<Config, String> {
+        use std::io::Read as _;
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_CONFIG_LEN).read_to_string(&mut text))
+            .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+        Config::parse(&text).map_err(|e| format!("`{}`: {e}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> Result<Config, String> {
+        let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+        if file.hubs.is_empty() {
+            return Err("`hubs` is empty: give the base URL of at least one hub".into());
+        }
+        for hub in &file.hubs {
+            if !(hub.starts_with("http://") || hub.starts_with("https://")) {
+                return Err(format!("hub `{hub}` is not an http:// or https:// URL"));
+            }
+        }
+        if let Some(why) = name_problem(&file.name) {
+            return Err(format!(
+                "`name = {:?}` cannot name a bundle: {why}",
+                file.name
+            ));
+        }
+        let duration = |key: &str, value: Option<&String>, default: u64| match value {
+            None => Ok(Duration::from_secs(default)),
+            Some(text) => parse_duration(text)
+                .map(Duration::from_secs)
+                .map_err(|e| format!("`{key}`: {e}")),
+        };
+        let timeout = duration("timeout", file.timeout.as_ref(), 60)?;
+        if timeout.is_zero() {
+            return Err("`timeout` must be more than 0s".into());
+        }
+        Ok(Config {
+            hubs: file.hubs,
+            name: file.name,
+            trust: file.trust,
+            state: file
+                .state
+                .unwrap_or_else(|| PathBuf::from("/var/lib/converge")),
+            root: file.root.unwrap_or_else(|| PathBuf::from("/")),
+            splay: duration("splay", file.splay.as_ref(), 0)?,
+            http: HttpOptions {
+                timeout,
+                ca_file: file.ca_file,
+                proxy: file.proxy,
+                ..HttpOptions::default()
+            },
+            keep_reports: file.keep_reports.unwrap_or(10),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_minimal_file_takes_the_documented_defaults() {
+        let c = Config::parse(
+            "hubs = [\"http://127.0.0.1:8080/policy\"]\nname = \"site\"\ntrust = \"/etc/converge/trusted\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.state, PathBuf::from("/var/lib/converge"));
+        assert_eq!(c.root, PathBuf::from("/"));
+        assert_eq!(c.splay, Duration::ZERO);
+        assert_eq!(c.http.timeout, Duration::from_secs(60));
+        assert_eq!(c.keep_reports, 10);
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let base = "name = \"site\"\ntrust = \"/t\"\n";
+        for (text, expected) in [
+            (format!("{base}hubs = []"), "`hubs` is empty"),
+            (
+                format!("{base}hubs = [\"ftp://x\"]"),
+                "not an http:// or https:// URL",
+            ),
+            (
+                format!("{base}hubs = [\"http://x\"]\nsplai = \"5m\""),
+                "unknown field `splai`",
+            ),
+            (
+                format!("{base}hubs = [\"http://x\"]\nsplay = \"5 min\""),
+                "`splay`",
+            ),
+            (
+                format!("{base}hubs = [\"http://x\"]\ntimeout = \"0s\""),
+                "more than 0s",
+            ),
+            (
+                "hubs = [\"http://x\"]\nname = \"../etc\"\ntrust = \"/t\"".to_owned(),
+                "cannot name a bundle",
+            ),
+        ] {
+            let err = Config::parse(&text).unwrap_err();
+            assert!(err.contains(expected), "{text:?}: {err}");
+        }
+    }
+}

@@ -1,0 +1,420 @@
+//! `policyvm agent`: what cron or a systemd timer runs on every host
+//! (ARCHITECTURE.md "Distribution"), in order:
+//!
+//! 1. lock the state directory (a second agent gives up at once, 75);
+//! 2. sleep this host's splay, so a fleet does not hit the hub at once;
+//! 3. pull from each hub in turn until one answers ([`crate::pull`]);
+//! 4. run `current.bundle` (or `last-good.bundle` if `current` is refused
+//!    locally), verified again from disk: the host enforces its policy
+//!    whether or not a hub answered;
+//! 5. write `reports/last.json` (and keep older ones) and `metrics.prom`.
+//!
+//! The agent opens no listening socket: nothing can be pushed to it.
+
+pub mod config;
+pub mod metrics;
+
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::bundle::keys::load_trust_dir;
+use crate::pull::fetch::HttpSource;
+use crate::pull::{pull, PullError, Pulled};
+use crate::run::lock::{LockError, RunLock};
+use crate::run::operators::Outcome;
+use crate::run::{report, run, RunOptions, RunReport};
+use crate::stamp::time::format_utc;
+use crate::stamp::Stamp;
+use crate::state::{Local, StateDir, CURRENT, LAST_GOOD, METRICS, REPORTS};
+use config::Config;
+use metrics::Metrics;
+
+/// Exit codes of `policyvm agent`. 0, 1 and 2 are those of `policyvm run`
+/// (converged; a promise failed; not converged).
+pub const EXIT_FAILED: u8 = 1;
+pub const EXIT_NOT_CONVERGED: u8 = 2;
+/// No bundle could be run: none installed (or all refused) and no hub
+/// delivered one.
+pub const EXIT_NO_BUNDLE: u8 = 3;
+/// The configuration or the trust directory cannot be read.
+pub const EXIT_CONFIG: u8 = 66;
+/// The state directory cannot be created or written.
+pub const EXIT_STATE: u8 = 73;
+/// Another agent (or a `policyvm run` on the same root) is working.
+pub const EXIT_BUSY: u8 = 75;
+
+/// What an agent run printed and how it ended.
+#[derive(Debug, Default)]
+pub struct AgentRun {
+    pub code: u8,
+    /// The human report and the pull's outcome, for standard output.
+    pub out: String,
+    /// Warnings and errors, one per line, for standard error.
+    pub warnings: Vec<String>,
+}
+
+/// How long this host waits before pulling: a fixed share of `max`
+/// derived from the host and bundle names, so every host of a fleet has
+/// its own and keeps it from run to run.
+pub fn splay(hostname: &str, name: &str, max: Duration) -> Duration {
+    let digest = Sha256::digest(format!("{hostname}\0{name}").as_bytes());
+    let first = digest.first_chunk::<8>().copied().unwrap_or_default();
+    let millis = u64::try_from(max.as_millis()).unwrap_or(u64::MAX);
+    let offset = u64::from_be_bytes(first)
+        .checked_rem(millis.saturating_add(1))
+        .unwrap_or(0);
+    Duration::from_millis(offset)
+}
+
+/// One agent run with `config`; `no_splay` skips the wait (for a run by
+/// hand).
+pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
+    let mut a = AgentRun::default();
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let now = since_epoch.as_secs();
+    let state = match StateDir::open(&config.state) {
+        Ok(s) => s,
+        Err(e) => {
+            return a.fail(
+                EXIT_STATE,
+                format!(
+                    "error: cannot create the state directory `{}`: {e}",
+                    config.state.display()
+                ),
+            )
+        }
+    };
+    let _lock = match state.lock() {
+        Ok(l) => l,
+        Err(LockError::Busy) => {
+            return a.fail(
+                EXIT_BUSY,
+                format!(
+                    "busy: another policyvm agent holds `{}`; this one did nothing",
+                    state.path(crate::state::LOCK).display()
+                ),
+            )
+        }
+        Err(LockError::Io(e)) => {
+            return a.fail(
+                EXIT_STATE,
+                format!("error: cannot lock `{}`: {e}", config.state.display()),
+            )
+        }
+    };
+    if !no_splay && !config.splay.is_zero() {
+        let hostname = crate::facts::hostname(&config.root);
+        std::thread::sleep(splay(&hostname, &config.name, config.splay));
+    }
+    let trusted = match load_trust_dir(&config.trust) {
+        Ok(k) => k,
+        Err(e) => return a.fail(EXIT_CONFIG, format!("error: cannot load trusted keys: {e}")),
+    };
+
+    // Pull: each hub in order until one gives an answer this host accepts.
+    let current = state.load(CURRENT, &trusted);
+    let mut failures = Vec::new();
+    let mut pulled = None;
+    let mut expired_offer = false;
+    for hub in &config.hubs {
+        let source = match HttpSource::new(hub, &config.http) {
+            Ok(s) => s,
+            Err(e) => {
+                failures.push(format!("configuration: {e}"));
+                continue;
+            }
+        };
+        let in_force = current.as_ref().ok().and_then(Option::as_ref);
+        match pull(&source, &config.name, &trusted, &state, in_force, now) {
+            Ok(p) => {
+                pulled = Some((hub.clone(), p));
+                break;
+            }
+            Err(e) => {
+                expired_offer |= matches!(e, PullError::Expired { .. });
+                failures.push(describe(&e));
+            }
+        }
+    }
+    drop(current);
+    let pull_value = pull_json(pulled.as_ref(), &failures);
+    match &pulled {
+        Some((hub, Pulled::Installed { stamp, previous })) => a.out.push_str(&format!(
+            "pull: installed serial {} from {hub}{}\n",
+            stamp.serial,
+            previous.map_or(String::new(), |p| format!(" (was {p})"))
+        )),
+        Some((hub, Pulled::Unchanged { stamp })) => a.out.push_str(&format!(
+            "pull: serial {} is current at {hub}\n",
+            stamp.serial
+        )),
+        None => {}
+    }
+    for f in &failures {
+        a.warnings.push(format!("warning: {f}"));
+    }
+
+    // What this host enforces: the bundle in force, verified again.
+    let chosen = match state.load(CURRENT, &trusted) {
+        Ok(Some(local)) => Ok(local),
+        other => {
+            let why = match other {
+                Err(e) => e,
+                _ => "no bundle has been installed yet".to_owned(),
+            };
+            match state.load(LAST_GOOD, &trusted) {
+                Ok(Some(local)) => {
+                    a.warnings.push(format!(
+                        "warning: running last-good.bundle (serial {}): {why}",
+                        local.bundle.body.header.serial
+                    ));
+                    Ok(local)
+                }
+                Ok(None) => Err(why),
+                Err(e) => Err(format!("{why}; {e}")),
+            }
+        }
+    };
+    let local_stamp = state
+        .stamp()
+        .and_then(|bytes| Stamp::open(&bytes, &trusted).ok());
+    let stale = local_stamp.as_ref().is_some_and(|s| s.expires <= now)
+        || (expired_offer && pulled.is_none());
+    if stale {
+        a.warnings.push(format!(
+            "warning: STALE policy source: the stamp in force {}; the hub or a mirror may be \
+             frozen, check that publishing works",
+            local_stamp.as_ref().map_or_else(
+                || "is missing".to_owned(),
+                |s| format!("expired at {}", format_utc(s.expires))
+            )
+        ));
+    }
+    if !failures.is_empty() && pulled.is_none() {
+        if let Ok(local) = &chosen {
+            a.warnings.push(format!(
+                "warning: no hub gave a usable answer; enforcing {} (serial {})",
+                local.file, local.bundle.body.header.serial
+            ));
+        }
+    }
+
+    let previous_metrics = state
+        .read(METRICS, 64 * 1024)
+        .ok()
+        .flatten()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let mut m = Metrics {
+        now,
+        stale,
+        stamp_expires: local_stamp.as_ref().map(|s| s.expires),
+        last_success: metrics::previous(
+            &previous_metrics,
+            "converge_last_success_timestamp_seconds",
+        )
+        .filter(|t| *t > 0),
+        pull_failures_total: metrics::previous(&previous_metrics, "converge_pull_failures_total")
+            .unwrap_or(0)
+            .saturating_add(u64::from(pulled.is_none())),
+        ..Metrics::default()
+    };
+
+    let (result, report_value) = match chosen {
+        Ok(local) => match converge(config, &local) {
+            Ok(r) => {
+                let value = agent_report(report::json(&r), &local, pull_value, stale);
+                (Ok(r), value)
+            }
+            Err((code, message)) => (
+                Err((code, message.clone())),
+                json!({
+                    "agent": { "pull": pull_value, "stale": stale, "error": message },
+                }),
+            ),
+        },
+        Err(why) => {
+            let message = format!(
+                "error: no bundle to run: {why}, and no hub delivered one; install the trusted \
+                 key and make a hub reachable (`policyvm pull` says why)"
+            );
+            (
+                Err((EXIT_NO_BUNDLE, message.clone())),
+                json!({ "agent": { "pull": pull_value, "stale": stale, "error": message } }),
+            )
+        }
+    };
+    match &result {
+        Ok(r) => {
+            m.ran = true;
+            m.converged = r.converged;
+            m.kept = r.count(|o| matches!(o, Outcome::Kept));
+            m.repaired = r.count(|o| matches!(o, Outcome::Repaired));
+            m.failed = r.count(|o| matches!(o, Outcome::Failed(_)));
+            m.skipped = r.count(|o| matches!(o, Outcome::Skipped(_)));
+            m.serial = r.serial;
+            m.duration_seconds = r.duration_ms as f64 / 1000.0;
+            a.out.push_str(&report::human(r));
+            a.code = if !r.converged {
+                EXIT_NOT_CONVERGED
+            } else if m.failed > 0 {
+                EXIT_FAILED
+            } else {
+                m.last_success = Some(now);
+                0
+            };
+        }
+        Err((code, message)) => {
+            a.code = *code;
+            a.warnings.push(message.clone());
+        }
+    }
+    if let Err(e) = write_report(&state, &report_value, since_epoch, config.keep_reports) {
+        a.warnings
+            .push(format!("warning: cannot write the report: {e}"));
+    }
+    if let Err(e) = state.write(METRICS, m.render().as_bytes()) {
+        a.warnings
+            .push(format!("warning: cannot write {METRICS}: {e}"));
+    }
+    a
+}
+
+impl AgentRun {
+    fn fail(mut self, code: u8, message: String) -> AgentRun {
+        self.code = code;
+        self.warnings.push(message);
+        self
+    }
+}
+
+/// A pull error with its class first, so logs can be grepped by class.
+fn describe(e: &PullError) -> String {
+    let class = match e {
+        PullError::Fetch(_) => "hub unreachable",
+        PullError::State(_) => "state",
+        PullError::Expired { .. } => "stale",
+        _ => "refused",
+    };
+    format!("{class}: {e}")
+}
+
+/// Takes the root's run lock and converges it.
+fn converge(config: &Config, local: &Local) -> Result<RunReport, (u8, String)> {
+    let _root_lock = match RunLock::acquire(&config.root) {
+        Ok(l) => l,
+        Err(e @ LockError::Busy) => {
+            return Err((
+                EXIT_BUSY,
+                format!(
+                    "busy: {e} (`{}`); this run did nothing",
+                    config.root.display()
+                ),
+            ))
+        }
+        Err(e) => {
+            return Err((
+                EXIT_STATE,
+                format!("error: `{}`: {e}", config.root.display()),
+            ))
+        }
+    };
+    let opts = RunOptions {
+        root: config.root.clone(),
+        dry_run: false,
+        defines: Vec::new(),
+    };
+    run(&local.bundle, &opts).map_err(|e| (EXIT_CONFIG, format!("error: {e}")))
+}
+
+fn pull_json(pulled: Option<&(String, Pulled)>, failures: &[String]) -> Value {
+    let (outcome, hub, stamp) = match pulled {
+        Some((hub, Pulled::Installed { stamp, .. })) => ("installed", Some(hub), Some(stamp)),
+        Some((hub, Pulled::Unchanged { stamp })) => ("unchanged", Some(hub), Some(stamp)),
+        None => ("failed", None, None),
+    };
+    json!({
+        "outcome": outcome,
+        "hub": hub,
+        "serial": stamp.map(|s| s.serial),
+        "stamp_expires": stamp.map(|s| format_utc(s.expires)),
+        "failures": failures,
+    })
+}
+
+fn agent_report(mut run: Value, local: &Local, pull: Value, stale: bool) -> Value {
+    if let Some(object) = run.as_object_mut() {
+        object.insert(
+            "agent".into(),
+            json!({ "pull": pull, "stale": stale, "bundle_file": local.file }),
+        );
+    }
+    run
+}
+
+/// `reports/last.json`, and a copy named after the run's start time
+/// (`20261122T014559.123Z.json`: names sort by time); only the newest
+/// `keep` copies stay.
+fn write_report(
+    state: &StateDir,
+    value: &Value,
+    started: Duration,
+    keep: usize,
+) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+    let dir = state.path(REPORTS);
+    let seconds: String = format_utc(started.as_secs())
+        .chars()
+        .filter(|c| *c != '-' && *c != ':' && *c != 'Z')
+        .collect();
+    let name = format!("{seconds}.{:03}Z.json", started.subsec_millis());
+    if keep > 0 {
+        crate::state::write_atomically(&dir, &name, text.as_bytes())?;
+    }
+    crate::state::write_atomically(&dir, "last.json", text.as_bytes())?;
+    prune(&dir, keep)
+}
+
+fn prune(dir: &Path, keep: usize) -> std::io::Result<()> {
+    let mut dated: Vec<_> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with("Z.json"))
+        .collect();
+    dated.sort();
+    let excess = dated.len().saturating_sub(keep);
+    for name in dated.iter().take(excess) {
+        std::fs::remove_file(dir.join(name))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_splay_is_fixed_per_host_within_the_maximum_and_spreads_a_fleet() {
+        let max = Duration::from_secs(300);
+        assert_eq!(splay("web01", "site", max), splay("web01", "site", max));
+        assert_eq!(splay("web01", "site", Duration::ZERO), Duration::ZERO);
+        let mut minutes = [0u32; 5];
+        for i in 0..1000 {
+            let s = splay(&format!("web{i:03}"), "site", max);
+            assert!(s <= max);
+            if let Some(m) = minutes.get_mut((s.as_secs() / 60).min(4) as usize) {
+                *m += 1;
+            }
+        }
+        // Roughly uniform: each minute gets 200 +/- 60 of the 1000 hosts.
+        assert!(
+            minutes.iter().all(|m| (140..=260).contains(m)),
+            "{minutes:?}"
+        );
+    }
+}
