@@ -321,14 +321,20 @@ fn type_out(client: &mut Client, path: &Path, text: &str) -> Vec<Value> {
 
 #[test]
 fn every_prefix_of_an_example_then_the_same_diagnostics_as_check() {
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/motd.policy");
-    let example = example.canonicalize().unwrap();
-    let text = std::fs::read_to_string(&example).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut client = Client::start();
-    client.initialize(example.parent().unwrap());
-    let last = type_out(&mut client, &example, &text);
-    assert_eq!(lsp_set(&last), check_diagnostics(&example));
+    // motd.policy (a heredoc, interpolation, a body from the stdlib) and
+    // site.policy (imports every other example).
+    for name in ["motd.policy", "site.policy"] {
+        let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(name);
+        let example = example.canonicalize().unwrap();
+        let text = std::fs::read_to_string(&example).unwrap();
+        if name == "motd.policy" {
+            client.initialize(example.parent().unwrap());
+        }
+        let last = type_out(&mut client, &example, &text);
+        assert_eq!(lsp_set(&last), check_diagnostics(&example), "{name}");
+    }
 
     // A file whose full text has errors: the same errors at the end.
     let path = dir.path().join("contradiction.policy");
