@@ -326,7 +326,9 @@ fn every_prefix_of_an_example_then_the_same_diagnostics_as_check() {
     // motd.policy (a heredoc, interpolation, a body from the stdlib) and
     // site.policy (imports every other example).
     for name in ["motd.policy", "site.policy"] {
-        let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(name);
+        let example = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples")
+            .join(name);
         let example = example.canonicalize().unwrap();
         let text = std::fs::read_to_string(&example).unwrap();
         if name == "motd.policy" {

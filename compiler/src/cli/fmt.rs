@@ -11,6 +11,7 @@ use crate::fmt::format;
 use crate::render::render_human;
 use crate::source::SourceDb;
 
+/// The arguments of `policyc fmt`.
 #[derive(Debug, Args)]
 pub struct FmtArgs {
     /// Policy files, or directories to search for `*.policy` files.

@@ -18,6 +18,7 @@
 //! refused, since its tree does not hold all of its text.
 
 mod flat;
+/// The layout rules and the printer; public for [`layout::WIDTH`].
 pub mod layout;
 
 use converge_grammar::{FileId, SyntaxError};

@@ -62,6 +62,8 @@ impl Analysis {
             .map(|(id, _)| id)
     }
 
+    /// Whether a file is the embedded standard library (it has no path an
+    /// editor can open, and is never renamed into).
     pub fn is_stdlib(&self, file: FileId) -> bool {
         self.ws
             .is_stdlib
@@ -78,6 +80,8 @@ impl Analysis {
         self.ws.db.get(file).map(|f| f.path.as_path())
     }
 
+    /// The text the program was checked with (the editor's, for open
+    /// documents), which every span of this analysis points into.
     pub fn text(&self, file: FileId) -> &str {
         self.ws.db.get(file).map_or("", |f| f.text.as_str())
     }

@@ -46,6 +46,8 @@ enum Context {
     Nothing,
 }
 
+/// The completion items at `pos`; empty in comments, strings (except in
+/// `${sys.`) and where nothing fits.
 pub fn complete(analysis: &Analysis, doc: &Document, pos: Position) -> Vec<CompletionItem> {
     let offset = doc.lines.offset(&doc.text, pos) as usize;
     let before = doc.text.get(..offset).unwrap_or("");

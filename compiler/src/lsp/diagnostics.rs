@@ -70,6 +70,7 @@ pub struct LineCache {
 }
 
 impl LineCache {
+    /// The LSP range of a byte range of one of the analysis's files.
     pub fn range(
         &mut self,
         analysis: &Analysis,

@@ -11,6 +11,8 @@ use super::analysis::Analysis;
 use super::index::Key;
 use super::server::Document;
 
+/// The hover for the name at `pos`, with its range, or `None` where there
+/// is no name.
 pub fn hover(analysis: &Analysis, doc: &Document, pos: Position) -> Option<Hover> {
     let offset = doc.lines.offset(&doc.text, pos);
     let occurrence = analysis.index.at(analysis.root, offset)?;
@@ -124,6 +126,8 @@ pub fn signature(text: &str, b: &BundleDef) -> String {
     }
 }
 
+/// The first bundle definition of the program that `matches` accepts,
+/// with its file.
 pub fn find_bundle(
     analysis: &Analysis,
     matches: impl Fn(&BundleDef) -> bool,

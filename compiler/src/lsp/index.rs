@@ -78,6 +78,8 @@ pub struct Index {
 }
 
 impl Index {
+    /// Walks every file of the workspace (the stdlib included, so uses of
+    /// its bundles resolve) once; lookups are then plain scans.
     pub fn build(ws: &Workspace) -> Self {
         let mut bundles = HashMap::new();
         let mut lets = std::collections::HashSet::new();

@@ -12,6 +12,8 @@ pub struct LineIndex {
 }
 
 impl LineIndex {
+    /// Indexes `text` once per version; every conversion then is a binary
+    /// search plus a walk over one line.
     pub fn new(text: &str) -> Self {
         let mut line_starts = vec![0];
         line_starts.extend(
@@ -41,6 +43,7 @@ impl LineIndex {
         Position::new(line as u32, character as u32)
     }
 
+    /// The LSP range of a byte range.
     pub fn range(&self, text: &str, start: u32, end: u32) -> Range {
         Range::new(self.position(text, start), self.position(text, end))
     }

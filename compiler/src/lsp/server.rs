@@ -47,6 +47,8 @@ pub enum Ending {
     Abrupt,
 }
 
+/// The server's whole state: open documents, the analysis of each, and
+/// what was last published.
 #[derive(Debug, Default)]
 pub struct Server {
     docs: HashMap<Url, Document>,
@@ -61,6 +63,7 @@ pub struct Server {
 }
 
 impl Server {
+    /// Serves `conn` until `exit` (or until the client goes away).
     pub fn run(mut self, conn: &Connection) -> Ending {
         while let Ok(first) = conn.receiver.recv() {
             let mut batch = vec![first];

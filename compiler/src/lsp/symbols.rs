@@ -9,6 +9,8 @@ use lsp_types::{DocumentSymbol, SymbolKind};
 use super::analysis::Analysis;
 use super::server::Document;
 
+/// The outline of an open document, from its syntax tree (whatever the
+/// parser recovered).
 pub fn document_symbols(analysis: &Analysis, doc: &Document) -> Vec<DocumentSymbol> {
     let Some(module) = analysis.ws.module(analysis.root) else {
         return Vec::new();
