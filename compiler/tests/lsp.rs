@@ -61,11 +61,11 @@ fn initialize_announces_capabilities() {
     let init = client.initialize(dir.path());
     let caps = &init["capabilities"];
     assert_eq!(caps["textDocumentSync"], 1, "full document sync");
+    assert_eq!(caps["renameProvider"]["prepareProvider"], true);
     for cap in [
         "hoverProvider",
         "definitionProvider",
         "referencesProvider",
-        "renameProvider",
         "documentSymbolProvider",
         "documentFormattingProvider",
     ] {
@@ -181,6 +181,12 @@ fn hover_definition_completion_and_formatting() {
     let changes = edit["changes"].as_object().unwrap();
     assert_eq!(changes[&uri(&lib)].as_array().unwrap().len(), 1);
     assert_eq!(changes[&main_uri].as_array().unwrap().len(), 1);
+    // Editors ask first: the range of the name.
+    let range = client.request(
+        "textDocument/prepareRename",
+        json!({"textDocument": {"uri": main_uri}, "position": pos(10, 3)}),
+    );
+    assert_eq!(range, json!({"start": pos(10, 2), "end": pos(10, 6)}));
     // A keyword is not a name; an attribute is not renamable.
     let refused = client.request_raw(
         "textDocument/rename",

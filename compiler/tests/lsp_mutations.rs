@@ -1,6 +1,7 @@
 //! The language server on mangled text: every example file, cut, spliced
 //! and sprinkled with stray tokens (deterministically), with hover,
-//! completion, definition, references, rename, symbols and formatting asked
+//! completion, definition, references, rename (and its preparation), symbols
+//! and formatting asked
 //! at random positions (some past the end) after each edit. The server runs
 //! in this process on an in-memory connection, so a panic anywhere in it
 //! fails the test; every request must get an answer.
@@ -95,6 +96,7 @@ fn mangled_examples_never_crash_the_server() {
         "textDocument/definition",
         "textDocument/references",
         "textDocument/rename",
+        "textDocument/prepareRename",
         "textDocument/documentSymbol",
         "textDocument/formatting",
     ];

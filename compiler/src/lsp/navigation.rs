@@ -82,6 +82,39 @@ pub fn references(
     out
 }
 
+/// The range of the name `rename` would change at `pos` (editors ask
+/// first, to pre-fill the new name), or why there is nothing to rename.
+pub fn prepare_rename(analysis: &Analysis, doc: &Document, pos: Position) -> Result<Range, String> {
+    let offset = doc.lines.offset(&doc.text, pos);
+    let occurrence = analysis
+        .index
+        .at(analysis.root, offset)
+        .ok_or("there is no name to rename here")?;
+    check_renamable(analysis, &occurrence.key)?;
+    let span = occurrence.span;
+    Ok(doc.lines.range(&doc.text, span.start, span.end))
+}
+
+/// Why the name `key` cannot be renamed, if it cannot.
+fn check_renamable(analysis: &Analysis, key: &Key) -> Result<(), String> {
+    if !key.renamable() {
+        return Err(
+            "only bundles, bodies, classes, lets, parameters and loop variables can be renamed"
+                .to_owned(),
+        );
+    }
+    let defs: Vec<_> = analysis.index.definitions(key).collect();
+    if defs.is_empty() {
+        return Err("this name has no definition in the policy (a hard class?)".to_owned());
+    }
+    if defs.iter().any(|d| analysis.is_stdlib(d.span.file)) {
+        return Err(
+            "this name is defined in the standard library, which cannot be edited".to_owned(),
+        );
+    }
+    Ok(())
+}
+
 /// The edits that rename the bundle, body, class, let, parameter or loop
 /// variable at `pos` to `new_name` everywhere, or why it cannot be done.
 pub fn rename(
@@ -97,23 +130,9 @@ pub fn rename(
         .at(analysis.root, offset)
         .ok_or("there is no name to rename here")?;
     let key = &occurrence.key;
-    if !key.renamable() {
-        return Err(
-            "only bundles, bodies, classes, lets, parameters and loop variables can be renamed"
-                .to_owned(),
-        );
-    }
+    check_renamable(analysis, key)?;
     if !is_identifier(new_name) {
         return Err(format!("`{new_name}` is not a valid name"));
-    }
-    let defs: Vec<_> = analysis.index.definitions(key).collect();
-    if defs.is_empty() {
-        return Err("this name has no definition in the policy (a hard class?)".to_owned());
-    }
-    if defs.iter().any(|d| analysis.is_stdlib(d.span.file)) {
-        return Err(
-            "this name is defined in the standard library, which cannot be edited".to_owned(),
-        );
     }
     let mut changes: HashMap<Url, Vec<TextEdit>> = HashMap::new();
     let mut seen = HashSet::new();

@@ -18,8 +18,8 @@ use lsp_types::notification::{
     Notification as _, PublishDiagnostics,
 };
 use lsp_types::request::{
-    Completion, DocumentSymbolRequest, Formatting, GotoDefinition, HoverRequest, References,
-    Rename, Request as _, Shutdown,
+    Completion, DocumentSymbolRequest, Formatting, GotoDefinition, HoverRequest,
+    PrepareRenameRequest, References, Rename, Request as _, Shutdown,
 };
 use lsp_types::{PublishDiagnosticsParams, Url};
 use serde::de::DeserializeOwned;
@@ -309,6 +309,21 @@ impl Server {
                 let others: Vec<&Analysis> = self.analyses.values().collect();
                 match navigation::rename(analysis, &others, doc, at.position, &p.new_name) {
                     Ok(edit) => Ok(serde_json::to_value(edit).unwrap_or_default()),
+                    Err(message) => {
+                        return Response::new_err(id, ErrorCode::RequestFailed as i32, message)
+                    }
+                }
+            }
+            PrepareRenameRequest::METHOD => {
+                let id = req.id.clone();
+                let Some(p) = params::<lsp_types::TextDocumentPositionParams>(req.params) else {
+                    return invalid_params(id);
+                };
+                let Some((analysis, doc)) = self.context(&p.text_document.uri) else {
+                    return Response::new_ok(id, serde_json::Value::Null);
+                };
+                match navigation::prepare_rename(analysis, doc, p.position) {
+                    Ok(range) => Ok(serde_json::to_value(range).unwrap_or_default()),
                     Err(message) => {
                         return Response::new_err(id, ErrorCode::RequestFailed as i32, message)
                     }
