@@ -1,10 +1,10 @@
 //! The language server on mangled text: every example file, cut, spliced
 //! and sprinkled with stray tokens (deterministically), with hover,
-//! completion, definition, references, rename (and its preparation), symbols
-//! and formatting asked
-//! at random positions (some past the end) after each edit. The server runs
-//! in this process on an in-memory connection, so a panic anywhere in it
-//! fails the test; every request must get an answer.
+//! completion, definition, references, rename (and its preparation),
+//! symbols and formatting asked at random positions (some past the end)
+//! after each edit. The server runs in this process on an in-memory
+//! connection, so a panic anywhere in it fails the test; every request must
+//! get an answer.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
