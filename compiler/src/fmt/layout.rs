@@ -139,11 +139,9 @@ impl<'a> Printer<'a> {
 
     /// Whether any comment not yet written starts inside `span`.
     fn has_comment_in(&self, span: Span) -> bool {
-        self.comments
-            .get(self.next..)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.start >= span.start && c.start < span.end)
+        let rest = self.comments.get(self.next..).unwrap_or_default();
+        let first = rest.partition_point(|c| c.start < span.start);
+        rest.get(first).is_some_and(|c| c.start < span.end)
     }
 
     /// Whether the source has an empty line between the last thing written

@@ -81,7 +81,14 @@ pub fn format(src: &str) -> Result<String, FormatError> {
             "the result does not parse".to_owned(),
         ));
     }
-    if erase_spans(&format!("{module:?}")) != erase_spans(&format!("{formatted:?}")) {
+    // Item by item, so that a large file is never printed whole.
+    let same_tree = module.items.len() == formatted.items.len()
+        && module
+            .items
+            .iter()
+            .zip(&formatted.items)
+            .all(|(a, b)| erase_spans(&format!("{a:?}")) == erase_spans(&format!("{b:?}")));
+    if !same_tree {
         return Err(FormatError::NotPreserved(
             "the result parses to a different tree".to_owned(),
         ));
