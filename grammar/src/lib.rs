@@ -12,6 +12,7 @@ pub mod parse;
 pub mod span;
 pub mod strings;
 pub mod token;
+pub mod trivia;
 
 lalrpop_util::lalrpop_mod!(
     #[allow(
@@ -28,3 +29,4 @@ lalrpop_util::lalrpop_mod!(
 
 pub use parse::{parse, parse_expr, SyntaxError, SyntaxErrorKind};
 pub use span::{FileId, Span, Spanned};
+pub use trivia::{comments, Comment};

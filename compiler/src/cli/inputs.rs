@@ -36,6 +36,18 @@ impl fmt::Display for InputError {
 /// Loads every named file (directories are searched recursively for
 /// `*.policy`, in sorted order so output is stable) with its imports.
 pub fn load(paths: &[PathBuf]) -> Result<Workspace, InputError> {
+    let roots = policy_files(paths)?;
+    let mut ws = Workspace::new(FileSystem::new());
+    for root in &roots {
+        ws.add_root(root)
+            .map_err(|(path, err)| InputError::Read { path, err })?;
+    }
+    Ok(ws)
+}
+
+/// The named files, with directories replaced by the `*.policy` files
+/// under them (recursively, sorted).
+pub fn policy_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
     let mut roots = Vec::new();
     for path in paths {
         if path.is_dir() {
@@ -48,12 +60,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Workspace, InputError> {
             roots.push(path.clone());
         }
     }
-    let mut ws = Workspace::new(FileSystem::new());
-    for root in &roots {
-        ws.add_root(root)
-            .map_err(|(path, err)| InputError::Read { path, err })?;
-    }
-    Ok(ws)
+    Ok(roots)
 }
 
 fn collect_policy_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError> {

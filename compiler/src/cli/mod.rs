@@ -6,6 +6,7 @@
 
 mod build;
 mod check;
+mod fmt;
 mod inputs;
 mod program;
 mod publish;
@@ -52,6 +53,14 @@ enum Command {
     /// Writes NAME.bundle, then NAME.stamp, each atomically. Refuses a
     /// serial not greater than the one already published.
     Publish(publish::PublishArgs),
+    /// Rewrite policy files in the canonical layout.
+    ///
+    /// With `--check`, change nothing: list the files that would change and
+    /// exit 1 if there are any. A file with syntax errors is reported and
+    /// left untouched (exit 1).
+    Fmt(fmt::FmtArgs),
+    /// Run the language server on standard input and output (for editors).
+    Lsp,
 }
 
 /// Exit status for "the input has errors".
@@ -68,6 +77,8 @@ pub fn main() -> ExitCode {
         Command::Keygen(args) => build::run_keygen(args),
         Command::Build(args) => build::run_build(args),
         Command::Publish(args) => publish::run(args),
+        Command::Fmt(args) => fmt::run(args),
+        Command::Lsp => crate::lsp::run(),
     }
 }
 

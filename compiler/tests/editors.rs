@@ -1,0 +1,90 @@
+//! The editor integrations in `editors/` stay in step with the language:
+//! the files parse, refer to files that exist, start `policyc lsp`, and the
+//! VS Code grammar highlights every keyword and promise type.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+fn editors() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../editors")
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(editors().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn json(path: &str) -> Value {
+    serde_json::from_str(&read(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn vscode_extension_is_complete() {
+    let package = json("vscode/package.json");
+    let dir = editors().join("vscode");
+    assert!(dir.join(package["main"].as_str().unwrap()).is_file());
+    let language = &package["contributes"]["languages"][0];
+    assert_eq!(language["id"], "policy");
+    assert_eq!(language["extensions"][0], ".policy");
+    assert!(dir
+        .join(language["configuration"].as_str().unwrap())
+        .is_file());
+    let grammar = &package["contributes"]["grammars"][0];
+    assert!(dir.join(grammar["path"].as_str().unwrap()).is_file());
+    json("vscode/language-configuration.json");
+    let extension = read("vscode/extension.js");
+    assert!(extension.contains(r#"args: ["lsp"]"#));
+}
+
+#[test]
+fn textmate_grammar_covers_keywords_and_promise_types() {
+    let grammar = json("vscode/syntaxes/policy.tmLanguage.json");
+    assert_eq!(grammar["scopeName"], "source.policy");
+    let keywords = grammar["repository"]["keywords"].to_string();
+    for keyword in [
+        "import",
+        "class",
+        "exclusive",
+        "let",
+        "body",
+        "bundle",
+        "policy",
+        "when",
+        "for",
+        "in",
+        "use",
+        "true",
+        "false",
+    ] {
+        assert!(
+            keywords.contains(keyword),
+            "keyword {keyword} not highlighted"
+        );
+    }
+    let types = grammar["repository"]["promise-types"]["match"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for t in converge_vm::schema::PROMISE_TYPES {
+        assert!(
+            types.contains(&format!("|{}|", t.name))
+                || types.contains(&format!("({}|", t.name))
+                || types.contains(&format!("|{})", t.name)),
+            "promise type {} not highlighted",
+            t.name
+        );
+    }
+}
+
+#[test]
+fn neovim_and_helix_start_the_server() {
+    let nvim = read("neovim/policy.lua");
+    assert!(nvim.contains(r#"cmd = { "policyc", "lsp" }"#));
+    assert!(nvim.contains("policy = \"policy\""));
+    let helix = read("helix/languages.toml");
+    assert!(helix.contains("command = \"policyc\""));
+    assert!(helix.contains("args = [\"lsp\"]"));
+    assert!(helix.contains("file-types = [\"policy\"]"));
+}
