@@ -43,21 +43,7 @@ fn textmate_grammar_covers_keywords_and_promise_types() {
     let grammar = json("vscode/syntaxes/policy.tmLanguage.json");
     assert_eq!(grammar["scopeName"], "source.policy");
     let keywords = grammar["repository"]["keywords"].to_string();
-    for keyword in [
-        "import",
-        "class",
-        "exclusive",
-        "let",
-        "body",
-        "bundle",
-        "policy",
-        "when",
-        "for",
-        "in",
-        "use",
-        "true",
-        "false",
-    ] {
+    for keyword in converge_grammar::token::KEYWORDS {
         assert!(
             keywords.contains(keyword),
             "keyword {keyword} not highlighted"

@@ -119,6 +119,24 @@ impl LexError {
     }
 }
 
+/// Every keyword, as written: names the language reserves (the language
+/// server refuses them as new names; editors highlight them).
+pub const KEYWORDS: &[&str] = &[
+    "import",
+    "class",
+    "exclusive",
+    "let",
+    "body",
+    "bundle",
+    "policy",
+    "when",
+    "for",
+    "in",
+    "use",
+    "true",
+    "false",
+];
+
 #[derive(Logos, Clone, Debug, PartialEq)]
 #[logos(error(LexError, LexError::from_lexer))]
 #[logos(skip r"[ \t\r\n\f]+")]

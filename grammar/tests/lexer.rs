@@ -350,3 +350,24 @@ fn unexpected_characters_are_reported_and_skipped() {
     // The multi-byte character is one error covering its two bytes.
     assert_eq!((errors[2].start, errors[2].end), (8, 10));
 }
+
+#[test]
+fn keywords_lists_exactly_the_reserved_words() {
+    use converge_grammar::token::KEYWORDS;
+    for keyword in KEYWORDS {
+        match tokens(keyword).as_slice() {
+            [Token::Ident(_)] => panic!("`{keyword}` is listed but lexes as a name"),
+            [_] => {}
+            other => panic!("`{keyword}`: {other:?}"),
+        }
+    }
+    // Every word the lexer reserves is listed: a word that is a keyword
+    // token but missing from the list would lex as something other than a
+    // name here.
+    let words = "import class exclusive let body bundle policy when for in use true false \
+                 file directory link line command report package service user group sys";
+    for word in words.split(' ') {
+        let is_keyword = !matches!(tokens(word).as_slice(), [Token::Ident(_)]);
+        assert_eq!(is_keyword, KEYWORDS.contains(&word), "{word}");
+    }
+}

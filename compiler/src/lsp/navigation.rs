@@ -194,25 +194,10 @@ fn location(analysis: &Analysis, span: Span, lines: &mut LineCache) -> Option<Lo
 
 /// `[A-Za-z_][A-Za-z0-9_]*` and not a keyword.
 fn is_identifier(name: &str) -> bool {
-    const KEYWORDS: &[&str] = &[
-        "import",
-        "class",
-        "exclusive",
-        "let",
-        "body",
-        "bundle",
-        "policy",
-        "when",
-        "for",
-        "in",
-        "use",
-        "true",
-        "false",
-    ];
     let mut chars = name.chars();
     chars
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !KEYWORDS.contains(&name)
+        && !converge_grammar::token::KEYWORDS.contains(&name)
 }

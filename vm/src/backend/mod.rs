@@ -105,13 +105,8 @@ pub fn perform(dry_run: bool, steps: &[Step]) -> Result<(Vec<Change>, String), A
 /// The outcome of a promise whose steps were performed.
 pub fn applied(changes: Vec<Change>, log: String) -> Applied {
     Applied {
-        outcome: if changes.is_empty() {
-            Outcome::Kept
-        } else {
-            Outcome::Repaired
-        },
-        changes,
         output: (!log.is_empty()).then_some(log),
+        ..Applied::from_changes(changes)
     }
 }
 
