@@ -1,5 +1,8 @@
 //! Shared support for the end-to-end tests in `tests/`: where the built
-//! binaries and the repository's policy files are.
+//! binaries and the repository's policy files are ([`binary`],
+//! [`repo_root`]), compiling policy and converging sandbox roots in process
+//! ([`support`]), HTTP servers on loopback ([`http`]) and sockets seen
+//! through `/proc` ([`sockets`]).
 
 use std::path::{Path, PathBuf};
 
@@ -24,3 +27,4 @@ pub fn binary(name: &str) -> PathBuf {
 
 pub mod http;
 pub mod sockets;
+pub mod support;

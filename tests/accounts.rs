@@ -10,7 +10,7 @@ use std::path::Path;
 use converge_vm::run::operators::Outcome;
 use converge_vm::run::RunReport;
 
-mod support;
+use ::converge::support;
 use support::{compile, converge, failed, repaired, verified};
 
 fn accounts_root() -> tempfile::TempDir {

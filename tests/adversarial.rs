@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use converge::binary;
+use ::converge::binary;
 use converge_compiler::bundle::seal;
 use converge_vm::bundle::envelope::{signed_prefix, signing_digest};
 use converge_vm::bundle::format::Constant;
@@ -16,7 +16,7 @@ use converge_vm::bundle::{open, BundleError};
 use converge_vm::rootfs::RootFs;
 use ed25519_dalek::Signer as _;
 
-mod support;
+use ::converge::support;
 use support::{body, converge, failed, keys, verified};
 
 /// Paths THREATS.md T15 names, each with why it is refused.

@@ -10,11 +10,11 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::process::Command;
 
-use converge::binary;
+use ::converge::binary;
 use converge_vm::run::operators::Outcome;
 use converge_vm::run::RunReport;
 
-mod support;
+use ::converge::support;
 use support::{compile, converge, failed, repaired, verified, write_trust};
 
 /// Builds `NAME_VERSION.deb` in `out` with `dpkg-deb --build`: one file

@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::{symlink, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
-use converge::binary;
+use ::converge::binary;
 use converge_vm::run::operators::Outcome;
 use proptest::prelude::*;
 
-mod support;
+use ::converge::support;
 use support::{compile, converge, failed, repaired, verified, write_trust};
 
 /// Everything in a tree: kind, mode, content or link target, per path.

@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use converge::binary;
+use ::converge::binary;
 use converge_vm::run::operators::Outcome;
 use converge_vm::run::RunReport;
 
-mod support;
+use ::converge::support;
 use support::{compile, converge, failed, repaired, verified, write_trust};
 
 /// A `runsvdir` on `ROOT/etc/service`, in its own process group. Dropping

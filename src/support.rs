@@ -1,7 +1,12 @@
 //! Helpers shared by the end-to-end tests: compile policy text with a fixed
 //! test key, open the bundle as a host would, converge a sandbox root.
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a broken fixture ends the test"
+)]
 
 use std::path::Path;
 
@@ -131,7 +136,7 @@ pub fn root_or_skip(test: &str) -> bool {
         .is_ok_and(|o| o.stdout == b"0\n");
     if !root {
         assert!(
-            !converge::http::tools_required(),
+            !crate::http::tools_required(),
             "{test} needs root (dpkg --root, useradd -R) and CONVERGE_REQUIRE_TOOLS=1"
         );
         eprintln!("skipped {test}: needs root (dpkg --root, useradd -R)");
