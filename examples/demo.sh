@@ -9,6 +9,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The VM's backends run the host's own tools against the sandbox (dpkg-query
+# --root, useradd -R, systemctl --root): every Debian machine has them, a
+# minimal container image may lack systemctl.
+for tool in dpkg-query useradd systemctl; do
+  if ! command -v "$tool" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$tool" ]; then
+    echo "demo: \`$tool\` is missing; install it first (apt-get install dpkg passwd systemd)" >&2
+    exit 1
+  fi
+done
+
 cargo build --release --locked -q -p converge-compiler --bin policyc -p converge-vm --bin policyvm
 policyc=${CARGO_TARGET_DIR:-target}/release/policyc
 policyvm=${CARGO_TARGET_DIR:-target}/release/policyvm
