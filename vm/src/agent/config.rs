@@ -62,6 +62,7 @@ impl Config {
     /// Reads and checks `path`. The error names the file and what to fix.
     pub fn load(path: &Path) -> Result<Config, String> {
         use std::io::Read as _;
+        crate::bundle::keys::guarded(path).map_err(|e| format!("`{}`: {e}", path.display()))?;
         let mut text = String::new();
         std::fs::File::open(path)
             .and_then(|f| f.take(MAX_CONFIG_LEN).read_to_string(&mut text))
@@ -130,6 +131,23 @@ mod tests {
         assert_eq!(c.splay, Duration::ZERO);
         assert_eq!(c.http.timeout, Duration::from_secs(60));
         assert_eq!(c.keep_reports, 10);
+    }
+
+    #[test]
+    fn a_configuration_others_can_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agent.toml");
+        std::fs::write(
+            &path,
+            "hubs = [\"http://x\"]\nname = \"site\"\ntrust = \"/t\"\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        Config::load(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let err = Config::load(&path).unwrap_err();
+        assert!(err.contains("writable by group or others"), "{err}");
     }
 
     #[test]

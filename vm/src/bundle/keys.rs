@@ -95,10 +95,11 @@ impl std::fmt::Display for TrustError {
     }
 }
 
-/// Whoever can write the trust directory or a key in it decides what this
-/// host runs, so (like sshd's `StrictModes`) neither may be writable by
-/// group or others, nor, when the VM runs as root, owned by anyone else.
-fn guarded(path: &Path) -> Result<(), String> {
+/// Whoever can write the trust directory, a key in it or the agent's
+/// configuration decides what this host runs, so (like sshd's
+/// `StrictModes`) none may be writable by group or others, nor, when the VM
+/// runs as root, owned by anyone else.
+pub fn guarded(path: &Path) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt as _;
     let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
     if meta.mode() & 0o022 != 0 {
