@@ -27,28 +27,8 @@ if [[ ! -x /usr/bin/time ]]; then
     $sudo apt-get install -y time >&2 || { $sudo apt-get update >&2 && $sudo apt-get install -y time >&2; }
 fi
 
-cd "$root"
-echo "== building policyc (release)" >&2
-cargo build --release -p converge-compiler --bin policyc >&2
-target_dir="$(cargo metadata --format-version 1 --no-deps |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
-policyc="$target_dir/release/policyc"
-[[ -x "$policyc" ]] || { echo "check.sh: $policyc not found after build" >&2; exit 2; }
-
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/converge-bench.XXXXXX")"
-cleanup() {
-    if [[ "${KEEP:-0}" == 1 ]]; then
-        echo "check.sh: kept $tmp" >&2
-    else
-        rm -rf -- "$tmp"
-    fi
-}
-trap cleanup EXIT
-
-file="$tmp/generated.policy"
-python3 "$root/bench/gen_policy.py" --promises "$promises" -o "$file"
-lines="$(wc -l < "$file" | tr -d ' ')"
-bytes="$(wc -c < "$file" | tr -d ' ')"
+# shellcheck source=bench/generated.sh
+source "$root/bench/generated.sh"
 echo "== policyc check on $promises promises, $lines lines, $bytes bytes" >&2
 
 status=0
