@@ -231,20 +231,10 @@ fn attributes(
 
 pub fn file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let path = inst.promiser.as_str();
-    let meta = match ctx.fs.lstat(path) {
+    let meta = match present_or_absent(ctx, inst, |k| k != Kind::Dir, "a file") {
         Ok(m) => m,
-        Err(e) => return fs_failed(e),
+        Err(done) => return done,
     };
-    if inst.str("ensure") == Some("absent") {
-        return absent(
-            ctx,
-            path,
-            meta.map(|m| m.kind),
-            |k| k != Kind::Dir,
-            "a file",
-            "present",
-        );
-    }
     match meta.map(|m| m.kind) {
         Some(Kind::Symlink) => return fs_failed(FsError::Symlink(path.to_owned())),
         Some(Kind::Dir) => return Applied::failed(format!("`{path}` is a directory, not a file")),
@@ -366,6 +356,30 @@ fn confirm(ctx: &Ctx<'_>, path: &str, want: &[u8]) -> Result<(), Applied> {
 /// `ensure = absent`: kept if nothing is there, removed if the right kind of
 /// object is, failed if something else is (a directory where a file was
 /// promised absent is not silently deleted with everything in it).
+/// The object a `file` or `directory` promise names, after handling
+/// `ensure = absent` (removing it when it is `what`): `Err` is then the
+/// promise's whole outcome.
+fn present_or_absent(
+    ctx: &Ctx<'_>,
+    inst: &Instance,
+    right_kind: impl Fn(Kind) -> bool,
+    what: &str,
+) -> Result<Option<crate::rootfs::Meta>, Applied> {
+    let path = inst.promiser.as_str();
+    let meta = ctx.fs.lstat(path).map_err(fs_failed)?;
+    if inst.str("ensure") == Some("absent") {
+        return Err(absent(
+            ctx,
+            path,
+            meta.map(|m| m.kind),
+            right_kind,
+            what,
+            "present",
+        ));
+    }
+    Ok(meta)
+}
+
 fn absent(
     ctx: &Ctx<'_>,
     path: &str,
@@ -403,20 +417,10 @@ fn current_gid() -> u32 {
 
 pub fn directory(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let path = inst.promiser.as_str();
-    let meta = match ctx.fs.lstat(path) {
+    let meta = match present_or_absent(ctx, inst, |k| k == Kind::Dir, "a directory") {
         Ok(m) => m,
-        Err(e) => return fs_failed(e),
+        Err(done) => return done,
     };
-    if inst.str("ensure") == Some("absent") {
-        return absent(
-            ctx,
-            path,
-            meta.map(|m| m.kind),
-            |k| k == Kind::Dir,
-            "a directory",
-            "present",
-        );
-    }
     match meta {
         None => {
             let mode = inst
