@@ -141,6 +141,7 @@ fn properties_hold_on_the_test_corpus() {
     let mut files = Vec::new();
     walk(&repo().join("tests/ui"), &mut files);
     walk(&repo().join("fuzz/seeds"), &mut files);
+    walk(&repo().join("fuzz/regressions"), &mut files);
     let mut formatted = 0;
     for path in files {
         let src = std::fs::read_to_string(&path).unwrap();

@@ -62,7 +62,15 @@ fn scan_gap(src: &str, start: usize, end: usize, out: &mut Vec<Comment>) {
             i = begin + 1;
             continue;
         };
-        let text = tail.get(..len).unwrap_or(tail).trim_end_matches('\r');
+        let raw = tail.get(..len).unwrap_or(tail);
+        // What ends a line comment (spaces, a `\r` of a CRLF file, both)
+        // is not part of it: the formatter drops it, and must read its own
+        // output the same way (found by the `fmt` fuzz target).
+        let text = if tail.starts_with("//") {
+            raw.trim_end()
+        } else {
+            raw
+        };
         out.push(Comment {
             start: (start + begin) as u32,
             end: (start + begin + text.len()) as u32,
