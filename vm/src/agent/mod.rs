@@ -141,7 +141,6 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
             }
         }
     }
-    drop(current);
     let pull_value = pull_json(pulled.as_ref(), &failures);
     match &pulled {
         Some((hub, Pulled::Installed { stamp, previous })) => a.out.push_str(&format!(
@@ -159,8 +158,14 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
         a.warnings.push(format!("warning: {f}"));
     }
 
-    // What this host enforces: the bundle in force, verified again.
-    let chosen = match state.load(CURRENT, &trusted) {
+    // What this host enforces: the bundle in force, as verified above when
+    // the pull changed nothing, else verified again from disk.
+    let in_force = match (&pulled, current) {
+        (Some((_, Pulled::Unchanged { .. })), Ok(Some(local))) => Ok(Some(local)),
+        (None, current) => current,
+        _ => state.load(CURRENT, &trusted),
+    };
+    let chosen = match in_force {
         Ok(Some(local)) => Ok(local),
         other => {
             let why = match other {
