@@ -185,9 +185,14 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
             }
         }
     };
-    let local_stamp = state
-        .stamp()
-        .and_then(|bytes| Stamp::open(&bytes, &trusted).ok());
+    // The stamp in force: the one the pull just checked, else the one on
+    // file (the hub gave no usable answer).
+    let local_stamp = match &pulled {
+        Some((_, p)) => Some(p.stamp().clone()),
+        None => state
+            .stamp()
+            .and_then(|bytes| Stamp::open(&bytes, &trusted).ok()),
+    };
     let stale = local_stamp.as_ref().is_some_and(|s| s.expires <= now)
         || (expired_offer && pulled.is_none());
     if stale {
