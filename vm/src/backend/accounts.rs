@@ -146,15 +146,7 @@ pub fn user_steps(
     }
     let joined = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(",");
     if inst.str("ensure") == Some("absent") {
-        return Ok(match current {
-            None => Vec::new(),
-            Some(_) => vec![Step::new(
-                "removed",
-                "present",
-                "absent",
-                finish(tool("userdel", root), name),
-            )],
-        });
+        return Ok(removal(current.is_some(), "userdel", root, name));
     }
     let Some(cur) = current else {
         let mut argv = tool("useradd", root);
@@ -229,15 +221,7 @@ pub fn group_steps(
     let name = inst.promiser.as_str();
     let gid = id(inst, "gid")?;
     if inst.str("ensure") == Some("absent") {
-        return Ok(match current {
-            None => Vec::new(),
-            Some(_) => vec![Step::new(
-                "removed",
-                "present",
-                "absent",
-                finish(tool("groupdel", root), name),
-            )],
-        });
+        return Ok(removal(current.is_some(), "groupdel", root, name));
     }
     Ok(match (current, gid) {
         (None, _) => {
@@ -316,6 +300,20 @@ fn converge(
         }
     }
     applied(changes, log)
+}
+
+/// `ensure = absent` for an account: one `userdel`/`groupdel` step while it
+/// exists, nothing once it is gone.
+fn removal(exists: bool, command: &str, root: &Path, name: &str) -> Vec<Step> {
+    if !exists {
+        return Vec::new();
+    }
+    vec![Step::new(
+        "removed",
+        "present",
+        "absent",
+        finish(tool(command, root), name),
+    )]
 }
 
 #[cfg(test)]
