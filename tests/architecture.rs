@@ -1,39 +1,153 @@
 //! Architecture invariants that a refactoring must not break silently.
+//!
+//! The dependency rules are checked on the real, resolved dependency graph
+//! (`cargo metadata`), not on the text of the manifests: a crate pulled in
+//! through another crate counts as much as one named directly.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
+use std::collections::{BTreeSet, HashMap};
+use std::process::Command;
+use std::sync::OnceLock;
 
-fn manifest(krate: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(krate)
-        .join("Cargo.toml");
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+use serde_json::Value;
+
+/// The workspace's resolved dependency graph, read once.
+fn metadata() -> &'static Value {
+    static META: OnceLock<Value> = OnceLock::new();
+    META.get_or_init(|| {
+        let output = Command::new(env!("CARGO"))
+            .args(["metadata", "--format-version", "1", "--locked"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("cargo metadata runs");
+        assert!(
+            output.status.success(),
+            "cargo metadata: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap()
+    })
+}
+
+/// The names of every package that `krate` links in a normal build (build
+/// scripts and dev-dependencies excluded), found by walking the resolved
+/// graph of `cargo metadata`.
+fn linked_packages(krate: &str) -> BTreeSet<String> {
+    let meta = metadata();
+    let names: HashMap<&str, &str> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    let nodes: HashMap<&str, &Value> = meta["resolve"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["id"].as_str().unwrap(), n))
+        .collect();
+    let start = names
+        .iter()
+        .find(|(_, name)| **name == krate)
+        .map(|(id, _)| *id)
+        .unwrap_or_else(|| panic!("no package {krate}"));
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![start];
+    while let Some(id) = todo.pop() {
+        if !seen.insert(names[id].to_owned()) && id != start {
+            continue;
+        }
+        for dep in nodes[id]["deps"].as_array().unwrap() {
+            let normal = dep["dep_kinds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|k| k["kind"].is_null());
+            if normal {
+                todo.push(dep["pkg"].as_str().unwrap());
+            }
+        }
+    }
+    seen.remove(krate);
+    seen
+}
+
+fn assert_links_none(krate: &str, forbidden: &[&str]) {
+    let linked = linked_packages(krate);
+    let found: Vec<&&str> = forbidden.iter().filter(|f| linked.contains(**f)).collect();
+    assert!(found.is_empty(), "{krate} links {found:?}");
 }
 
 /// The on-host VM must not link the compiler or the grammar: it stays small,
 /// and its bundle reader is the trust boundary.
 #[test]
-fn vm_does_not_depend_on_the_compiler() {
-    let vm = manifest("vm");
-    for forbidden in [
-        "converge-grammar",
+fn vm_does_not_link_the_compiler() {
+    assert_links_none(
+        "converge-vm",
+        &[
+            "converge-grammar",
+            "converge-compiler",
+            "converge-stdlib",
+            "lalrpop-util",
+            "ariadne",
+            "logos",
+            "lsp-server",
+        ],
+    );
+}
+
+/// `policyc` links no HTTP or TLS stack and no VM: it shares only the format
+/// crate with the hosts.
+#[test]
+fn compiler_links_no_http_tls_or_vm() {
+    assert_links_none(
         "converge-compiler",
-        "lalrpop",
-        "ariadne",
-    ] {
-        assert!(
-            !vm.contains(forbidden),
-            "vm/Cargo.toml depends on {forbidden}"
-        );
-    }
+        &[
+            "converge-vm",
+            "ureq",
+            "rustls",
+            "ring",
+            "jiff",
+            "webpki-roots",
+        ],
+    );
+}
+
+/// The format crate is what both sides share: it links neither side, and no
+/// network, clock or configuration parser.
+#[test]
+fn format_links_neither_side() {
+    assert_links_none(
+        "converge-format",
+        &[
+            "converge-vm",
+            "converge-compiler",
+            "converge-grammar",
+            "ureq",
+            "rustls",
+            "jiff",
+            "toml",
+        ],
+    );
 }
 
 /// The grammar crate knows nothing of the compiler (the language server and
 /// fuzzers parse without linking the back end).
 #[test]
-fn grammar_does_not_depend_on_the_compiler() {
-    let grammar = manifest("grammar");
-    assert!(!grammar.contains("converge-compiler"));
-    assert!(!grammar.contains("converge-vm"));
+fn grammar_does_not_link_the_compiler_or_vm() {
+    assert_links_none(
+        "converge-grammar",
+        &["converge-compiler", "converge-vm", "converge-format"],
+    );
+}
+
+/// The checker really sees the graph: the VM does link the format crate and
+/// its HTTP client, so an empty walk cannot pass the tests above.
+#[test]
+fn the_walk_finds_real_dependencies() {
+    let vm = linked_packages("converge-vm");
+    for expected in ["converge-format", "ureq", "rustls", "sha2"] {
+        assert!(vm.contains(expected), "converge-vm should link {expected}");
+    }
 }

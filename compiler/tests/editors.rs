@@ -53,7 +53,7 @@ fn textmate_grammar_covers_keywords_and_promise_types() {
         .as_str()
         .unwrap()
         .to_owned();
-    for t in converge_vm::schema::PROMISE_TYPES {
+    for t in converge_format::schema::PROMISE_TYPES {
         assert!(
             types.contains(&format!("|{}|", t.name))
                 || types.contains(&format!("({}|", t.name))

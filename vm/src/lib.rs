@@ -10,15 +10,14 @@
 /// The VM's version, reported by `policyvm --version` and in run reports.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+pub use converge_format::{bundle, schema, stamp};
+
 pub mod agent;
 pub mod backend;
-pub mod bundle;
 pub mod cli;
 pub mod eval;
 pub mod facts;
 pub mod pull;
 pub mod rootfs;
 pub mod run;
-pub mod schema;
-pub mod stamp;
 pub mod state;

@@ -126,35 +126,7 @@ fn io<'p>(path: &'p str, op: &'static str) -> impl FnOnce(Errno) -> FsError + 'p
     }
 }
 
-/// The longest path a promise may name (Linux's `PATH_MAX`).
-pub const MAX_PATH: usize = 4096;
-
-/// Why `path` is not a plain policy path, if it is not: it must be
-/// absolute, at most [`MAX_PATH`] bytes, without NUL and without `..`, `.` or
-/// empty (`//`) components; one trailing `/` is allowed. This one function is
-/// the grammar: the compiler refuses the same paths with it (E0205), so only
-/// a hand-made bundle reaches the VM with one, and the VM refuses it again.
-pub fn path_problem(path: &str) -> Option<&'static str> {
-    let Some(rest) = path.strip_prefix('/') else {
-        return Some("it is not absolute");
-    };
-    if path.contains('\0') {
-        return Some("it contains a NUL character");
-    }
-    if path.len() > MAX_PATH {
-        return Some("it is longer than 4096 bytes");
-    }
-    let rest = rest.strip_suffix('/').unwrap_or(rest);
-    if rest.is_empty() {
-        return None;
-    }
-    rest.split('/').find_map(|c| match c {
-        "" => Some("it has an empty component (`//`)"),
-        "." => Some("it has a `.` component"),
-        ".." => Some("it has a `..` component"),
-        _ => None,
-    })
-}
+pub use converge_format::paths::{path_problem, MAX_PATH};
 
 /// The components of a policy path (see [`path_problem`]).
 fn components(path: &str) -> Result<Vec<&str>, FsError> {

@@ -47,7 +47,7 @@ impl AtomKind {
 
 /// Every hard class that is exactly one fact test, with the fact and value.
 fn hard_class_facts() -> Vec<(String, &'static str, String)> {
-    use converge_vm::schema::{ARCHITECTURES, OS_FAMILIES, WEEKDAYS};
+    use converge_format::schema::{ARCHITECTURES, OS_FAMILIES, WEEKDAYS};
     let mut out = Vec::new();
     for f in OS_FAMILIES {
         out.push(((*f).to_owned(), "sys.os_family", (*f).to_owned()));

@@ -1,11 +1,13 @@
 //! Signing keys: `policyc keygen` writes a pair of text files, and
 //! `policyc build` reads the secret one. The file format is shared with the
-//! VM's public key reader (`converge_vm::bundle::keys`).
+//! VM's public key reader (`converge_format::bundle::keys`).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use converge_vm::bundle::keys::{decode_key_file, encode_key_file, key_id, PUBLIC_TAG, SECRET_TAG};
+use converge_format::bundle::keys::{
+    decode_key_file, encode_key_file, key_id, PUBLIC_TAG, SECRET_TAG,
+};
 use ed25519_dalek::SigningKey;
 
 /// A secret key and what identifies it.
@@ -20,7 +22,7 @@ impl std::fmt::Debug for SecretKey {
         write!(
             f,
             "SecretKey({})",
-            converge_vm::bundle::error::hex(&self.id)
+            converge_format::bundle::error::hex(&self.id)
         )
     }
 }

@@ -10,13 +10,13 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use converge_grammar::Span;
-use converge_vm::bundle::format::{
+use converge_format::bundle::format::{
     AttrValue, Body, Bytes, ClassEntry, Constant, Header, Item, List, Operand, Program, Promise,
     SourceLoc,
 };
-use converge_vm::bundle::instr::Instr;
-use converge_vm::schema::{self, AttrType, PROMISE_TYPES};
+use converge_format::bundle::instr::Instr;
+use converge_format::schema::{self, AttrType, PROMISE_TYPES};
+use converge_grammar::Span;
 use sha2::{Digest, Sha256};
 
 use crate::diagnostic::{Code, Diagnostic};

@@ -1,12 +1,12 @@
 //! Writing bundles: lowering an analysed program ([`lower`]), signing keys
 //! ([`keys`]), and the signed envelope ([`seal`]). The format itself is
-//! defined by the VM's reader (`converge_vm::bundle`), which this follows.
+//! defined by the VM's reader (`converge_format::bundle`), which this follows.
 
 pub mod keys;
 pub mod lower;
 
-use converge_vm::bundle::envelope::{signed_prefix, signing_digest};
-use converge_vm::bundle::format::Body;
+use converge_format::bundle::envelope::{signed_prefix, signing_digest};
+use converge_format::bundle::format::Body;
 use ed25519_dalek::Signer as _;
 
 use keys::SecretKey;

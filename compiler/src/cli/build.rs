@@ -13,8 +13,8 @@ use crate::bundle::seal;
 use crate::check::{check, summary};
 use crate::diagnostic::Severity;
 use crate::render::render_human;
-use converge_vm::bundle::error::hex;
-use converge_vm::stamp::name_problem;
+use converge_format::bundle::error::hex;
+use converge_format::stamp::name_problem;
 
 #[derive(Debug, Args)]
 pub struct KeygenArgs {

@@ -15,10 +15,10 @@ use ed25519_dalek::Signer as _;
 use super::build::{build_bundle, default_name, now, write_atomically};
 use super::{fail, out};
 use crate::bundle::keys::read_secret_key;
-use converge_vm::bundle::error::hex;
-use converge_vm::bundle::keys::PublicKey;
-use converge_vm::bundle::open;
-use converge_vm::stamp::{time::format_utc, Stamp};
+use converge_format::bundle::error::hex;
+use converge_format::bundle::keys::PublicKey;
+use converge_format::bundle::open;
+use converge_format::stamp::{time::format_utc, Stamp};
 
 #[derive(Debug, Args)]
 pub struct PublishArgs {
@@ -47,7 +47,7 @@ pub struct PublishArgs {
 
 /// Seconds of a positive duration: `30m`, `12h`, `7d`.
 fn parse_duration(text: &str) -> Result<u64, String> {
-    match converge_vm::stamp::time::parse_duration(text)? {
+    match converge_format::stamp::time::parse_duration(text)? {
         0 => Err(format!(
             "`{text}` is not a positive duration like `12h` or `7d`"
         )),

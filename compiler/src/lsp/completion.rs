@@ -8,9 +8,9 @@
 
 use std::collections::BTreeSet;
 
+use converge_format::schema::{self, AttrSpec, AttrType};
 use converge_grammar::ast::Item;
 use converge_grammar::token::Token;
-use converge_vm::schema::{self, AttrSpec, AttrType};
 use logos::Logos;
 use lsp_types::{
     CompletionItem, CompletionItemKind, CompletionTextEdit, Documentation, InsertTextFormat,

@@ -1,10 +1,10 @@
 //! `textDocument/hover`: what the name under the cursor is. Attributes,
 //! promise types and facts are described from the schema
-//! (`converge_vm::schema`), the same text the checker's messages use;
+//! (`converge_format::schema`), the same text the checker's messages use;
 //! classes, lets and bodies show their definition, bundles their signature.
 
+use converge_format::schema::{self, AttrSpec};
 use converge_grammar::ast::{BundleDef, Item};
-use converge_vm::schema::{self, AttrSpec};
 use lsp_types::{Hover, HoverContents, MarkupContent, MarkupKind, Position};
 
 use super::analysis::Analysis;

@@ -4,7 +4,7 @@
 //! thread, no async runtime. The server checks with the same code as
 //! `policyc check` ([`crate::check`]), reports the same [`Diagnostic`]s
 //! (converted in [`diagnostics`]), reads hover text from the one promise-type
-//! schema (`converge_vm::schema`), and formats with [`crate::fmt`].
+//! schema (`converge_format::schema`), and formats with [`crate::fmt`].
 //!
 //! Modules, one job each: [`server`] (the loop, documents, debouncing,
 //! publishing), [`analysis`] (checking an open document with unsaved texts),

@@ -11,10 +11,10 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use converge_format::schema::{promise_type, AttrType, PromiserKind};
 use converge_grammar::ast::{self, ClassDef, Expr, ExprKind, PolicyDef, SmolStr, Stmt};
 use converge_grammar::token::{StrLit, StrPart};
 use converge_grammar::Span;
-use converge_vm::schema::{promise_type, AttrType, PromiserKind};
 
 use super::check::{bind_arguments, promiser_problem, relative_path, Checker};
 use super::symbols::Symbols;
@@ -499,7 +499,7 @@ impl<'a> Expander<'a, '_> {
             ExprKind::Path(path) if path.len() == 1 => {
                 let name = path.first().map(|i| i.name.as_str()).unwrap_or("");
                 if self.symbols.classes.get(name).is_none()
-                    && !converge_vm::schema::is_hard_class(name)
+                    && !converge_format::schema::is_hard_class(name)
                 {
                     if let Some(Value::Bool(b)) = self.lookup(name, env) {
                         return Guard::Const(b);

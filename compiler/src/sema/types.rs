@@ -1,7 +1,7 @@
 //! The types of policy values (LANGUAGE.md section 3, "Types").
 
+use converge_format::schema::AttrType;
 use converge_grammar::ast::TypeExpr;
-use converge_vm::schema::AttrType;
 
 /// The type of a value. `Any` stands for "unknown because of an earlier
 /// error" (so one mistake is reported once) and for the element type of an

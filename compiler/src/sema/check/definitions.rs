@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 
+use converge_format::schema::{self, is_hard_class, AttrType};
 use converge_grammar::ast::{AttrStmt, BodyDef, BundleDef, Ident, LetDef};
 use converge_grammar::Span;
-use converge_vm::schema::{self, is_hard_class, AttrType};
 
 use super::*;
 use crate::diagnostic::{Code, Diagnostic};

@@ -1,7 +1,7 @@
 //! Class expressions: `when` guards and class definitions.
 
+use converge_format::schema::is_hard_class;
 use converge_grammar::ast::{CompareOp, Expr, ExprKind, Ident};
-use converge_vm::schema::is_hard_class;
 
 use super::*;
 use crate::diagnostic::{Code, Diagnostic};

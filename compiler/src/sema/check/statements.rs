@@ -1,10 +1,10 @@
 //! Statements: promises (attributes, rules between them, promisers),
 //! `when`, `for` and bundle calls.
 
+use converge_format::schema::{self, promise_type, PromiseType, PromiserKind, Rule};
 use converge_grammar::ast::{AttrStmt, Call, Expr, ExprKind, Promise, Stmt};
 use converge_grammar::token::StrPart;
 use converge_grammar::Span;
-use converge_vm::schema::{self, promise_type, PromiseType, PromiserKind, Rule};
 
 use super::*;
 use crate::diagnostic::{Code, Diagnostic};
@@ -329,7 +329,7 @@ impl<'a> Checker<'a> {
 
 /// What is wrong with a promiser known in full, if anything: a path that is
 /// not absolute, has `..`, `.`, `//` or a NUL byte, or is over-long (the
-/// VM's own path grammar, [`converge_vm::rootfs::path_problem`]); a package,
+/// VM's own path grammar, [`converge_format::paths::path_problem`]); a package,
 /// service, user or group name that is empty, starts with `-` (it would be
 /// read as an option by the tools behind it) or has characters such names
 /// never have (`;`, `$`, spaces...).
@@ -339,7 +339,7 @@ pub fn promiser_problem(pt: &PromiseType, span: Span, text: &str) -> Option<Diag
             if !text.starts_with('/') {
                 return Some(relative_path(pt, span, text));
             }
-            converge_vm::rootfs::path_problem(text).map(|why| {
+            converge_format::paths::path_problem(text).map(|why| {
                 Diagnostic::new(
                     Code::RelativePath,
                     format!(
@@ -353,7 +353,7 @@ pub fn promiser_problem(pt: &PromiseType, span: Span, text: &str) -> Option<Diag
                 .with_help("write the path in its plain absolute form, e.g. `/etc/app/app.conf`")
             })
         }
-        PromiserKind::Name => converge_vm::schema::name_problem(text).map(|why| {
+        PromiserKind::Name => converge_format::schema::name_problem(text).map(|why| {
             Diagnostic::new(
                 Code::InvalidName,
                 format!(

@@ -1,10 +1,10 @@
 //! Value expressions and attribute values: types, enum words, outcome
 //! classes, modes, names and facts, interpolation.
 
+use converge_format::schema::{self, is_hard_class, promise_type, AttrType};
 use converge_grammar::ast::{Expr, ExprKind, Ident};
 use converge_grammar::token::{StrLit, StrPart};
 use converge_grammar::Span;
-use converge_vm::schema::{self, is_hard_class, promise_type, AttrType};
 
 use super::*;
 use crate::diagnostic::{Code, Diagnostic};

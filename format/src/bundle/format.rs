@@ -219,10 +219,11 @@ pub struct SourceLoc {
     pub line: u32,
 }
 
-#[cfg(test)]
 impl Body {
-    /// A body with only constants and programs, for crafted-program tests.
-    pub(crate) fn with_programs(constants: Vec<Constant>, programs: Vec<Vec<Instr>>) -> Body {
+    /// A body with only constants and programs, for crafted-program tests
+    /// (here and in the VM's evaluator); never used to build a real bundle.
+    #[doc(hidden)]
+    pub fn with_programs(constants: Vec<Constant>, programs: Vec<Vec<Instr>>) -> Body {
         Body {
             header: Header {
                 name: "t".into(),

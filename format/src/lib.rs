@@ -1,0 +1,14 @@
+//! `converge-format`: what `policyc` writes and `policyvm` reads.
+//!
+//! The bundle format (envelope, body, instruction set, verifier,
+//! disassembler, key files), the signed stamp, the promise-type schema and
+//! the grammar of policy paths. Both sides depend on this crate and on
+//! nothing else of each other: the compiler links no HTTP or TLS stack, and
+//! the VM links neither the grammar nor the compiler
+//! (`tests/architecture.rs` checks the real dependency graph).
+#![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+
+pub mod bundle;
+pub mod paths;
+pub mod schema;
+pub mod stamp;
