@@ -196,28 +196,22 @@ fn attributes(
     uid: u32,
     gid: u32,
 ) -> Result<Vec<Change>, Applied> {
+    // The owner first: `chown` clears the setuid and setgid bits, so a
+    // mode set before it would lose them (and be set again every run).
     let mut changes = Vec::new();
-    if let Some(want) = inst.int("mode").and_then(|m| u32::try_from(m).ok()) {
-        if want != mode {
-            if !ctx.dry_run {
-                ctx.fs.set_mode(path, want).map_err(fs_failed)?;
-            }
-            changes.push(Change {
-                what: "mode".into(),
-                before: format!("0o{mode:o}"),
-                after: format!("0o{want:o}"),
-                diff: None,
-            });
-        }
-    }
     let (want_uid, want_gid) = owner_ids(ctx, inst).map_err(Applied::failed)?;
     let new_uid = want_uid.unwrap_or(uid);
     let new_gid = want_gid.unwrap_or(gid);
+    let mut mode = mode;
     if new_uid != uid || new_gid != gid {
         if !ctx.dry_run {
             ctx.fs
                 .set_owner(path, new_uid, new_gid)
                 .map_err(fs_failed)?;
+            // What the kernel left of the mode after the chown.
+            if let Ok(Some(m)) = ctx.fs.lstat(path) {
+                mode = m.mode;
+            }
         }
         changes.push(Change {
             what: "owner".into(),
@@ -226,10 +220,61 @@ fn attributes(
             diff: None,
         });
     }
+    if let Some(want) = inst.int("mode").and_then(|m| u32::try_from(m).ok()) {
+        if want != mode {
+            if !ctx.dry_run {
+                ctx.fs.set_mode(path, want).map_err(fs_failed)?;
+            }
+            changes.insert(
+                0,
+                Change {
+                    what: "mode".into(),
+                    before: format!("0o{mode:o}"),
+                    after: format!("0o{want:o}"),
+                    diff: None,
+                },
+            );
+        }
+    }
     Ok(changes)
 }
 
+/// Removes the stale temporaries (left by a run killed with SIGKILL) of
+/// the directory a promise works in, before `converge` runs; their removal
+/// is a change of that promise. Nothing is removed in a dry run.
+fn after_cleaning(
+    ctx: &Ctx<'_>,
+    inst: &Instance,
+    converge: impl FnOnce(&Ctx<'_>, &Instance) -> Applied,
+) -> Applied {
+    if ctx.dry_run {
+        return converge(ctx, inst);
+    }
+    let stale = match ctx.fs.clean_stale_temporaries(&inst.promiser) {
+        Ok(stale) => stale,
+        Err(e) => return fs_failed(e),
+    };
+    let mut applied = converge(ctx, inst);
+    if !stale.is_empty() {
+        let removed = stale.into_iter().map(|path| Change {
+            what: "removed stale temporary".into(),
+            before: path,
+            after: "absent".into(),
+            diff: None,
+        });
+        applied.changes.splice(0..0, removed);
+        if applied.outcome == Outcome::Kept {
+            applied.outcome = Outcome::Repaired;
+        }
+    }
+    applied
+}
+
 pub fn file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    after_cleaning(ctx, inst, converge_file)
+}
+
+fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let path = inst.promiser.as_str();
     let meta = match present_or_absent(ctx, inst, |k| k != Kind::Dir, "a file") {
         Ok(m) => m,
@@ -458,6 +503,10 @@ pub fn directory(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
 }
 
 pub fn link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    after_cleaning(ctx, inst, converge_link)
+}
+
+fn converge_link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let path = inst.promiser.as_str();
     let meta = match ctx.fs.lstat(path) {
         Ok(m) => m,
@@ -503,6 +552,10 @@ pub fn link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
 }
 
 pub fn line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    after_cleaning(ctx, inst, converge_line)
+}
+
+fn converge_line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let path = inst.promiser.as_str();
     let meta = match ctx.fs.lstat(path) {
         Ok(Some(m)) if m.kind == Kind::File => m,
