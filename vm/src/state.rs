@@ -324,4 +324,47 @@ mod tests {
         assert!(state.read(SERIAL, 32).is_err());
         assert_eq!(state.serial(), None);
     }
+
+    /// Issue 14 item 19: the state directory's mode and owner were never
+    /// checked, and its files were opened following links and blocking on
+    /// FIFOs.
+    #[test]
+    fn links_fifos_and_unsafe_modes_are_refused() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let state_dir = dir.path().join("state");
+        let state = StateDir::open(&state_dir).unwrap();
+        let mode = std::fs::metadata(&state_dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+
+        // A link in place of a state file is not followed.
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "41\n").unwrap();
+        std::os::unix::fs::symlink(&secret, state.path(SERIAL)).unwrap();
+        assert!(state.read(SERIAL, 32).is_err());
+        assert_eq!(state.serial(), None);
+        std::fs::remove_file(state.path(SERIAL)).unwrap();
+
+        // A FIFO is refused at once (the test would hang otherwise).
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &state.path(STAMP),
+            rustix::fs::FileType::Fifo,
+            Mode::from_bits_truncate(0o600),
+            0,
+        )
+        .unwrap();
+        assert!(state.read(STAMP, 1024).is_err());
+        assert_eq!(state.stamp(), None);
+
+        // Writable by group or others: refused; a link as the directory too.
+        std::fs::set_permissions(&state_dir, std::fs::Permissions::from_mode(0o770)).unwrap();
+        let err = StateDir::open(&state_dir).unwrap_err().to_string();
+        assert!(err.contains("writable by group or others"), "{err}");
+        std::fs::set_permissions(&state_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&state_dir, &link).unwrap();
+        let err = StateDir::open(&link).unwrap_err().to_string();
+        assert!(err.contains("not a directory"), "{err}");
+    }
 }

@@ -509,3 +509,73 @@ fn item16_stale_temporaries_are_cleaned_once_per_directory() {
     std::fs::write(s.root.join("etc/.converge-tmp.later.1"), "x").unwrap();
     assert!(fs.clean_stale_temporaries("/etc/other").unwrap().is_empty());
 }
+
+/// Files of `vm/src` that may open files or start processes without going
+/// through `rootfs`, and why. Everything else reads the root only through
+/// [`RootFs`] (no links, regular files only, bounded).
+const MAY_TOUCH_FILES: &[(&str, &str)] = &[
+    // Opening the root itself (`canonicalize`): the operator chose it.
+    ("run/mod.rs", "canonicalizes the operator's --root"),
+    // Creates the state directory's parents; its files go through rootfs.
+    ("state.rs", "creates the state directory"),
+    // The operator's own files, named on the command line.
+    ("cli/run.rs", "reads the bundle, writes --report"),
+    ("cli/verify.rs", "reads the bundle to verify"),
+    ("pull/fetch.rs", "reads the --ca-file"),
+    ("agent/config.rs", "reads the agent's configuration file"),
+    ("agent/mod.rs", "rotates reports in the state directory"),
+    // The one place that starts a process (argv, no shell, timeouts).
+    ("backend/process.rs", "starts every command"),
+];
+
+/// Issue 14 item 2: `facts.rs` read `ROOT/etc/hostname` with `std::fs`,
+/// following a link out of the root. No file of `vm/src` outside `rootfs`
+/// and the short allow-list above may use `std::fs` or `Command::new`.
+#[test]
+fn item02_only_rootfs_and_the_allow_list_open_files_or_start_processes() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut stack = vec![src.clone()];
+    let mut offenders = Vec::new();
+    let mut allowed_and_used = Vec::new();
+    let mut seen = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let rel = path.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+            if !rel.ends_with(".rs") || rel.starts_with("rootfs/") || rel.ends_with("tests.rs") {
+                continue;
+            }
+            seen += 1;
+            let text = std::fs::read_to_string(&path).unwrap();
+            // Unit tests may build fixtures with std::fs.
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            let uses = ["std::fs", "Command::new", "File::open", ".is_dir()", ".exists()"]
+                .iter()
+                .any(|needle| code.contains(needle));
+            if !uses {
+                continue;
+            }
+            if MAY_TOUCH_FILES.iter().any(|(file, _)| *file == rel) {
+                allowed_and_used.push(rel);
+            } else {
+                offenders.push(rel);
+            }
+        }
+    }
+    assert!(seen > 20, "only {seen} source files found under {src:?}");
+    assert!(
+        offenders.is_empty(),
+        "these files touch the filesystem or start processes outside rootfs: {offenders:?}"
+    );
+    // The allow-list stays as short as it can be: no entry that is not needed.
+    for (file, why) in MAY_TOUCH_FILES {
+        assert!(
+            allowed_and_used.iter().any(|f| f == file),
+            "{file} ({why}) no longer needs to be allowed"
+        );
+    }
+}
