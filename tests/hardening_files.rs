@@ -122,7 +122,10 @@ fn item01_a_lock_on_the_root_does_not_stop_the_run_the_state_lock_does() {
     std::fs::remove_file(host.root().join("etc/motd")).unwrap();
     let out = host.run(MOTD, &[], &[]);
     assert_eq!(out.status.code(), Some(75), "{}", text(&out));
-    assert!(!host.root().join("etc/motd").exists(), "a busy run changes nothing");
+    assert!(
+        !host.root().join("etc/motd").exists(),
+        "a busy run changes nothing"
+    );
 
     // Another state directory is another lock.
     let other = host.dir.path().join("other-state");
@@ -169,7 +172,10 @@ fn item02_facts_never_leave_the_root_nor_hang_on_it() {
     std::fs::remove_file(etc.join("hostname")).unwrap();
     symlink(&secret, etc.join("hostname")).unwrap();
     symlink("/dev/zero", etc.join("os-release")).unwrap();
-    let fifo = Command::new("mkfifo").arg(etc.join("hosts")).status().unwrap();
+    let fifo = Command::new("mkfifo")
+        .arg(etc.join("hosts"))
+        .status()
+        .unwrap();
     assert!(fifo.success());
     let policy = r#"bundle b { file "/srv/host" { content = "${sys.hostname}\n"; } }
 policy { b(); }
@@ -283,7 +289,12 @@ policy { b(); }
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert_eq!(left, vec![OsStr::new("managed").to_owned()], "{}", text(&out));
+    assert_eq!(
+        left,
+        vec![OsStr::new("managed").to_owned()],
+        "{}",
+        text(&out)
+    );
 
     // Again with the human report, and the JSON report on standard output.
     for format in ["human", "json"] {
@@ -295,7 +306,9 @@ policy { b(); }
         let stdout = String::from_utf8(out.stdout.clone()).unwrap();
         assert!(!stdout.contains('\u{1b}'), "{stdout}");
         assert!(
-            !stdout.lines().any(|l| l.starts_with("repaired file \"shadow\"")),
+            !stdout
+                .lines()
+                .any(|l| l.starts_with("repaired file \"shadow\"")),
             "a name forged a report line:\n{stdout}"
         );
         let shown = [
@@ -355,10 +368,7 @@ fn item06_a_purge_that_fails_is_a_failed_promise() {
     let dir = &report["promises"][0];
     assert_eq!(dir["outcome"], "failed", "{report}");
     let error = dir["error"].as_str().unwrap();
-    assert!(
-        error.contains("cannot purge `/srv/app/stuck`"),
-        "{error}"
-    );
+    assert!(error.contains("cannot purge `/srv/app/stuck`"), "{error}");
 }
 
 /// Issue 15 item 5: a guard that fails to evaluate made its promise
@@ -379,7 +389,10 @@ policy { b(); }
     let report = converge(&bundle, &host.root(), false);
     let failed = support::failed(&report);
     assert_eq!(failed.len(), 1, "{report:?}");
-    assert!(failed[0].contains("its guard could not be evaluated"), "{failed:?}");
+    assert!(
+        failed[0].contains("its guard could not be evaluated"),
+        "{failed:?}"
+    );
     assert!(!host.root().join("etc/motd").exists());
 }
 
@@ -452,5 +465,8 @@ policy { b(); }
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
     assert_eq!(mode(&host.root().join("usr/bin/new")), 0o6755);
     assert_eq!(mode(&old), 0o4755);
-    assert_eq!(support::repaired(&converge(&bundle, &host.root(), false)), 0);
+    assert_eq!(
+        support::repaired(&converge(&bundle, &host.root(), false)),
+        0
+    );
 }

@@ -282,8 +282,7 @@ fn guarded(fd: &OwnedFd, dir: &Path) -> std::io::Result<()> {
 pub fn write_atomically(dir: &Path, file: &str, bytes: &[u8]) -> std::io::Result<()> {
     let fd = rfs::open(dir, DIR_FLAGS, Mode::empty())?;
     let shown = dir.join(file).display().to_string();
-    write_atomic_at(&fd, file, bytes, 0o600, None, &shown, || Ok(()))
-        .map_err(std::io::Error::other)
+    write_atomic_at(&fd, file, bytes, 0o600, None, &shown, || Ok(())).map_err(std::io::Error::other)
 }
 
 #[cfg(test)]
@@ -348,7 +347,7 @@ mod tests {
         // A FIFO is refused at once (the test would hang otherwise).
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &state.path(STAMP),
+            state.path(STAMP),
             rustix::fs::FileType::Fifo,
             Mode::from_bits_truncate(0o600),
             0,

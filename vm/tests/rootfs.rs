@@ -463,7 +463,10 @@ fn item15_names_up_to_name_max_are_written() {
             .unwrap_or_else(|e| panic!("{len} bytes: {e}"));
         fs.symlink(&format!("/etc/l{}", &name[1..]), "target")
             .unwrap_or_else(|e| panic!("link of {len} bytes: {e}"));
-        assert_eq!(std::fs::read(s.root.join("etc").join(&name)).unwrap(), b"long\n");
+        assert_eq!(
+            std::fs::read(s.root.join("etc").join(&name)).unwrap(),
+            b"long\n"
+        );
     }
     let names: Vec<_> = std::fs::read_dir(s.root.join("etc"))
         .unwrap()
@@ -545,7 +548,11 @@ fn item02_only_rootfs_and_the_allow_list_open_files_or_start_processes() {
                 stack.push(path);
                 continue;
             }
-            let rel = path.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+            let rel = path
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             if !rel.ends_with(".rs") || rel.starts_with("rootfs/") || rel.ends_with("tests.rs") {
                 continue;
             }
@@ -553,9 +560,15 @@ fn item02_only_rootfs_and_the_allow_list_open_files_or_start_processes() {
             let text = std::fs::read_to_string(&path).unwrap();
             // Unit tests may build fixtures with std::fs.
             let code = text.split("#[cfg(test)]").next().unwrap_or("");
-            let uses = ["std::fs", "Command::new", "File::open", ".is_dir()", ".exists()"]
-                .iter()
-                .any(|needle| code.contains(needle));
+            let uses = [
+                "std::fs",
+                "Command::new",
+                "File::open",
+                ".is_dir()",
+                ".exists()",
+            ]
+            .iter()
+            .any(|needle| code.contains(needle));
             if !uses {
                 continue;
             }

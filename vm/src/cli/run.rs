@@ -16,9 +16,9 @@ use super::{out, EXIT_NO_INPUT};
 use crate::bundle::keys::load_trust_dir;
 use crate::bundle::open;
 use crate::run::lock::{LockError, RunLock};
-use crate::state::{default_dir, StateDir};
 use crate::run::operators::Outcome;
 use crate::run::{report, run as converge, RunOptions};
+use crate::state::{default_dir, StateDir};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -137,7 +137,10 @@ pub fn run(args: RunArgs) -> ExitCode {
 /// not even the state directory: where there is none yet, it runs without
 /// the lock.
 fn lock(args: &RunArgs) -> Result<Option<RunLock>, u8> {
-    let dir = args.state.clone().unwrap_or_else(|| default_dir(&args.root));
+    let dir = args
+        .state
+        .clone()
+        .unwrap_or_else(|| default_dir(&args.root));
     if args.dry_run && std::fs::symlink_metadata(&dir).is_err() {
         return Ok(None);
     }

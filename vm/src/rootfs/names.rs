@@ -44,7 +44,8 @@ pub fn printable(text: &str) -> Cow<'_, str> {
 }
 
 fn needs_escape(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 fn push_char(out: &mut String, c: char) {
@@ -70,7 +71,10 @@ mod tests {
             escape_name(b"x\nrepaired file \"/etc/shadow\""),
             "x\\nrepaired file \"/etc/shadow\""
         );
-        assert_eq!(escape_name("\u{1b}[2Jz\u{202e}".as_bytes()), "\\u{1b}[2Jz\\u{202e}");
+        assert_eq!(
+            escape_name("\u{1b}[2Jz\u{202e}".as_bytes()),
+            "\\u{1b}[2Jz\\u{202e}"
+        );
         assert_eq!(printable("a\\xff"), "a\\xff");
         assert_eq!(printable("a\nb"), "a\\nb");
         assert_eq!(printable(&escape_name(b"q\n\xfe")), escape_name(b"q\n\xfe"));

@@ -62,7 +62,9 @@ pub(super) fn remove_tree(parent: &OwnedFd, name: &[u8], shown: &str) -> Result<
             break;
         };
         let Some(fd) = level.fd.as_ref() else {
-            return Err(io(shown, "remove (lost a directory handle of)")(Errno::BADF));
+            return Err(io(shown, "remove (lost a directory handle of)")(
+                Errno::BADF,
+            ));
         };
         if let Some(sub) = level.pending.pop() {
             let child = match rfs::openat(fd, sub.as_slice(), OPEN_DIR, Mode::empty()) {
@@ -87,7 +89,9 @@ pub(super) fn remove_tree(parent: &OwnedFd, name: &[u8], shown: &str) -> Result<
             break;
         };
         let Some(done_fd) = done.fd else {
-            return Err(io(shown, "remove (lost a directory handle of)")(Errno::BADF));
+            return Err(io(shown, "remove (lost a directory handle of)")(
+                Errno::BADF,
+            ));
         };
         match levels.last_mut() {
             None => {
@@ -144,9 +148,7 @@ fn enter(name: Vec<u8>, fd: OwnedFd, shown: &str) -> Result<Level, FsError> {
         } else {
             match rfs::unlinkat(&fd, entry, AtFlags::empty()) {
                 Ok(()) | Err(Errno::NOENT) => {}
-                Err(e) => {
-                    return Err(io(&format!("{shown}/{}", escape_name(entry)), "remove")(e))
-                }
+                Err(e) => return Err(io(&format!("{shown}/{}", escape_name(entry)), "remove")(e)),
             }
         }
     }

@@ -113,17 +113,23 @@ mod tests {
         let state = default_dir(dir.path());
         std::fs::create_dir_all(&state).unwrap();
         std::os::unix::fs::symlink(dir.path().join("elsewhere"), state.join(LOCK)).unwrap();
-        assert!(matches!(RunLock::acquire(dir.path()), Err(LockError::Io(_))));
+        assert!(matches!(
+            RunLock::acquire(dir.path()),
+            Err(LockError::Io(_))
+        ));
         assert!(!dir.path().join("elsewhere").exists());
         std::fs::remove_file(state.join(LOCK)).unwrap();
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &state.join(LOCK),
+            state.join(LOCK),
             rustix::fs::FileType::Fifo,
             Mode::from_bits_truncate(0o600),
             0,
         )
         .unwrap();
-        assert!(matches!(RunLock::acquire(dir.path()), Err(LockError::Io(_))));
+        assert!(matches!(
+            RunLock::acquire(dir.path()),
+            Err(LockError::Io(_))
+        ));
     }
 }

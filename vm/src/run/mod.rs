@@ -224,12 +224,12 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             } else {
                 apply(&ctx, inst, restart.remove(&inst.index))
             };
-            let applied = if inst.kind == "directory" && !matches!(applied.outcome, Outcome::Failed(_))
-            {
-                purge(&ctx, inst, &instances, &mut unmanaged, applied)
-            } else {
-                applied
-            };
+            let applied =
+                if inst.kind == "directory" && !matches!(applied.outcome, Outcome::Failed(_)) {
+                    purge(&ctx, inst, &instances, &mut unmanaged, applied)
+                } else {
+                    applied
+                };
             if inst.kind == "command"
                 && matches!(applied.outcome, Outcome::Repaired | Outcome::Failed(_))
             {

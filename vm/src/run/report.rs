@@ -111,10 +111,7 @@ pub fn human(r: &RunReport) -> String {
                     } else {
                         format!("{} -> {}", printable(&c.before), printable(&c.after))
                     };
-                    out.push_str(&format!(
-                        "{verb} {head}: {} {arrow}\n",
-                        printable(&c.what)
-                    ));
+                    out.push_str(&format!("{verb} {head}: {} {arrow}\n", printable(&c.what)));
                     if let Some(diff) = &c.diff {
                         out.push_str(&printable_lines(diff));
                     }
