@@ -196,45 +196,46 @@ fn attributes(
     uid: u32,
     gid: u32,
 ) -> Result<Vec<Change>, Applied> {
-    // The owner first: `chown` clears the setuid and setgid bits, so a
-    // mode set before it would lose them (and be set again every run).
+    // The owner first, then the mode: `chown` clears the setuid and setgid
+    // bits, so the mode (the promised one, or the one the object had) is
+    // set after it, or those bits would be lost for good when no `mode` is
+    // promised.
     let mut changes = Vec::new();
     let (want_uid, want_gid) = owner_ids(ctx, inst).map_err(Applied::failed)?;
     let new_uid = want_uid.unwrap_or(uid);
     let new_gid = want_gid.unwrap_or(gid);
-    let mut mode = mode;
-    if new_uid != uid || new_gid != gid {
-        if !ctx.dry_run {
+    let owner_changes = new_uid != uid || new_gid != gid;
+    let want_mode = inst.int("mode").and_then(|m| u32::try_from(m).ok());
+    let target = want_mode.unwrap_or(mode);
+    if !ctx.dry_run {
+        let mut now = mode;
+        if owner_changes {
             ctx.fs
                 .set_owner(path, new_uid, new_gid)
                 .map_err(fs_failed)?;
-            // What the kernel left of the mode after the chown.
-            if let Ok(Some(m)) = ctx.fs.lstat(path) {
-                mode = m.mode;
+            if let Some(m) = ctx.fs.lstat(path).map_err(fs_failed)? {
+                now = m.mode;
             }
         }
+        if now != target {
+            ctx.fs.set_mode(path, target).map_err(fs_failed)?;
+        }
+    }
+    if let Some(want) = want_mode.filter(|w| *w != mode) {
+        changes.push(Change {
+            what: "mode".into(),
+            before: format!("0o{mode:o}"),
+            after: format!("0o{want:o}"),
+            diff: None,
+        });
+    }
+    if owner_changes {
         changes.push(Change {
             what: "owner".into(),
             before: format!("{uid}:{gid}"),
             after: format!("{new_uid}:{new_gid}"),
             diff: None,
         });
-    }
-    if let Some(want) = inst.int("mode").and_then(|m| u32::try_from(m).ok()) {
-        if want != mode {
-            if !ctx.dry_run {
-                ctx.fs.set_mode(path, want).map_err(fs_failed)?;
-            }
-            changes.insert(
-                0,
-                Change {
-                    what: "mode".into(),
-                    before: format!("0o{mode:o}"),
-                    after: format!("0o{want:o}"),
-                    diff: None,
-                },
-            );
-        }
     }
     Ok(changes)
 }
