@@ -483,3 +483,58 @@ policy { b(); }
         0
     );
 }
+
+/// Item 8, end to end: while `policyvm run` writes 2,000 files into
+/// `/data/d1`, another thread's rename moves that directory out of the
+/// root. The run cached its directory handle: every later write went
+/// outside. No file may be written outside after the move.
+#[test]
+fn item08_a_directory_moved_out_mid_run_receives_no_write() {
+    let host = Host::new();
+    let mut policy = String::from("bundle b {\n");
+    for i in 0..2_000 {
+        policy.push_str(&format!(
+            "  file \"/data/d1/f{i:04}\" {{ content = \"{i}\\n\"; }}\n"
+        ));
+    }
+    policy.push_str("}\npolicy { b(); }\n");
+    std::fs::create_dir_all(host.root().join("data/d1")).unwrap();
+    let from = host.root().join("data/d1");
+    let to = host.outside().join("d1");
+    let mover = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while std::fs::read_dir(&from).map_or(0, Iterator::count) < 200 {
+            assert!(Instant::now() < deadline, "the run never wrote 200 files");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::fs::rename(&from, &to).unwrap();
+        // What the directory held when it left the root.
+        let moved: std::collections::BTreeSet<_> = std::fs::read_dir(&to)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        moved
+    });
+    // Each new file costs two fsyncs: minutes on a loaded machine.
+    let out = host.run_within(&policy, &[], &[], Duration::from_secs(600));
+    let moved = mover.join().unwrap();
+    let after: Vec<_> = std::fs::read_dir(host.outside().join("d1"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| !moved.contains(n))
+        .collect();
+    assert!(
+        after.is_empty(),
+        "{} files were written outside the root after the move (of {} moved): {:?}\n{}",
+        after.len(),
+        moved.len(),
+        after.iter().take(5).collect::<Vec<_>>(),
+        text(&out)
+    );
+    // The files after the move went to the path inside the root.
+    assert!(
+        host.root().join("data/d1/f1999").is_file(),
+        "{}",
+        text(&out)
+    );
+}
