@@ -23,6 +23,7 @@
 
 pub mod accounts;
 pub mod apt;
+pub mod contain;
 pub mod packages;
 pub mod process;
 pub mod runit;

@@ -116,14 +116,8 @@ pub fn pull(args: PullArgs) -> ExitCode {
                 stamp.serial,
                 format_utc(stamp.expires)
             ));
-            if stamp.expires <= now {
-                eprintln!(
-                    "warning: STALE: the hub still serves a stamp that expired at {}; \
-                     the bundle in force stays, publish again",
-                    format_utc(stamp.expires)
-                );
-                return ExitCode::from(EXIT_STALE);
-            }
+            // An expired stamp is never current: `pull` refused it above
+            // (PullError::Expired, exit 4).
             ExitCode::SUCCESS
         }
         Ok(Pulled::Installed { stamp, previous }) => {

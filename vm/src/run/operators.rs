@@ -607,7 +607,10 @@ pub fn command(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
             .unwrap_or(60),
     );
     let cwd = match inst.str("cwd") {
-        Some(dir) => ctx.fs.path().join(dir.trim_start_matches('/')),
+        Some(dir) => match crate::backend::contain::working_dir(ctx.fs, dir) {
+            Ok(cwd) => cwd,
+            Err(why) => return Applied::failed(why),
+        },
         None => ctx.fs.path().to_path_buf(),
     };
     if let Some(unless) = inst.list("unless").filter(|u| !u.is_empty() && !notified) {
