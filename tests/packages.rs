@@ -255,9 +255,11 @@ policy { b(); }"#,
     assert_eq!(installed(root.path()), ["cvg-gamma 1.0"]);
 }
 
-/// One broken `.deb` fails the batch's `dpkg --install`; each package is
-/// then tried on its own, so the good one is installed and only the broken
-/// one fails, with its own command and dpkg's words.
+/// One `.deb` whose dependency is missing fails the batch's `dpkg
+/// --install`; each package is then tried on its own, so the good one is
+/// installed and only the bad one fails, with its own command and dpkg's
+/// words. (A file that is not a `.deb` at all fails earlier and alone, at
+/// `dpkg-deb --contents`, which lists where it would unpack.)
 #[test]
 #[ignore = "needs root"]
 fn a_failing_batch_is_retried_one_by_one_so_one_bad_package_fails_alone() {
@@ -265,7 +267,7 @@ fn a_failing_batch_is_retried_one_by_one_so_one_bad_package_fails_alone() {
     let root = dpkg_root();
     let pkgs = root.path().join("pkgs");
     build_deb(&pkgs, "cvg-gamma", "1.0", None);
-    std::fs::write(pkgs.join("cvg-bad_1.0.deb"), "not an ar archive").unwrap();
+    build_deb(&pkgs, "cvg-bad", "1.0", Some("cvg-missing"));
     let bundle = verified(&compile(
         r#"bundle b {
   package "cvg-bad" { deb = "/pkgs/cvg-bad_1.0.deb"; }
@@ -280,6 +282,7 @@ policy { b(); }"#,
         failures[0].starts_with("package cvg-bad: `dpkg --root=")
             && failures[0].contains("--install -- ")
             && failures[0].contains("cvg-bad_1.0.deb` exited with status")
+            && failures[0].contains("cvg-missing")
             && !failures[0].contains("cvg-gamma"),
         "{failures:?}"
     );
