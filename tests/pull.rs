@@ -287,7 +287,7 @@ fn with_the_hub_down_the_agent_enforces_its_bundle_and_warns() {
     // A host that never had a bundle cannot run one: a clear error.
     let fresh = hub.host("web02");
     let out = hub.agent(&fresh);
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
     assert!(
         text(&out).contains("no bundle to run: no bundle has been installed yet"),
         "{}",
@@ -721,7 +721,7 @@ fn t23_locally_edited_bundles_are_refused_on_use() {
     std::fs::write(host.root.join("etc/motd"), "local\n").unwrap();
     let out = hub.agent(&host);
     let said = text(&out);
-    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert_eq!(out.status.code(), Some(5), "{said}");
     assert!(said.contains("no bundle to run"), "{said}");
     assert!(said.contains("last-good.bundle` is refused"), "{said}");
     assert_eq!(host.motd(), "local\n", "nothing ran");

@@ -11,7 +11,11 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use super::{out, EXIT_NO_INPUT};
+use super::exit::{
+    BUSY as EXIT_BUSY, FAILED as EXIT_FAILED, NOT_CONVERGED as EXIT_NOT_CONVERGED,
+    NO_INPUT as EXIT_NO_INPUT, REFUSED as EXIT_REFUSED,
+};
+use super::out;
 use crate::bundle::keys::load_trust_dir;
 use crate::bundle::open;
 use crate::run::lock::{LockError, RunLock};
@@ -49,11 +53,6 @@ pub enum RunFormat {
     Json,
 }
 
-pub const EXIT_FAILED: u8 = 1;
-pub const EXIT_NOT_CONVERGED: u8 = 2;
-pub const EXIT_REFUSED: u8 = 3;
-/// `EX_TEMPFAIL`: another run holds the lock; the next attempt may succeed.
-pub const EXIT_BUSY: u8 = 75;
 
 pub fn run(args: RunArgs) -> ExitCode {
     let keys = match load_trust_dir(&args.trust) {
