@@ -245,7 +245,10 @@ policy { b(); }"#,
         (exit::OK, verify(&good, "ok.bundle", &trust)),
         (exit::FAILED, run(&failing)),
         (exit::NOT_CONVERGED, run(&flipping)),
-        (exit::REFUSED, run(&f.file("refused.bundle", b"not a bundle"))),
+        (
+            exit::REFUSED,
+            run(&f.file("refused.bundle", b"not a bundle")),
+        ),
         (exit::STALE, pull(&stale.url(), &st)),
         (
             exit::NO_BUNDLE,
@@ -256,7 +259,10 @@ policy { b(); }"#,
                 f.agent_config(&down, &f.path("agent-state")),
             ],
         ),
-        (exit::BAD_MAGIC, verify(b"#!/bin/sh\n", "magic.bundle", &trust)),
+        (
+            exit::BAD_MAGIC,
+            verify(b"#!/bin/sh\n", "magic.bundle", &trust),
+        ),
         (
             exit::UNSUPPORTED_VERSION,
             verify(&newer, "newer.bundle", &trust),
@@ -273,7 +279,10 @@ policy { b(); }"#,
             exit::UNKNOWN_KEY,
             verify(&good, "stranger.bundle", &other_trust.display().to_string()),
         ),
-        (exit::BAD_SIGNATURE, verify(&forged, "forged.bundle", &trust)),
+        (
+            exit::BAD_SIGNATURE,
+            verify(&forged, "forged.bundle", &trust),
+        ),
         (exit::USAGE, vec!["frobnicate".into()]),
         (
             exit::NO_INPUT,
@@ -289,14 +298,20 @@ policy { b(); }"#,
             exit::CANT_CREATE,
             pull(&stale.url(), &format!("{good_file}/state")),
         ),
-        (exit::BUSY, pull(&stale.url(), &busy_state.display().to_string())),
+        (
+            exit::BUSY,
+            pull(&stale.url(), &busy_state.display().to_string()),
+        ),
     ];
     let tried: Vec<u8> = cases.iter().map(|(c, _)| *c).collect();
     let listed: Vec<u8> = table.iter().map(|(c, _)| *c).collect();
     assert_eq!(tried, listed, "every documented code needs a case");
     let mut wrong = Vec::new();
     for (code, args) in &cases {
-        let out = Command::new(binary("policyvm")).args(args).output().unwrap();
+        let out = Command::new(binary("policyvm"))
+            .args(args)
+            .output()
+            .unwrap();
         if out.status.code() != Some(i32::from(*code)) {
             wrong.push(format!("expected {code} from {args:?}:\n{}", text(&out)));
         }

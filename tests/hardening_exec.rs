@@ -89,8 +89,8 @@ impl Work {
                 .env("PATH", path)
                 .envs(env.iter().copied()),
         );
-        let json = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+        let json =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
         (out, json)
     }
 }
@@ -163,7 +163,13 @@ fn www_deb(dir: &Path) -> PathBuf {
 fn item07_dpkg_never_unpacks_through_a_link_planted_on_the_packages_directories() {
     let w = Work::new();
     let r = w.root();
-    for d in ["var/lib/dpkg/info", "var/lib/dpkg/updates", "etc", "pkgs", "srv"] {
+    for d in [
+        "var/lib/dpkg/info",
+        "var/lib/dpkg/updates",
+        "etc",
+        "pkgs",
+        "srv",
+    ] {
         std::fs::create_dir_all(r.join(d)).unwrap();
     }
     std::fs::write(r.join("var/lib/dpkg/status"), "").unwrap();
@@ -259,7 +265,10 @@ policy { b(); }"#;
     let (out, report) = w.run(&command_with_cwd("/../../etc"), &[]);
     let cmd = promise(&report, "where");
     assert_eq!(cmd["outcome"], "failed", "{}", text(&out));
-    assert!(cmd.to_string().contains("`cwd = /../../etc` is not usable"), "{cmd}");
+    assert!(
+        cmd.to_string().contains("`cwd = /../../etc` is not usable"),
+        "{cmd}"
+    );
     assert!(!cmd.to_string().contains("\"/etc\\n"), "it ran: {cmd}");
 
     std::fs::create_dir_all(w.path().join("outside")).unwrap();
@@ -337,8 +346,7 @@ fn item20_the_report_file_replaces_a_planted_link_instead_of_following_it() {
     let meta = std::fs::symlink_metadata(&report).unwrap();
     assert!(meta.file_type().is_file(), "the link is still there");
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     assert_eq!(json["promises"][0]["promiser"], "/motd", "{json}");
     // No temporary file is left beside it.
     let left: Vec<_> = std::fs::read_dir(w.path())

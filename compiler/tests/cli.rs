@@ -214,11 +214,18 @@ fn every_documented_exit_code_is_what_policyc_returns() {
         .iter()
         .map(|(c, m)| (*c, (*m).to_owned()))
         .collect();
-    assert_eq!(documented, table, "docs/exit-codes.md and cli/exit.rs disagree");
+    assert_eq!(
+        documented, table,
+        "docs/exit-codes.md and cli/exit.rs disagree"
+    );
 
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "clean.policy", CLEAN);
-    write(dir.path(), "bad.policy", "bundle b { file \"/x\" { mode = \"rw\"; } }\npolicy { b(); }\n");
+    write(
+        dir.path(),
+        "bad.policy",
+        "bundle b { file \"/x\" { mode = \"rw\"; } }\npolicy { b(); }\n",
+    );
     let d = |name: &str| dir.path().join(name).display().to_string();
     let cases: Vec<(u8, Vec<String>)> = vec![
         (exit::OK, vec!["check".into(), d("clean.policy")]),

@@ -24,7 +24,10 @@ pub const IO_ERROR: u8 = 74;
 /// Every code with its meaning, as docs/exit-codes.md lists them.
 pub const TABLE: &[(u8, &str)] = &[
     (OK, "success"),
-    (ERRORS, "the policy has errors (or a file fmt refused or would change)"),
+    (
+        ERRORS,
+        "the policy has errors (or a file fmt refused or would change)",
+    ),
     (USAGE, "usage error"),
     (NO_INPUT, "an input cannot be read"),
     (CANT_CREATE, "an output cannot be written"),

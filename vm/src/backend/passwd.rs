@@ -45,7 +45,10 @@ impl AccountDb {
                 .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
                 .unwrap_or_default())
         };
-        Ok(AccountDb::parse(&read("/etc/passwd")?, &read("/etc/group")?))
+        Ok(AccountDb::parse(
+            &read("/etc/passwd")?,
+            &read("/etc/group")?,
+        ))
     }
 
     /// Parses the text of `/etc/passwd` and `/etc/group`.

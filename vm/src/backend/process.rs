@@ -365,7 +365,11 @@ mod tests {
 
     #[test]
     fn a_missing_program_is_an_error_naming_it() {
-        let err = run(&Cmd::new(&["no-such-tool-here", "x"], Duration::from_secs(1))).unwrap_err();
+        let err = run(&Cmd::new(
+            &["no-such-tool-here", "x"],
+            Duration::from_secs(1),
+        ))
+        .unwrap_err();
         assert!(
             err.starts_with("cannot run `no-such-tool-here x`: no program"),
             "{err}"

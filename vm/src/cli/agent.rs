@@ -11,10 +11,10 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::out;
-use crate::agent::config::Config;
 use super::exit;
+use super::out;
 use crate::agent::agent as cycle;
+use crate::agent::config::Config;
 
 #[derive(Debug, Args)]
 pub struct AgentArgs {

@@ -50,10 +50,16 @@ pub const BUSY: u8 = 75;
 
 /// Every code with its meaning, as docs/exit-codes.md lists them.
 pub const TABLE: &[(u8, &str)] = &[
-    (OK, "success: converged without failures, verified, installed or already current"),
+    (
+        OK,
+        "success: converged without failures, verified, installed or already current",
+    ),
     (FAILED, "some promise failed"),
     (NOT_CONVERGED, "not converged within the pass limit"),
-    (REFUSED, "a bundle, or what a hub served, was refused by a check"),
+    (
+        REFUSED,
+        "a bundle, or what a hub served, was refused by a check",
+    ),
     (STALE, "the hub's stamp has expired; nothing was installed"),
     (NO_BUNDLE, "no bundle to run, and no hub delivered one"),
     (BAD_MAGIC, "not a Converge bundle"),
@@ -65,8 +71,14 @@ pub const TABLE: &[(u8, &str)] = &[
     (USAGE, "usage error"),
     (NO_INPUT, "an input cannot be read"),
     (UNAVAILABLE, "the hub cannot be reached or has no such file"),
-    (CANT_CREATE, "the state directory cannot be created or written"),
-    (BUSY, "busy: another run or agent holds the lock; nothing was done"),
+    (
+        CANT_CREATE,
+        "the state directory cannot be created or written",
+    ),
+    (
+        BUSY,
+        "busy: another run or agent holds the lock; nothing was done",
+    ),
 ];
 
 #[cfg(test)]

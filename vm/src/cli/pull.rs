@@ -15,8 +15,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use clap::Args;
 
 use super::exit::{
-    BUSY as EXIT_BUSY, CANT_CREATE as EXIT_STATE, NO_INPUT as EXIT_NO_INPUT, REFUSED as EXIT_REFUSED,
-    STALE as EXIT_STALE, UNAVAILABLE as EXIT_UNAVAILABLE, USAGE as EXIT_USAGE,
+    BUSY as EXIT_BUSY, CANT_CREATE as EXIT_STATE, NO_INPUT as EXIT_NO_INPUT,
+    REFUSED as EXIT_REFUSED, STALE as EXIT_STALE, UNAVAILABLE as EXIT_UNAVAILABLE,
+    USAGE as EXIT_USAGE,
 };
 use super::out;
 use crate::bundle::keys::load_trust_dir;
@@ -48,7 +49,6 @@ pub struct PullArgs {
     #[arg(long, value_name = "PEM")]
     ca_file: Option<PathBuf>,
 }
-
 
 pub fn pull(args: PullArgs) -> ExitCode {
     if let Some(why) = crate::stamp::name_problem(&args.name) {

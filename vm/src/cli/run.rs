@@ -53,7 +53,6 @@ pub enum RunFormat {
     Json,
 }
 
-
 pub fn run(args: RunArgs) -> ExitCode {
     let keys = match load_trust_dir(&args.trust) {
         Ok(k) => k,
