@@ -197,6 +197,51 @@ policy { b(); }"#,
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
 }
 
+/// Item 7: `dpkg --remove` deletes the files its database lists for the
+/// package; a link planted on one of their directories would make it
+/// delete files outside the root. The installed file list is checked
+/// first; `dpkg` never runs.
+#[test]
+fn item07_dpkg_never_removes_through_a_link_planted_on_an_installed_packages_directory() {
+    let w = Work::new();
+    let r = w.root();
+    for d in ["var/lib/dpkg/info", "var/lib/dpkg/updates", "etc", "srv"] {
+        std::fs::create_dir_all(r.join(d)).unwrap();
+    }
+    std::fs::write(
+        r.join("var/lib/dpkg/status"),
+        "Package: cvgold\nStatus: install ok installed\nVersion: 1.0\nArchitecture: all\n\
+         Maintainer: t <t@example.invalid>\nDescription: test\n\n",
+    )
+    .unwrap();
+    std::fs::write(
+        r.join("var/lib/dpkg/info/cvgold.list"),
+        "/.\n/srv\n/srv/data\n/srv/data/precious\n",
+    )
+    .unwrap();
+    std::fs::write(r.join("etc/os-release"), "ID=debian\n").unwrap();
+    let outside = w.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("precious"), "keep\n").unwrap();
+    symlink(&outside, r.join("srv/data")).unwrap();
+    w.fake_tool("dpkg", "");
+    let bundle = compile(
+        r#"bundle b { package "cvgold" { state = removed; } }
+policy { b(); }"#,
+    );
+    let (out, report) = w.run(&bundle, &[]);
+    let pkg = promise(&report, "cvgold");
+    assert_eq!(pkg["outcome"], "failed", "{}", text(&out));
+    let reason = pkg.to_string();
+    assert!(
+        reason.contains("`/srv/data` is a symbolic link to")
+            && reason.contains("holds files of `cvgold`"),
+        "{reason}"
+    );
+    assert_eq!(w.tool_log("dpkg"), "", "dpkg ran through the planted link");
+    assert!(outside.join("precious").exists());
+}
+
 /// Item 7: the same for `apt-get` and a planted `ROOT/opt`: apt's files
 /// cannot be listed before it downloads them, but every top-level
 /// directory packages go to is checked.

@@ -450,13 +450,42 @@ const ADMIN_DIRS: &[&str] = &[
 /// would follow a link planted in the root out of it
 /// ([`super::contain`]): their state directories, the top-level
 /// directories packages go to and, for a `.deb`, every directory of its
-/// file list (`dpkg-deb --contents`).
+/// file list (`dpkg-deb --contents`); for a removal, every directory of the
+/// installed package's file list (`/var/lib/dpkg/info/NAME.list`).
 fn contained(fs: &RootFs, m: &Member<'_>, n: &Need) -> Result<(), String> {
     let tool = match n {
         Need::Apt(_) => "`apt-get`",
         _ => "`dpkg`",
     };
     super::contain::check_all(fs, ADMIN_DIRS.iter().chain(PACKAGE_TOPS).copied(), tool)?;
+    if *n == Need::Remove {
+        // What dpkg will delete: the file lists of the installed package
+        // (`NAME.list`, or `NAME:ARCH.list` for a multi-arch one).
+        let info = "/var/lib/dpkg/info";
+        let lists = fs.list_dir(info).map_err(|e| e.to_string())?;
+        for list in lists.iter().filter(|l| {
+            l.strip_suffix(".list").is_some_and(|stem| {
+                stem == m.name
+                    || stem
+                        .strip_prefix(m.name)
+                        .is_some_and(|arch| arch.starts_with(':'))
+            })
+        }) {
+            let path = format!("{info}/{list}");
+            let text = fs
+                .read_file(&path)
+                .map_err(|e| e.to_string())?
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
+            let dirs: std::collections::BTreeSet<&str> = text
+                .lines()
+                .filter_map(|f| f.rsplit_once('/').map(|(d, _)| d))
+                .filter(|d| !d.is_empty())
+                .collect();
+            super::contain::check_all(fs, dirs, tool)
+                .map_err(|why| format!("{why} (it holds files of `{}`)", m.name))?;
+        }
+    }
     if let (Need::Deb(file), Some(src)) = (n, m.deb) {
         let ran = process::run(&apt::contents(file))?;
         if !ran.ok() {
