@@ -115,16 +115,16 @@ impl<'a> Checker<'a> {
         let attrs = self.promise_attrs(p);
         for a in &attrs {
             match pt.attr(&a.name.name) {
-                Some(spec) => {
-                    self.check_attr_value(&spec.ty, a.value, scope);
-                    if pt.name == "command" && a.name.name == "cwd" {
-                        self.check_cwd(a.value);
-                    }
-                }
+                Some(spec) => self.check_attr_value(&spec.ty, a.value, scope),
                 None => self.unknown_attr(pt, a),
             }
         }
         self.check_rules(pt, p, &attrs);
+        if let Some(cwd) = attrs.iter().find(|a| a.name.name == "cwd") {
+            if pt.name == "command" {
+                self.check_cwd(cwd.value);
+            }
+        }
         if pt.name == "command"
             && !attrs
                 .iter()
