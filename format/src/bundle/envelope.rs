@@ -7,7 +7,7 @@
 //! 10      2     format minor version
 //! 12      8     key id of the signing key (a lookup hint, not trusted)
 //! 20      4     body length N (little endian)
-//! 24      N     body (postcard, see format.rs)
+//! 24      N     body (canonical postcard, see format.rs and wire.rs)
 //! 24+N    64    Ed25519 signature over SHA-256(bytes 0 .. 24+N)
 //! ```
 //!
@@ -24,11 +24,12 @@ use super::error::BundleError;
 use super::format::Body;
 use super::keys::PublicKey;
 use super::verify::verify_body;
+use super::wire::decode as decode_body;
 
 pub const MAGIC: [u8; 8] = *b"CNVGBNDL";
 /// The format major version this VM reads. A bundle with a newer major
 /// version is refused: its meaning may have changed.
-pub const FORMAT_MAJOR: u16 = 1;
+pub const FORMAT_MAJOR: u16 = 2;
 /// The minor version this VM writes and the newest it knows; minor versions
 /// only add, so an older VM may read a newer minor if nothing new is used
 /// (the body decoder then refuses unknown instructions or variants).
@@ -146,9 +147,7 @@ fn frame(bytes: &[u8]) -> Result<Frame<'_>, BundleError> {
 /// Decodes and verifies the body of a framed bundle.
 fn decode(bytes: &[u8], frame: &Frame<'_>) -> Result<Verified, BundleError> {
     let body_bytes = frame.signed.get(HEADER_LEN..).unwrap_or_default();
-    let body: Body = postcard::from_bytes(body_bytes).map_err(|e| BundleError::Corrupt {
-        reason: format!("body does not decode: {e}"),
-    })?;
+    let body = decode_body(body_bytes)?;
     if body.header.key_id != frame.key_id {
         return Err(BundleError::Corrupt {
             reason: "the signed header names another key than the envelope".to_owned(),
