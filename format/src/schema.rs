@@ -2,10 +2,11 @@
 //! defaults, which are required or mutually exclusive, and a one-line doc
 //! string for each (LANGUAGE.md section 4).
 //!
-//! It is defined once, here in the VM crate, because three parties read it:
-//! the compiler's type checker (which `policyc` links this crate for), the
-//! language server's hover and completion, and the VM's operators. The VM
-//! must never depend on the compiler, so the schema cannot live there.
+//! It is defined once, here in `converge-format`, because three parties read
+//! it: the compiler's type checker, the language server's hover and
+//! completion, and the VM's operators. Each promise type, attribute and fact
+//! carries its bundle id beside it ([`crate::ids`] gathers them into the id
+//! tables), and each attribute its [`AttrRole`].
 
 /// The type of an attribute value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -202,3 +202,158 @@ fn the_docs_print_exactly_the_id_tables() {
         );
     }
 }
+
+/// The documented row of a promise type: its id, name, and the attributes
+/// of its own (the common ones are valid on every type) as
+/// `name` (id): `type`.
+fn promise_type_row(t: &converge_format::schema::PromiseType) -> String {
+    let attrs: Vec<String> = t
+        .attrs
+        .iter()
+        .map(|a| format!("`{}` ({}): `{}`", a.name, a.id, a.ty.describe()))
+        .collect();
+    format!(
+        "| {} | `{}` | {} |",
+        t.id,
+        t.name,
+        attrs.join(", ").replace('|', "\\|")
+    )
+}
+
+/// The documented row of an attribute: id, name, role.
+fn attribute_row(a: &converge_format::schema::AttrSpec) -> String {
+    let role = match a.role {
+        converge_format::schema::AttrRole::State => "state",
+        converge_format::schema::AttrRole::Relation => {
+            "relation (a promise field, never an attribute value)"
+        }
+        converge_format::schema::AttrRole::Annotation => "annotation",
+    };
+    format!("| {} | `{}` | {role} |", a.id, a.name)
+}
+
+/// The documented row of a fact: id, name, type.
+fn fact_row(f: &converge_format::schema::FactSpec) -> String {
+    format!("| {} | `{}` | `{}` |", f.id, f.name, f.ty.describe())
+}
+
+/// Beyond the ids, the docs give each promise type's attributes with their
+/// types, each attribute's role and each fact's type, row for row as the
+/// schema has them: what a verifier needs to check attribute values.
+#[test]
+fn the_docs_give_every_promise_type_attribute_and_fact_as_the_schema_does() {
+    use converge_format::schema::{attributes, FACTS, PROMISE_TYPES};
+    let (_, doc) = docs();
+    let rows: Vec<String> = PROMISE_TYPES
+        .iter()
+        .map(promise_type_row)
+        .chain(attributes().into_iter().map(attribute_row))
+        .chain(FACTS.iter().map(fact_row))
+        .collect();
+    let missing: Vec<&String> = rows
+        .iter()
+        .filter(|r| !doc.lines().any(|l| l.trim() == r.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/bytecode.md lacks these rows (or has them otherwise):\n{}",
+        missing
+            .iter()
+            .map(|r| r.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// The body of the worked example in `docs/bytecode.md` ("Example").
+fn example_body() -> converge_format::bundle::format::Body {
+    use converge_format::bundle::format::*;
+    use converge_format::bundle::instr::Instr;
+    let mut body = Body::with_programs(
+        vec![
+            Constant::Str("/x".into()),
+            Constant::Word("web".into()),
+            Constant::Int(-2),
+            Constant::Str("hi".into()),
+            Constant::Str("site.policy".into()),
+        ],
+        vec![vec![Instr::Class(1)]],
+    );
+    body.header = Header {
+        name: "site".into(),
+        key_id: [0x11; 8],
+        serial: 300,
+        pass_limit: 3,
+        compiler_version: "0.1.0".into(),
+        source_digest: [0; 32],
+    };
+    body.classes = List(vec![ClassEntry {
+        name: 1,
+        program: None,
+    }]);
+    body.promises = List(vec![Promise {
+        kind: 1,
+        promiser: Item::Const(0),
+        attrs: List(vec![AttrValue {
+            attr: 12,
+            value: Operand::Item(Item::Const(3)),
+        }]),
+        guard: Some(0),
+        loops: List(Vec::new()),
+        after: List(Vec::new()),
+        notify: List(Vec::new()),
+        on_repaired: None,
+        on_kept: None,
+        on_failed: None,
+        source: 0,
+    }]);
+    body.order = List(vec![0]);
+    body.sources = List(vec![SourceLoc { file: 4, line: 3 }]);
+    body
+}
+
+/// The hex bytes of the first code block after `### Example` (everything
+/// after a `#` on a line is a comment).
+fn doc_example_bytes(doc: &str) -> Vec<u8> {
+    let mut lines = doc.lines().skip_while(|l| l.trim() != "### Example");
+    let _ = lines.by_ref().find(|l| l.trim_start().starts_with("```"));
+    let mut bytes = Vec::new();
+    for line in lines {
+        if line.trim_start().starts_with("```") {
+            break;
+        }
+        let data = line.split('#').next().unwrap_or("");
+        for word in data.split_whitespace() {
+            bytes.push(
+                u8::from_str_radix(word, 16).unwrap_or_else(|_| panic!("{word:?} in {line:?}")),
+            );
+        }
+    }
+    bytes
+}
+
+/// A reader of the docs can check their decoder against real bytes: the
+/// worked example is exactly what the writer writes, and it verifies.
+#[test]
+fn the_documented_example_is_what_the_writer_writes() {
+    let body = example_body();
+    let encoded = converge_format::bundle::wire::encode(&body).unwrap();
+    let (_, doc) = docs();
+    let documented = doc_example_bytes(&doc);
+    let hex = |b: &[u8]| {
+        b.iter()
+            .map(|x| format!("{x:02x}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(
+        hex(&documented),
+        hex(&encoded),
+        "the example in docs/bytecode.md is not what the writer writes"
+    );
+    assert_eq!(
+        converge_format::bundle::wire::decode(&encoded).unwrap(),
+        body
+    );
+    converge_format::bundle::verify::verify_body(&body).unwrap();
+}
