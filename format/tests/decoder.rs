@@ -104,3 +104,84 @@ fn a_bundle_name_outside_the_grammar_is_refused() {
         );
     }
 }
+
+/// A body with one `report` promise whose message is constant 0.
+fn with_promise(name_key: [u8; 8]) -> Body {
+    use converge_format::bundle::format::{AttrValue, Item, List, Operand, Promise, SourceLoc};
+    let mut b = body("site", name_key);
+    b.constants = List(vec![Constant::Str("r".into()), Constant::Str("f".into())]);
+    b.promises = List(vec![Promise {
+        kind: converge_format::schema::promise_type("report").unwrap().id,
+        promiser: Item::Const(0),
+        attrs: List(vec![AttrValue {
+            attr: 40,
+            value: Operand::Item(Item::Const(0)),
+        }]),
+        guard: None,
+        loops: List(Vec::new()),
+        after: List(Vec::new()),
+        notify: List(Vec::new()),
+        on_repaired: None,
+        on_kept: None,
+        on_failed: None,
+        source: 0,
+    }]);
+    b.order = List(vec![0]);
+    b.sources = List(vec![SourceLoc { file: 1, line: 1 }]);
+    b
+}
+
+/// Ids a VM does not know are refused by name, never read as something
+/// else (before format 2.0, positions: a reordered table changed meaning).
+#[test]
+fn unknown_ids_are_refused_by_name() {
+    let (_, public) = signer();
+    let good = with_promise(public.id);
+    let (bytes, key) = sealed(&encode(&good).unwrap());
+    open(&bytes, &[key]).unwrap();
+
+    let mut unknown_type = good.clone();
+    unknown_type.promises.0[0].kind = 99;
+    let mut unknown_attr = good.clone();
+    unknown_attr.promises.0[0].attrs.0[0].attr = 999;
+    let mut foreign_attr = good.clone();
+    foreign_attr.promises.0[0].attrs.0[0].attr = 16; // purge, of directories
+    let mut unknown_loop = good.clone();
+    unknown_loop.promises.0[0].loops.0.push(77);
+    let mut zero_type = good.clone();
+    zero_type.promises.0[0].kind = 0;
+    for (body, reason) in [
+        (unknown_type, "promise 0: unknown promise type id 99"),
+        (unknown_attr, "promise 0: unknown attribute id 999"),
+        (
+            foreign_attr,
+            "promise 0: `purge` is not an attribute of `report`",
+        ),
+        (unknown_loop, "promise 0: loop over unknown fact id 77"),
+        (zero_type, "promise 0: unknown promise type id 0"),
+    ] {
+        assert_eq!(refusal(&encode(&body).unwrap()), reason);
+    }
+
+    // An opcode no format defines, in place of `const` (0x01): the
+    // program list of a body with one one-instruction program.
+    let mut b = body("site", public.id);
+    b.programs =
+        converge_format::bundle::format::List(vec![converge_format::bundle::format::Program {
+            code: converge_format::bundle::format::List(vec![
+                converge_format::bundle::instr::Instr::Const(0),
+            ]),
+        }]);
+    let mut encoded = encode(&b).unwrap();
+    let at = encoded
+        .windows(4)
+        .position(|w| w == [1, 1, 0x01, 0])
+        .expect("programs: 1, code: 1, const 0");
+    encoded[at + 2] = 0x0d;
+    let reason = refusal(&encoded);
+    assert!(
+        reason.starts_with("the body does not decode at byte")
+            && reason.ends_with("unknown opcode 0x0d"),
+        "{reason}"
+    );
+}

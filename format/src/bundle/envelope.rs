@@ -27,12 +27,15 @@ use super::verify::verify_body;
 use super::wire::decode as decode_body;
 
 pub const MAGIC: [u8; 8] = *b"CNVGBNDL";
-/// The format major version this VM reads. A bundle with a newer major
-/// version is refused: its meaning may have changed.
+/// The format major version this VM reads. A bundle of another major
+/// version is refused before decoding: its meaning may have changed. 2.0:
+/// explicit ids, canonical bodies ("Compatibility" in `docs/bytecode.md`).
 pub const FORMAT_MAJOR: u16 = 2;
-/// The minor version this VM writes and the newest it knows; minor versions
-/// only add, so an older VM may read a newer minor if nothing new is used
-/// (the body decoder then refuses unknown instructions or variants).
+/// The minor version `policyc` writes and the newest this VM knows; minor
+/// versions only add ids, so an older VM reads a newer minor's bundle when
+/// nothing new is used, and refuses it naming the unknown id otherwise.
+/// Changing the id tables ([`crate::ids`]) needs a bump here and a new
+/// `format/tests/ids/MAJOR.MINOR.txt`.
 pub const FORMAT_MINOR: u16 = 0;
 pub const HEADER_LEN: usize = 24;
 pub const SIGNATURE_LEN: usize = 64;
