@@ -195,11 +195,7 @@ mod tests {
         let mut last = bytes.clone();
         assert_eq!(last.pop(), Some(0));
         last.extend_from_slice(&[0x80, 0x00]);
-        assert!(reason_of(&last).contains("not in canonical form"));
-    }
-
-    fn reason_of(bytes: &[u8]) -> String {
-        reason(bytes)
+        assert!(reason(&last).contains("not in canonical form"));
     }
 
     #[test]
