@@ -229,7 +229,7 @@ fn used(body: &Body, into: &mut BTreeSet<(&'static str, u32)>) {
     for c in body.constants.iter() {
         into.insert(("Constant kinds", u32::from(c.kind())));
     }
-    let mut item = |i: &Item, into: &mut BTreeSet<_>| {
+    let item = |i: &Item, into: &mut BTreeSet<_>| {
         into.insert((
             "Item kinds",
             u32::from(match i {

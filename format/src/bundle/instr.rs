@@ -192,6 +192,7 @@ impl<'de> Deserialize<'de> for Instr {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
 

@@ -137,6 +137,7 @@ impl Flavor for Compare<'_> {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
     use crate::bundle::format::{Constant, List};
@@ -168,9 +169,8 @@ mod tests {
         let mut bytes = encode(&body()).unwrap();
         let end = bytes.len();
         bytes.extend_from_slice(&[0, 0]);
-        let reason = reason(&bytes);
         assert_eq!(
-            reason,
+            reason(&bytes),
             format!("2 bytes follow the end of the body at byte {end}")
         );
     }
@@ -186,9 +186,8 @@ mod tests {
         assert_eq!(bytes[at], 1);
         let mut overlong = bytes.clone();
         overlong.splice(at..=at, [0x81, 0x00]);
-        let reason = reason(&overlong);
         assert_eq!(
-            reason,
+            reason(&overlong),
             format!("the body is not in canonical form at byte {at} (an overlong varint)")
         );
         // At the very end too: the last list length (sources, 0) as 0x80 0x00.
