@@ -49,8 +49,9 @@ deployed bundle, so a change needs a deliberate format version:
 format/src/bundle/envelope.rs;
   - anything else (an id removed or its meaning changed): bump FORMAT_MAJOR \
 and set FORMAT_MINOR to 0; never renumber or reuse an id even then;
-then write the new tables to format/tests/ids/MAJOR.MINOR.txt (the text of \
-converge_format::ids::render()), keep every older file as it is, update the \
+then write the new tables to format/tests/ids/MAJOR.MINOR.txt (`cargo run -q \
+-p converge-format --example print_ids > format/tests/ids/MAJOR.MINOR.txt`), keep \
+every older file as it is, update the \
 tables in docs/bytecode.md, and regenerate the golden bundles if they must \
 change (tests/golden/README.md).";
 
@@ -114,23 +115,6 @@ fn ids_are_never_reused_renumbered_or_dropped_within_a_major_version() {
             }
         }
     }
-}
-
-/// Writes the tables of a new format version to
-/// `format/tests/ids/MAJOR.MINOR.txt`, after FORMAT_MAJOR/FORMAT_MINOR were
-/// bumped: `cargo test -p converge-format --test ids -- --ignored`. It
-/// never overwrites a pinned version.
-#[test]
-#[ignore = "writes format/tests/ids/MAJOR.MINOR.txt for a new format version"]
-fn pin_the_tables_of_a_new_format_version() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("tests/ids/{FORMAT_MAJOR}.{FORMAT_MINOR}.txt"));
-    assert!(
-        !path.exists(),
-        "{} is pinned already; bump the format version first.\n{HOW}",
-        path.display()
-    );
-    std::fs::write(&path, render()).unwrap();
 }
 
 fn docs() -> (PathBuf, String) {
