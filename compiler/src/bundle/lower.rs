@@ -187,6 +187,18 @@ impl Lowerer<'_> {
         i
     }
 
+    /// The constant index of a compile-time scalar; an internal error for a
+    /// value that is not one (the checker gives every attribute its type).
+    fn constant_value(&mut self, v: &Value) -> u32 {
+        match constant_of(v) {
+            Some(c) => self.constant(c),
+            None => {
+                self.internal(format!("`{}` is not a single value", v.display()));
+                self.constant(Constant::Str(String::new()))
+            }
+        }
+    }
+
     fn program(&mut self, code: Vec<Instr>) -> u32 {
         if let Some(&i) = self.program_index.get(&code) {
             return i;
@@ -201,10 +213,16 @@ impl Lowerer<'_> {
 
     fn source_loc(&mut self, span: Span, sources: &mut Vec<SourceLoc>) -> u32 {
         let name = self.db.name(span.file).to_owned();
-        let line = self
-            .db
-            .get(span.file)
-            .map_or(0, |f| f.line_col(span.start).0) as u32;
+        let line = match self.db.get(span.file) {
+            Some(f) => f.line_col(span.start).0 as u32,
+            None => {
+                self.diagnostics.push(Diagnostic::unlocated(
+                    Code::InternalError,
+                    format!("internal error: a promise in unknown file {}", span.file.0),
+                ));
+                0
+            }
+        };
         let file = self.constant(Constant::Str(name));
         let loc = SourceLoc { file, line };
         match sources.iter().position(|s| *s == loc) {
@@ -384,7 +402,7 @@ impl Lowerer<'_> {
                 }
             }
             other => {
-                let c = self.constant(constant_of(other));
+                let c = self.constant_value(other);
                 code.push(Instr::Const(c));
             }
         }
@@ -393,7 +411,7 @@ impl Lowerer<'_> {
     /// A value as an operand item: a constant, or a program computing it.
     fn item(&mut self, v: &Value, loops: &[ir::RuntimeLoop]) -> Item {
         if v.is_constant() {
-            return Item::Const(self.constant(constant_of(v)));
+            return Item::Const(self.constant_value(v));
         }
         let mut code = Vec::new();
         self.scalar(v, loops, &mut code);
@@ -607,16 +625,17 @@ impl Lowerer<'_> {
     }
 }
 
-/// The constant of a compile-time value (lists and refs never get here).
-fn constant_of(v: &Value) -> Constant {
-    match v {
+/// The constant of a compile-time scalar; `None` for a list, map or
+/// reference, which are never one value.
+fn constant_of(v: &Value) -> Option<Constant> {
+    Some(match v {
         Value::Str(s) => Constant::Str(s.clone()),
         Value::Word(w) => Constant::Word(w.clone()),
         Value::Int(i) => Constant::Int(*i),
         Value::Bool(b) => Constant::Bool(*b),
         Value::Duration(s) => Constant::Duration(*s),
-        other => Constant::Str(other.display()),
-    }
+        _ => return None,
+    })
 }
 
 fn guard_classes<'g>(g: &'g Guard, out: &mut Vec<&'g str>) {
@@ -734,6 +753,15 @@ mod tests {
                 &[("addr", "sys.ipv4")]
             )]),
             ["internal error: `ip` is not a run-time loop variable here"]
+        );
+    }
+
+    #[test]
+    fn a_list_where_one_value_belongs_is_an_internal_error_not_its_text() {
+        let list = Value::List(vec![Value::Str("a".into()), Value::Str("b".into())]);
+        assert_eq!(
+            internal_errors(vec![promise("report", vec![("message", list)], &[])]),
+            ["internal error: `[\"a\", \"b\"]` is not a single value"]
         );
     }
 
