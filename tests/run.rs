@@ -243,8 +243,8 @@ fn commands_run_in_the_root_once_and_respect_creates() {
     let root = root_with_etc();
     let bundle = verified(&compile(
         r#"bundle b {
-  command "stamp" { run = ["/bin/sh", "-c", "echo ran >> \"$CONVERGE_ROOT/stamp\""]; creates = "/stamp"; }
-  command "fails" { run = ["/bin/sh", "-c", "exit 3"]; creates = "/never"; }
+  command "stamp" { run = ["/bin/sh", "-c", "echo ran >> \"$CONVERGE_ROOT/stamp\""]; creates = "/stamp"; host = true; }
+  command "fails" { run = ["/bin/sh", "-c", "exit 3"]; creates = "/never"; host = true; }
 }
 policy { b(); }"#,
     ));
@@ -467,7 +467,7 @@ fn a_repaired_promise_runs_the_commands_it_notifies() {
     let bundle = verified(&compile(
         r#"bundle b {
   file "/etc/app.conf" { content = "v1\n"; notify = [command "reload"]; }
-  command "reload" { run = ["/bin/sh", "-c", "echo reload >> \"$CONVERGE_ROOT/reloads\""]; creates = "/etc/app.conf"; }
+  command "reload" { run = ["/bin/sh", "-c", "echo reload >> \"$CONVERGE_ROOT/reloads\""]; creates = "/etc/app.conf"; host = true; }
 }
 policy { b(); }"#,
     ));
@@ -542,8 +542,8 @@ fn operators_in_detail() {
   file "/etc/app.conf" { content = "new on ${sys.hostname}\n"; owner = "app"; group = "app"; backup = true; }
   line "/etc/ssh_config" { replace = r"^PermitRootLogin\s+\w+$"; with = r"PermitRootLogin no"; }
   line "/etc/ssh_config" { absent = "X11Forwarding yes"; }
-  command "chatty" { run = ["/bin/sh", "-c", "echo to-stdout; echo to-stderr >&2"]; creates = "/never"; }
-  command "slow" { run = ["/bin/sleep", "5"]; creates = "/never"; timeout = 1s; }
+  command "chatty" { run = ["/bin/sh", "-c", "echo to-stdout; echo to-stderr >&2"]; creates = "/never"; host = true; }
+  command "slow" { run = ["/bin/sleep", "5"]; creates = "/never"; timeout = 1s; host = true; }
 }
 policy { b(); }"#,
     ));

@@ -46,6 +46,10 @@ pub struct Cmd {
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
     pub timeout: Duration,
+    /// Run chrooted into this directory (a `command` promise or a `file`'s
+    /// `validate` under `--root`, LANGUAGE.md §13): `cwd` is then a path
+    /// inside it, and the program is looked up on [`PATH`] inside it.
+    pub chroot: Option<PathBuf>,
 }
 
 impl Cmd {
@@ -56,7 +60,31 @@ impl Cmd {
             env: Vec::new(),
             cwd: None,
             timeout,
+            chroot: None,
         }
+    }
+
+    /// The argv actually executed: the promised one, or, chrooted, the
+    /// promised one behind util-linux `unshare --root=DIR --wd=CWD --`
+    /// (which chroots, changes to `CWD` inside the new root, and looks the
+    /// program up there; no namespace is created). The VM forbids unsafe
+    /// code, so it does not call chroot(2) itself between fork and exec.
+    pub fn executed_argv(&self) -> Vec<String> {
+        let Some(root) = &self.chroot else {
+            return self.argv.clone();
+        };
+        let wd = self
+            .cwd
+            .as_ref()
+            .map_or_else(|| "/".to_owned(), |c| c.display().to_string());
+        let mut argv = vec![
+            "unshare".to_owned(),
+            format!("--root={}", root.display()),
+            format!("--wd={wd}"),
+            "--".to_owned(),
+        ];
+        argv.extend(self.argv.iter().cloned());
+        argv
     }
 
     /// Adds an environment variable.
@@ -137,7 +165,11 @@ impl Ran {
 /// not be started at all (no such program, ...), with the command named.
 pub fn run(cmd: &Cmd) -> Result<Ran, String> {
     let shown = cmd.shown();
-    let Some((program, args)) = cmd.argv.split_first() else {
+    if cmd.argv.is_empty() {
+        return Err("empty command".to_owned());
+    }
+    let argv = cmd.executed_argv();
+    let Some((program, args)) = argv.split_first() else {
         return Err("empty command".to_owned());
     };
     let path = locate(program).ok_or_else(|| {
@@ -158,7 +190,7 @@ pub fn run(cmd: &Cmd) -> Result<Ran, String> {
     for (k, v) in &cmd.env {
         command.env(k, v);
     }
-    if let Some(cwd) = &cmd.cwd {
+    if let Some(cwd) = cmd.cwd.as_ref().filter(|_| cmd.chroot.is_none()) {
         command.current_dir(cwd);
     }
     let mut child = command
@@ -361,6 +393,25 @@ mod tests {
             "{}",
             ran.stdout
         );
+    }
+
+    /// Issue 17 item 8: a chrooted command is the promised argv behind
+    /// `unshare --root`, with its working directory inside the root.
+    #[test]
+    fn a_chrooted_command_runs_behind_unshare_root() {
+        let mut cmd = Cmd::new(&["/bin/sh", "-c", "pwd"], Duration::from_secs(1));
+        assert_eq!(cmd.executed_argv(), ["/bin/sh", "-c", "pwd"]);
+        cmd.chroot = Some(PathBuf::from("/srv/root"));
+        assert_eq!(
+            cmd.executed_argv(),
+            ["unshare", "--root=/srv/root", "--wd=/", "--", "/bin/sh", "-c", "pwd"]
+        );
+        cmd.cwd = Some(PathBuf::from("/var/lib/app"));
+        assert_eq!(
+            cmd.executed_argv(),
+            ["unshare", "--root=/srv/root", "--wd=/var/lib/app", "--", "/bin/sh", "-c", "pwd"]
+        );
+        assert_eq!(cmd.shown(), "/bin/sh -c pwd", "reports show the promised argv");
     }
 
     #[test]

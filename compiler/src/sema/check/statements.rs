@@ -125,6 +125,9 @@ impl<'a> Checker<'a> {
                 self.check_cwd(cwd.value);
             }
         }
+        if let Some(validate) = attrs.iter().find(|a| a.name.name == "validate") {
+            self.check_validate(validate.value);
+        }
         if pt.name == "command"
             && !attrs
                 .iter()
