@@ -870,7 +870,8 @@ mod tests {
                 "on_repaired",
                 "on_kept",
                 "on_failed",
-                "comment"
+                "comment",
+                "host"
             ]
         );
         assert!(describes_state("mode") && !describes_state("after"));
