@@ -168,6 +168,10 @@ pub fn run(cmd: &Cmd) -> Result<Ran, String> {
     if cmd.argv.is_empty() {
         return Err("empty command".to_owned());
     }
+    if let Some(root) = &cmd.chroot {
+        chroot_problem(root, cmd.argv.first().map_or("", String::as_str))
+            .map_or(Ok(()), |why| Err(format!("cannot run `{shown}` chrooted into `{}`: {why}", root.display())))?;
+    }
     let argv = cmd.executed_argv();
     let Some((program, args)) = argv.split_first() else {
         return Err("empty command".to_owned());
@@ -226,6 +230,35 @@ pub fn run(cmd: &Cmd) -> Result<Ran, String> {
         stderr,
         timeout: cmd.timeout,
     })
+}
+
+/// Why a program cannot run chrooted into `root`, checked before anything
+/// runs so that the reason is the same on every machine: only root may
+/// chroot, and the program must be inside the root (a bare name on
+/// [`PATH`] there). A link is taken as present (it is resolved inside the
+/// root when the program starts).
+fn chroot_problem(root: &std::path::Path, program: &str) -> Option<String> {
+    let present = |path: &str| {
+        let host = root.join(path.trim_start_matches('/'));
+        rustix::fs::lstat(&host).is_ok()
+    };
+    let found = if program.contains('/') {
+        present(program)
+    } else {
+        PATH.split(':').any(|dir| present(&format!("{dir}/{program}")))
+    };
+    if !found {
+        return Some(format!(
+            "there is no program `{program}` inside the root (under `--root`, commands run chrooted into it: install it there, or say `host = true` to run it on the host)"
+        ));
+    }
+    if !rustix::process::geteuid().is_root() {
+        return Some(
+            "only root can chroot (under `--root`, commands run chrooted into it: run policyvm as root, or say `host = true` to run it on the host)"
+                .to_owned(),
+        );
+    }
+    None
 }
 
 /// The program a word names: itself when it holds a `/`, else the first
@@ -412,6 +445,12 @@ mod tests {
             ["unshare", "--root=/srv/root", "--wd=/var/lib/app", "--", "/bin/sh", "-c", "pwd"]
         );
         assert_eq!(cmd.shown(), "/bin/sh -c pwd", "reports show the promised argv");
+        // A program missing from the root is refused before anything runs.
+        let empty = tempfile::tempdir().unwrap();
+        cmd.chroot = Some(empty.path().to_path_buf());
+        let err = run(&cmd).unwrap_err();
+        assert!(err.contains("there is no program `/bin/sh` inside the root"), "{err}");
+        assert!(err.contains("host = true"), "{err}");
     }
 
     #[test]

@@ -105,8 +105,11 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     let fs = RootFs::open(&root).map_err(|e| e.to_string())?;
     let facts = Facts::gather(&root);
     let accounts = Accounts::read(&fs);
-    // Under `--root`, commands run chrooted into it (LANGUAGE.md §13).
-    let chroot = (root != std::path::Path::new("/")).then(|| root.clone());
+    // Under `--root`, commands run chrooted into it (LANGUAGE.md §13). A
+    // bundle of format 2.0 could not say `host = true` (added in 2.1), and
+    // a minor version only adds: its commands keep running on the host, as
+    // they did when it was built (docs/bytecode.md, "Compatibility").
+    let chroot = (root != std::path::Path::new("/") && v.version >= (2, 1)).then(|| root.clone());
     let ctx = Ctx {
         fs: &fs,
         accounts: &accounts,
