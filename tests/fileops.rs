@@ -468,3 +468,77 @@ policy { b(); }"#,
     let again = s.converge(&bundle, false);
     assert_eq!(repaired(&again), 0, "{again:?}");
 }
+
+/// Item 7 through the stdlib: `std/files.policy`'s `config_file` backs up
+/// into the state directory (nothing lands beside the file), and
+/// `existing_secret` never creates a missing key. Built and run with the
+/// real `policyc` and `policyvm`.
+#[test]
+#[ignore = "needs root"]
+fn the_stdlib_test_policy_backs_up_into_the_state_directory() {
+    require_root("the stdlib bodies give files to root");
+    let work = tempfile::tempdir().unwrap();
+    let s = Sandbox::new();
+    let key = work.path().join("k");
+    let ok = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    ok(Command::new(binary("policyc"))
+        .args(["keygen", "--out"])
+        .arg(&key)
+        .output()
+        .unwrap());
+    let trust = work.path().join("trust");
+    std::fs::create_dir_all(&trust).unwrap();
+    std::fs::copy(work.path().join("k.pub"), trust.join("k.pub")).unwrap();
+    let bundle = work.path().join("files.bundle");
+    ok(Command::new(binary("policyc"))
+        .current_dir(converge::repo_root())
+        .args(["build", "stdlib/tests/files_test.policy", "-o"])
+        .arg(&bundle)
+        .arg("--key")
+        .arg(work.path().join("k.key"))
+        .output()
+        .unwrap());
+    std::fs::write(s.path("/etc/passwd"), "root:x:0:0::/root:/bin/sh\n").unwrap();
+    std::fs::write(s.path("/etc/group"), "root:x:0:\n").unwrap();
+    std::fs::create_dir_all(s.path("/var/lib/converge-test")).unwrap();
+    std::fs::write(s.path("/var/lib/converge-test/app.conf"), "old\n").unwrap();
+    let run = || {
+        ok(Command::new(binary("policyvm"))
+            .arg("run")
+            .arg(&bundle)
+            .arg("--trust")
+            .arg(&trust)
+            .arg("--root")
+            .arg(s.root())
+            .output()
+            .unwrap())
+    };
+    let out = run();
+    let human = String::from_utf8_lossy(&out.stdout);
+    assert!(human.contains("absent and create = false"), "{human}");
+    assert_eq!(
+        s.read("/var/lib/converge-test/app.conf"),
+        "listen = 127.0.0.1:9000\n"
+    );
+    assert_eq!(
+        s.list("/var/lib/converge-test"),
+        ["README", "app.conf", "private", "root-only", "run.sh"],
+        "no backup beside the file"
+    );
+    assert!(!s.path("/var/lib/converge-test/private/tls.key").exists());
+    assert_eq!(
+        s.state().backups_of("/var/lib/converge-test/app.conf").unwrap(),
+        [b"old\n".to_vec()]
+    );
+    let again = run();
+    let human = String::from_utf8_lossy(&again.stdout);
+    assert!(human.contains(" 0 repaired"), "{human}");
+}
