@@ -394,7 +394,7 @@ fn cli_exit_codes() {
     assert_eq!(out.status.code(), Some(3));
 
     let failing = work.path().join("failing.bundle");
-    std::fs::write(&failing, compile("bundle b { command \"x\" { run = [\"/bin/false\"]; creates = \"/nope\"; } }\npolicy { b(); }\n")).unwrap();
+    std::fs::write(&failing, compile("bundle b { command \"x\" { run = [\"/bin/false\"]; creates = \"/nope\"; host = true; } }\npolicy { b(); }\n")).unwrap();
     assert_eq!(run(&failing, &[]).status.code(), Some(1));
 }
 
@@ -547,7 +547,16 @@ fn operators_in_detail() {
 }
 policy { b(); }"#,
     ));
-    let r = converge(&bundle, root.path(), false);
+    let state = converge_vm::state::StateDir::open(&root.path().join("var/lib/converge")).unwrap();
+    let r = converge_vm::run::run(
+        &bundle,
+        &converge_vm::run::RunOptions {
+            root: root.path().to_path_buf(),
+            state: Some(state.clone()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     // purge = true removes what no promise manages.
     assert!(!root.path().join("srv/purged/stray").exists());
     assert!(root.path().join("srv/purged/kept").exists());
@@ -559,10 +568,9 @@ policy { b(); }"#,
     );
     let meta = std::fs::metadata(root.path().join("etc/app.conf")).unwrap();
     assert_eq!((meta.uid(), meta.gid()), (1234, 1234));
-    assert_eq!(
-        std::fs::read_to_string(root.path().join("etc/app.conf.converge-backup")).unwrap(),
-        "old\n"
-    );
+    // The backup is in the state directory, never beside the file (issue 17).
+    assert_eq!(state.backups_of("/etc/app.conf").unwrap(), [b"old\n".to_vec()]);
+    assert!(!root.path().join("etc/app.conf.converge-backup").exists());
     // Line replacement and removal.
     assert_eq!(
         std::fs::read_to_string(root.path().join("etc/ssh_config")).unwrap(),
