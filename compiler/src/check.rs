@@ -56,6 +56,11 @@ pub fn check(ws: &Workspace) -> CheckOutcome {
         let analysis = sema::analyze(ws, &files);
         outcome.promises += analysis.promises;
         outcome.diagnostics.extend(analysis.diagnostics);
+        if let Some(program) = &analysis.program {
+            outcome
+                .diagnostics
+                .extend(crate::bundle::embed::check_embeds(&ws.db, program));
+        }
         outcome.programs.extend(
             analysis
                 .program

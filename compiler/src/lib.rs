@@ -19,6 +19,7 @@ pub mod fmt;
 pub mod graph;
 pub mod ir;
 pub mod lsp;
+pub mod policy_tree;
 pub mod render;
 pub mod sema;
 pub mod source;

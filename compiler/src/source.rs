@@ -6,8 +6,11 @@
 //! unicodeCodePoints`); the language server converts to UTF-16 itself.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use converge_grammar::{FileId, Span};
+
+use crate::policy_tree::PolicyTree;
 
 /// Files larger than this are refused: spans are 32-bit byte offsets, and no
 /// real policy file comes near it.
@@ -20,6 +23,9 @@ pub struct SourceFile {
     /// How the file is named in diagnostics.
     pub name: String,
     pub text: String,
+    /// The policy tree the file's own relative paths (`import`, `source`,
+    /// `template`) must stay in; `None` for the embedded standard library.
+    pub tree: Option<Arc<PolicyTree>>,
     /// Byte offset of the start of every line.
     line_starts: Vec<u32>,
 }
@@ -37,6 +43,7 @@ impl SourceFile {
             path,
             name,
             text,
+            tree: None,
             line_starts,
         }
     }
@@ -93,6 +100,18 @@ impl SourceDb {
         let id = FileId(self.files.len() as u32);
         self.files.push(SourceFile::new(path, name, text));
         id
+    }
+
+    /// Records the policy tree a file was loaded in.
+    pub fn set_tree(&mut self, id: FileId, tree: Arc<PolicyTree>) {
+        if let Some(file) = self.files.get_mut(id.0 as usize) {
+            file.tree = Some(tree);
+        }
+    }
+
+    /// The policy tree of a file (`None` for the standard library).
+    pub fn tree(&self, id: FileId) -> Option<&Arc<PolicyTree>> {
+        self.get(id).and_then(|f| f.tree.as_ref())
     }
 
     pub fn get(&self, id: FileId) -> Option<&SourceFile> {

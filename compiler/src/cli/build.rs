@@ -42,6 +42,8 @@ pub struct BuildArgs {
     /// The bundle's name, which hosts pull it by. Defaults to the file stem.
     #[arg(long)]
     name: Option<String>,
+    #[command(flatten)]
+    tree: inputs::TreeArgs,
 }
 
 pub fn run_keygen(args: KeygenArgs) -> ExitCode {
@@ -65,7 +67,7 @@ pub fn run_build(args: BuildArgs) -> ExitCode {
         Err(e) => return fail(e),
     };
     let serial = args.serial.unwrap_or_else(now);
-    let built = match build_bundle(&args.file, &key, args.name.as_deref(), serial) {
+    let built = match build_bundle(&args.file, &args.tree, &key, args.name.as_deref(), serial) {
         Ok(built) => built,
         Err(code) => return code,
     };
@@ -110,6 +112,7 @@ pub(super) fn default_name(file: &Path) -> String {
 /// are already printed and the exit code is returned.
 pub(super) fn build_bundle(
     file: &Path,
+    tree: &inputs::TreeArgs,
     key: &SecretKey,
     name: Option<&str>,
     serial: u64,
@@ -120,7 +123,7 @@ pub(super) fn build_bundle(
             "`{name}` cannot name a bundle: {why}; pass `--name` with a name like `site`"
         )));
     }
-    let ws = inputs::load(&[file.to_path_buf()]).map_err(fail)?;
+    let ws = inputs::load(&[file.to_path_buf()], tree).map_err(fail)?;
     let mut outcome = check(&ws);
     if !outcome.diagnostics.is_empty() {
         eprint!(

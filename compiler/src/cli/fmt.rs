@@ -29,7 +29,7 @@ pub struct FmtArgs {
 /// a file cannot be read or written.
 pub fn run(args: FmtArgs) -> ExitCode {
     let paths = match inputs::policy_files(&args.files) {
-        Ok(paths) => paths,
+        Ok(paths) => paths.into_iter().map(|(path, _)| path).collect::<Vec<_>>(),
         Err(err) => return super::fail(err),
     };
     let mut failed = false;

@@ -43,6 +43,8 @@ pub struct PublishArgs {
     /// still sees it after that reports its policy source as stale.
     #[arg(long, default_value = "7d", value_parser = parse_duration)]
     expires: u64,
+    #[command(flatten)]
+    tree: super::inputs::TreeArgs,
 }
 
 /// Seconds of a positive duration: `30m`, `12h`, `7d`.
@@ -97,7 +99,7 @@ pub fn run(args: PublishArgs) -> ExitCode {
         (None, Some(p)) => now().max(p.saturating_add(1)),
         (None, None) => now(),
     };
-    let built = match build_bundle(&args.file, &key, Some(&name), serial) {
+    let built = match build_bundle(&args.file, &args.tree, &key, Some(&name), serial) {
         Ok(built) => built,
         Err(code) => return code,
     };

@@ -157,6 +157,13 @@ codes! {
     /// An `after`/`notify` reference whose target is computed from facts:
     /// the compiler cannot tell which promise it names, so it orders nothing.
     RuntimeReference = "W0008", Warning, "reference depends on host facts";
+
+    /// An `import` of a file that is not a `.policy` file (a key, a
+    /// configuration file): refused before it is read.
+    ImportNotPolicy = "E0115", Error, "import of a file that is not policy";
+    /// An `import`, `source` or `template` path that is absolute, that `..`
+    /// takes out of the policy tree, or that a symbolic link leads out of it.
+    OutsidePolicyTree = "E0502", Error, "path outside the policy tree";
 }
 
 impl std::fmt::Display for Code {

@@ -1,0 +1,242 @@
+//! Regression tests for the compiler side of issue 14 ("Hardening II"):
+//! each one replays an attack or a blow-up that worked before its fix, end
+//! to end through the `policyc` binary. Named after the issue's items.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use converge::binary;
+
+/// What a test pretends is a secret on the build machine: it must never
+/// appear in a bundle, a diagnostic or any other output.
+const SECRET: &str = "SECRET-KEY-MATERIAL-4f1c9a";
+
+/// A build machine in a temporary directory: `policy/` is the policy tree,
+/// `outside/secret` a file next to it that the policy must not reach, and
+/// `keys/hub.key` a signing key.
+struct Machine {
+    dir: tempfile::TempDir,
+}
+
+impl Machine {
+    fn new() -> Machine {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("policy")).unwrap();
+        std::fs::create_dir_all(dir.path().join("outside")).unwrap();
+        std::fs::write(dir.path().join("outside/secret"), format!("{SECRET}\n")).unwrap();
+        std::fs::create_dir_all(dir.path().join("keys")).unwrap();
+        let out = policyc(
+            dir.path(),
+            &["keygen", "--out", dir.path().join("keys/hub").to_str().unwrap()],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        Machine { dir }
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.dir.path().join(relative)
+    }
+
+    fn write(&self, relative: &str, content: &str) -> PathBuf {
+        let path = self.path(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    /// `policyc build policy/site.policy -o out.bundle` (plus `extra`).
+    fn build(&self, extra: &[&str]) -> Output {
+        let mut args = vec![
+            "build",
+            "policy/site.policy",
+            "-o",
+            "out.bundle",
+            "--key",
+            "keys/hub.key",
+            "--serial",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        policyc(self.dir.path(), &args)
+    }
+
+    fn check(&self, extra: &[&str]) -> Output {
+        let mut args = vec!["check", "policy/site.policy"];
+        args.extend_from_slice(extra);
+        policyc(self.dir.path(), &args)
+    }
+
+    /// Asserts that a command failed with `code`, that the secret appears
+    /// nowhere (output or bundle) and that no bundle was written.
+    fn refused(&self, out: &Output, code: &str) {
+        let all = text(out);
+        assert_ne!(out.status.code(), Some(0), "{all}");
+        assert!(all.contains(code), "expected {code}:\n{all}");
+        assert!(!all.contains(SECRET), "the secret leaked:\n{all}");
+        assert!(!self.path("out.bundle").exists(), "a bundle was written");
+    }
+}
+
+fn policyc(dir: &Path, args: &[&str]) -> Output {
+    Command::new(binary("policyc"))
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn site_with(attr: &str, value: &str) -> String {
+    format!(
+        "bundle b {{\n  file \"/etc/app.conf\" {{ {attr} = \"{value}\"; }}\n}}\npolicy {{ b(); }}\n"
+    )
+}
+
+// ------------------------------------------------------------------ item 3
+
+#[test]
+fn item03_source_with_dotdot_is_refused_and_never_embedded() {
+    let m = Machine::new();
+    m.write("policy/site.policy", &site_with("source", "../outside/secret"));
+    m.refused(&m.build(&[]), "E0502");
+    m.refused(&m.check(&[]), "E0502");
+}
+
+#[test]
+fn item03_absolute_source_and_template_are_refused() {
+    let m = Machine::new();
+    let secret = m.path("outside/secret");
+    for attr in ["source", "template"] {
+        m.write("policy/site.policy", &site_with(attr, secret.to_str().unwrap()));
+        m.refused(&m.build(&[]), "E0502");
+        m.refused(&m.check(&[]), "E0502");
+    }
+}
+
+#[test]
+fn item03_links_leading_out_of_the_tree_are_refused() {
+    let m = Machine::new();
+    // A link to the file, and a link to its directory, both inside the tree.
+    std::os::unix::fs::symlink(m.path("outside/secret"), m.path("policy/motd")).unwrap();
+    std::os::unix::fs::symlink(m.path("outside"), m.path("policy/files")).unwrap();
+    for (attr, value) in [
+        ("source", "motd"),
+        ("template", "motd"),
+        ("source", "files/secret"),
+    ] {
+        m.write("policy/site.policy", &site_with(attr, value));
+        m.refused(&m.build(&[]), "E0502");
+    }
+    // The root file itself a link out of its directory: refused before it
+    // is parsed (parse errors would quote its lines).
+    std::fs::remove_file(m.path("policy/site.policy")).unwrap();
+    std::os::unix::fs::symlink(m.path("outside/secret"), m.path("policy/site.policy")).unwrap();
+    m.refused(&m.build(&[]), "policy tree");
+    m.refused(&m.check(&[]), "policy tree");
+}
+
+#[test]
+fn item03_a_file_inside_the_tree_is_still_embedded() {
+    let m = Machine::new();
+    m.write("policy/files/motd", "welcome\n");
+    m.write("policy/site.policy", &site_with("source", "files/motd"));
+    let out = m.build(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let bundle = std::fs::read(m.path("out.bundle")).unwrap();
+    assert!(bundle.windows(8).any(|w| w == b"welcome\n"));
+}
+
+#[test]
+fn item03_importing_a_key_never_prints_it() {
+    let m = Machine::new();
+    let key = std::fs::read_to_string(m.path("keys/hub.key")).unwrap();
+    let key_line = key.lines().find(|l| l.len() > 20).unwrap().to_owned();
+    // Outside the tree, by `..` and by absolute path.
+    for import in [
+        "../keys/hub.key".to_owned(),
+        m.path("keys/hub.key").to_string_lossy().into_owned(),
+    ] {
+        m.write(
+            "policy/site.policy",
+            &format!("import \"{import}\";\npolicy {{ }}\n"),
+        );
+        let out = m.check(&[]);
+        m.refused(&out, "E0502");
+        assert!(!text(&out).contains(&key_line), "{}", text(&out));
+    }
+    // Inside the tree but not a policy file: refused without reading it.
+    std::fs::copy(m.path("keys/hub.key"), m.path("policy/hub.key")).unwrap();
+    m.write("policy/site.policy", "import \"hub.key\";\npolicy { }\n");
+    let out = m.check(&[]);
+    m.refused(&out, "E0115");
+    assert!(!text(&out).contains(&key_line), "{}", text(&out));
+}
+
+#[test]
+fn item03_imports_leaving_the_tree_are_refused() {
+    let m = Machine::new();
+    m.write("lib/common.policy", "class web = sys.hostname == \"web\";\n");
+    m.write(
+        "policy/site.policy",
+        "import \"../lib/common.policy\";\npolicy { }\n",
+    );
+    m.refused(&m.check(&[]), "E0502");
+    // A link inside the tree to a policy file outside it.
+    std::os::unix::fs::symlink(m.path("lib/common.policy"), m.path("policy/common.policy"))
+        .unwrap();
+    m.write("policy/site.policy", "import \"common.policy\";\npolicy { }\n");
+    m.refused(&m.check(&[]), "E0502");
+}
+
+#[test]
+fn item03_policy_root_widens_the_tree_for_every_command() {
+    let m = Machine::new();
+    m.write("lib/common.policy", "class web = sys.hostname == \"web\";\n");
+    m.write("lib/motd", "hello\n");
+    m.write(
+        "policy/site.policy",
+        "import \"../lib/common.policy\";\nbundle b {\n  when web { file \"/etc/motd\" { source = \"../lib/motd\"; } }\n}\npolicy { b(); }\n",
+    );
+    let root = m.dir.path().to_str().unwrap().to_owned();
+    let out = m.check(&["--policy-root", &root]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = m.build(&["--policy-root", &root]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    for command in ["explain", "graph"] {
+        let out = policyc(
+            m.dir.path(),
+            &[command, "policy/site.policy", "--policy-root", &root],
+        );
+        assert_eq!(out.status.code(), Some(0), "{command}: {}", text(&out));
+        let out = policyc(m.dir.path(), &[command, "policy/site.policy"]);
+        assert!(text(&out).contains("E0502"), "{command}: {}", text(&out));
+    }
+    let out = policyc(
+        m.dir.path(),
+        &[
+            "publish",
+            "policy/site.policy",
+            "--key",
+            "keys/hub.key",
+            "--dir",
+            "pub",
+            "--policy-root",
+            &root,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // A narrower root than the file's own directory refuses the file.
+    let out = m.check(&["--policy-root", m.path("lib").to_str().unwrap()]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("policy tree"), "{}", text(&out));
+}
