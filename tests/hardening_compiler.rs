@@ -240,3 +240,86 @@ fn item03_policy_root_widens_the_tree_for_every_command() {
     assert_ne!(out.status.code(), Some(0), "{}", text(&out));
     assert!(text(&out).contains("policy tree"), "{}", text(&out));
 }
+
+// ------------------------------------------------------------------ item 10
+
+/// Plants, for the next few thousand process ids, a link at the temporary
+/// name `policyc` used to write `target` through (`.NAME.tmpPID`), each
+/// pointing at `victim`.
+fn plant_temp_links(target: &Path, victim: &Path) {
+    let probe = Command::new("true").spawn().unwrap();
+    let first = probe.id();
+    let name = target.file_name().unwrap().to_string_lossy().into_owned();
+    for pid in first..first + 4000 {
+        let link = target.with_file_name(format!(".{name}.tmp{pid}"));
+        std::os::unix::fs::symlink(victim, link).unwrap();
+    }
+}
+
+fn assert_regular_file(path: &Path) {
+    let meta = std::fs::symlink_metadata(path).unwrap();
+    assert!(meta.file_type().is_file(), "{} is not a regular file", path.display());
+}
+
+#[test]
+fn item10_build_never_writes_through_a_planted_temp_link() {
+    let m = Machine::new();
+    m.write("policy/site.policy", &site_with("content", "x"));
+    let victim = m.write("victim", "precious\n");
+    plant_temp_links(&m.path("out.bundle"), &victim);
+    let out = m.build(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert_regular_file(&m.path("out.bundle"));
+    // A link at the target itself is replaced, never written through.
+    std::fs::remove_file(m.path("out.bundle")).unwrap();
+    std::os::unix::fs::symlink(&victim, m.path("out.bundle")).unwrap();
+    let out = m.build(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert_regular_file(&m.path("out.bundle"));
+}
+
+#[test]
+fn item10_publish_never_writes_through_planted_temp_links() {
+    let m = Machine::new();
+    m.write("policy/site.policy", &site_with("content", "x"));
+    let victim = m.write("victim", "precious\n");
+    std::fs::create_dir(m.path("pub")).unwrap();
+    plant_temp_links(&m.path("pub/site.bundle"), &victim);
+    plant_temp_links(&m.path("pub/site.stamp"), &victim);
+    let out = policyc(
+        m.dir.path(),
+        &["publish", "policy/site.policy", "--key", "keys/hub.key", "--dir", "pub"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert_regular_file(&m.path("pub/site.bundle"));
+    assert_regular_file(&m.path("pub/site.stamp"));
+}
+
+#[test]
+fn item10_keygen_and_fmt_never_write_through_links() {
+    let m = Machine::new();
+    let victim = m.write("victim", "precious\n");
+    // keygen: a link planted at the secret key's name.
+    std::os::unix::fs::symlink(&victim, m.path("keys/new.key")).unwrap();
+    let out = policyc(m.dir.path(), &["keygen", "--out", "keys/new"]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert!(!m.path("keys/new.pub").exists());
+    // fmt: a policy file that is a link is not rewritten through it.
+    let outside = m.write("outside/real.policy", "class   web;\n");
+    std::os::unix::fs::symlink(&outside, m.path("policy/linked.policy")).unwrap();
+    let out = policyc(m.dir.path(), &["fmt", "policy/linked.policy"]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "class   web;\n");
+    // A regular file is formatted in place, keeping its mode.
+    let file = m.write("policy/plain.policy", "class   web;\n");
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o640)).unwrap();
+    let out = policyc(m.dir.path(), &["fmt", "policy/plain.policy"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "class web;\n");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
+    assert_eq!(mode & 0o7777, 0o640);
+}

@@ -1,7 +1,8 @@
 //! `policyc keygen` and `policyc build`.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
+
+use super::atomic::{write_atomically, Existing};
 use std::process::ExitCode;
 
 use clap::Args;
@@ -71,7 +72,7 @@ pub fn run_build(args: BuildArgs) -> ExitCode {
         Ok(built) => built,
         Err(code) => return code,
     };
-    if let Err(e) = write_atomically(&args.output, &built.bytes) {
+    if let Err(e) = write_atomically(&args.output, &built.bytes, 0o644, Existing::Replace) {
         return fail(format!("cannot write `{}`: {e}", args.output.display()));
     }
     out(format!(
@@ -158,30 +159,4 @@ pub(super) fn build_bundle(
         promises: body.promises.len(),
         bytes,
     })
-}
-
-/// Writes to a temporary file in the same directory, syncs it, renames it
-/// over the target and syncs the directory: a reader sees the old file or
-/// the new one, never half of one.
-pub(super) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{file_name}.tmp{}", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        std::fs::File::open(&dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }

@@ -4,6 +4,7 @@
 //! Exit codes: 0 success, 1 the policy has errors (or warnings under
 //! `--deny-warnings`), 2 usage or I/O error.
 
+pub(crate) mod atomic;
 mod build;
 mod check;
 mod fmt;

@@ -12,7 +12,8 @@ use std::process::ExitCode;
 use clap::Args;
 use ed25519_dalek::Signer as _;
 
-use super::build::{build_bundle, default_name, now, write_atomically};
+use super::atomic::{write_atomically, Existing};
+use super::build::{build_bundle, default_name, now};
 use super::{fail, out};
 use crate::bundle::keys::read_secret_key;
 use converge_format::bundle::error::hex;
@@ -123,7 +124,7 @@ pub fn run(args: PublishArgs) -> ExitCode {
         (&bundle_path, built.bytes.as_slice()),
         (&stamp_path, stamp_text.as_bytes()),
     ] {
-        if let Err(e) = write_atomically(path, bytes) {
+        if let Err(e) = write_atomically(path, bytes, 0o644, Existing::Replace) {
             return fail(format!("cannot write `{}`: {e}", path.display()));
         }
     }
