@@ -324,7 +324,24 @@ impl<'a> Expander<'a, '_> {
 
     // ------------------------------------------------------------ values
 
+    /// The value of a global `let`, computed on first use. The lets it
+    /// reads are computed first, in dependency order, so that a long chain
+    /// does not recurse (`super::let_order`).
     fn let_value(&mut self, name: &'a str) -> Value {
+        if let Some(v) = self.lets.get(name) {
+            return v.clone();
+        }
+        let first = super::let_order::pending(self.symbols, name, |n| self.lets.contains_key(n));
+        for dep in first {
+            self.compute_let(dep);
+        }
+        match self.lets.get(name) {
+            Some(v) => v.clone(),
+            None => self.compute_let(name),
+        }
+    }
+
+    fn compute_let(&mut self, name: &'a str) -> Value {
         if let Some(v) = self.lets.get(name) {
             return v.clone();
         }

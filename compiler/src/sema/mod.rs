@@ -4,6 +4,7 @@
 
 pub mod check;
 pub mod expand;
+pub mod let_order;
 pub mod symbols;
 pub mod types;
 
