@@ -323,3 +323,85 @@ fn item10_keygen_and_fmt_never_write_through_links() {
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
     assert_eq!(mode & 0o7777, 0o640);
 }
+
+// ------------------------------------------------------------ items 11, 23
+
+/// `policyc check` on `text` as `policy/site.policy`, in a child process
+/// with its address space capped (a blow-up fails fast instead of taking
+/// the machine) and a deadline.
+fn check_bounded(m: &Machine, text: &str, seconds: u64) -> Output {
+    m.write("policy/site.policy", text);
+    Command::new("bash")
+        .current_dir(m.dir.path())
+        .env("NO_COLOR", "1")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 4000000; exec timeout {seconds} \"$0\" check policy/site.policy"
+        ))
+        .arg(binary("policyc"))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn item11_doubling_bundle_calls_stop_at_the_instance_budget() {
+    let m = Machine::new();
+    let mut text = String::new();
+    for i in 0..40 {
+        text.push_str(&format!(
+            "bundle b{i}(p: string) {{ b{n}(p = \"${{p}}a\"); b{n}(p = \"${{p}}b\"); }}\n",
+            n = i + 1
+        ));
+    }
+    text.push_str("bundle b40(p: string) { file \"/etc/${p}\" { content = \"x\"; } }\npolicy { b0(p = \"x\"); }\n");
+    assert!(text.len() < 4000);
+    let out = check_bounded(&m, &text, 60);
+    let all = text_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("E0601"), "{all}");
+    assert!(all.contains("b0 -> b1"), "the call chain is named: {all}");
+}
+
+#[test]
+fn item11_a_nest_of_for_loops_stops_at_the_instance_budget() {
+    let m = Machine::new();
+    let n = 12;
+    let mut body = format!(
+        "file \"/etc/{}\" {{ content = \"x\"; }}",
+        (0..n).map(|i| format!("${{v{i}}}")).collect::<String>()
+    );
+    for i in (0..n).rev() {
+        body = format!("for v{i} in l {{ {body} }}");
+    }
+    let text = format!(
+        "let l: list<string> = [\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\",\"j\"];\nbundle b {{ {body} }}\npolicy {{ b(); }}\n"
+    );
+    assert!(text.len() < 800, "{}", text.len());
+    let out = check_bounded(&m, &text, 60);
+    let all = text_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("E0601"), "{all}");
+    assert!(all.contains("for v"), "the loops are named: {all}");
+}
+
+#[test]
+fn item23_calls_nested_past_the_depth_limit_are_an_error_not_a_silent_drop() {
+    let m = Machine::new();
+    let mut text = String::new();
+    for i in 0..70 {
+        text.push_str(&format!(
+            "bundle b{i} {{ file \"/etc/x{i}\" {{ content = \"x\"; }} b{}(); }}\n",
+            i + 1
+        ));
+    }
+    text.push_str("bundle b70 { file \"/etc/x70\" { content = \"x\"; } }\npolicy { b0(); }\n");
+    let out = check_bounded(&m, &text, 60);
+    let all = text_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("E0601"), "{all}");
+    assert!(!all.contains("no errors"), "{all}");
+}
+
+fn text_of(out: &Output) -> String {
+    text(out)
+}

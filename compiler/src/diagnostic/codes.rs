@@ -164,6 +164,9 @@ codes! {
     /// An `import`, `source` or `template` path that is absolute, that `..`
     /// takes out of the policy tree, or that a symbolic link leads out of it.
     OutsidePolicyTree = "E0502", Error, "path outside the policy tree";
+    /// Expansion past a limit: bundle calls nested deeper than 64, or more
+    /// than 500,000 instances (promises, calls, loop iterations).
+    ExpansionLimit = "E0601", Error, "expansion limit reached";
 }
 
 impl std::fmt::Display for Code {

@@ -28,8 +28,19 @@ pub struct Expansion {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Bundle calls nest at most this deep (recursion is reported before it).
-const MAX_CALL_DEPTH: usize = 64;
+/// Bundle calls nest at most this deep (recursion is reported before it);
+/// a deeper call is an error (E0601), never a silent drop: 70 nested calls
+/// used to print "64 promises: no errors" and lose the deepest six (issue
+/// 14, item 23).
+pub const MAX_CALL_DEPTH: usize = 64;
+
+/// The most instances one expansion makes: promises, bundle calls and
+/// iterations of compile-time loops together. A policy past it is an error
+/// (E0601) naming the call chain and loops where it ran out: bundles that
+/// call the next one twice double at every level, and ten nested loops over
+/// ten items make ten billion promises, from a few hundred bytes of source
+/// (issue 14, item 11). The 100,000-promise benchmark policy uses 160,000.
+pub const MAX_INSTANCES: usize = 500_000;
 
 pub fn expand<'a>(
     symbols: &'a Symbols<'a>,
@@ -47,6 +58,9 @@ pub fn expand<'a>(
         shared_chain: Arc::from(Vec::new()),
         shared_loops: Arc::from(Vec::new()),
         reported_recursion: HashSet::new(),
+        instances: 0,
+        exhausted: false,
+        compile_loops: Vec::new(),
     };
     ex.stmts(&policy.body, &mut Vec::new(), &Arc::new(Guard::Const(true)));
     let classes = symbols
@@ -60,6 +74,12 @@ pub fn expand<'a>(
         .iter()
         .map(|g| g.classes.iter().map(|c| c.name.to_string()).collect())
         .collect();
+    // A program cut short by the instance budget is not analysed: its
+    // error says why, and contradictions found in an arbitrary part of it
+    // would only add noise (and the work the budget exists to avoid).
+    if ex.exhausted {
+        ex.promises.clear();
+    }
     let program = ir::Program {
         promises: std::mem::take(&mut ex.promises),
         classes,
@@ -88,9 +108,64 @@ struct Expander<'a, 'c> {
     shared_chain: Arc<[CallSite]>,
     shared_loops: Arc<[RuntimeLoop]>,
     reported_recursion: HashSet<Span>,
+    /// Instances made so far (see [`MAX_INSTANCES`]).
+    instances: usize,
+    /// Set once the budget is spent: expansion stops, with one error.
+    exhausted: bool,
+    /// The compile-time loops being unrolled (variable, list length), for
+    /// the message when the budget runs out.
+    compile_loops: Vec<(&'a str, usize)>,
 }
 
 impl<'a> Expander<'a, '_> {
+    /// Counts one instance made at `span`; false (with one error, the first
+    /// time) once the budget is spent.
+    fn spend(&mut self, span: Span) -> bool {
+        if self.exhausted {
+            return false;
+        }
+        self.instances += 1;
+        if self.instances <= MAX_INSTANCES {
+            return true;
+        }
+        self.exhausted = true;
+        let mut d = Diagnostic::new(
+            Code::ExpansionLimit,
+            format!(
+                "this policy expands to more than {MAX_INSTANCES} instances (promises, bundle calls and loop iterations)"
+            ),
+            span,
+            "the budget ran out here",
+        )
+        .with_note(format!("call chain: {}", self.chain_text(None)));
+        if !self.compile_loops.is_empty() {
+            let loops: Vec<String> = self
+                .compile_loops
+                .iter()
+                .map(|(var, len)| format!("`for {var}` over {len} items"))
+                .collect();
+            d = d.with_note(format!("inside {}", loops.join(", inside ")));
+        }
+        self.diagnostics.push(d.with_help(
+            "a bundle that calls another twice doubles the work at every level, and nested loops multiply; expand less, or move the repetition into data the host iterates (`for x in sys....`)",
+        ));
+        false
+    }
+
+    /// `policy -> a -> b -> c`, shortened in the middle when long.
+    fn chain_text(&self, next: Option<&str>) -> String {
+        let mut names: Vec<&str> = vec!["policy"];
+        names.extend(self.chain.iter().map(|c| c.bundle.as_str()));
+        names.extend(next);
+        if names.len() > 12 {
+            let skipped = names.len() - 8;
+            let head = names.get(..4).unwrap_or_default().join(" -> ");
+            let tail = names.get(names.len() - 4..).unwrap_or_default().join(" -> ");
+            return format!("{head} -> ... ({skipped} more) ... -> {tail}");
+        }
+        names.join(" -> ")
+    }
+
     fn class_decl(&mut self, name: &str, def: &'a ClassDef) -> ir::ClassDecl {
         ir::ClassDecl {
             name: name.to_owned(),
@@ -101,6 +176,9 @@ impl<'a> Expander<'a, '_> {
 
     fn stmts(&mut self, stmts: &'a [Stmt], env: &mut Env<'a>, guard: &Arc<Guard>) {
         for stmt in stmts {
+            if self.exhausted {
+                return;
+            }
             match stmt {
                 Stmt::Promise(p) => self.promise(p, env, guard),
                 Stmt::When(w) => {
@@ -109,11 +187,16 @@ impl<'a> Expander<'a, '_> {
                 }
                 Stmt::For(f) => match self.eval(&f.list, env) {
                     Value::List(items) => {
+                        self.compile_loops.push((&f.var.name, items.len()));
                         for item in items {
+                            if !self.spend(f.span) {
+                                break;
+                            }
                             env.push((&f.var.name, item));
                             self.stmts(&f.body, env, guard);
                             env.pop();
                         }
+                        self.compile_loops.pop();
                     }
                     Value::Fact(fact) => {
                         self.loops.push(RuntimeLoop {
@@ -165,6 +248,24 @@ impl<'a> Expander<'a, '_> {
             return;
         }
         if self.chain.len() >= MAX_CALL_DEPTH {
+            if self.reported_recursion.insert(call.span) {
+                let chain = self.chain_text(Some(&bundle.name.name));
+                self.diagnostics.push(
+                    Diagnostic::new(
+                        Code::ExpansionLimit,
+                        format!("bundle calls nest deeper than {MAX_CALL_DEPTH} levels"),
+                        call.span,
+                        format!("call number {} of one chain", self.chain.len() + 1),
+                    )
+                    .with_note(format!("call chain: {chain}"))
+                    .with_help(format!(
+                        "at most {MAX_CALL_DEPTH} bundle calls may be open at once; flatten the chain (call the inner bundles from an outer one in sequence)"
+                    )),
+                );
+            }
+            return;
+        }
+        if !self.spend(call.span) {
             return;
         }
         let Ok(bound) = bind_arguments(bundle, &call.args) else {
@@ -193,6 +294,9 @@ impl<'a> Expander<'a, '_> {
         let Some(pt) = promise_type(&p.kind.name) else {
             return;
         };
+        if !self.spend(p.span) {
+            return;
+        }
         let promiser = self.eval(&p.promiser, env);
         let span = p.kind.span.to(p.promiser.span);
         // A promiser computed from arguments is checked now that it is known
