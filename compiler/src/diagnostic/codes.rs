@@ -167,6 +167,9 @@ codes! {
     /// Expansion past a limit: bundle calls nested deeper than 64, or more
     /// than 500,000 instances (promises, calls, loop iterations).
     ExpansionLimit = "E0601", Error, "expansion limit reached";
+    /// A guard question the solver could not answer within its budget: the
+    /// policy is refused rather than passed unproven.
+    TooComplexToProve = "E0602", Error, "too complex to prove";
 }
 
 impl std::fmt::Display for Code {
