@@ -472,3 +472,27 @@ fn item11_a_guard_over_100k_classes_is_solved_in_linear_time() {
     assert_eq!(out.status.code(), Some(1), "{all}");
     assert!(all.contains("E0301"), "{all}");
 }
+
+// ------------------------------------------------------------------ item 13
+
+#[test]
+fn item13_line_promises_that_never_settle_are_refused_at_compile_time() {
+    let m = Machine::new();
+    for (attrs, code) in [
+        (r#"present = "a\nb";"#, "E0305"),
+        (r#"replace = "x"; with = "xx";"#, "E0305"),
+    ] {
+        m.write(
+            "policy/site.policy",
+            &format!("bundle b {{ line \"/etc/motd\" {{ {attrs} }} }}\npolicy {{ b(); }}\n"),
+        );
+        m.refused(&m.build(&[]), code);
+    }
+    // What settles is still accepted.
+    m.write(
+        "policy/site.policy",
+        "bundle b {\n  line \"/etc/motd\" { replace = \"^x$\"; with = \"xx\"; }\n  line \"/etc/issue\" { present = \"a b\"; }\n}\npolicy { b(); }\n",
+    );
+    let out = m.build(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}

@@ -94,6 +94,7 @@ pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
     }
     finder.absent();
     finder.fixed_content_lines(&objects, &index);
+    finder.diagnostics.extend(super::lines::never_settling(program));
     finder.diagnostics
 }
 

@@ -170,6 +170,9 @@ codes! {
     /// A guard question the solver could not answer within its budget: the
     /// policy is refused rather than passed unproven.
     TooComplexToProve = "E0602", Error, "too complex to prove";
+    /// A `line` promise that would change its file on every run: a line
+    /// with a line break, or a replacement whose output matches again.
+    LineNeverSettles = "E0305", Error, "line promise never settles";
 }
 
 impl std::fmt::Display for Code {
