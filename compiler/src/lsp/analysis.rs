@@ -9,11 +9,14 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use converge_grammar::FileId;
 
 use crate::check::check;
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Code, Diagnostic};
 use crate::workspace::{FileSystem, Workspace};
 
 use super::index::Index;
@@ -27,10 +30,92 @@ pub struct Analysis {
     pub index: Index,
 }
 
+/// The stack of an analysis worker (see `crate::cli::STACK_BYTES`).
+const WORKER_STACK_BYTES: usize = 512 << 20;
+
+/// How long the server waits for one analysis before it answers without it.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// Workers still running after their deadline; past this many, no new one
+/// is started until one finishes, so a file that is slow to check cannot
+/// pile up threads.
+const MAX_LATE_WORKERS: usize = 2;
+
+static LATE_WORKERS: AtomicUsize = AtomicUsize::new(0);
+
 impl Analysis {
-    /// Checks `root` with `open` (path to text) overriding the disk.
-    /// `None` only when the root itself cannot be read.
+    /// Checks `root` with `open` (path to text) overriding the disk, on a
+    /// worker thread with a large stack and a deadline, so that a file no
+    /// bound foresaw can neither crash the server (a panic is reported as a
+    /// diagnostic) nor keep it from answering the editor (after the
+    /// deadline the server goes on, with a diagnostic saying so). `None`
+    /// only when the root itself cannot be read.
     pub fn run(root: &Path, open: &HashMap<PathBuf, String>) -> Option<Analysis> {
+        if LATE_WORKERS.load(AtomicOrdering::SeqCst) >= MAX_LATE_WORKERS {
+            return Analysis::unfinished(root, open, "earlier analyses are still running");
+        }
+        let (sender, receiver) = mpsc::channel();
+        let (path, texts) = (root.to_path_buf(), open.clone());
+        let spawned = std::thread::Builder::new()
+            .name("policyc-analysis".to_owned())
+            .stack_size(WORKER_STACK_BYTES)
+            .spawn(move || {
+                let result = std::panic::catch_unwind(|| Analysis::check(&path, &texts));
+                // After the deadline nobody listens: count this worker as
+                // finished either way.
+                if sender.send(result).is_err() {
+                    LATE_WORKERS.fetch_sub(1, AtomicOrdering::SeqCst);
+                }
+            });
+        if spawned.is_err() {
+            return Analysis::check(root, open);
+        }
+        match receiver.recv_timeout(DEADLINE) {
+            Ok(Ok(analysis)) => analysis,
+            Ok(Err(_)) => Analysis::unfinished(
+                root,
+                open,
+                "the analysis failed (a bug in policyc: please report it with this file)",
+            ),
+            Err(_) => {
+                LATE_WORKERS.fetch_add(1, AtomicOrdering::SeqCst);
+                // Dropping the receiver tells the worker nobody waits.
+                drop(receiver);
+                Analysis::unfinished(
+                    root,
+                    open,
+                    &format!("the analysis did not finish within {} s", DEADLINE.as_secs()),
+                )
+            }
+        }
+    }
+
+    /// The file parsed but not analysed, with one diagnostic saying why.
+    fn unfinished(root: &Path, open: &HashMap<PathBuf, String>, why: &str) -> Option<Analysis> {
+        let mut fs = FileSystem::new();
+        if let Some(text) = open.get(root) {
+            fs.insert(root.to_path_buf(), text.clone());
+        }
+        let mut ws = Workspace::new(fs);
+        let root = ws.add_root(root).ok()?;
+        let diagnostic = Diagnostic::new(
+            Code::InternalError,
+            format!("policyc: {why}; diagnostics for this file are not up to date"),
+            converge_grammar::Span::new(root, 0, 0),
+            "not analysed",
+        )
+        .with_help("`policyc check` on this file says what the analysis finds, without a deadline");
+        let index = Index::build(&ws);
+        Some(Analysis {
+            diagnostics: vec![diagnostic],
+            ws,
+            root,
+            index,
+        })
+    }
+
+    /// The check itself, on the calling thread.
+    fn check(root: &Path, open: &HashMap<PathBuf, String>) -> Option<Analysis> {
         let mut fs = FileSystem::new();
         for (path, text) in open {
             fs.insert(path.clone(), text.clone());

@@ -461,6 +461,56 @@ mod tests {
         assert_eq!(published[0].params["version"], text.len() + 1);
     }
 
+    /// A file with chains long enough to overflow a recursive pass (issue
+    /// 14, items 21 and 24) is analysed on a worker thread with a large
+    /// stack, by passes that do not recurse: the server publishes its
+    /// diagnostics and answers the next request, instead of dying.
+    #[test]
+    fn a_file_with_100k_long_chains_does_not_kill_the_server() {
+        let (server, client) = Connection::memory();
+        let uri = Url::from_file_path(std::env::temp_dir().join("chains.policy")).unwrap();
+        let n = 100_000;
+        let mut text = String::from("let l0 = \"x\";\nbody b0 { mode = 0o644; }\n");
+        for i in 1..n {
+            text.push_str(&format!("let l{i} = l{};\nbody b{i} {{ use b{}; }}\n", i - 1, i - 1));
+        }
+        text.push_str(&format!(
+            "bundle x {{ file \"/etc/x\" {{ content = l{}; use b{}; }} }}\npolicy {{ x(); }}\n",
+            n - 1,
+            n - 1
+        ));
+        client
+            .sender
+            .send(notification(
+                DidOpenTextDocument::METHOD,
+                json!({"textDocument": {"uri": uri, "languageId": "policy", "version": 1, "text": text}}),
+            ))
+            .unwrap();
+        client
+            .sender
+            .send(Message::Request(Request::new(
+                RequestId::from(1),
+                Shutdown::METHOD.to_owned(),
+                json!(null),
+            )))
+            .unwrap();
+        client
+            .sender
+            .send(notification("exit", json!(null)))
+            .unwrap();
+        assert_eq!(Server::default().run(&server), Ending::Clean);
+        let published: Vec<lsp_server::Notification> = client
+            .receiver
+            .try_iter()
+            .filter_map(|m| match m {
+                Message::Notification(n) if n.method == PublishDiagnostics::METHOD => Some(n),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(published.len(), 1, "{published:?}");
+        assert_eq!(published[0].params["diagnostics"], json!([]), "{published:?}");
+    }
+
     /// Requests are answered in order, after the edits before them.
     #[test]
     fn a_request_sees_the_edits_sent_before_it() {
