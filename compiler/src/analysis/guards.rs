@@ -164,7 +164,7 @@ impl<'p> GuardSpace<'p> {
             }
             if let Some(body) = self.definitions.get(&atom) {
                 needed.push(atom);
-                queue.extend(body.atoms());
+                body.visit_atoms(|a| queue.push(a));
             }
         }
         needed.sort_unstable();

@@ -152,6 +152,20 @@ impl Formula {
         items.into_iter().fold(Formula::Const(false), Formula::or)
     }
 
+    /// Calls `f` on every atom occurrence (repeats included), without
+    /// allocating a result: for walks over many small formulas.
+    pub fn visit_atoms(&self, mut f: impl FnMut(Atom)) {
+        let mut stack = vec![self];
+        while let Some(formula) = stack.pop() {
+            match formula {
+                Formula::Const(_) => {}
+                Formula::Atom(atom) => f(*atom),
+                Formula::Not(inner) => stack.push(inner),
+                Formula::And(children) | Formula::Or(children) => stack.extend(children.iter()),
+            }
+        }
+    }
+
     /// The distinct atoms of the formula in order of first appearance
     /// (depth-first, left to right).
     ///
