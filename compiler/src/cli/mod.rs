@@ -1,12 +1,13 @@
 //! The `policyc` command line. Each subcommand lives in its own module and
 //! returns an exit code; `main` only parses arguments and dispatches.
 //!
-//! Exit codes: 0 success, 1 the policy has errors (or warnings under
-//! `--deny-warnings`), 2 usage or I/O error.
+//! Exit codes: one table for every subcommand, in [`exit`]
+//! (docs/exit-codes.md).
 
 pub(crate) mod atomic;
 mod build;
 mod check;
+pub mod exit;
 mod fmt;
 mod inputs;
 mod program;
@@ -31,8 +32,8 @@ pub struct Cli {
 enum Command {
     /// Check policy files and report every problem found.
     ///
-    /// Exits 0 when there are no errors, 1 when there are, 2 when a file
-    /// cannot be read or the arguments are wrong.
+    /// Exits 0 when there are no errors, 1 when there are, 64 when the
+    /// arguments are wrong, 66 when a file cannot be read.
     Check(check::CheckArgs),
     /// Show what the compiler concluded about a program: each object with
     /// its promises and guards, the order of application, and the pass
@@ -65,9 +66,7 @@ enum Command {
 }
 
 /// Exit status for "the input has errors".
-pub const EXIT_ERRORS: u8 = 1;
-/// Exit status for usage and I/O errors (clap uses 2 for usage errors too).
-pub const EXIT_USAGE: u8 = 2;
+pub const EXIT_ERRORS: u8 = exit::ERRORS;
 
 /// The stack of the thread every command runs on. The passes over long
 /// inputs are iterative or bounded (issue 14, item 21), so this is a second
@@ -77,16 +76,30 @@ pub const EXIT_USAGE: u8 = 2;
 pub const STACK_BYTES: usize = 512 << 20;
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // clap's own exit status for a usage error is 2; policyc's is 64, as
+    // policyvm's.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
     let worker = std::thread::Builder::new()
         .name("policyc".to_owned())
         .stack_size(STACK_BYTES)
         .spawn(move || dispatch(cli));
     match worker.map(std::thread::JoinHandle::join) {
         Ok(Ok(code)) => code,
-        // A panic is a compiler bug; its message is already on stderr.
-        Ok(Err(_)) => fail("internal error in policyc (a bug: please report it with the input)"),
-        Err(e) => fail(format!("cannot start the compiler thread: {e}")),
+        // A panic is a compiler bug; its message is already on stderr. 101
+        // is what a panic on the main thread exits with.
+        Ok(Err(_)) => ExitCode::from(101),
+        Err(e) => fail_with(exit::IO_ERROR, format!("cannot start the compiler thread: {e}")),
     }
 }
 
@@ -103,11 +116,18 @@ fn dispatch(cli: Cli) -> ExitCode {
     }
 }
 
-/// Prints a one-line error for a problem outside the policy (a missing file,
-/// an unreadable directory) and returns the usage/I/O exit code.
+/// Prints a one-line error for an input that cannot be read (a missing
+/// file, an unreadable directory, a bad key file) and returns
+/// [`exit::NO_INPUT`].
 fn fail(message: impl std::fmt::Display) -> ExitCode {
+    fail_with(exit::NO_INPUT, message)
+}
+
+/// Prints a one-line error for a problem outside the policy and returns
+/// `code` (one of [`exit`]).
+fn fail_with(code: u8, message: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {message}");
-    ExitCode::from(EXIT_USAGE)
+    ExitCode::from(code)
 }
 
 /// Whether `--format human` output should be coloured.

@@ -28,7 +28,7 @@ use crate::bundle::Verified;
 use crate::eval::{Evaluator, Val};
 use crate::facts::{FactValue, Facts};
 use crate::rootfs::RootFs;
-use crate::schema::{name_problem, promise_type, PromiserKind, FACTS};
+use crate::schema::{describes_state, fact_by_id, name_problem, promise_type, PromiserKind};
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -72,9 +72,6 @@ pub struct RunReport {
     /// Promises repaired in every pass of a run that did not converge.
     pub oscillating: Vec<String>,
 }
-
-/// Attributes that do not describe the object, for run-time contradictions.
-const NOT_STATE: &[&str] = &["id", "comment", "ensure"];
 
 pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     let started = Instant::now();
@@ -132,12 +129,10 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             let lists: Vec<Vec<String>> = p
                 .loops
                 .iter()
-                .map(
-                    |f| match FACTS.get(*f as usize).and_then(|f| facts.get(f.name)) {
-                        Some(FactValue::List(l)) => l,
-                        _ => Vec::new(),
-                    },
-                )
+                .map(|f| match fact_by_id(*f).and_then(|f| facts.get(f.name)) {
+                    Some(FactValue::List(l)) => l,
+                    _ => Vec::new(),
+                })
                 .collect();
             match loop_combinations(&lists) {
                 Ok(combos) => {
@@ -388,7 +383,9 @@ fn runtime_contradictions(
                     continue;
                 }
                 let clash = a.attrs.iter().find_map(|(name, value)| {
-                    if NOT_STATE.contains(name) || ["after", "notify"].contains(name) {
+                    // Relations and annotations never contradict (the
+                    // schema's roles); `ensure` has its own rule.
+                    if !describes_state(name) || *name == "ensure" {
                         return None;
                     }
                     let other = b.get(name)?;
