@@ -29,7 +29,11 @@ impl Machine {
         std::fs::create_dir_all(dir.path().join("keys")).unwrap();
         let out = policyc(
             dir.path(),
-            &["keygen", "--out", dir.path().join("keys/hub").to_str().unwrap()],
+            &[
+                "keygen",
+                "--out",
+                dir.path().join("keys/hub").to_str().unwrap(),
+            ],
         );
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
         Machine { dir }
@@ -107,7 +111,10 @@ fn site_with(attr: &str, value: &str) -> String {
 #[test]
 fn item03_source_with_dotdot_is_refused_and_never_embedded() {
     let m = Machine::new();
-    m.write("policy/site.policy", &site_with("source", "../outside/secret"));
+    m.write(
+        "policy/site.policy",
+        &site_with("source", "../outside/secret"),
+    );
     m.refused(&m.build(&[]), "E0502");
     m.refused(&m.check(&[]), "E0502");
 }
@@ -117,7 +124,10 @@ fn item03_absolute_source_and_template_are_refused() {
     let m = Machine::new();
     let secret = m.path("outside/secret");
     for attr in ["source", "template"] {
-        m.write("policy/site.policy", &site_with(attr, secret.to_str().unwrap()));
+        m.write(
+            "policy/site.policy",
+            &site_with(attr, secret.to_str().unwrap()),
+        );
         m.refused(&m.build(&[]), "E0502");
         m.refused(&m.check(&[]), "E0502");
     }
@@ -185,7 +195,10 @@ fn item03_importing_a_key_never_prints_it() {
 #[test]
 fn item03_imports_leaving_the_tree_are_refused() {
     let m = Machine::new();
-    m.write("lib/common.policy", "class web = sys.hostname == \"web\";\n");
+    m.write(
+        "lib/common.policy",
+        "class web = sys.hostname == \"web\";\n",
+    );
     m.write(
         "policy/site.policy",
         "import \"../lib/common.policy\";\npolicy { }\n",
@@ -194,14 +207,20 @@ fn item03_imports_leaving_the_tree_are_refused() {
     // A link inside the tree to a policy file outside it.
     std::os::unix::fs::symlink(m.path("lib/common.policy"), m.path("policy/common.policy"))
         .unwrap();
-    m.write("policy/site.policy", "import \"common.policy\";\npolicy { }\n");
+    m.write(
+        "policy/site.policy",
+        "import \"common.policy\";\npolicy { }\n",
+    );
     m.refused(&m.check(&[]), "E0502");
 }
 
 #[test]
 fn item03_policy_root_widens_the_tree_for_every_command() {
     let m = Machine::new();
-    m.write("lib/common.policy", "class web = sys.hostname == \"web\";\n");
+    m.write(
+        "lib/common.policy",
+        "class web = sys.hostname == \"web\";\n",
+    );
     m.write("lib/motd", "hello\n");
     m.write(
         "policy/site.policy",
@@ -247,8 +266,9 @@ fn item03_policy_root_widens_the_tree_for_every_command() {
 /// name `policyc` used to write `target` through (`.NAME.tmpPID`), each
 /// pointing at `victim`.
 fn plant_temp_links(target: &Path, victim: &Path) {
-    let probe = Command::new("true").spawn().unwrap();
+    let mut probe = Command::new("true").spawn().unwrap();
     let first = probe.id();
+    probe.wait().unwrap();
     let name = target.file_name().unwrap().to_string_lossy().into_owned();
     for pid in first..first + 4000 {
         let link = target.with_file_name(format!(".{name}.tmp{pid}"));
@@ -258,7 +278,11 @@ fn plant_temp_links(target: &Path, victim: &Path) {
 
 fn assert_regular_file(path: &Path) {
     let meta = std::fs::symlink_metadata(path).unwrap();
-    assert!(meta.file_type().is_file(), "{} is not a regular file", path.display());
+    assert!(
+        meta.file_type().is_file(),
+        "{} is not a regular file",
+        path.display()
+    );
 }
 
 #[test]
@@ -290,7 +314,14 @@ fn item10_publish_never_writes_through_planted_temp_links() {
     plant_temp_links(&m.path("pub/site.stamp"), &victim);
     let out = policyc(
         m.dir.path(),
-        &["publish", "policy/site.policy", "--key", "keys/hub.key", "--dir", "pub"],
+        &[
+            "publish",
+            "policy/site.policy",
+            "--key",
+            "keys/hub.key",
+            "--dir",
+            "pub",
+        ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
@@ -320,7 +351,8 @@ fn item10_keygen_and_fmt_never_write_through_links() {
     let out = policyc(m.dir.path(), &["fmt", "policy/plain.policy"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "class web;\n");
-    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
     assert_eq!(mode & 0o7777, 0o640);
 }
 

@@ -161,7 +161,10 @@ fn a_long_chain_of_classes_checks_and_orders() {
     // which must therefore come after the promise that sets c0.
     let mut text = String::from("class c0;\n");
     for i in 1..CLASS_CHAIN {
-        text.push_str(&format!("class c{i} = c{} || sys.hostname == \"h{i}\";\n", i - 1));
+        text.push_str(&format!(
+            "class c{i} = c{} || sys.hostname == \"h{i}\";\n",
+            i - 1
+        ));
     }
     text.push_str(&format!(
         "bundle b {{\n  when c{} {{ file \"/etc/y\" {{ content = \"y\"; }} }}\n  file \"/etc/x\" {{ content = \"x\"; on_repaired = c0; }}\n}}\npolicy {{ b(); }}\n",
@@ -179,7 +182,10 @@ fn a_long_chain_of_classes_checks_and_orders() {
         .position(|p| p.promiser.as_str() == Some("/etc/y"))
         .unwrap();
     let pos = |i| program.order.iter().position(|&o| o == i).unwrap();
-    assert!(pos(x) < pos(y), "the outcome edge through the chain is lost");
+    assert!(
+        pos(x) < pos(y),
+        "the outcome edge through the chain is lost"
+    );
     assert_eq!(program.pass_limit, 3);
 }
 
@@ -192,7 +198,10 @@ fn a_long_chain_of_bundle_calls_is_a_diagnostic_not_a_crash() {
             i + 1
         ));
     }
-    text.push_str(&format!("bundle b{} {{ }}\npolicy {{ b0(); }}\n", CHAIN - 1));
+    text.push_str(&format!(
+        "bundle b{} {{ }}\npolicy {{ b0(); }}\n",
+        CHAIN - 1
+    ));
     let outcome = check_text(text);
     assert_eq!(codes(&outcome), vec!["E0601"]);
 }

@@ -69,7 +69,9 @@ impl FileSystem {
 #[derive(Debug)]
 pub enum ReadError {
     Io(std::io::Error),
-    NotUtf8 { offset: usize },
+    NotUtf8 {
+        offset: usize,
+    },
     TooLarge,
     /// Outside the policy tree, or not a regular file.
     Tree(TreeError),
@@ -304,9 +306,7 @@ impl Workspace {
         // Everything else is a file of the importer's policy tree, and only a
         // policy file: a key or `/etc/shadow` is refused before it is read,
         // so its content can never show up in a syntax error.
-        let Some(tree) = self.db.tree(from).map(Arc::clone) else {
-            return None;
-        };
+        let tree = self.db.tree(from).map(Arc::clone)?;
         let path = match tree.resolve(&from_path, request) {
             Ok(path) => path,
             Err(err) => {
@@ -323,7 +323,9 @@ impl Workspace {
                     span,
                     "not a `.policy` file",
                 )
-                .with_help("`import` reads policy source; embed other files with `source` or `template`"),
+                .with_help(
+                    "`import` reads policy source; embed other files with `source` or `template`",
+                ),
             );
             return None;
         }

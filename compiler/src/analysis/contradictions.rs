@@ -83,7 +83,9 @@ pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
     }
     finder.absent();
     finder.fixed_content_lines(&objects, &index);
-    finder.diagnostics.extend(super::lines::never_settling(program));
+    finder
+        .diagnostics
+        .extend(super::lines::never_settling(program));
     finder.diagnostics
 }
 
@@ -125,10 +127,16 @@ impl<'p> Finder<'p> {
                     return None;
                 };
                 let (first, second) = (pa.span.min(pb.span), pa.span.max(pb.span));
-                if self.reported.insert((first, second, "too complex".to_owned())) {
+                if self
+                    .reported
+                    .insert((first, second, "too complex".to_owned()))
+                {
                     let d = super::guards::too_complex(
                         second,
-                        &format!("whether these promises on {} can both be active", describe_object(pb)),
+                        &format!(
+                            "whether these promises on {} can both be active",
+                            describe_object(pb)
+                        ),
                         err,
                     )
                     .with_secondary(first, "the other promise");

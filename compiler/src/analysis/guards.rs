@@ -20,8 +20,8 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::sat::{self, Atom, Constraints, Formula, TooComplex};
 use crate::diagnostic::{Code, Diagnostic};
-use converge_grammar::Span;
 use crate::ir::{self, CompareOp, Guard, Value};
+use converge_grammar::Span;
 
 /// What an atom stands for, for witnesses and for grouping fact tests.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -299,7 +299,10 @@ pub fn eval(formula: &Formula, true_atoms: &[Atom]) -> bool {
 /// hold, nine exclusive groups they share) are exponentially hard for any
 /// resolution-based solver, and ran past 60 s before this bound. The caller
 /// reports that the question could not be answered; it never guesses.
-pub fn solve(formula: &Formula, constraints: &Constraints) -> Result<Option<Vec<Atom>>, TooComplex> {
+pub fn solve(
+    formula: &Formula,
+    constraints: &Constraints,
+) -> Result<Option<Vec<Atom>>, TooComplex> {
     solve_within(formula, constraints, MAX_CONFLICTS)
 }
 
@@ -780,9 +783,10 @@ impl Solver {
         // literals and more general techniques", JAIR 2013).
         let len = rest.len();
         let start = self.search_from.get(index).copied().unwrap_or(0).min(len);
-        let found = (start..len)
-            .chain(0..start)
-            .find(|&k| rest.get(k).is_some_and(|lit| lit_value(vars, *lit) != Some(false)));
+        let found = (start..len).chain(0..start).find(|&k| {
+            rest.get(k)
+                .is_some_and(|lit| lit_value(vars, *lit) != Some(false))
+        });
         if let Some(replacement) = found.and_then(|k| {
             if let Some(slot) = self.search_from.get_mut(index) {
                 *slot = k;

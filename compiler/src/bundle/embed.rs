@@ -19,7 +19,11 @@ pub const EMBEDDED: &[&str] = &["source", "template"];
 
 /// The path an embedding attribute names, checked against the policy tree
 /// of the file it is written in (by name and through links).
-fn resolve(db: &SourceDb, p: &ir::Promise, attr: &ir::Attr) -> Result<(PathBuf, PolicyTree), Diagnostic> {
+fn resolve(
+    db: &SourceDb,
+    p: &ir::Promise,
+    attr: &ir::Attr,
+) -> Result<(PathBuf, PolicyTree), Diagnostic> {
     let Some(name) = attr.value.as_str() else {
         return Err(Diagnostic::new(
             Code::EmbedFailed,
@@ -61,7 +65,9 @@ pub fn read(db: &SourceDb, p: &ir::Promise, attr: &ir::Attr) -> Result<Vec<u8>, 
             attr.span,
             format!("looked for {}", path.display()),
         )
-        .with_help("`source` and `template` files are read at build time, relative to the policy file")
+        .with_help(
+            "`source` and `template` files are read at build time, relative to the policy file",
+        )
     })
 }
 
@@ -71,7 +77,11 @@ pub fn read(db: &SourceDb, p: &ir::Promise, attr: &ir::Attr) -> Result<Vec<u8>, 
 pub fn check_embeds(db: &SourceDb, program: &ir::Program) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = Vec::new();
     for p in &program.promises {
-        for attr in p.attrs.iter().filter(|a| EMBEDDED.contains(&a.name.as_str())) {
+        for attr in p
+            .attrs
+            .iter()
+            .filter(|a| EMBEDDED.contains(&a.name.as_str()))
+        {
             if !matches!(attr.value, Value::Str(_)) {
                 continue;
             }

@@ -51,10 +51,7 @@ pub fn write_atomically(
     tmp.as_file().sync_all()?;
     match existing {
         Existing::Replace => tmp.persist(path).map(drop).map_err(|e| e.error)?,
-        Existing::Keep => tmp
-            .persist_noclobber(path)
-            .map(drop)
-            .map_err(|e| e.error)?,
+        Existing::Keep => tmp.persist_noclobber(path).map(drop).map_err(|e| e.error)?,
     }
     std::fs::File::open(&dir)?.sync_all()
 }

@@ -99,7 +99,10 @@ pub fn main() -> ExitCode {
         // A panic is a compiler bug; its message is already on stderr. 101
         // is what a panic on the main thread exits with.
         Ok(Err(_)) => ExitCode::from(101),
-        Err(e) => fail_with(exit::IO_ERROR, format!("cannot start the compiler thread: {e}")),
+        Err(e) => fail_with(
+            exit::IO_ERROR,
+            format!("cannot start the compiler thread: {e}"),
+        ),
     }
 }
 

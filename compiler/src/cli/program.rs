@@ -62,10 +62,7 @@ pub fn graph(args: GraphArgs) -> ExitCode {
 
 /// Checks the file; on errors prints them (to stderr, so stdout stays the
 /// requested output) and returns exit code 1.
-fn load(
-    file: &std::path::Path,
-    tree: &inputs::TreeArgs,
-) -> Result<(Workspace, Program), ExitCode> {
+fn load(file: &std::path::Path, tree: &inputs::TreeArgs) -> Result<(Workspace, Program), ExitCode> {
     let ws = inputs::load(&[file.to_path_buf()], tree).map_err(fail)?;
     let mut outcome = check(&ws);
     if outcome.count(Severity::Error) > 0 {

@@ -84,7 +84,10 @@ impl Analysis {
                 Analysis::unfinished(
                     root,
                     open,
-                    &format!("the analysis did not finish within {} s", DEADLINE.as_secs()),
+                    &format!(
+                        "the analysis did not finish within {} s",
+                        DEADLINE.as_secs()
+                    ),
                 )
             }
         }

@@ -472,7 +472,11 @@ mod tests {
         let n = 100_000;
         let mut text = String::from("let l0 = \"x\";\nbody b0 { mode = 0o644; }\n");
         for i in 1..n {
-            text.push_str(&format!("let l{i} = l{};\nbody b{i} {{ use b{}; }}\n", i - 1, i - 1));
+            text.push_str(&format!(
+                "let l{i} = l{};\nbody b{i} {{ use b{}; }}\n",
+                i - 1,
+                i - 1
+            ));
         }
         text.push_str(&format!(
             "bundle x {{ file \"/etc/x\" {{ content = l{}; use b{}; }} }}\npolicy {{ x(); }}\n",
@@ -508,7 +512,11 @@ mod tests {
             })
             .collect();
         assert_eq!(published.len(), 1, "{published:?}");
-        assert_eq!(published[0].params["diagnostics"], json!([]), "{published:?}");
+        assert_eq!(
+            published[0].params["diagnostics"],
+            json!([]),
+            "{published:?}"
+        );
     }
 
     /// Requests are answered in order, after the edits before them.

@@ -160,7 +160,10 @@ impl<'a> Expander<'a, '_> {
         if names.len() > 12 {
             let skipped = names.len() - 8;
             let head = names.get(..4).unwrap_or_default().join(" -> ");
-            let tail = names.get(names.len() - 4..).unwrap_or_default().join(" -> ");
+            let tail = names
+                .get(names.len() - 4..)
+                .unwrap_or_default()
+                .join(" -> ");
             return format!("{head} -> ... ({skipped} more) ... -> {tail}");
         }
         names.join(" -> ")

@@ -21,7 +21,11 @@ use super::symbols::Symbols;
 /// The lets `name` reads, directly or not, that `known` does not yet know,
 /// `name` included, each after every let it reads. Lets on or behind a
 /// cycle are omitted (see the module documentation).
-pub fn pending<'a>(symbols: &Symbols<'a>, name: &'a str, known: impl Fn(&str) -> bool) -> Vec<&'a str> {
+pub fn pending<'a>(
+    symbols: &Symbols<'a>,
+    name: &'a str,
+    known: impl Fn(&str) -> bool,
+) -> Vec<&'a str> {
     #[derive(Clone, Copy, PartialEq, Eq)]
     enum State {
         OnStack,
@@ -34,7 +38,8 @@ pub fn pending<'a>(symbols: &Symbols<'a>, name: &'a str, known: impl Fn(&str) ->
         return order;
     }
     // (let, its dependencies, how many of them were visited)
-    let mut work: Vec<(&'a str, Vec<&'a str>, usize)> = vec![(name, dependencies(symbols, name), 0)];
+    let mut work: Vec<(&'a str, Vec<&'a str>, usize)> =
+        vec![(name, dependencies(symbols, name), 0)];
     state.insert(name, State::OnStack);
     while let Some((current, deps, visited)) = work.last_mut() {
         let current = *current;
