@@ -62,7 +62,7 @@ enum Command {
     /// left untouched (exit 1).
     Fmt(fmt::FmtArgs),
     /// Run the language server on standard input and output (for editors).
-    Lsp,
+    Lsp(inputs::TreeArgs),
 }
 
 /// Exit status for "the input has errors".
@@ -115,7 +115,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Build(args) => build::run_build(args),
         Command::Publish(args) => publish::run(args),
         Command::Fmt(args) => fmt::run(args),
-        Command::Lsp => crate::lsp::run(),
+        Command::Lsp(tree) => crate::lsp::run(tree.policy_root),
     }
 }
 

@@ -17,6 +17,7 @@ use converge_grammar::FileId;
 
 use crate::check::check;
 use crate::diagnostic::{Code, Diagnostic};
+use crate::policy_tree::PolicyTree;
 use crate::workspace::{FileSystem, Workspace};
 
 use super::index::Index;
@@ -50,17 +51,23 @@ impl Analysis {
     /// diagnostic) nor keep it from answering the editor (after the
     /// deadline the server goes on, with a diagnostic saying so). `None`
     /// only when the root itself cannot be read.
-    pub fn run(root: &Path, open: &HashMap<PathBuf, String>) -> Option<Analysis> {
+    pub fn run(
+        root: &Path,
+        open: &HashMap<PathBuf, String>,
+        policy_root: Option<&Path>,
+    ) -> Option<Analysis> {
         if LATE_WORKERS.load(AtomicOrdering::SeqCst) >= MAX_LATE_WORKERS {
             return Analysis::unfinished(root, open, "earlier analyses are still running");
         }
         let (sender, receiver) = mpsc::channel();
         let (path, texts) = (root.to_path_buf(), open.clone());
+        let tree = policy_root.map(Path::to_path_buf);
         let spawned = std::thread::Builder::new()
             .name("policyc-analysis".to_owned())
             .stack_size(WORKER_STACK_BYTES)
             .spawn(move || {
-                let result = std::panic::catch_unwind(|| Analysis::check(&path, &texts));
+                let result =
+                    std::panic::catch_unwind(|| Analysis::check(&path, &texts, tree.as_deref()));
                 // After the deadline nobody listens: count this worker as
                 // finished either way.
                 if sender.send(result).is_err() {
@@ -68,7 +75,7 @@ impl Analysis {
                 }
             });
         if spawned.is_err() {
-            return Analysis::check(root, open);
+            return Analysis::check(root, open, policy_root);
         }
         match receiver.recv_timeout(DEADLINE) {
             Ok(Ok(analysis)) => analysis,
@@ -118,12 +125,23 @@ impl Analysis {
     }
 
     /// The check itself, on the calling thread.
-    fn check(root: &Path, open: &HashMap<PathBuf, String>) -> Option<Analysis> {
+    fn check(
+        root: &Path,
+        open: &HashMap<PathBuf, String>,
+        policy_root: Option<&Path>,
+    ) -> Option<Analysis> {
         let mut fs = FileSystem::new();
         for (path, text) in open {
             fs.insert(path.clone(), text.clone());
         }
         let mut ws = Workspace::new(fs);
+        // A document outside `--policy-root` is checked in its own
+        // directory, as `policyc check` would check it without the option.
+        if let Some(dir) = policy_root {
+            if PolicyTree::new(dir).check(root).is_ok() {
+                ws.set_policy_root(dir);
+            }
+        }
         let root = ws.add_root(root).ok()?;
         let outcome = check(&ws);
         let index = Index::build(&ws);

@@ -60,9 +60,20 @@ pub struct Server {
     /// A document was closed: its diagnostics must be cleared.
     republish: bool,
     shutdown: bool,
+    /// `policyc lsp --policy-root DIR`: the policy tree of every document.
+    policy_root: Option<PathBuf>,
 }
 
 impl Server {
+    /// A server whose documents read files inside `policy_root` (or, when
+    /// `None`, each inside its own directory).
+    pub fn with_policy_root(policy_root: Option<PathBuf>) -> Server {
+        Server {
+            policy_root,
+            ..Server::default()
+        }
+    }
+
     /// Serves `conn` until `exit` (or until the client goes away).
     pub fn run(mut self, conn: &Connection) -> Ending {
         while let Ok(first) = conn.receiver.recv() {
@@ -198,7 +209,7 @@ impl Server {
             let Some(doc) = self.docs.get(uri) else {
                 continue;
             };
-            match Analysis::run(&doc.path, &open) {
+            match Analysis::run(&doc.path, &open, self.policy_root.as_deref()) {
                 Some(analysis) => {
                     self.analyses.insert(uri.clone(), analysis);
                 }
@@ -517,6 +528,55 @@ mod tests {
             json!([]),
             "{published:?}"
         );
+    }
+
+    /// `policyc lsp --policy-root DIR` reads what `policyc check
+    /// --policy-root DIR` reads; without it, a document's tree is its own
+    /// directory and an import out of it is E0502 in the editor too.
+    #[test]
+    fn the_policy_root_bounds_what_documents_import() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("policy")).unwrap();
+        std::fs::create_dir_all(dir.path().join("lib")).unwrap();
+        std::fs::write(dir.path().join("lib/common.policy"), "class web;\n").unwrap();
+        let uri = Url::from_file_path(dir.path().join("policy/site.policy")).unwrap();
+        let text = "import \"../lib/common.policy\";\nclass app = web;\n";
+        let published = |root: Option<PathBuf>| {
+            let (server, client) = Connection::memory();
+            client
+                .sender
+                .send(notification(
+                    DidOpenTextDocument::METHOD,
+                    json!({"textDocument": {"uri": uri, "languageId": "policy", "version": 1, "text": text}}),
+                ))
+                .unwrap();
+            client
+                .sender
+                .send(Message::Request(Request::new(
+                    RequestId::from(1),
+                    Shutdown::METHOD.to_owned(),
+                    json!(null),
+                )))
+                .unwrap();
+            client
+                .sender
+                .send(notification("exit", json!(null)))
+                .unwrap();
+            assert_eq!(Server::with_policy_root(root).run(&server), Ending::Clean);
+            client
+                .receiver
+                .try_iter()
+                .filter_map(|m| match m {
+                    Message::Notification(n) if n.method == PublishDiagnostics::METHOD => {
+                        Some(n.params["diagnostics"].to_string())
+                    }
+                    _ => None,
+                })
+                .collect::<Vec<String>>()
+                .join("\n")
+        };
+        assert!(published(None).contains("E0502"));
+        assert!(!published(Some(dir.path().to_path_buf())).contains("E0"));
     }
 
     /// Requests are answered in order, after the edits before them.
