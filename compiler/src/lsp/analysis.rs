@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use converge_grammar::FileId;
@@ -34,8 +34,27 @@ pub struct Analysis {
 /// The stack of an analysis worker (see `crate::cli::STACK_BYTES`).
 const WORKER_STACK_BYTES: usize = 512 << 20;
 
-/// How long the server waits for one analysis before it answers without it.
-const DEADLINE: Duration = Duration::from_secs(20);
+/// How long the server waits for one analysis before it answers without
+/// it, unless told otherwise ([`Settings::deadline`]).
+pub const DEADLINE: Duration = Duration::from_secs(20);
+
+/// How documents are analysed.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// `--policy-root`: the policy tree of every document inside it.
+    pub policy_root: Option<PathBuf>,
+    /// How long to wait for one analysis.
+    pub deadline: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            policy_root: None,
+            deadline: DEADLINE,
+        }
+    }
+}
 
 /// Workers still running after their deadline; past this many, no new one
 /// is started until one finishes, so a file that is slow to check cannot
@@ -54,12 +73,18 @@ impl Analysis {
     pub fn run(
         root: &Path,
         open: &HashMap<PathBuf, String>,
-        policy_root: Option<&Path>,
+        settings: &Settings,
     ) -> Option<Analysis> {
+        let policy_root = settings.policy_root.as_deref();
         if LATE_WORKERS.load(AtomicOrdering::SeqCst) >= MAX_LATE_WORKERS {
             return Analysis::unfinished(root, open, "earlier analyses are still running");
         }
         let (sender, receiver) = mpsc::channel();
+        // Whether the server stopped waiting. The worker and the server
+        // decide under this lock who accounts for a late worker, so that
+        // the count never leaks.
+        let abandoned = Arc::new(Mutex::new(false));
+        let worker_abandoned = Arc::clone(&abandoned);
         let (path, texts) = (root.to_path_buf(), open.clone());
         let tree = policy_root.map(Path::to_path_buf);
         let spawned = std::thread::Builder::new()
@@ -68,35 +93,46 @@ impl Analysis {
             .spawn(move || {
                 let result =
                     std::panic::catch_unwind(|| Analysis::check(&path, &texts, tree.as_deref()));
-                // After the deadline nobody listens: count this worker as
-                // finished either way.
-                if sender.send(result).is_err() {
+                let late = worker_abandoned.lock().map_or(true, |flag| *flag);
+                if late {
                     LATE_WORKERS.fetch_sub(1, AtomicOrdering::SeqCst);
+                } else {
+                    let _ = sender.send(result);
                 }
             });
         if spawned.is_err() {
             return Analysis::check(root, open, policy_root);
         }
-        match receiver.recv_timeout(DEADLINE) {
-            Ok(Ok(analysis)) => analysis,
-            Ok(Err(_)) => Analysis::unfinished(
+        let outcome = match receiver.recv_timeout(settings.deadline) {
+            Ok(outcome) => Some(outcome),
+            Err(_) => match abandoned.lock() {
+                Ok(mut flag) => match receiver.try_recv() {
+                    // It finished just now.
+                    Ok(outcome) => Some(outcome),
+                    Err(_) => {
+                        *flag = true;
+                        LATE_WORKERS.fetch_add(1, AtomicOrdering::SeqCst);
+                        None
+                    }
+                },
+                Err(_) => None,
+            },
+        };
+        match outcome {
+            Some(Ok(analysis)) => analysis,
+            Some(Err(_)) => Analysis::unfinished(
                 root,
                 open,
                 "the analysis failed (a bug in policyc: please report it with this file)",
             ),
-            Err(_) => {
-                LATE_WORKERS.fetch_add(1, AtomicOrdering::SeqCst);
-                // Dropping the receiver tells the worker nobody waits.
-                drop(receiver);
-                Analysis::unfinished(
-                    root,
-                    open,
-                    &format!(
-                        "the analysis did not finish within {} s",
-                        DEADLINE.as_secs()
-                    ),
-                )
-            }
+            None => Analysis::unfinished(
+                root,
+                open,
+                &format!(
+                    "the analysis did not finish within {} s",
+                    settings.deadline.as_secs_f64()
+                ),
+            ),
         }
     }
 

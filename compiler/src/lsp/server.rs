@@ -24,7 +24,7 @@ use lsp_types::request::{
 use lsp_types::{PublishDiagnosticsParams, Url};
 use serde::de::DeserializeOwned;
 
-use super::analysis::Analysis;
+use super::analysis::{Analysis, Settings};
 use super::diagnostics::{to_lsp, LineCache};
 use super::position::LineIndex;
 use super::{completion, format, hover, navigation, symbols};
@@ -60,16 +60,23 @@ pub struct Server {
     /// A document was closed: its diagnostics must be cleared.
     republish: bool,
     shutdown: bool,
-    /// `policyc lsp --policy-root DIR`: the policy tree of every document.
-    policy_root: Option<PathBuf>,
+    /// `--policy-root` and the analysis deadline.
+    settings: Settings,
 }
 
 impl Server {
     /// A server whose documents read files inside `policy_root` (or, when
     /// `None`, each inside its own directory).
     pub fn with_policy_root(policy_root: Option<PathBuf>) -> Server {
-        Server {
+        Server::with_settings(Settings {
             policy_root,
+            ..Settings::default()
+        })
+    }
+
+    pub fn with_settings(settings: Settings) -> Server {
+        Server {
+            settings,
             ..Server::default()
         }
     }
@@ -209,7 +216,7 @@ impl Server {
             let Some(doc) = self.docs.get(uri) else {
                 continue;
             };
-            match Analysis::run(&doc.path, &open, self.policy_root.as_deref()) {
+            match Analysis::run(&doc.path, &open, &self.settings) {
                 Some(analysis) => {
                     self.analyses.insert(uri.clone(), analysis);
                 }
@@ -513,7 +520,13 @@ mod tests {
             .sender
             .send(notification("exit", json!(null)))
             .unwrap();
-        assert_eq!(Server::default().run(&server), Ending::Clean);
+        // A deadline no loaded test machine reaches: this test is about
+        // the result, not the time.
+        let settings = Settings {
+            deadline: std::time::Duration::from_secs(600),
+            ..Settings::default()
+        };
+        assert_eq!(Server::with_settings(settings).run(&server), Ending::Clean);
         let published: Vec<lsp_server::Notification> = client
             .receiver
             .try_iter()
@@ -577,6 +590,63 @@ mod tests {
         };
         assert!(published(None).contains("E0502"));
         assert!(!published(Some(dir.path().to_path_buf())).contains("E0"));
+    }
+
+    /// An analysis past its deadline does not hold the editor up: the
+    /// server publishes a diagnostic saying so and answers the next request
+    /// (the worker finishes on its own).
+    #[test]
+    fn an_analysis_past_its_deadline_does_not_block_the_server() {
+        let (server, client) = Connection::memory();
+        let uri = Url::from_file_path(std::env::temp_dir().join("slow.policy")).unwrap();
+        let mut text = String::from("class c0;\n");
+        for i in 1..20_000 {
+            text.push_str(&format!(
+                "class c{i} = c{} || sys.hostname == \"h{i}\";\n",
+                i - 1
+            ));
+        }
+        text.push_str(
+            "bundle b { when c19999 { file \"/etc/x\" { content = \"x\"; } } }\npolicy { b(); }\n",
+        );
+        client
+            .sender
+            .send(notification(
+                DidOpenTextDocument::METHOD,
+                json!({"textDocument": {"uri": uri, "languageId": "policy", "version": 1, "text": text}}),
+            ))
+            .unwrap();
+        client
+            .sender
+            .send(Message::Request(Request::new(
+                RequestId::from(1),
+                Shutdown::METHOD.to_owned(),
+                json!(null),
+            )))
+            .unwrap();
+        client
+            .sender
+            .send(notification("exit", json!(null)))
+            .unwrap();
+        let settings = Settings {
+            deadline: std::time::Duration::from_millis(1),
+            ..Settings::default()
+        };
+        assert_eq!(Server::with_settings(settings).run(&server), Ending::Clean);
+        let messages: Vec<Message> = client.receiver.try_iter().collect();
+        let published = messages.iter().find_map(|m| match m {
+            Message::Notification(n) if n.method == PublishDiagnostics::METHOD => {
+                Some(n.params["diagnostics"].to_string())
+            }
+            _ => None,
+        });
+        assert!(
+            published
+                .as_deref()
+                .is_some_and(|d| d.contains("did not finish")),
+            "{published:?}"
+        );
+        assert!(messages.iter().any(|m| matches!(m, Message::Response(_))));
     }
 
     /// Requests are answered in order, after the edits before them.
