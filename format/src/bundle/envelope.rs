@@ -146,9 +146,8 @@ fn frame(bytes: &[u8]) -> Result<Frame<'_>, BundleError> {
 /// Decodes and verifies the body of a framed bundle.
 fn decode(bytes: &[u8], frame: &Frame<'_>) -> Result<Verified, BundleError> {
     let body_bytes = frame.signed.get(HEADER_LEN..).unwrap_or_default();
-    let body: Body = postcard::from_bytes(body_bytes).map_err(|e| BundleError::Corrupt {
-        reason: format!("body does not decode: {e}"),
-    })?;
+    let body: Body =
+        super::format::decode_body(body_bytes).map_err(|reason| BundleError::Corrupt { reason })?;
     if body.header.key_id != frame.key_id {
         return Err(BundleError::Corrupt {
             reason: "the signed header names another key than the envelope".to_owned(),

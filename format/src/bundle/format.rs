@@ -6,6 +6,7 @@
 //! and every variable-length field is a [`List`], whose decoder never
 //! reserves memory for elements it has not read.
 
+use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -13,6 +14,65 @@ use serde::de::{SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::instr::Instr;
+use super::limits::{DECODE_SLACK, MAX_DECODE_FACTOR};
+
+thread_local! {
+    /// Bytes of list structure the body being decoded on this thread may
+    /// still take ([`decode_body`]); `None` outside of it.
+    static DECODE_BUDGET: Cell<Option<usize>> = const { Cell::new(None) };
+    /// Whether the current decode went over its budget.
+    static DECODE_OVER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Takes `bytes` from the decode budget; false when it is spent.
+fn charge_decode(bytes: usize) -> bool {
+    DECODE_BUDGET.with(|budget| match budget.get() {
+        None => true,
+        Some(left) => match left.checked_sub(bytes) {
+            Some(left) => {
+                budget.set(Some(left));
+                true
+            }
+            None => {
+                DECODE_OVER.with(|over| over.set(true));
+                false
+            }
+        },
+    })
+}
+
+/// Decodes a body, refusing one whose lists would take more than
+/// [`MAX_DECODE_FACTOR`] bytes per byte of `bytes` (plus [`DECODE_SLACK`]).
+/// Each list element is charged its in-memory size as it is read, so the
+/// refusal comes before the memory is taken: an empty list is one byte on
+/// the wire and 24 in memory, and a body of them decoded to 25 times its
+/// size (issue 14, item 4). Strings and blobs decode to their own length.
+pub fn decode_body(bytes: &[u8]) -> Result<Body, String> {
+    /// Clears the budget however decoding ends.
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            DECODE_BUDGET.with(|b| b.set(None));
+            DECODE_OVER.with(|o| o.set(false));
+        }
+    }
+    let budget = bytes
+        .len()
+        .saturating_mul(MAX_DECODE_FACTOR)
+        .saturating_add(DECODE_SLACK);
+    DECODE_BUDGET.with(|b| b.set(Some(budget)));
+    DECODE_OVER.with(|o| o.set(false));
+    let _reset = Reset;
+    postcard::from_bytes(bytes).map_err(|e| {
+        if DECODE_OVER.with(Cell::get) {
+            format!(
+                "the body decodes to more than {MAX_DECODE_FACTOR} times its size (docs/bytecode.md, Limits)"
+            )
+        } else {
+            format!("body does not decode: {e}")
+        }
+    })
+}
 
 /// A `Vec` whose decoder grows with the elements actually read instead of
 /// trusting the length prefix: a 10-byte body claiming a billion elements
@@ -58,6 +118,9 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut items = Vec::new();
                 while let Some(item) = seq.next_element()? {
+                    if !charge_decode(std::mem::size_of::<T>()) {
+                        return Err(serde::de::Error::custom("over the decode budget"));
+                    }
                     items.push(item);
                 }
                 // Growth by doubling leaves up to half unused; a bundle is

@@ -13,6 +13,7 @@ pub mod error;
 pub mod format;
 pub mod instr;
 pub mod keys;
+pub mod limits;
 pub mod verify;
 
 pub use envelope::{open, open_unsigned, Verified};

@@ -7,6 +7,7 @@
 use super::error::BundleError;
 use super::format::{AttrValue, Body, Constant, Item, Operand, Program, Promise};
 use super::instr::Instr;
+use super::limits::{RegexCache, MAX_LOOP_DEPTH, MAX_PROMISES};
 use crate::schema::{AttrType, FACTS, PROMISE_TYPES};
 
 /// The longest program accepted.
@@ -44,6 +45,7 @@ fn corrupt(reason: impl Into<String>) -> BundleError {
 pub fn verify_body(body: &Body) -> Result<(), BundleError> {
     let v = Verifier { body };
     v.header()?;
+    static_limits(body)?;
     let programs: Vec<ProgramInfo> = body
         .programs
         .iter()
@@ -65,6 +67,7 @@ pub fn verify_body(body: &Body) -> Result<(), BundleError> {
             .map_err(|e| corrupt(format!("promise {i}: {e}")))?;
     }
     v.order()?;
+    regexes(body)?;
     for (i, s) in body.sources.iter().enumerate() {
         match body.constants.get(s.file as usize) {
             Some(Constant::Str(_)) => {}
@@ -73,6 +76,45 @@ pub fn verify_body(body: &Body) -> Result<(), BundleError> {
                     "source {i}: file name is not a string constant"
                 )))
             }
+        }
+    }
+    Ok(())
+}
+
+/// The limits of `docs/bytecode.md` ("Limits") that a body's shape alone
+/// decides, checked before any per-item work.
+fn static_limits(body: &Body) -> Result<(), BundleError> {
+    if body.promises.len() > MAX_PROMISES {
+        return Err(corrupt(format!(
+            "{} promises, more than the limit of {MAX_PROMISES}",
+            body.promises.len()
+        )));
+    }
+    for (i, p) in body.promises.iter().enumerate() {
+        if p.loops.len() > MAX_LOOP_DEPTH {
+            return Err(corrupt(format!(
+                "promise {i}: {} nested run-time loops, more than the limit of {MAX_LOOP_DEPTH}",
+                p.loops.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Every `match` regex compiles within the size limit; each distinct
+/// constant is compiled once, however many instructions name it, and there
+/// are at most [`MAX_REGEXES`](super::limits::MAX_REGEXES) of them.
+fn regexes(body: &Body) -> Result<(), BundleError> {
+    let mut cache = RegexCache::default();
+    for (i, p) in body.programs.iter().enumerate() {
+        for (pc, instr) in p.code.iter().enumerate() {
+            let Instr::Match(c) = *instr else { continue };
+            let Some(Constant::Str(pattern)) = body.constants.get(c as usize) else {
+                continue; // refused by `program` already
+            };
+            cache
+                .get(c, pattern)
+                .map_err(|e| corrupt(format!("program {i}: invalid regex at {pc}: {e}")))?;
         }
     }
     Ok(())
@@ -167,11 +209,10 @@ impl Verifier<'_> {
                     Ty::Bool
                 }
                 Instr::Match(c) => {
-                    let Constant::Str(pattern) = self.constant(c)? else {
+                    // Compiled once per constant by `regexes`, below.
+                    let Constant::Str(_) = self.constant(c)? else {
                         return Err(format!("regex constant {c} at {pc} is not a string"));
                     };
-                    regex::Regex::new(pattern)
-                        .map_err(|e| format!("invalid regex at {pc}: {e}"))?;
                     expect(pop(&mut stack)?, Ty::Str, pc)?;
                     Ty::Bool
                 }
