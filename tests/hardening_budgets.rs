@@ -32,7 +32,12 @@ fn sign(mut body: Body) -> Vec<u8> {
 fn refusal(bytes: &[u8]) -> String {
     match open(bytes, &[keys().1]) {
         Err(BundleError::Corrupt { reason }) => reason,
-        other => panic!("not refused as corrupt: {other:?}"),
+        Ok(v) => panic!(
+            "opened, not refused: {} promises, {} programs",
+            v.body.promises.len(),
+            v.body.programs.len()
+        ),
+        Err(other) => panic!("not refused as corrupt: {other:?}"),
     }
 }
 
