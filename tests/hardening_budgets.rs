@@ -136,7 +136,9 @@ fn item04_a_regex_over_the_size_limit_is_refused_with_the_limit() {
 /// More distinct regexes than the documented 1,024 are refused.
 #[test]
 fn item04_more_distinct_regexes_than_the_limit_are_refused() {
-    let constants: Vec<Constant> = (0..1025).map(|i| Constant::Str(format!("^h{i}$"))).collect();
+    let constants: Vec<Constant> = (0..1025)
+        .map(|i| Constant::Str(format!("^h{i}$")))
+        .collect();
     let programs: Vec<Vec<Instr>> = (0..1025)
         .map(|i| vec![Instr::Fact(fact("sys.hostname")), Instr::Match(i)])
         .collect();
@@ -255,10 +257,12 @@ policy { b(); }
     // `last` reads the last heavy class, so it depends on it.
     let last_heavy = find_str(&body, "heavy199");
     let reads_heavy = program(&mut body, vec![Instr::Class(last_heavy), Instr::Not]);
-    body.classes.0.push(converge_vm::bundle::format::ClassEntry {
-        name: last.name,
-        program: Some(reads_heavy),
-    });
+    body.classes
+        .0
+        .push(converge_vm::bundle::format::ClassEntry {
+            name: last.name,
+            program: Some(reads_heavy),
+        });
     let v = support::verified(&sign(body));
     let root = root();
     let started = Instant::now();

@@ -410,4 +410,81 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+
+    /// Every instruction costs [`INSTR_STEPS`] plus the bytes it pushes or
+    /// examines; the count is exact, so the budget is work, not time.
+    #[test]
+    fn steps_count_instructions_and_bytes() {
+        let body = body(
+            vec![
+                Constant::Str("abcdefghij".into()),
+                Constant::Str("^a".into()),
+            ],
+            vec![vec![
+                Instr::Const(0),
+                Instr::Const(0),
+                Instr::Eq,
+                Instr::Const(0),
+                Instr::Match(1),
+                Instr::And,
+            ]],
+        );
+        let facts = facts();
+        let mut eval = Evaluator::new(&body, &facts);
+        assert_eq!(eval.run(0, &BTreeSet::new(), &[]), Ok(Val::Bool(true)));
+        // 6 instructions; three pushes of 10 bytes, 10 compared, 10 searched.
+        assert_eq!(eval.steps_used(), 6 * INSTR_STEPS + 30 + 10 + 10);
+    }
+
+    /// A class over the text budget is unset and remembered; a program that
+    /// reads it, and a class defined from it, fail with its reason; the
+    /// other classes are evaluated as usual.
+    #[test]
+    fn a_class_that_cannot_be_evaluated_fails_only_what_reads_it() {
+        use crate::bundle::format::ClassEntry;
+        let mut bomb = vec![Instr::Const(0)];
+        for _ in 0..300 {
+            bomb.extend([Instr::Const(0), Instr::Concat(2)]);
+        }
+        bomb.extend([Instr::Const(0), Instr::Eq]);
+        let mut body = body(
+            vec![
+                Constant::Str("x".repeat(1 << 20)),
+                Constant::Word("big".into()),
+                Constant::Word("dep".into()),
+                Constant::Word("fine".into()),
+                Constant::Bool(true),
+            ],
+            vec![
+                bomb,
+                vec![Instr::Class(1), Instr::Not],
+                vec![Instr::Const(4)],
+                vec![Instr::Class(2)],
+            ],
+        );
+        body.classes.0 = [(1, 0), (2, 1), (3, 2)]
+            .into_iter()
+            .map(|(name, program)| ClassEntry {
+                name,
+                program: Some(program),
+            })
+            .collect();
+        let facts = facts();
+        let mut eval = Evaluator::new(&body, &facts);
+        let classes = eval.classes(&[]).unwrap();
+        assert!(classes.contains("fine") && !classes.contains("big") && !classes.contains("dep"));
+        let failures = eval.class_failures();
+        for class in ["big", "dep"] {
+            let why = failures.get(class).unwrap();
+            assert!(
+                why.starts_with("class `big` cannot be evaluated") && why.contains("256 MiB"),
+                "{why}"
+            );
+        }
+        let err = eval.run(3, &classes, &[]).unwrap_err();
+        assert!(
+            err.0.starts_with("class `big` cannot be evaluated"),
+            "{err}"
+        );
+    }
 }

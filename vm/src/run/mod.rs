@@ -615,7 +615,10 @@ mod tests {
                         index,
                         kind: "file",
                         promiser: "/x".into(),
-                        attrs: vec![("mode", Value::Int(mode)), ("comment", Value::Int(k as i64))],
+                        attrs: vec![
+                            ("mode", Value::Int(mode)),
+                            ("comment", Value::Int(k as i64)),
+                        ],
                     };
                     (index, vec![k.to_string()], Ok(inst))
                 })
@@ -624,7 +627,11 @@ mod tests {
             for (k, &(index, mode)) in members.iter().enumerate() {
                 let expected = members.iter().any(|&(i, m)| i != index && m != mode);
                 let key = (index, vec![k.to_string()]);
-                assert_eq!(found.contains_key(&key), expected, "{members:?}, member {k}");
+                assert_eq!(
+                    found.contains_key(&key),
+                    expected,
+                    "{members:?}, member {k}"
+                );
             }
         }
     }

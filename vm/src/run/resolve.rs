@@ -342,4 +342,83 @@ mod tests {
         let err = loop_combinations(&vec![two; 200]).unwrap_err();
         assert!(err.contains("more than 65536 instances"), "{err}");
     }
+
+    /// Two instances naming one constant share it: resolving a thousand
+    /// promises of one 1 MiB `content` holds it once.
+    #[test]
+    fn instances_share_the_constants_they_name() {
+        use crate::bundle::format::{AttrValue, List, SourceLoc};
+        use crate::facts::Facts;
+        let mut body = Body::with_programs(
+            vec![
+                Constant::Str("/f".into()),
+                Constant::Str("y".repeat(1 << 20)),
+            ],
+            Vec::new(),
+        );
+        let kind = PROMISE_TYPES.iter().position(|t| t.name == "file").unwrap();
+        let content = PROMISE_TYPES[kind]
+            .all_attrs()
+            .position(|a| a.name == "content")
+            .unwrap();
+        let promise = Promise {
+            kind: kind as u16,
+            promiser: Item::Const(0),
+            attrs: List(vec![AttrValue {
+                attr: content as u16,
+                value: Operand::Item(Item::Const(1)),
+            }]),
+            guard: None,
+            loops: List(Vec::new()),
+            after: List(Vec::new()),
+            notify: List(Vec::new()),
+            on_repaired: None,
+            on_kept: None,
+            on_failed: None,
+            source: 0,
+        };
+        body.sources = List(vec![SourceLoc { file: 0, line: 1 }]);
+        let facts = Facts {
+            hostname: "h".into(),
+            fqdn: "h".into(),
+            os: "linux".into(),
+            os_family: "debian".into(),
+            os_release: "12".into(),
+            arch: "x86_64".into(),
+            ipv4: Vec::new(),
+            cpus: 1,
+            memory_mb: 1,
+            weekday: "monday".into(),
+            hour: 0,
+        };
+        let mut eval = Evaluator::new(&body, &facts);
+        let mut resolver = Resolver::new(&body);
+        let a = resolver
+            .resolve(&mut eval, 0, &promise, &BTreeSet::new(), &[])
+            .unwrap();
+        let b = resolver
+            .resolve(&mut eval, 1, &promise, &BTreeSet::new(), &[])
+            .unwrap();
+        match (a.get("content"), b.get("content")) {
+            (Some(Value::Str(x)), Some(Value::Str(y))) => assert!(Arc::ptr_eq(x, y)),
+            other => panic!("{other:?}"),
+        }
+        // Constants count against no pass budget; only the promisers do.
+        assert_eq!(resolver.text, 4);
+    }
+
+    #[test]
+    fn enum_values_are_checked_against_their_words() {
+        let state = AttrType::Enum(&["present", "absent"]);
+        assert!(check_enum("ensure", &state, &Value::Str("absent".into())).is_ok());
+        let err = check_enum("ensure", &state, &Value::Str("web01\n".into())).unwrap_err();
+        assert!(
+            err.contains(r#"`ensure` is "web01\n" on this host, not one of present, absent"#),
+            "{err}"
+        );
+        let list = AttrType::List(&AttrType::Enum(&["a", "b"]));
+        assert!(check_enum("l", &list, &Value::List(vec!["a".into(), "b".into()])).is_ok());
+        assert!(check_enum("l", &list, &Value::List(vec!["a".into(), "c".into()])).is_err());
+        assert!(check_enum("s", &AttrType::String, &Value::Str("any".into())).is_ok());
+    }
 }
