@@ -112,7 +112,7 @@ fn item04_a_regex_named_by_thousands_of_matches_is_compiled_once() {
     open(&bytes, &[keys().1]).unwrap();
     converge_vm::bundle::open_unsigned(&bytes).unwrap();
     let took = started.elapsed();
-    assert!(took < Duration::from_secs(10), "verification took {took:?}");
+    assert!(took < Duration::from_secs(30), "verification took {took:?}");
 }
 
 /// A regex that compiles to more than the documented 1 MiB is refused by

@@ -357,7 +357,9 @@ mod tests {
             Vec::new(),
         );
         let kind = PROMISE_TYPES.iter().position(|t| t.name == "file").unwrap();
-        let content = PROMISE_TYPES[kind]
+        let content = PROMISE_TYPES
+            .get(kind)
+            .unwrap()
             .all_attrs()
             .position(|a| a.name == "content")
             .unwrap();
