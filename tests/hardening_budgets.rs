@@ -494,3 +494,45 @@ policy { b(); }
     assert_eq!(outcome_of(&report, "/b"), &Outcome::Repaired);
     assert_eq!(std::fs::read(root.path().join("b")).unwrap(), b"b");
 }
+
+/// A guard that reads a run-time loop variable was evaluated without the
+/// loop's elements: it could not be evaluated, and the promise was silently
+/// inactive on every host. Found while making a guard that cannot be
+/// evaluated fail its promise (item 18): guards are now evaluated per
+/// element.
+#[test]
+fn item18_a_guard_that_reads_a_loop_variable_is_evaluated_per_element() {
+    let v = support::verified(&support::compile(
+        r#"bundle b {
+  for ip in sys.ipv4 {
+    when ip != "not an address" { report "r" { message = "at ${ip}"; } }
+    when ip == "not an address" { report "never" { message = "no"; } }
+  }
+}
+policy { b(); }
+"#,
+    ));
+    let root = root();
+    let report = converge(&v, root.path(), true);
+    if report.facts.ipv4.is_empty() {
+        assert!(
+            !converge::http::tools_required(),
+            "this host has no IPv4 address to loop over"
+        );
+        eprintln!("skipped: this host has no IPv4 address to loop over");
+        return;
+    }
+    assert!(failed(&report).is_empty(), "{:?}", failed(&report));
+    let messages: Vec<&str> = report
+        .promises
+        .iter()
+        .filter_map(|p| p.output.as_deref())
+        .collect();
+    let expected: Vec<String> = report
+        .facts
+        .ipv4
+        .iter()
+        .map(|ip| format!("at {ip}"))
+        .collect();
+    assert_eq!(messages, expected);
+}

@@ -114,9 +114,12 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         let mut repaired_any = false;
         let mut failed: HashSet<usize> = HashSet::new();
 
-        // Every active instance of this pass, in order. A promise whose
-        // guard cannot be evaluated (a class over a budget) fails with the
-        // reason; it is neither silently inactive nor the end of the run.
+        // Every active instance of this pass, in order. A guard is
+        // evaluated per element of the promise's run-time loops (it may
+        // read them: `for ip in sys.ipv4 { when ip == ... }`). A guard that
+        // cannot be evaluated (a class over a budget) fails its promise
+        // with the reason; it is neither silently inactive nor the end of
+        // the run.
         let mut instances: Vec<(usize, Vec<String>, Result<Instance, String>)> = Vec::new();
         resolver.start_pass();
         for &i in body.order.iter() {
@@ -124,21 +127,6 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             let Some(p) = body.promises.get(i) else {
                 continue;
             };
-            let active = match p.guard {
-                None => Ok(true),
-                Some(g) => eval
-                    .run(g, &classes, &[])
-                    .map(|v| v == Val::Bool(true))
-                    .map_err(|e| format!("its guard {e}")),
-            };
-            match active {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) => {
-                    instances.push((i, Vec::new(), Err(e)));
-                    continue;
-                }
-            }
             let lists: Vec<Vec<String>> = p
                 .loops
                 .iter()
@@ -149,23 +137,37 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                     },
                 )
                 .collect();
-            let combos = loop_combinations(&lists).and_then(|combos| {
-                if instances.len().saturating_add(combos.len()) > MAX_PASS_INSTANCES {
-                    Err(format!(
-                        "the pass would hold more than {MAX_PASS_INSTANCES} promise instances, the limit (docs/bytecode.md, Limits)"
-                    ))
-                } else {
-                    Ok(combos)
+            let combos = match loop_combinations(&lists) {
+                Ok(combos) => combos,
+                Err(e) => {
+                    instances.push((i, Vec::new(), Err(e)));
+                    continue;
                 }
-            });
-            match combos {
-                Ok(combos) => {
-                    for combo in combos {
-                        let inst = resolver.resolve(&mut eval, i, p, &classes, &combo);
-                        instances.push((i, combo, inst));
+            };
+            for combo in combos {
+                let active = match p.guard {
+                    None => Ok(true),
+                    Some(g) => eval
+                        .run(g, &classes, &combo)
+                        .map(|v| v == Val::Bool(true))
+                        .map_err(|e| format!("its guard {e}")),
+                };
+                let inst = match active {
+                    Ok(false) => continue,
+                    Err(e) => Err(e),
+                    Ok(true) if instances.len() >= MAX_PASS_INSTANCES => {
+                        instances.push((
+                            i,
+                            combo,
+                            Err(format!(
+                                "the pass already holds {MAX_PASS_INSTANCES} promise instances, the limit (docs/bytecode.md, Limits)"
+                            )),
+                        ));
+                        break;
                     }
-                }
-                Err(e) => instances.push((i, Vec::new(), Err(e))),
+                    Ok(true) => resolver.resolve(&mut eval, i, p, &classes, &combo),
+                };
+                instances.push((i, combo, inst));
             }
         }
         let contradictions = runtime_contradictions(&instances);
