@@ -378,6 +378,25 @@ fn assert_never_settles(v: &converge_vm::bundle::Verified, original: &str) {
     }
 }
 
+/// A `line` `replace` pattern is a regex too: the verifier compiles the
+/// constant ones within the same limits (each line promise used to compile
+/// its pattern on every application).
+#[test]
+fn item04_a_line_replace_regex_over_the_size_limit_is_refused() {
+    let mut body = support::body(
+        r#"bundle b { line "/etc/conf" { replace = "PAT"; with = "x"; } }
+policy { b(); }
+"#,
+    );
+    let c = find_str(&body, "PAT");
+    *body.constants.0.get_mut(c as usize).unwrap() = Constant::Str(r"[\p{L}\p{N}]{200}x".into());
+    let reason = refusal(&sign(body));
+    assert!(
+        reason.contains("promise 0: invalid regex in `replace`: the regex is larger than 1 MiB"),
+        "{reason}"
+    );
+}
+
 /// `present = "a\nb"`: no line ever equals it, so each pass and each run
 /// appended it again (the file grew 4x per run).
 #[test]

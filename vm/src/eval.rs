@@ -290,7 +290,7 @@ impl<'b> Evaluator<'b> {
         let Some(Constant::Str(pattern)) = self.body.constants.get(c as usize) else {
             return Err(EvalError(format!("regex constant {c}")));
         };
-        self.regexes.get(c, pattern).map_err(EvalError)
+        self.regexes.get(&c, pattern).map_err(EvalError)
     }
 }
 

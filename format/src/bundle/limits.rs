@@ -58,34 +58,43 @@ pub fn compile_regex(pattern: &str) -> Result<regex::Regex, String> {
         })
 }
 
-/// Regular expressions compiled once per constant: a program may name one
+/// Regular expressions compiled once per key (a constant index, or the
+/// pattern itself when it is computed on the host): a program may name one
 /// regex in thousands of `match` instructions, and compiling it for each
 /// turned a 3 KB bundle into 32 s of verification.
-#[derive(Debug, Default)]
-pub struct RegexCache {
-    compiled: HashMap<u32, Result<regex::Regex, String>>,
+#[derive(Debug)]
+pub struct RegexCache<K = u32> {
+    compiled: HashMap<K, Result<regex::Regex, String>>,
 }
 
-impl RegexCache {
-    /// The compiled regex of constant `c` whose text is `pattern`, compiling
-    /// it the first time; refuses a new regex past [`MAX_REGEXES`].
-    pub fn get(&mut self, c: u32, pattern: &str) -> Result<&regex::Regex, String> {
-        if !self.compiled.contains_key(&c) {
+impl<K> Default for RegexCache<K> {
+    fn default() -> Self {
+        RegexCache {
+            compiled: HashMap::new(),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Clone> RegexCache<K> {
+    /// The compiled regex of `key` whose text is `pattern`, compiling it
+    /// the first time; refuses a new regex past [`MAX_REGEXES`].
+    pub fn get(&mut self, key: &K, pattern: &str) -> Result<&regex::Regex, String> {
+        if !self.compiled.contains_key(key) {
             if self.compiled.len() >= MAX_REGEXES {
                 return Err(format!(
                     "more than {MAX_REGEXES} distinct regular expressions in one bundle"
                 ));
             }
-            self.compiled.insert(c, compile_regex(pattern));
+            self.compiled.insert(key.clone(), compile_regex(pattern));
         }
-        match self.compiled.get(&c) {
+        match self.compiled.get(key) {
             Some(Ok(re)) => Ok(re),
             Some(Err(e)) => Err(e.clone()),
-            None => Err(format!("regex constant {c}")),
+            None => Err("the regex cache lost a regex".to_owned()),
         }
     }
 
-    /// How many regexes were compiled (each distinct constant once).
+    /// How many regexes were compiled (each distinct key once).
     pub fn compiled(&self) -> usize {
         self.compiled.len()
     }
@@ -99,8 +108,8 @@ mod tests {
     fn a_regex_is_compiled_once_per_constant() {
         let mut cache = RegexCache::default();
         for _ in 0..1000 {
-            assert!(cache.get(7, "^web[0-9]+$").is_ok());
-            assert!(cache.get(8, "(unclosed").is_err());
+            assert!(cache.get(&7, "^web[0-9]+$").is_ok());
+            assert!(cache.get(&8, "(unclosed").is_err());
         }
         assert_eq!(cache.compiled(), 2);
     }
@@ -116,11 +125,11 @@ mod tests {
     fn the_number_of_distinct_regexes_is_bounded() {
         let mut cache = RegexCache::default();
         for c in 0..MAX_REGEXES as u32 {
-            cache.get(c, "a").unwrap();
+            cache.get(&c, "a").unwrap();
         }
         // A constant already compiled is still served; a new one is not.
-        assert!(cache.get(0, "a").is_ok());
-        let err = cache.get(MAX_REGEXES as u32, "a").unwrap_err();
+        assert!(cache.get(&0, "a").is_ok());
+        let err = cache.get(&(MAX_REGEXES as u32), "a").unwrap_err();
         assert!(err.contains("more than 1024 distinct"), "{err}");
     }
 }

@@ -101,9 +101,10 @@ fn static_limits(body: &Body) -> Result<(), BundleError> {
     Ok(())
 }
 
-/// Every `match` regex compiles within the size limit; each distinct
-/// constant is compiled once, however many instructions name it, and there
-/// are at most [`MAX_REGEXES`](super::limits::MAX_REGEXES) of them.
+/// Every regex — of a `match` instruction, or the constant `replace` of a
+/// `line` promise — compiles within the size limit; each distinct constant
+/// is compiled once, however many instructions or promises name it, and
+/// there are at most [`MAX_REGEXES`](super::limits::MAX_REGEXES) of them.
 fn regexes(body: &Body) -> Result<(), BundleError> {
     let mut cache = RegexCache::default();
     for (i, p) in body.programs.iter().enumerate() {
@@ -113,8 +114,31 @@ fn regexes(body: &Body) -> Result<(), BundleError> {
                 continue; // refused by `program` already
             };
             cache
-                .get(c, pattern)
+                .get(&c, pattern)
                 .map_err(|e| corrupt(format!("program {i}: invalid regex at {pc}: {e}")))?;
+        }
+    }
+    let line = PROMISE_TYPES.iter().position(|t| t.name == "line");
+    let replace = line
+        .and_then(|l| PROMISE_TYPES.get(l))
+        .and_then(|t| t.all_attrs().position(|a| a.name == "replace"));
+    for (i, p) in body.promises.iter().enumerate() {
+        if Some(p.kind as usize) != line {
+            continue;
+        }
+        for a in p.attrs.iter() {
+            let (Some(attr), Operand::Item(Item::Const(c))) = (replace, &a.value) else {
+                continue;
+            };
+            if a.attr as usize != attr {
+                continue;
+            }
+            let Some(Constant::Str(pattern)) = body.constants.get(*c as usize) else {
+                continue; // refused by `promise` already
+            };
+            cache
+                .get(c, pattern)
+                .map_err(|e| corrupt(format!("promise {i}: invalid regex in `replace`: {e}")))?;
         }
     }
     Ok(())

@@ -91,6 +91,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         fs: &fs,
         accounts: &accounts,
         dry_run: opts.dry_run,
+        line_regexes: Default::default(),
     };
     let mut eval = Evaluator::new(body, &facts);
     let mut resolver = Resolver::new(body);

@@ -147,6 +147,9 @@ pub struct Ctx<'a> {
     pub fs: &'a RootFs,
     pub accounts: &'a Accounts,
     pub dry_run: bool,
+    /// `line` `replace` patterns, compiled once per run however many
+    /// promises and passes use them (`docs/bytecode.md`, Limits).
+    pub line_regexes: std::cell::RefCell<crate::bundle::limits::RegexCache<String>>,
 }
 
 fn digest(bytes: &[u8]) -> String {
@@ -527,10 +530,21 @@ pub fn line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let Ok(text) = String::from_utf8(bytes.clone()) else {
         return Applied::failed(format!("`{path}` is not UTF-8 text"));
     };
-    let (what, new_text) = match settled_line_edit(&text, inst) {
-        Ok(Some(edit)) => edit,
-        Ok(None) => return Applied::kept(),
-        Err(why) => return Applied::failed(why),
+    let replace = match inst.str("replace") {
+        Some(pattern) => match ctx
+            .line_regexes
+            .borrow_mut()
+            .get(&pattern.to_owned(), pattern)
+        {
+            Ok(re) => Some(re.clone()),
+            Err(e) => return Applied::failed(format!("invalid regex: {e}")),
+        },
+        None => None,
+    };
+    let (what, new_text) = match settled_line_edit(&text, inst, replace.as_ref()) {
+        Some(Ok(edit)) => edit,
+        None => return Applied::kept(),
+        Some(Err(why)) => return Applied::failed(why),
     };
     let new_bytes = new_text.into_bytes();
     if !ctx.dry_run {
@@ -559,20 +573,27 @@ pub fn line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
 /// text again (a `present` line holding a newline, a `replace` whose output
 /// matches its pattern again) could never settle and would grow the file on
 /// every run, so it fails and nothing is written (issue 14, item 13).
-fn settled_line_edit(text: &str, inst: &Instance) -> Result<Option<(String, String)>, String> {
-    let Some((what, new_text)) = edit_lines(text, inst)? else {
-        return Ok(None);
-    };
-    if let Some((again, _)) = edit_lines(&new_text, inst)? {
-        return Err(format!(
+fn settled_line_edit(
+    text: &str,
+    inst: &Instance,
+    replace: Option<&regex::Regex>,
+) -> Option<Result<(String, String), String>> {
+    let (what, new_text) = edit_lines(text, inst, replace)?;
+    if let Some((again, _)) = edit_lines(&new_text, inst, replace) {
+        return Some(Err(format!(
             "this line promise never settles: after it {what}, applying it again {again}; nothing was written (a `present` line must not hold a newline, and a `replace` result must not match its pattern again)"
-        ));
+        )));
     }
-    Ok(Some((what, new_text)))
+    Some(Ok((what, new_text)))
 }
 
-/// One application of a `line` promise to `text`.
-fn edit_lines(text: &str, inst: &Instance) -> Result<Option<(String, String)>, String> {
+/// One application of a `line` promise to `text`, with its compiled
+/// `replace` pattern: what it did and the new text, `None` if nothing.
+fn edit_lines(
+    text: &str,
+    inst: &Instance,
+    replace: Option<&regex::Regex>,
+) -> Option<(String, String)> {
     let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
     let mut what = String::new();
     if let Some(wanted) = inst.str("present") {
@@ -589,9 +610,9 @@ fn edit_lines(text: &str, inst: &Instance) -> Result<Option<(String, String)>, S
                 before.saturating_sub(lines.len())
             );
         }
-    } else if let (Some(pattern), Some(with)) = (inst.str("replace"), inst.str("with")) {
-        let re = crate::bundle::limits::compile_regex(pattern)
-            .map_err(|e| format!("invalid regex: {e}"))?;
+    } else if let (Some(pattern), Some(re), Some(with)) =
+        (inst.str("replace"), replace, inst.str("with"))
+    {
         let mut count: usize = 0;
         for l in &mut lines {
             let replaced = re.replace_all(l, with).into_owned();
@@ -605,13 +626,13 @@ fn edit_lines(text: &str, inst: &Instance) -> Result<Option<(String, String)>, S
         }
     }
     if what.is_empty() {
-        return Ok(None);
+        return None;
     }
     let mut new_text = lines.join("\n");
     if !lines.is_empty() {
         new_text.push('\n');
     }
-    Ok(Some((what, new_text)))
+    Some((what, new_text))
 }
 
 /// Runs a command unless `creates` exists or `unless` succeeds; a
