@@ -11,7 +11,11 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use super::{out, EXIT_NO_INPUT};
+use super::exit::{
+    BUSY as EXIT_BUSY, FAILED as EXIT_FAILED, NOT_CONVERGED as EXIT_NOT_CONVERGED,
+    NO_INPUT as EXIT_NO_INPUT, REFUSED as EXIT_REFUSED,
+};
+use super::out;
 use crate::bundle::keys::load_trust_dir;
 use crate::bundle::open;
 use crate::run::lock::{LockError, RunLock};
@@ -48,12 +52,6 @@ pub enum RunFormat {
     Human,
     Json,
 }
-
-pub const EXIT_FAILED: u8 = 1;
-pub const EXIT_NOT_CONVERGED: u8 = 2;
-pub const EXIT_REFUSED: u8 = 3;
-/// `EX_TEMPFAIL`: another run holds the lock; the next attempt may succeed.
-pub const EXIT_BUSY: u8 = 75;
 
 pub fn run(args: RunArgs) -> ExitCode {
     let keys = match load_trust_dir(&args.trust) {
@@ -111,7 +109,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     if args.report.is_some() || args.format == RunFormat::Json {
         let text = serde_json::to_string_pretty(&report::json(&result)).unwrap_or_default();
         if let Some(path) = &args.report {
-            if let Err(e) = std::fs::write(path, &text) {
+            if let Err(e) = write_report(path, &text) {
                 eprintln!(
                     "error: cannot write the report to `{}`: {e}",
                     path.display()
@@ -132,4 +130,24 @@ pub fn run(args: RunArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Writes the `--report` file atomically, never through a link: the text
+/// goes to a new temporary file in the same directory (created with
+/// `O_EXCL`, mode 0600: a report holds command output), which is then
+/// renamed over `path`. A link planted at `path` is replaced, not followed
+/// (issue 14, item 20); a reader never sees half a report.
+fn write_report(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let mut file = tempfile::Builder::new()
+        .prefix(".report.")
+        .tempfile_in(dir)?;
+    file.write_all(text.as_bytes())?;
+    file.as_file().sync_all()?;
+    file.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }

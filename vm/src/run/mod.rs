@@ -29,7 +29,7 @@ use crate::bundle::Verified;
 use crate::eval::{Evaluator, Val};
 use crate::facts::{FactValue, Facts};
 use crate::rootfs::RootFs;
-use crate::schema::{name_problem, promise_type, PromiserKind, FACTS};
+use crate::schema::{describes_state, fact_by_id, name_problem, promise_type, PromiserKind};
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -73,9 +73,6 @@ pub struct RunReport {
     /// Promises repaired in every pass of a run that did not converge.
     pub oscillating: Vec<String>,
 }
-
-/// Attributes that do not describe the object, for run-time contradictions.
-const NOT_STATE: &[&str] = &["id", "comment", "ensure"];
 
 pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     let started = Instant::now();
@@ -131,12 +128,10 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             let lists: Vec<Vec<String>> = p
                 .loops
                 .iter()
-                .map(
-                    |f| match FACTS.get(*f as usize).and_then(|f| facts.get(f.name)) {
-                        Some(FactValue::List(l)) => l,
-                        _ => Vec::new(),
-                    },
-                )
+                .map(|f| match fact_by_id(*f).and_then(|f| facts.get(f.name)) {
+                    Some(FactValue::List(l)) => l,
+                    _ => Vec::new(),
+                })
                 .collect();
             let combos = match loop_combinations(&lists) {
                 Ok(combos) => combos,
@@ -335,7 +330,7 @@ fn batch_entries<'a>(
 fn unresolved(body: &Body, index: usize) -> Instance {
     let p = body.promises.get(index);
     let kind = p
-        .and_then(|p| crate::schema::PROMISE_TYPES.get(p.kind as usize))
+        .and_then(|p| crate::schema::promise_type_by_id(p.kind))
         .map_or("?", |t| t.name);
     let promiser = match p.map(|p| p.promiser) {
         Some(Item::Const(c)) => match body.constants.get(c as usize) {
@@ -424,7 +419,9 @@ fn runtime_contradictions(
             .entry((inst.kind, inst.promiser.as_str()))
             .or_default();
         for (name, value) in &inst.attrs {
-            if NOT_STATE.contains(name) || ["after", "notify"].contains(name) {
+            // Relations and annotations never contradict (the schema's
+            // roles); `ensure` has its own rule.
+            if !describes_state(name) || *name == "ensure" {
                 continue;
             }
             attrs.entry(name).or_default().push(Member {

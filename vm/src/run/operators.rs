@@ -9,6 +9,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use super::resolve::{Instance, Value};
+use crate::backend::passwd::AccountDb;
 use crate::backend::process::{self, Cmd};
 use crate::rootfs::{FsError, Kind, RootFs};
 
@@ -74,68 +75,41 @@ impl Applied {
 /// file promised to a user created earlier in the run finds it.
 #[derive(Clone, Debug, Default)]
 pub struct Accounts {
-    tables: RefCell<Tables>,
-}
-
-#[derive(Clone, Debug, Default)]
-struct Tables {
-    users: Vec<(String, u32)>,
-    groups: Vec<(String, u32)>,
+    db: RefCell<AccountDb>,
 }
 
 impl Accounts {
     pub fn read(fs: &RootFs) -> Accounts {
         Accounts {
-            tables: RefCell::new(Self::tables(fs)),
+            db: RefCell::new(Self::db(fs)),
         }
     }
 
     /// Reads the tables again.
     pub fn reload(&self, fs: &RootFs) {
-        *self.tables.borrow_mut() = Self::tables(fs);
+        *self.db.borrow_mut() = Self::db(fs);
     }
 
-    fn tables(fs: &RootFs) -> Tables {
-        let table = |path: &str| -> Vec<(String, u32)> {
-            let text = fs
-                .read_file(path)
-                .ok()
-                .flatten()
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_default();
-            text.lines()
-                .filter_map(|l| {
-                    let mut fields = l.split(':');
-                    let name = fields.next()?.to_owned();
-                    let id = fields.nth(1)?.parse().ok()?;
-                    Some((name, id))
-                })
-                .collect()
-        };
-        Tables {
-            users: table("/etc/passwd"),
-            groups: table("/etc/group"),
-        }
+    /// The databases ([`AccountDb`], the one parser of both files); an
+    /// unreadable one is empty, and names then fail as unknown.
+    fn db(fs: &RootFs) -> AccountDb {
+        AccountDb::read(fs).unwrap_or_default()
     }
 
     fn uid(&self, name: &str) -> Result<u32, String> {
-        self.tables
+        self.db
             .borrow()
-            .users
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, id)| *id)
+            .user(name)
+            .map(|u| u.uid)
             .or_else(|| name.parse().ok())
             .ok_or_else(|| format!("no user `{name}` in the root's /etc/passwd"))
     }
 
     fn gid(&self, name: &str) -> Result<u32, String> {
-        self.tables
+        self.db
             .borrow()
-            .groups
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, id)| *id)
+            .group(name)
+            .map(|g| g.gid)
             .or_else(|| name.parse().ok())
             .ok_or_else(|| format!("no group `{name}` in the root's /etc/group"))
     }
@@ -654,7 +628,10 @@ pub fn command(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
             .unwrap_or(60),
     );
     let cwd = match inst.str("cwd") {
-        Some(dir) => ctx.fs.path().join(dir.trim_start_matches('/')),
+        Some(dir) => match crate::backend::contain::working_dir(ctx.fs, dir) {
+            Ok(cwd) => cwd,
+            Err(why) => return Applied::failed(why),
+        },
         None => ctx.fs.path().to_path_buf(),
     };
     if let Some(unless) = inst.list("unless").filter(|u| !u.is_empty() && !notified) {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::bundle::format::{Body, Constant, Item, Operand, Promise};
 use crate::eval::{Evaluator, Val};
-use crate::schema::{AttrType, PROMISE_TYPES};
+use crate::schema::{promise_type_by_id, AttrType};
 
 /// A resolved attribute value. Strings and embedded files are reference
 /// counted, so every instance that names one constant shares it.
@@ -252,15 +252,13 @@ impl<'b> Resolver<'b> {
         classes: &BTreeSet<String>,
         loops: &[String],
     ) -> Result<Instance, String> {
-        let pt = PROMISE_TYPES
-            .get(promise.kind as usize)
+        let pt = promise_type_by_id(promise.kind)
             .ok_or_else(|| format!("cannot evaluate: promise type {}", promise.kind))?;
-        let all: Vec<_> = pt.all_attrs().collect();
         let promiser = self.text(eval, promise.promiser, classes, loops)?;
         let mut attrs = Vec::with_capacity(promise.attrs.len());
         for a in promise.attrs.iter() {
-            let spec = all
-                .get(a.attr as usize)
+            let spec = pt
+                .attr_by_id(a.attr)
                 .ok_or_else(|| format!("cannot evaluate: attribute {}", a.attr))?;
             let value = match &a.value {
                 Operand::Item(i) => self.item(eval, *i, classes, loops)?,
@@ -356,18 +354,13 @@ mod tests {
             ],
             Vec::new(),
         );
-        let kind = PROMISE_TYPES.iter().position(|t| t.name == "file").unwrap();
-        let content = PROMISE_TYPES
-            .get(kind)
-            .unwrap()
-            .all_attrs()
-            .position(|a| a.name == "content")
-            .unwrap();
+        let file = crate::schema::promise_type("file").unwrap();
+        let content = file.all_attrs().find(|a| a.name == "content").unwrap();
         let promise = Promise {
-            kind: kind as u16,
+            kind: file.id,
             promiser: Item::Const(0),
             attrs: List(vec![AttrValue {
-                attr: content as u16,
+                attr: content.id,
                 value: Operand::Item(Item::Const(1)),
             }]),
             guard: None,
