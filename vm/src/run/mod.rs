@@ -146,7 +146,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                     Some(g) => eval
                         .run(g, &classes, &combo)
                         .map(|v| v == Val::Bool(true))
-                        .map_err(|e| format!("its guard {e}")),
+                        .map_err(|e| format!("its guard could not be evaluated: {}", e.0)),
                 };
                 let inst = match active {
                     Ok(false) => continue,
@@ -225,6 +225,12 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             } else {
                 apply(&ctx, inst, restart.remove(&inst.index))
             };
+            let applied =
+                if inst.kind == "directory" && !matches!(applied.outcome, Outcome::Failed(_)) {
+                    purge(&ctx, inst, &instances, &mut unmanaged, applied)
+                } else {
+                    applied
+                };
             if inst.kind == "command"
                 && matches!(applied.outcome, Outcome::Repaired | Outcome::Failed(_))
             {
@@ -235,9 +241,6 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                     notified.extend(p.notify.iter().map(|t| *t as usize));
                     restart.extend(p.notify.iter().map(|t| *t as usize));
                 }
-            }
-            if inst.kind == "directory" && !matches!(applied.outcome, Outcome::Failed(_)) {
-                purge(&ctx, inst, &instances, &mut unmanaged);
             }
             if matches!(applied.outcome, Outcome::Failed(_)) {
                 failed.insert(inst.index);
@@ -486,40 +489,69 @@ fn witnesses<'i>(members: &[Member<'i>]) -> Vec<Member<'i>> {
     [Some(c1), c2, c3, c4, c5].into_iter().flatten().collect()
 }
 
-/// Entries of a promised directory that no active promise manages: removed
-/// with `purge = true`, reported otherwise.
+/// Entries of a promised directory that no active promise manages: with
+/// `purge = true` each is removed and reported as a change of the directory
+/// promise (a repair), and a removal that fails makes the promise fail;
+/// otherwise they are listed as unmanaged. Every entry counts, whatever its
+/// name: one that is not UTF-8 (`\xff`, which no promise can name) or that
+/// looks like a temporary file; only a temporary this run is writing right
+/// now is left alone. Names are shown escaped
+/// ([`crate::rootfs::escape_name`]).
 fn purge(
     ctx: &Ctx<'_>,
     dir: &Instance,
     instances: &[(usize, Vec<String>, Result<Instance, String>)],
     unmanaged: &mut BTreeSet<String>,
-) {
+    mut applied: Applied,
+) -> Applied {
     if dir.str("ensure") == Some("absent") {
-        return;
+        return applied;
     }
     let base = dir.promiser.trim_end_matches('/');
-    let managed: HashSet<&str> = instances
+    let managed: HashSet<&[u8]> = instances
         .iter()
         .filter_map(|(_, _, i)| i.as_ref().ok())
         .filter_map(|i| {
             let rest = i.promiser.strip_prefix(base)?.strip_prefix('/')?;
-            rest.split('/').next()
+            rest.split('/').next().map(str::as_bytes)
         })
         .collect();
-    let Ok(entries) = ctx.fs.list_dir(&dir.promiser) else {
-        return;
+    let entries = match ctx.fs.list_dir(&dir.promiser) {
+        Ok(entries) => entries,
+        Err(e) => {
+            return Applied::failed(format!("cannot list it for unmanaged entries: {e}"));
+        }
     };
+    let purging = dir.bool("purge") == Some(true);
+    let mut failures: Vec<String> = Vec::new();
     for entry in entries {
-        if managed.contains(entry.as_str()) || entry.ends_with(crate::rootfs::TEMP_SUFFIX) {
+        if managed.contains(entry.as_slice()) || crate::rootfs::is_live_temp(&entry) {
             continue;
         }
-        let path = format!("{base}/{entry}");
-        if dir.bool("purge") == Some(true) && !ctx.dry_run {
-            let _ = ctx.fs.remove(&path);
-        } else {
+        let path = format!("{base}/{}", crate::rootfs::escape_name(&entry));
+        if !purging {
             unmanaged.insert(path);
+            continue;
         }
+        if !ctx.dry_run {
+            if let Err(e) = ctx.fs.remove_entry(base, &entry) {
+                failures.push(format!("cannot purge `{path}`: {e}"));
+                continue;
+            }
+        }
+        applied.changes.push(Change {
+            what: "purged".into(),
+            before: path,
+            after: "absent".into(),
+            diff: None,
+        });
     }
+    if !failures.is_empty() {
+        applied.outcome = Outcome::Failed(failures.join("; "));
+    } else if applied.outcome == Outcome::Kept && !applied.changes.is_empty() {
+        applied.outcome = Outcome::Repaired;
+    }
+    applied
 }
 
 fn record(

@@ -173,29 +173,40 @@ fn attributes(
     uid: u32,
     gid: u32,
 ) -> Result<Vec<Change>, Applied> {
+    // The owner first, then the mode: `chown` clears the setuid and setgid
+    // bits, so the mode (the promised one, or the one the object had) is
+    // set after it, or those bits would be lost for good when no `mode` is
+    // promised.
     let mut changes = Vec::new();
-    if let Some(want) = inst.int("mode").and_then(|m| u32::try_from(m).ok()) {
-        if want != mode {
-            if !ctx.dry_run {
-                ctx.fs.set_mode(path, want).map_err(fs_failed)?;
-            }
-            changes.push(Change {
-                what: "mode".into(),
-                before: format!("0o{mode:o}"),
-                after: format!("0o{want:o}"),
-                diff: None,
-            });
-        }
-    }
     let (want_uid, want_gid) = owner_ids(ctx, inst).map_err(Applied::failed)?;
     let new_uid = want_uid.unwrap_or(uid);
     let new_gid = want_gid.unwrap_or(gid);
-    if new_uid != uid || new_gid != gid {
-        if !ctx.dry_run {
+    let owner_changes = new_uid != uid || new_gid != gid;
+    let want_mode = inst.int("mode").and_then(|m| u32::try_from(m).ok());
+    let target = want_mode.unwrap_or(mode);
+    if !ctx.dry_run {
+        let mut now = mode;
+        if owner_changes {
             ctx.fs
                 .set_owner(path, new_uid, new_gid)
                 .map_err(fs_failed)?;
+            if let Some(m) = ctx.fs.lstat(path).map_err(fs_failed)? {
+                now = m.mode;
+            }
         }
+        if now != target {
+            ctx.fs.set_mode(path, target).map_err(fs_failed)?;
+        }
+    }
+    if let Some(want) = want_mode.filter(|w| *w != mode) {
+        changes.push(Change {
+            what: "mode".into(),
+            before: format!("0o{mode:o}"),
+            after: format!("0o{want:o}"),
+            diff: None,
+        });
+    }
+    if owner_changes {
         changes.push(Change {
             what: "owner".into(),
             before: format!("{uid}:{gid}"),
@@ -206,7 +217,42 @@ fn attributes(
     Ok(changes)
 }
 
+/// Removes the stale temporaries (left by a run killed with SIGKILL) of
+/// the directory a promise works in, before `converge` runs; their removal
+/// is a change of that promise. Nothing is removed in a dry run.
+fn after_cleaning(
+    ctx: &Ctx<'_>,
+    inst: &Instance,
+    converge: impl FnOnce(&Ctx<'_>, &Instance) -> Applied,
+) -> Applied {
+    if ctx.dry_run {
+        return converge(ctx, inst);
+    }
+    let stale = match ctx.fs.clean_stale_temporaries(&inst.promiser) {
+        Ok(stale) => stale,
+        Err(e) => return fs_failed(e),
+    };
+    let mut applied = converge(ctx, inst);
+    if !stale.is_empty() {
+        let removed = stale.into_iter().map(|path| Change {
+            what: "removed stale temporary".into(),
+            before: path,
+            after: "absent".into(),
+            diff: None,
+        });
+        applied.changes.splice(0..0, removed);
+        if applied.outcome == Outcome::Kept {
+            applied.outcome = Outcome::Repaired;
+        }
+    }
+    applied
+}
+
 pub fn file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    after_cleaning(ctx, inst, converge_file)
+}
+
+fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let path = inst.promiser.as_str();
     let meta = match present_or_absent(ctx, inst, |k| k != Kind::Dir, "a file") {
         Ok(m) => m,
@@ -435,6 +481,10 @@ pub fn directory(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
 }
 
 pub fn link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    after_cleaning(ctx, inst, converge_link)
+}
+
+fn converge_link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let path = inst.promiser.as_str();
     let meta = match ctx.fs.lstat(path) {
         Ok(m) => m,
@@ -480,6 +530,10 @@ pub fn link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
 }
 
 pub fn line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    after_cleaning(ctx, inst, converge_line)
+}
+
+fn converge_line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let path = inst.promiser.as_str();
     let meta = match ctx.fs.lstat(path) {
         Ok(Some(m)) if m.kind == Kind::File => m,
