@@ -27,6 +27,6 @@ lalrpop_util::lalrpop_mod!(
     grammar
 );
 
-pub use parse::{parse, parse_expr, SyntaxError, SyntaxErrorKind};
-pub use span::{FileId, Span, Spanned};
+pub use parse::{parse, SyntaxError, SyntaxErrorKind};
+pub use span::{FileId, Span};
 pub use trivia::{comments, Comment};

@@ -37,8 +37,8 @@ impl Analysis {
         }
         let mut ws = Workspace::new(fs);
         let root = ws.add_root(root).ok()?;
-        let outcome = check(&ws);
-        let index = Index::build(&ws);
+        let mut outcome = check(&ws);
+        let index = Index::new(std::mem::take(&mut outcome.names));
         Some(Analysis {
             diagnostics: outcome.diagnostics,
             ws,

@@ -1,0 +1,218 @@
+//! The name table of one program: what every name written in it refers to.
+//!
+//! The checker fills it while it resolves names (`check/`), with the one
+//! set of scoping rules of the language: classes, lets, bodies and bundles
+//! are global per kind; inside a bundle a name is first a `for` variable,
+//! then a parameter, then a `let`; a guard names a class before a `bool`
+//! variable; an enum attribute takes a bare word unless a variable of that
+//! name is in scope. Expansion reads the table instead of looking names up
+//! again, and the language server answers hover, definition, references and
+//! rename from it, so the checker, the compiled program and the editor
+//! cannot disagree about a name.
+//!
+//! Every occurrence is keyed by the span of the name as written (names in
+//! `${...}` included) and points at a [`Definition`]: one of the program's
+//! (with the span of its name) or one the schema and the VM define (hard
+//! classes, facts, promise types, attributes: no span).
+
+use converge_grammar::{FileId, Span};
+use rustc_hash::FxHashMap;
+use smol_str::SmolStr;
+
+/// Identifies one definition of a [`Names`] table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DefId(u32);
+
+/// What kind of thing a name names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DefKind {
+    Class,
+    /// A class the VM defines from facts (`debian`, `monday`, `any`).
+    HardClass,
+    Let,
+    Body,
+    Bundle,
+    Param,
+    LoopVar,
+    /// A host fact, by its full dotted name (`sys.hostname`).
+    Fact,
+    /// The type word of a promise or reference (`file`, `package`).
+    PromiseType,
+    /// An attribute name (`mode`), of a promise type or, in a body, of any.
+    Attribute,
+}
+
+impl DefKind {
+    /// Names that hold a value: `let`s, parameters and loop variables.
+    pub fn is_variable(self) -> bool {
+        matches!(self, DefKind::Let | DefKind::Param | DefKind::LoopVar)
+    }
+
+    /// Names the policy defines, and so may rename.
+    pub fn is_renamable(self) -> bool {
+        matches!(
+            self,
+            DefKind::Class
+                | DefKind::Let
+                | DefKind::Body
+                | DefKind::Bundle
+                | DefKind::Param
+                | DefKind::LoopVar
+        )
+    }
+
+    /// Names that mean the same in every program that reads their file.
+    pub fn is_global(self) -> bool {
+        !matches!(self, DefKind::Param | DefKind::LoopVar)
+    }
+}
+
+/// What a name refers to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Definition {
+    pub kind: DefKind,
+    /// The name: as defined, a fact's full dotted name, an attribute's bare
+    /// name.
+    pub name: SmolStr,
+    /// Where the name is written in its definition; `None` for what the
+    /// schema and the VM define.
+    pub span: Option<Span>,
+    /// The whole definition: the item, the parameter, the `for` loop.
+    pub item: Option<Span>,
+    /// A parameter's bundle; an attribute's promise type (`None` for an
+    /// attribute set in a body).
+    pub parent: Option<DefId>,
+}
+
+/// One place a name is written, and what it refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Occurrence {
+    pub span: Span,
+    pub def: DefId,
+}
+
+/// The table: definitions, and every occurrence (definitions included),
+/// sorted by position once the checker is done.
+#[derive(Debug, Default)]
+pub struct Names {
+    defs: Vec<Definition>,
+    occurrences: Vec<Occurrence>,
+    /// Definitions found by kind, parent name and name: the global ones,
+    /// parameters (by bundle) and what the schema defines.
+    keys: FxHashMap<(DefKind, SmolStr, SmolStr), DefId>,
+    /// Set by [`finish`](Self::finish): the occurrences are sorted and
+    /// complete. Expansion re-reads promise attributes through the checker;
+    /// what that would record is already here.
+    finished: bool,
+}
+
+impl Names {
+    /// Adds a definition written in the program and records its name as
+    /// an occurrence. `key` makes it findable by [`find`](Self::find) (the
+    /// first definition of a key wins, as in the symbol tables).
+    pub fn define(&mut self, def: Definition, key: Option<(&str, &str)>) -> DefId {
+        let id = DefId(self.defs.len() as u32);
+        if let Some((parent, name)) = key {
+            self.keys
+                .entry((def.kind, SmolStr::new(parent), SmolStr::new(name)))
+                .or_insert(id);
+        }
+        if let Some(span) = def.span {
+            self.record(span, id);
+        }
+        self.defs.push(def);
+        id
+    }
+
+    /// A definition by kind, parent name (the bundle of a parameter, the
+    /// promise type of an attribute, else `""`) and name.
+    pub fn find(&self, kind: DefKind, parent: &str, name: &str) -> Option<DefId> {
+        self.keys
+            .get(&(kind, SmolStr::new(parent), SmolStr::new(name)))
+            .copied()
+    }
+
+    /// The definition of something the schema or the VM defines, made on
+    /// first use.
+    pub fn builtin(&mut self, kind: DefKind, parent: Option<&str>, name: &str) -> DefId {
+        if let Some(id) = self.find(kind, parent.unwrap_or(""), name) {
+            return id;
+        }
+        let parent_id = parent.map(|p| self.builtin(DefKind::PromiseType, None, p));
+        self.define(
+            Definition {
+                kind,
+                name: SmolStr::new(name),
+                span: None,
+                item: None,
+                parent: parent_id,
+            },
+            Some((parent.unwrap_or(""), name)),
+        )
+    }
+
+    /// Records that the name written at `span` refers to `def`.
+    pub fn record(&mut self, span: Span, def: DefId) {
+        if !self.finished {
+            self.occurrences.push(Occurrence { span, def });
+        }
+    }
+
+    /// Sorts the occurrences by position; a name checked twice (a body's
+    /// attribute values are checked again in every promise that uses it)
+    /// is kept once.
+    pub fn finish(&mut self) {
+        self.occurrences.sort_unstable();
+        self.occurrences.dedup_by_key(|o| o.span);
+        self.finished = true;
+    }
+
+    pub fn definition(&self, id: DefId) -> Option<&Definition> {
+        self.defs.get(id.0 as usize)
+    }
+
+    /// What the name written exactly at `span` refers to.
+    pub fn resolve(&self, span: Span) -> Option<DefId> {
+        self.occurrences
+            .binary_search_by(|o| o.span.cmp(&span))
+            .ok()
+            .and_then(|i| self.occurrences.get(i))
+            .map(|o| o.def)
+    }
+
+    /// Like [`resolve`](Self::resolve), with the definition.
+    pub fn resolve_def(&self, span: Span) -> Option<&Definition> {
+        self.resolve(span).and_then(|id| self.definition(id))
+    }
+
+    /// Every occurrence, in position order.
+    pub fn occurrences(&self) -> &[Occurrence] {
+        &self.occurrences
+    }
+
+    /// Every definition with its id.
+    pub fn definitions(&self) -> impl Iterator<Item = (DefId, &Definition)> {
+        self.defs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (DefId(i as u32), d))
+    }
+
+    /// The occurrence under a byte offset of a file (the end of a name
+    /// counts, so a cursor just after a word finds it).
+    pub fn at(&self, file: FileId, offset: u32) -> Option<&Occurrence> {
+        let first = self.occurrences.partition_point(|o| o.span.file < file);
+        self.occurrences
+            .get(first..)
+            .unwrap_or(&[])
+            .iter()
+            .take_while(|o| o.span.file == file && o.span.start <= offset)
+            .filter(|o| offset <= o.span.end)
+            .min_by_key(|o| o.span.len())
+    }
+
+    /// Every occurrence of a definition, its own name included.
+    pub fn uses(&self, def: DefId) -> impl Iterator<Item = &Occurrence> + '_ {
+        self.occurrences.iter().filter(move |o| o.def == def)
+    }
+}
