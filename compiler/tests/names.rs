@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use converge_compiler::check::{check, CheckOutcome};
 use converge_compiler::diagnostic::{Code, Diagnostic};
 use converge_compiler::lsp::analysis::Analysis;
-use converge_compiler::lsp::position::LineIndex;
+use converge_compiler::lsp::position::{LineIndex, LspPositions};
 use converge_compiler::lsp::server::Document;
 use converge_compiler::lsp::{hover, navigation};
 use converge_compiler::sema::names::{DefId, Names};

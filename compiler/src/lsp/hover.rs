@@ -9,6 +9,7 @@ use converge_grammar::ast::{BundleDef, Item};
 use lsp_types::{Hover, HoverContents, MarkupContent, MarkupKind, Position};
 
 use super::analysis::Analysis;
+use super::position::LspPositions;
 use super::index::Target;
 use crate::sema::names::DefKind;
 use super::server::Document;

@@ -13,7 +13,7 @@ use converge_grammar::Span;
 use lsp_types::{Location, Position, Range, TextEdit, Url, WorkspaceEdit};
 
 use super::analysis::Analysis;
-use super::diagnostics::LineCache;
+use super::position::{span_range, LspPositions};
 use super::index::Target;
 use crate::sema::names::{DefKind, Definition};
 use super::server::Document;
@@ -32,11 +32,10 @@ pub fn definition(analysis: &Analysis, doc: &Document, pos: Position) -> Vec<Loc
     let Some((_, target)) = analysis.index.at(analysis.root, offset) else {
         return Vec::new();
     };
-    let mut lines = LineCache::default();
     target
         .def
         .span
-        .and_then(|span| location(analysis, span, &mut lines))
+        .and_then(|span| location(analysis, span))
         .into_iter()
         .collect()
 }
@@ -52,14 +51,13 @@ pub fn references(
 ) -> Vec<Location> {
     let offset = doc.lines.offset(&doc.text, pos);
     if let Some(target) = import_at(analysis, offset) {
-        let mut lines = LineCache::default();
-        return analysis
+            return analysis
             .ws
             .imports
             .iter()
             .flatten()
             .filter(|e| e.target == target)
-            .filter_map(|e| location(analysis, e.span, &mut lines))
+            .filter_map(|e| location(analysis, e.span))
             .collect();
     }
     let Some((_, target)) = analysis.index.at(analysis.root, offset) else {
@@ -68,12 +66,11 @@ pub fn references(
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for (a, t) in same_targets(analysis, others, target) {
-        let mut lines = LineCache::default();
-        for o in t.uses() {
+            for o in t.uses() {
             if !include_declaration && Some(o.span) == t.def.span {
                 continue;
             }
-            if let Some(loc) = location(a, o.span, &mut lines) {
+            if let Some(loc) = location(a, o.span) {
                 if seen.insert((loc.uri.to_string(), loc.range.start, loc.range.end)) {
                     out.push(loc);
                 }
@@ -135,9 +132,8 @@ pub fn rename(
     let mut changes: HashMap<Url, Vec<TextEdit>> = HashMap::new();
     let mut seen = HashSet::new();
     for (a, t) in same_targets(analysis, others, target) {
-        let mut lines = LineCache::default();
-        for o in t.uses() {
-            let Some(loc) = location(a, o.span, &mut lines) else {
+            for o in t.uses() {
+            let Some(loc) = location(a, o.span) else {
                 continue;
             };
             if seen.insert((loc.uri.to_string(), loc.range.start, loc.range.end)) {
@@ -204,12 +200,9 @@ fn import_at(analysis: &Analysis, offset: u32) -> Option<converge_grammar::FileI
         .map(|e| e.target)
 }
 
-fn location(analysis: &Analysis, span: Span, lines: &mut LineCache) -> Option<Location> {
+fn location(analysis: &Analysis, span: Span) -> Option<Location> {
     let uri = Url::from_file_path(analysis.path(span.file)?).ok()?;
-    Some(Location::new(
-        uri,
-        lines.range(analysis, span.file, span.start, span.end),
-    ))
+    Some(Location::new(uri, span_range(analysis, span)))
 }
 
 /// `[A-Za-z_][A-Za-z0-9_]*` and not a keyword.
