@@ -10,6 +10,7 @@ pub mod ast;
 pub mod lexer;
 pub mod parse;
 pub mod span;
+pub mod spanless;
 pub mod strings;
 pub mod token;
 pub mod trivia;

@@ -1,6 +1,7 @@
 //! Semantic analysis of one program: global names ([`symbols`]), name
-//! resolution and type checking ([`check`]), and expansion into the flat
-//! promise list later stages analyse and compile ([`expand`]).
+//! resolution and type checking ([`check`]), which records what every name
+//! refers to ([`names`]), and expansion into the flat promise list that the
+//! analyses and the bundle writer read ([`expand`]).
 
 pub mod check;
 pub mod names;
