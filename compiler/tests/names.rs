@@ -278,3 +278,83 @@ fn assert_renamed_program_is_the_same(
     let found = table_of(&after.names[table], &|s| s);
     assert_eq!(found, expected, "name table after {what}");
 }
+
+/// The expanded program of `src` (which must check without errors), or
+/// the diagnostics.
+fn expand(src: &str) -> Result<converge_compiler::ir::Program, Vec<Diagnostic>> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.policy");
+    std::fs::write(&path, src).unwrap();
+    let (_, _, mut outcome) = check_with(&path, &HashMap::new());
+    if outcome.diagnostics.iter().any(Diagnostic::is_error) {
+        return Err(outcome.diagnostics);
+    }
+    Ok(outcome.programs.remove(0).program)
+}
+
+fn attr(program: &converge_compiler::ir::Program, name: &str) -> converge_compiler::ir::Value {
+    program.promises[0].attr(name).unwrap().clone()
+}
+
+/// A body's values are resolved where the body is written: they see the
+/// `let`s, never the variables of the bundle that happens to use it. The
+/// checker checked `owner_name` as the `let`; expansion used to take the
+/// parameter of the same name.
+#[test]
+fn a_body_value_is_the_let_not_a_variable_of_the_user() {
+    let program = expand(concat!(
+        "let owner_name = \"root\";\n",
+        "body owned { owner = owner_name; }\n",
+        "bundle b(owner_name: string) {\n",
+        "  file \"/etc/x\" { content = owner_name; use owned; }\n",
+        "}\n",
+        "policy { b(owner_name = \"alice\"); }\n",
+    ))
+    .unwrap();
+    use converge_compiler::ir::Value;
+    assert_eq!(attr(&program, "owner"), Value::Str("root".into()));
+    assert_eq!(attr(&program, "content"), Value::Str("alice".into()));
+}
+
+/// `on_repaired = done` names the class `done`, as the checker says, even
+/// where a variable `done` is in scope; expansion used to put the
+/// variable's value there.
+#[test]
+fn an_outcome_class_is_a_class_even_beside_a_variable() {
+    let program = expand(concat!(
+        "class done;\n",
+        "bundle b(done: string) {\n",
+        "  file \"/etc/x\" { content = done; on_repaired = done; }\n",
+        "}\n",
+        "policy { b(done = \"other\"); }\n",
+    ))
+    .unwrap();
+    use converge_compiler::ir::Value;
+    assert_eq!(attr(&program, "on_repaired"), Value::Word("done".into()));
+}
+
+/// A bare word in an enum attribute is the variable of that name when one
+/// is in scope (a `let` included), for the checker as for expansion: an
+/// `int` let named like an enum word is a type error, not an int compiled
+/// into `state`.
+#[test]
+fn an_enum_word_that_names_a_let_is_the_let() {
+    let errors = expand(concat!(
+        "let installed = 5;\n",
+        "bundle b { package \"nginx\" { state = installed; } }\n",
+        "policy { b(); }\n",
+    ))
+    .unwrap_err();
+    assert!(
+        errors.iter().any(|d| d.code == Code::TypeMismatch),
+        "{errors:#?}"
+    );
+    let program = expand(concat!(
+        "let wanted = \"removed\";\n",
+        "bundle b { package \"nginx\" { state = wanted; } }\n",
+        "policy { b(); }\n",
+    ))
+    .unwrap();
+    use converge_compiler::ir::Value;
+    assert_eq!(attr(&program, "state"), Value::Str("removed".into()));
+}
