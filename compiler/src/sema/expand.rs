@@ -48,6 +48,7 @@ pub fn expand<'a>(
         shared_chain: Arc::from(Vec::new()),
         shared_loops: Arc::from(Vec::new()),
         reported_recursion: HashSet::new(),
+        name_hint: 0,
     };
     ex.stmts(&policy.body, &mut Vec::new(), &Arc::new(Guard::Const(true)));
     let classes = symbols
@@ -91,6 +92,9 @@ struct Expander<'a, 'c> {
     shared_chain: Arc<[CallSite]>,
     shared_loops: Arc<[RuntimeLoop]>,
     reported_recursion: HashSet<Span>,
+    /// Where in the checker's name table the last name was found (names
+    /// are read mostly in source order).
+    name_hint: usize,
 }
 
 impl<'a> Expander<'a, '_> {
@@ -112,7 +116,7 @@ impl<'a> Expander<'a, '_> {
                 }
                 Stmt::For(f) => match self.eval(&f.list, env) {
                     Value::List(items) => {
-                        let Some(def) = self.checker.names.resolve(f.var.span) else {
+                        let Some(def) = self.resolve(f.var.span) else {
                             self.unresolved(f.var.span, &f.var.name);
                             continue;
                         };
@@ -123,7 +127,7 @@ impl<'a> Expander<'a, '_> {
                         }
                     }
                     Value::Fact(fact) => {
-                        let Some(def) = self.checker.names.resolve(f.var.span) else {
+                        let Some(def) = self.resolve(f.var.span) else {
                             self.unresolved(f.var.span, &f.var.name);
                             continue;
                         };
@@ -188,7 +192,7 @@ impl<'a> Expander<'a, '_> {
                 (None, Some(default)) => self.eval(default, &Vec::new()),
                 (None, None) => continue,
             };
-            let Some(def) = self.checker.names.resolve(param.name.span) else {
+            let Some(def) = self.resolve(param.name.span) else {
                 self.unresolved(param.name.span, &param.name.name);
                 continue;
             };
@@ -357,12 +361,16 @@ impl<'a> Expander<'a, '_> {
         value
     }
 
+    /// What the checker resolved the name written at `span` to.
+    fn resolve(&mut self, span: Span) -> Option<DefId> {
+        self.checker.names.resolve_near(span, &mut self.name_hint)
+    }
+
     /// Whether the checker resolved the name written at `span` to a
     /// variable.
-    fn is_variable(&self, span: Span) -> bool {
-        self.checker
-            .names
-            .resolve_def(span)
+    fn is_variable(&mut self, span: Span) -> bool {
+        let id = self.resolve(span);
+        id.and_then(|id| self.checker.names.definition(id))
             .is_some_and(|d| d.kind.is_variable())
     }
 
@@ -370,7 +378,7 @@ impl<'a> Expander<'a, '_> {
     /// it: a parameter or loop variable from `env`, or a `let`. `None` when
     /// the name is not a variable (a class, a fact, a word).
     fn lookup(&mut self, name: &'a str, span: Span, env: &Env<'a>) -> Option<Value> {
-        let id = self.checker.names.resolve(span)?;
+        let id = self.resolve(span)?;
         let def = self.checker.names.definition(id)?;
         match def.kind {
             DefKind::Param | DefKind::LoopVar => {

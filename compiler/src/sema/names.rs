@@ -15,6 +15,7 @@
 //! (with the span of its name) or one the schema and the VM define (hard
 //! classes, facts, promise types, attributes: no span).
 
+use converge_format::schema::{AttrSpec, PromiseType};
 use converge_grammar::{FileId, Span};
 use rustc_hash::FxHashMap;
 use smol_str::SmolStr;
@@ -22,6 +23,13 @@ use smol_str::SmolStr;
 /// Identifies one definition of a [`Names`] table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DefId(u32);
+
+impl DefId {
+    /// The definition made `n` definitions after this one.
+    pub(crate) fn offset(self, n: usize) -> DefId {
+        DefId(self.0.saturating_add(n as u32))
+    }
+}
 
 /// What kind of thing a name names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -97,9 +105,13 @@ pub struct Occurrence {
 pub struct Names {
     defs: Vec<Definition>,
     occurrences: Vec<Occurrence>,
-    /// Definitions found by kind, parent name and name: the global ones,
-    /// parameters (by bundle) and what the schema defines.
-    keys: FxHashMap<(DefKind, SmolStr, SmolStr), DefId>,
+    /// Definitions found by kind and name: the global ones and what the
+    /// schema defines (indexed by [`DefKind`]; a lookup by `&str` allocates
+    /// nothing, and the checker asks once per name it meets).
+    by_name: Vec<FxHashMap<SmolStr, DefId>>,
+    /// The attributes of promise types, by the addresses of their schema
+    /// entries (the promise type's and the attribute's).
+    attributes: FxHashMap<(usize, usize), DefId>,
     /// Set by [`finish`](Self::finish): the occurrences are sorted and
     /// complete. Expansion re-reads promise attributes through the checker;
     /// what that would record is already here.
@@ -107,15 +119,19 @@ pub struct Names {
 }
 
 impl Names {
-    /// Adds a definition written in the program and records its name as
-    /// an occurrence. `key` makes it findable by [`find`](Self::find) (the
-    /// first definition of a key wins, as in the symbol tables).
-    pub fn define(&mut self, def: Definition, key: Option<(&str, &str)>) -> DefId {
+    /// Adds a definition and records its name as an occurrence. With
+    /// `findable`, [`find`](Self::find) finds it by kind and name (the first
+    /// definition of a name wins, as in the symbol tables).
+    pub(crate) fn define(&mut self, def: Definition, findable: bool) -> DefId {
         let id = DefId(self.defs.len() as u32);
-        if let Some((parent, name)) = key {
-            self.keys
-                .entry((def.kind, SmolStr::new(parent), SmolStr::new(name)))
-                .or_insert(id);
+        if findable {
+            let kind = def.kind as usize;
+            if self.by_name.len() <= kind {
+                self.by_name.resize_with(kind + 1, FxHashMap::default);
+            }
+            if let Some(map) = self.by_name.get_mut(kind) {
+                map.entry(def.name.clone()).or_insert(id);
+            }
         }
         if let Some(span) = def.span {
             self.record(span, id);
@@ -124,35 +140,58 @@ impl Names {
         id
     }
 
-    /// A definition by kind, parent name (the bundle of a parameter, the
-    /// promise type of an attribute, else `""`) and name.
-    pub fn find(&self, kind: DefKind, parent: &str, name: &str) -> Option<DefId> {
-        self.keys
-            .get(&(kind, SmolStr::new(parent), SmolStr::new(name)))
-            .copied()
+    /// A global definition (class, let, body, bundle) or one the schema
+    /// defines (hard class, fact, promise type, an attribute set in a body),
+    /// by kind and name.
+    pub fn find(&self, kind: DefKind, name: &str) -> Option<DefId> {
+        self.by_name.get(kind as usize)?.get(name).copied()
     }
 
-    /// The definition of something the schema or the VM defines, made on
+    /// The definition of something the schema or the VM defines (hard
+    /// class, fact, promise type, an attribute set in a body), made on
     /// first use.
-    pub fn builtin(&mut self, kind: DefKind, parent: Option<&str>, name: &str) -> DefId {
-        if let Some(id) = self.find(kind, parent.unwrap_or(""), name) {
+    pub(crate) fn builtin(&mut self, kind: DefKind, name: &str) -> DefId {
+        if let Some(id) = self.find(kind, name) {
             return id;
         }
-        let parent_id = parent.map(|p| self.builtin(DefKind::PromiseType, None, p));
         self.define(
             Definition {
                 kind,
                 name: SmolStr::new(name),
                 span: None,
                 item: None,
-                parent: parent_id,
+                parent: None,
             },
-            Some((parent.unwrap_or(""), name)),
+            true,
         )
     }
 
+    /// The definition of an attribute of a promise type, made on first use.
+    pub(crate) fn attribute(&mut self, pt: &'static PromiseType, spec: &'static AttrSpec) -> DefId {
+        let key = (
+            std::ptr::from_ref(pt) as usize,
+            std::ptr::from_ref(spec) as usize,
+        );
+        if let Some(id) = self.attributes.get(&key) {
+            return *id;
+        }
+        let parent = self.builtin(DefKind::PromiseType, pt.name);
+        let id = self.define(
+            Definition {
+                kind: DefKind::Attribute,
+                name: SmolStr::new(spec.name),
+                span: None,
+                item: None,
+                parent: Some(parent),
+            },
+            false,
+        );
+        self.attributes.insert(key, id);
+        id
+    }
+
     /// Records that the name written at `span` refers to `def`.
-    pub fn record(&mut self, span: Span, def: DefId) {
+    pub(crate) fn record(&mut self, span: Span, def: DefId) {
         if !self.finished {
             self.occurrences.push(Occurrence { span, def });
         }
@@ -161,9 +200,13 @@ impl Names {
     /// Sorts the occurrences by position; a name checked twice (a body's
     /// attribute values are checked again in every promise that uses it)
     /// is kept once.
-    pub fn finish(&mut self) {
-        self.occurrences.sort_unstable();
+    pub(crate) fn finish(&mut self) {
+        // By file and start (no two names start at one place), as one
+        // integer: cheaper to compare than the whole span.
+        self.occurrences
+            .sort_unstable_by_key(|o| (u64::from(o.span.file.0) << 32) | u64::from(o.span.start));
         self.occurrences.dedup_by_key(|o| o.span);
+        self.occurrences.shrink_to_fit();
         self.finished = true;
     }
 
@@ -178,6 +221,37 @@ impl Names {
             .ok()
             .and_then(|i| self.occurrences.get(i))
             .map(|o| o.def)
+    }
+
+    /// Like [`resolve`](Self::resolve), searching outwards from `hint`, the
+    /// index of the previous answer, which it updates. Expansion reads the
+    /// names of a bundle in source order, so the next one is near the last:
+    /// a few comparisons in cache instead of a search of the whole table.
+    pub fn resolve_near(&self, span: Span, hint: &mut usize) -> Option<DefId> {
+        let occurrences = &self.occurrences;
+        let at = (*hint).min(occurrences.len().saturating_sub(1));
+        let before = |i: usize| occurrences.get(i).is_some_and(|o| o.span < span);
+        // Gallop from the hint to a window [lo, hi) that holds `span`.
+        let (mut lo, mut hi) = (at, at + 1);
+        let mut step = 1;
+        if before(at) {
+            while hi < occurrences.len() && before(hi) {
+                lo = hi;
+                hi = hi.saturating_add(step).min(occurrences.len());
+                step *= 2;
+            }
+            hi = (hi + 1).min(occurrences.len());
+        } else {
+            while lo > 0 && !before(lo - 1) {
+                hi = lo;
+                lo = lo.saturating_sub(step);
+                step *= 2;
+            }
+        }
+        let window = occurrences.get(lo..hi)?;
+        let i = window.binary_search_by(|o| o.span.cmp(&span)).ok()?;
+        *hint = lo + i;
+        window.get(i).map(|o| o.def)
     }
 
     /// Like [`resolve`](Self::resolve), with the definition.

@@ -75,10 +75,10 @@ impl<'a> Checker<'a> {
                     ));
                 }
                 seen.push(&class.name);
-                if let Some(id) = self.names.find(DefKind::Class, "", &class.name) {
+                if let Some(id) = self.names.find(DefKind::Class, &class.name) {
                     self.names.record(class.span, id);
                 } else if is_hard_class(&class.name) {
-                    let id = self.names.builtin(DefKind::HardClass, None, &class.name);
+                    let id = self.names.builtin(DefKind::HardClass, &class.name);
                     self.names.record(class.span, id);
                 } else {
                     self.undefined_class(&class.name, class.span);
@@ -200,7 +200,7 @@ impl<'a> Checker<'a> {
 
     /// Records an attribute set in a body (not tied to one promise type).
     fn record_body_attr(&mut self, name: &Ident) {
-        let id = self.names.builtin(DefKind::Attribute, None, &name.name);
+        let id = self.names.builtin(DefKind::Attribute, &name.name);
         self.names.record(name.span, id);
     }
 
@@ -208,7 +208,7 @@ impl<'a> Checker<'a> {
         match self.symbols.bodies.get(&name.name) {
             Some(body) => {
                 self.used_bodies.insert(&name.name);
-                if let Some(id) = self.names.find(DefKind::Body, "", &name.name) {
+                if let Some(id) = self.names.find(DefKind::Body, &name.name) {
                     self.names.record(name.span, id);
                 }
                 Some(body)
@@ -324,10 +324,7 @@ impl<'a> Checker<'a> {
             }
             // A second parameter of one name (reported above) resolves to
             // the first.
-            let Some(def) = self
-                .names
-                .find(DefKind::Param, &bundle.name.name, &param.name.name)
-            else {
+            let Some(def) = param_def(&self.names, bundle, &param.name.name) else {
                 continue;
             };
             scope.push(Var {

@@ -55,12 +55,12 @@ impl<'a> Checker<'a> {
             refs.push((&name.name, name.span));
         }
         // A class first, then a boolean loop variable, parameter or let.
-        if let Some(id) = self.names.find(DefKind::Class, "", &name.name) {
+        if let Some(id) = self.names.find(DefKind::Class, &name.name) {
             self.names.record(name.span, id);
             return;
         }
         if is_hard_class(&name.name) {
-            let id = self.names.builtin(DefKind::HardClass, None, &name.name);
+            let id = self.names.builtin(DefKind::HardClass, &name.name);
             self.names.record(name.span, id);
             return;
         }

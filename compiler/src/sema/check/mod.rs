@@ -23,7 +23,7 @@ pub use statements::{promiser_problem, promiser_text, relative_path};
 
 use std::collections::{HashMap, HashSet};
 
-use converge_grammar::ast::{Expr, Ident};
+use converge_grammar::ast::{BundleDef, Expr, Ident};
 use converge_grammar::Span;
 
 use super::names::{DefId, DefKind, Definition, Names};
@@ -124,7 +124,8 @@ impl<'a> Checker<'a> {
 
 /// The name table with the program's global definitions (classes, lets,
 /// bodies, bundles and the bundles' parameters), so that a use can be
-/// recorded whatever order definitions are checked in.
+/// recorded whatever order definitions are checked in. A bundle's
+/// parameters follow it, in order (see [`param_def`]).
 fn global_names(symbols: &Symbols<'_>) -> Names {
     let mut names = Names::default();
     let mut global = |kind: DefKind, name: &converge_grammar::ast::Ident, item: Span| {
@@ -136,7 +137,7 @@ fn global_names(symbols: &Symbols<'_>) -> Names {
                 item: Some(item),
                 parent: None,
             },
-            Some(("", &name.name)),
+            true,
         )
     };
     for (_, def) in &symbols.classes.defs {
@@ -148,20 +149,18 @@ fn global_names(symbols: &Symbols<'_>) -> Names {
     for (_, def) in &symbols.bodies.defs {
         global(DefKind::Body, &def.name, def.span);
     }
-    let bundles: Vec<_> = symbols
-        .bundles
-        .defs
-        .iter()
-        .map(|(_, def)| (global(DefKind::Bundle, &def.name, def.span), *def))
-        .collect();
-    for (bundle_id, bundle) in bundles {
+    for (_, bundle) in &symbols.bundles.defs {
+        let bundle_id = names.define(
+            Definition {
+                kind: DefKind::Bundle,
+                name: bundle.name.name.clone(),
+                span: Some(bundle.name.span),
+                item: Some(bundle.span),
+                parent: None,
+            },
+            true,
+        );
         for param in &bundle.params {
-            // A second parameter of the same name (an error) is a
-            // definition of its own, found by its span only.
-            let key = names
-                .find(DefKind::Param, &bundle.name.name, &param.name.name)
-                .is_none()
-                .then_some((bundle.name.name.as_str(), param.name.name.as_str()));
             names.define(
                 Definition {
                     kind: DefKind::Param,
@@ -170,9 +169,17 @@ fn global_names(symbols: &Symbols<'_>) -> Names {
                     item: Some(param.span),
                     parent: Some(bundle_id),
                 },
-                key,
+                false,
             );
         }
     }
     names
+}
+
+/// The definition of the parameter `name` of `bundle` (the first, if two
+/// have that name): parameters are defined right after their bundle.
+pub(super) fn param_def(names: &Names, bundle: &BundleDef, name: &str) -> Option<DefId> {
+    let bundle_id = names.find(DefKind::Bundle, &bundle.name.name)?;
+    let index = bundle.params.iter().position(|p| p.name.name == name)?;
+    Some(bundle_id.offset(index + 1))
 }

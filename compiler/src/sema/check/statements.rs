@@ -46,7 +46,7 @@ impl<'a> Checker<'a> {
                             item: Some(f.span),
                             parent: None,
                         },
-                        None,
+                        false,
                     );
                     scope.push(Var {
                         name: &f.var.name,
@@ -84,14 +84,11 @@ impl<'a> Checker<'a> {
             return;
         };
         self.used_bundles.insert(&bundle.name.name);
-        if let Some(id) = self.names.find(DefKind::Bundle, "", &bundle.name.name) {
+        if let Some(id) = self.names.find(DefKind::Bundle, &bundle.name.name) {
             self.names.record(call.bundle.span, id);
         }
         for name in call.args.iter().filter_map(|a| a.name.as_ref()) {
-            if let Some(id) = self
-                .names
-                .find(DefKind::Param, &bundle.name.name, &name.name)
-            {
+            if let Some(id) = param_def(&self.names, bundle, &name.name) {
                 self.names.record(name.span, id);
             }
         }
@@ -134,7 +131,7 @@ impl<'a> Checker<'a> {
             self.value_type(&p.promiser, scope);
             return;
         };
-        let id = self.names.builtin(DefKind::PromiseType, None, pt.name);
+        let id = self.names.builtin(DefKind::PromiseType, pt.name);
         self.names.record(p.kind.span, id);
         self.check_promiser(pt, &p.promiser, scope);
         let attrs = self.promise_attrs(p);
@@ -146,7 +143,7 @@ impl<'a> Checker<'a> {
                 Some(spec) => {
                     let scope = if a.via.is_some() { &body_scope } else { scope };
                     if a.via.is_none() {
-                        let id = self.names.builtin(DefKind::Attribute, Some(pt.name), spec.name);
+                        let id = self.names.attribute(pt, spec);
                         self.names.record(a.name.span, id);
                     }
                     self.check_attr_value(&spec.ty, a.value, scope);

@@ -104,7 +104,7 @@ impl<'a> Checker<'a> {
             ));
             return;
         };
-        if let Some(id) = self.names.find(DefKind::Class, "", &name.name) {
+        if let Some(id) = self.names.find(DefKind::Class, &name.name) {
             self.names.record(name.span, id);
         }
         match self.symbols.classes.get(&name.name) {
@@ -267,7 +267,7 @@ impl<'a> Checker<'a> {
             ExprKind::Ref(r) => {
                 let (kind, target) = (&r.kind, &r.target);
                 if promise_type(&kind.name).is_some() {
-                    let id = self.names.builtin(DefKind::PromiseType, None, &kind.name);
+                    let id = self.names.builtin(DefKind::PromiseType, &kind.name);
                     self.names.record(kind.span, id);
                 } else if kind.name != "id" {
                     let mut names: Vec<&str> =
@@ -333,14 +333,14 @@ impl<'a> Checker<'a> {
 
     /// Records the `let` named at `span`.
     pub(super) fn record_let(&mut self, name: &str, span: Span) {
-        if let Some(id) = self.names.find(DefKind::Let, "", name) {
+        if let Some(id) = self.names.find(DefKind::Let, name) {
             self.names.record(span, id);
         }
     }
 
     /// Records the fact a path names, over the whole path.
     fn record_fact(&mut self, name: &str, span: Span) {
-        let id = self.names.builtin(DefKind::Fact, None, name);
+        let id = self.names.builtin(DefKind::Fact, name);
         self.names.record(span, id);
     }
 
