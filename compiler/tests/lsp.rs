@@ -491,8 +491,8 @@ fn a_bool_parameter_in_a_guard_is_the_parameter() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("g.policy");
     let text = concat!(
-        "bundle b(enabled: bool) {\n",                           // 0
-        "  when enabled {\n",                                    // 1
+        "bundle b(enabled: bool) {\n",                            // 0
+        "  when enabled {\n",                                     // 1
         "    file \"/etc/motd\" { content = \"${enabled}\"; }\n", // 2
         "  }\n",
         "}\n",
@@ -518,7 +518,10 @@ fn a_bool_parameter_in_a_guard_is_the_parameter() {
         .iter()
         .map(|e| {
             let s = &e["range"]["start"];
-            (s["line"].as_u64().unwrap(), s["character"].as_u64().unwrap())
+            (
+                s["line"].as_u64().unwrap(),
+                s["character"].as_u64().unwrap(),
+            )
         })
         .collect();
     edits.sort();

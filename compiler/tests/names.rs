@@ -116,17 +116,20 @@ fn definition_references_and_rename_agree_with_the_checker() {
                 names_seen += 1;
                 let def = names.definition(o.def).unwrap();
                 let at = doc.lines.position(&text, o.span.start);
-                let what = format!("{} `{}` at {at:?} in {}", kind(def), def.name, path.display());
+                let what = format!(
+                    "{} `{}` at {at:?} in {}",
+                    kind(def),
+                    def.name,
+                    path.display()
+                );
 
                 let expected: BTreeSet<Loc> =
                     def.span.and_then(|s| file.loc(s)).into_iter().collect();
                 let found = locs(navigation::definition(&analysis, &doc, at));
                 assert_eq!(found, expected, "definition of {what}");
 
-                let uses: BTreeSet<Loc> = names
-                    .uses(o.def)
-                    .filter_map(|u| file.loc(u.span))
-                    .collect();
+                let uses: BTreeSet<Loc> =
+                    names.uses(o.def).filter_map(|u| file.loc(u.span)).collect();
                 let found = locs(navigation::references(
                     &analysis,
                     &[&analysis],
@@ -177,7 +180,9 @@ fn definition_references_and_rename_agree_with_the_checker() {
             let names = &outcome.names[t];
             let def = names.definition(id).unwrap();
             let new_name = fresh_name(&def.name);
-            assert_renamed_program_is_the_same(&path, &ws, &outcome, t, &def.name, &new_name, &edits);
+            assert_renamed_program_is_the_same(
+                &path, &ws, &outcome, t, &def.name, &new_name, &edits,
+            );
             renamed += 1;
         }
     }
@@ -254,7 +259,11 @@ fn assert_renamed_program_is_the_same(
             .collect();
         (d.code, d.severity, unname(&d.message), labels)
     };
-    let expected: Vec<_> = before.diagnostics.iter().map(|d| shown(d, &moved)).collect();
+    let expected: Vec<_> = before
+        .diagnostics
+        .iter()
+        .map(|d| shown(d, &moved))
+        .collect();
     let found: Vec<_> = after.diagnostics.iter().map(|d| shown(d, &|s| s)).collect();
     assert_eq!(found, expected, "diagnostics after {what}");
 
@@ -270,7 +279,12 @@ fn assert_renamed_program_is_the_same(
                 } else {
                     def.name.to_string()
                 };
-                (moved(o.span), format!("{:?}", def.kind), name, def.span.map(moved))
+                (
+                    moved(o.span),
+                    format!("{:?}", def.kind),
+                    name,
+                    def.span.map(moved),
+                )
             })
             .collect()
     };

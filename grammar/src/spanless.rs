@@ -75,7 +75,11 @@ impl SpanlessEq for Item {
                 path.spanless_eq(&b.path)
             }
             (Item::Class(a), Item::Class(b)) => {
-                let ClassDef { name, expr, span: _ } = a;
+                let ClassDef {
+                    name,
+                    expr,
+                    span: _,
+                } = a;
                 name.spanless_eq(&b.name) && expr.spanless_eq(&b.expr)
             }
             (Item::Exclusive(a), Item::Exclusive(b)) => {
@@ -136,7 +140,11 @@ impl SpanlessEq for Param {
 
 impl SpanlessEq for TypeExpr {
     fn spanless_eq(&self, other: &Self) -> bool {
-        let TypeExpr { name, args, span: _ } = self;
+        let TypeExpr {
+            name,
+            args,
+            span: _,
+        } = self;
         name.spanless_eq(&other.name) && args.spanless_eq(&other.args)
     }
 }
@@ -229,13 +237,9 @@ impl SpanlessEq for ExprKind {
     fn spanless_eq(&self, other: &Self) -> bool {
         match (self, other) {
             (ExprKind::Str(a), ExprKind::Str(b)) => a.spanless_eq(b),
-            (
-                ExprKind::Int { value, octal },
-                ExprKind::Int {
-                    value: v,
-                    octal: o,
-                },
-            ) => value == v && octal == o,
+            (ExprKind::Int { value, octal }, ExprKind::Int { value: v, octal: o }) => {
+                value == v && octal == o
+            }
             (ExprKind::Duration(a), ExprKind::Duration(b)) => a == b,
             (ExprKind::Bool(a), ExprKind::Bool(b)) => a == b,
             (ExprKind::Path(a), ExprKind::Path(b)) => a.spanless_eq(b),
@@ -308,7 +312,8 @@ mod tests {
 
     #[test]
     fn a_moved_tree_is_the_same() {
-        let a = parse("bundle b(p: int = 1) { file \"/x/${p}\" { mode = 0o644; } }\npolicy { b(); }");
+        let a =
+            parse("bundle b(p: int = 1) { file \"/x/${p}\" { mode = 0o644; } }\npolicy { b(); }");
         let b = parse(
             "\n\n  bundle   b(\n p : int=1 )\n{\n  file \"/x/${p}\" {\n    mode = 0o644;\n  }\n}\n\npolicy {\n  b();\n}\n",
         );

@@ -9,10 +9,10 @@ use converge_grammar::ast::{BundleDef, Item};
 use lsp_types::{Hover, HoverContents, MarkupContent, MarkupKind, Position};
 
 use super::analysis::Analysis;
-use super::position::LspPositions;
 use super::index::Target;
-use crate::sema::names::DefKind;
+use super::position::LspPositions;
 use super::server::Document;
+use crate::sema::names::DefKind;
 
 /// The hover for the name at `pos`, with its range, or `None` where there
 /// is no name.

@@ -50,7 +50,9 @@ impl Index {
     /// Every definition of every table.
     pub fn targets(&self) -> impl Iterator<Item = Target<'_>> {
         self.tables.iter().flat_map(|names| {
-            names.definitions().map(move |(id, def)| Target { names, id, def })
+            names
+                .definitions()
+                .map(move |(id, def)| Target { names, id, def })
         })
     }
 }

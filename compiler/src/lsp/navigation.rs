@@ -13,10 +13,10 @@ use converge_grammar::Span;
 use lsp_types::{Location, Position, Range, TextEdit, Url, WorkspaceEdit};
 
 use super::analysis::Analysis;
-use super::position::{span_range, LspPositions};
 use super::index::Target;
-use crate::sema::names::{DefKind, Definition};
+use super::position::{span_range, LspPositions};
 use super::server::Document;
+use crate::sema::names::{DefKind, Definition};
 
 /// The locations a name at `pos` is defined at, or the file an import path
 /// names.
@@ -51,7 +51,7 @@ pub fn references(
 ) -> Vec<Location> {
     let offset = doc.lines.offset(&doc.text, pos);
     if let Some(target) = import_at(analysis, offset) {
-            return analysis
+        return analysis
             .ws
             .imports
             .iter()
@@ -66,7 +66,7 @@ pub fn references(
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for (a, t) in same_targets(analysis, others, target) {
-            for o in t.uses() {
+        for o in t.uses() {
             if !include_declaration && Some(o.span) == t.def.span {
                 continue;
             }
@@ -132,7 +132,7 @@ pub fn rename(
     let mut changes: HashMap<Url, Vec<TextEdit>> = HashMap::new();
     let mut seen = HashSet::new();
     for (a, t) in same_targets(analysis, others, target) {
-            for o in t.uses() {
+        for o in t.uses() {
             let Some(loc) = location(a, o.span) else {
                 continue;
             };

@@ -241,7 +241,11 @@ impl<'a> Expander<'a, '_> {
             let Some(spec) = pt.attr(&source.name.name) else {
                 continue;
             };
-            let scope = if source.via.is_some() { &body_env } else { &*env };
+            let scope = if source.via.is_some() {
+                &body_env
+            } else {
+                &*env
+            };
             let value = self.attr_value(&spec.ty, source.value, scope);
             self.check_value(&spec.ty, &value, source.value.span);
             attrs.push(ir::Attr {
@@ -408,7 +412,9 @@ impl<'a> Expander<'a, '_> {
                 span,
                 "the checker and expansion disagree about this name",
             )
-            .with_note("this is a bug in policyc; please report it with the policy that triggers it"),
+            .with_note(
+                "this is a bug in policyc; please report it with the policy that triggers it",
+            ),
         );
     }
 
@@ -436,10 +442,9 @@ impl<'a> Expander<'a, '_> {
                 kind: r.kind.name.to_string(),
                 target: Box::new(self.string(&r.target, expr.span, env)),
             },
-            ExprKind::Not(_)
-            | ExprKind::And(..)
-            | ExprKind::Or(..)
-            | ExprKind::Compare { .. } => Value::Bool(false),
+            ExprKind::Not(_) | ExprKind::And(..) | ExprKind::Or(..) | ExprKind::Compare { .. } => {
+                Value::Bool(false)
+            }
         }
     }
 

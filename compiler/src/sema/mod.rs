@@ -4,8 +4,8 @@
 //! analyses and the bundle writer read ([`expand`]).
 
 pub mod check;
-pub mod names;
 pub mod expand;
+pub mod names;
 pub mod symbols;
 pub mod types;
 
