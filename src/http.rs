@@ -9,19 +9,12 @@
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// Whether a test may skip for want of a tool. `.ci/run` sets
-/// `CONVERGE_REQUIRE_TOOLS=1`, so on CI a missing tool is a failure, not a
-/// silent skip.
-pub fn tools_required() -> bool {
-    std::env::var_os("CONVERGE_REQUIRE_TOOLS").is_some_and(|v| v == "1")
-}
 
 /// A free port on 127.0.0.1 (free when asked; the caller retries if it is
 /// taken in between).
@@ -47,29 +40,24 @@ pub struct Served {
 }
 
 impl Nginx {
-    /// Starts nginx on `root`. `Ok(None)` when nginx is not installed and
-    /// tools are not required: the caller prints that it skips.
-    pub fn start(root: &Path) -> Result<Option<Nginx>, String> {
+    /// Starts nginx on `root`. A missing nginx is an error: the tests that
+    /// use it are `#[ignore = "needs nginx"]` and run only with
+    /// `--include-ignored`, where nginx must be installed.
+    pub fn start(root: &Path) -> Result<Nginx, String> {
         Nginx::start_with(root, None)
     }
 
     /// Starts nginx on `root` over HTTPS with this certificate chain and
     /// key (PEM files).
-    pub fn start_tls(root: &Path, cert: &Path, key: &Path) -> Result<Option<Nginx>, String> {
+    pub fn start_tls(root: &Path, cert: &Path, key: &Path) -> Result<Nginx, String> {
         Nginx::start_with(root, Some((cert, key)))
     }
 
-    fn start_with(root: &Path, tls: Option<(&Path, &Path)>) -> Result<Option<Nginx>, String> {
-        let binary = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"]
-            .iter()
-            .map(PathBuf::from)
-            .find(|p| p.exists());
-        let Some(binary) = binary else {
-            if tools_required() {
-                return Err("nginx is not installed (apt-get install nginx-light)".into());
-            }
-            return Ok(None);
-        };
+    fn start_with(root: &Path, tls: Option<(&Path, &Path)>) -> Result<Nginx, String> {
+        let binary = crate::support::find_tool("nginx").ok_or(
+            "nginx is not installed (apt-get install nginx-light); the tests that need it are \
+             #[ignore]d by default: run them with `--include-ignored` only where nginx is",
+        )?;
         let mut last = String::new();
         for _ in 0..5 {
             let prefix = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -111,12 +99,12 @@ impl Nginx {
                     break;
                 }
                 if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Ok(Some(Nginx {
+                    return Ok(Nginx {
                         child,
                         prefix,
                         port,
                         scheme: if tls.is_some() { "https" } else { "http" },
-                    }));
+                    });
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }

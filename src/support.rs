@@ -125,21 +125,44 @@ pub fn output_when_unlocked(cmd: &mut std::process::Command) -> std::process::Ou
     panic!("the root stayed locked for 10 s: {cmd:?}");
 }
 
-/// Whether this process is root. The backend tests that run `dpkg --root`
-/// or `useradd -R` (a chroot) need it, as those tools do; CI runs as root
-/// and sets `CONVERGE_REQUIRE_TOOLS=1` (`.ci/run`), where not being root is
-/// a failure. Elsewhere they say they are skipped and return.
-pub fn root_or_skip(test: &str) -> bool {
+/// Fails the test unless this process is root. The tests that run
+/// `dpkg --root`, `useradd -R` (a chroot), `mknod` or `mount` need it, as
+/// those tools do. Such a test is `#[ignore = "needs root"]`: plain `cargo
+/// test` lists it as ignored, and `--include-ignored` (what `.ci/run` runs,
+/// as root) runs it; run that way without root, it fails here with the
+/// reason instead of passing while doing nothing.
+pub fn require_root(why: &str) {
     let root = std::process::Command::new("id")
         .arg("-u")
         .output()
         .is_ok_and(|o| o.stdout == b"0\n");
-    if !root {
-        assert!(
-            !crate::http::tools_required(),
-            "{test} needs root (dpkg --root, useradd -R) and CONVERGE_REQUIRE_TOOLS=1"
-        );
-        eprintln!("skipped {test}: needs root (dpkg --root, useradd -R)");
-    }
-    root
+    assert!(
+        root,
+        "this test needs root ({why}); it is #[ignore]d by default: run it with \
+         `--include-ignored` only as root"
+    );
+}
+
+/// The path of `program` found on `PATH` or in the system directories
+/// (`/usr/sbin` is not on every user's `PATH`), if it is installed.
+pub fn find_tool(program: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin"].map(std::path::PathBuf::from))
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Fails the test unless `program` is installed, naming the Debian
+/// `package` that has it. Tests that need a tool the machine may lack are
+/// `#[ignore = "needs PROGRAM"]` and call this first: with
+/// `--include-ignored` (`.ci/run`, which installs the tools) a missing tool
+/// is a failure, never a silent pass.
+pub fn require_tool(program: &str, package: &str) -> std::path::PathBuf {
+    find_tool(program).unwrap_or_else(|| {
+        panic!(
+            "this test needs `{program}` (apt-get install {package}); it is #[ignore]d by \
+             default: run it with `--include-ignored` only where `{program}` is installed"
+        )
+    })
 }

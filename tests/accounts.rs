@@ -77,10 +77,9 @@ policy { accounts(); }
 "#;
 
 #[test]
+#[ignore = "needs root"]
 fn users_and_groups_are_created_changed_and_removed_inside_a_root() {
-    if !support::root_or_skip("users_and_groups_are_created_changed_and_removed_inside_a_root") {
-        return;
-    }
+    support::require_root("useradd -R chroots into the root");
     let host_passwd = std::fs::read_to_string("/etc/passwd").unwrap();
     let host_group = std::fs::read_to_string("/etc/group").unwrap();
     let root = accounts_root();
@@ -184,12 +183,9 @@ policy { accounts(); }"#,
 }
 
 #[test]
+#[ignore = "needs root"]
 fn a_failing_tool_fails_its_promise_with_the_command_and_the_run_goes_on() {
-    if !support::root_or_skip(
-        "a_failing_tool_fails_its_promise_with_the_command_and_the_run_goes_on",
-    ) {
-        return;
-    }
+    support::require_root("useradd -R chroots into the root");
     let root = accounts_root();
     let r = root.path();
     let bundle = verified(&compile(

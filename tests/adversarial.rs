@@ -139,25 +139,29 @@ fn t15_non_utf8_paths_are_refused_by_both_policyc_and_policyvm() {
 /// Runs `script` with `sh` in a private user and mount namespace, where it
 /// may mount a small tmpfs that vanishes with it: nothing on this machine
 /// changes. `None` when this machine does not allow such namespaces.
-fn in_private_mounts(script: &str, env: &[(&str, &Path)]) -> Option<std::process::Output> {
+fn in_private_mounts(script: &str, env: &[(&str, &Path)]) -> std::process::Output {
     let probe = std::process::Command::new("unshare")
         .args(["--user", "--map-root-user", "--mount", "true"])
         .output();
-    if !matches!(&probe, Ok(out) if out.status.success()) {
-        return None;
-    }
+    assert!(
+        matches!(&probe, Ok(out) if out.status.success()),
+        "this test needs a private mount namespace (`unshare -Urm`), which this machine \
+         refuses: {probe:?}; it is #[ignore]d by default: run it with `--include-ignored` \
+         only where unprivileged namespaces are allowed"
+    );
     let mut command = std::process::Command::new("unshare");
     command.args(["--user", "--map-root-user", "--mount", "sh", "-c", script]);
     for (name, value) in env {
         command.env(name, value);
     }
-    Some(command.output().unwrap())
+    command.output().unwrap()
 }
 
 /// T27: the disk fills up while the VM writes a file. The promise fails, the
 /// original is intact, no temporary file is left (the next promise on the
 /// same filesystem still has room), and the run exits 1.
 #[test]
+#[ignore = "needs a private mount namespace (unshare -Urm)"]
 fn t27_a_full_filesystem_fails_the_write_and_keeps_the_original() {
     let host = Host::new();
     let big = "x".repeat(400 << 10);
@@ -185,16 +189,14 @@ fn t27_a_full_filesystem_fails_the_write_and_keeps_the_original() {
         ("TRUST", host.trust.as_path()),
         ("REPORT", report.as_path()),
     ];
-    let Some(out) = in_private_mounts(script, &env) else {
-        eprintln!("skipped: this machine allows no private mount namespace (unshare -Urm)");
-        return;
-    };
+    let out = in_private_mounts(script, &env);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if out.status.code() == Some(99) {
-        eprintln!("skipped: no tmpfs could be mounted in the private namespace: {stderr}");
-        return;
-    }
+    assert_ne!(
+        out.status.code(),
+        Some(99),
+        "no tmpfs could be mounted in the private namespace: {stderr}"
+    );
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(
         lines,
@@ -215,10 +217,14 @@ fn t27_a_full_filesystem_fails_the_write_and_keeps_the_original() {
 /// fails with EIO. The VM fails those promises and exits 1, never panics,
 /// never reports a write it could not make durable; after the filesystem
 /// comes back, every file is old or new, never torn, and the next run
-/// converges. Needs root, a loop device and `mkfs.ext4`; skips and says so
-/// otherwise.
+/// converges. Needs root, a loop device and `mkfs.ext4`: ignored by
+/// default, failing (not skipping) without them under `--include-ignored`.
 #[test]
+#[ignore = "needs root, a loop device, mkfs.ext4 and python3"]
 fn t27_eio_in_the_middle_of_a_run_fails_writes_and_leaves_every_file_old_or_new() {
+    support::require_root("mount -o loop");
+    support::require_tool("mkfs.ext4", "e2fsprogs");
+    support::require_tool("python3", "python3");
     let host = Host::new();
     let count = 1000;
     let mut policy = String::from("bundle b {\n");
@@ -277,14 +283,8 @@ fcntl.ioctl(fd, 0x8004587D, struct.pack("I", 0))' "$ROOT" || { kill $vm; exit 98
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     match out.status.code() {
-        Some(99) | None => {
-            eprintln!("skipped: no ext4 image could be loop-mounted here (needs root): {stderr}");
-            return;
-        }
-        Some(98) => {
-            eprintln!("skipped: FS_IOC_SHUTDOWN is not available: {stderr}");
-            return;
-        }
+        Some(99) | None => panic!("no ext4 image could be loop-mounted here: {stderr}"),
+        Some(98) => panic!("FS_IOC_SHUTDOWN is not available here: {stderr}"),
         _ => {}
     }
     let read =
@@ -453,32 +453,44 @@ fn t22_a_run_binds_no_socket() {
 /// T17: device nodes and sockets planted where the policy expects regular
 /// files. A character device like `/dev/zero` would never end if read, one
 /// like `/dev/null` would swallow every write and never converge. Each is
-/// refused at once as "not a regular file" and left as it was. Making device
-/// nodes needs privilege; without it that half is skipped and says so.
+/// refused at once as "not a regular file" and left as it was. A socket
+/// needs no privilege; device nodes do (next test).
 #[test]
-fn t17_devices_and_sockets_as_targets_are_refused_without_blocking() {
-    use std::os::unix::fs::FileTypeExt as _;
-
+fn t17_sockets_as_targets_are_refused_without_blocking() {
     let host = Host::new();
     let etc = host.root.join("etc");
     std::fs::create_dir(&etc).unwrap();
     let _listener = std::os::unix::net::UnixListener::bind(etc.join("socket")).unwrap();
-    let mut targets = vec!["socket"];
-    let made = ["zero", "null"].iter().all(|name| {
-        let minor = if *name == "zero" { "5" } else { "3" };
-        std::process::Command::new("mknod")
+    planted_nodes_are_refused(&host, &["socket"]);
+}
+
+/// T17 with character devices, which only root may make (`mknod`).
+#[test]
+#[ignore = "needs root"]
+fn t17_devices_as_targets_are_refused_without_blocking() {
+    support::require_root("mknod");
+    let host = Host::new();
+    let etc = host.root.join("etc");
+    std::fs::create_dir(&etc).unwrap();
+    for (name, minor) in [("zero", "5"), ("null", "3")] {
+        let out = std::process::Command::new("mknod")
             .arg(etc.join(name))
             .args(["c", "1", minor])
             .output()
-            .is_ok_and(|out| out.status.success())
-    });
-    if made {
-        targets.extend(["zero", "null"]);
-    } else {
-        eprintln!("device half skipped: mknod is not allowed here");
+            .unwrap();
+        assert!(out.status.success(), "mknod {name}: {out:?}");
     }
+    planted_nodes_are_refused(&host, &["zero", "null"]);
+}
+
+/// Converges `line` and `file` promises on each of `targets` (nodes in
+/// `ROOT/etc`): every one fails as "not a regular file", none is replaced.
+fn planted_nodes_are_refused(host: &Host, targets: &[&str]) {
+    use std::os::unix::fs::FileTypeExt as _;
+
+    let etc = host.root.join("etc");
     let mut policy = String::from("bundle b {\n");
-    for t in &targets {
+    for t in targets {
         policy.push_str(&format!(
             "  line \"/etc/{t}\" {{ present = \"x\"; }}\n  file \"/etc/{t}.c\" {{ content = \"x\\n\"; }}\n"
         ));
@@ -487,7 +499,7 @@ fn t17_devices_and_sockets_as_targets_are_refused_without_blocking() {
     // The `file` promises name a second hard link to each node, so that each
     // operator meets a node of its own instead of being skipped after the
     // other failed on the same path.
-    for t in &targets {
+    for t in targets {
         std::fs::hard_link(etc.join(t), etc.join(format!("{t}.c"))).unwrap();
     }
     let bundle = verified(&support::compile(&policy));
@@ -497,7 +509,7 @@ fn t17_devices_and_sockets_as_targets_are_refused_without_blocking() {
     for f in &failures {
         assert!(f.contains("not a regular file"), "{failures:?}");
     }
-    for t in &targets {
+    for t in targets {
         let kind = std::fs::symlink_metadata(etc.join(t)).unwrap().file_type();
         assert!(
             kind.is_socket() || kind.is_char_device(),

@@ -78,7 +78,7 @@ fn publish_writes_a_bundle_and_the_stamp_that_describes_it() {
     // Rollback: the same or a smaller serial is refused, nothing changes.
     for serial in ["10", "9"] {
         let out = publish(&["--serial", serial]);
-        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(out.status.code(), Some(64));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
             stderr.contains("not greater than the published serial 10"),
@@ -105,7 +105,7 @@ fn publish_writes_a_bundle_and_the_stamp_that_describes_it() {
 
     // A name that could not be a file name or a URL part.
     let out = publish_as("../evil", &[]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(64));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("cannot name a bundle"), "{stderr}");
     assert!(!dir.path().join("srv/evil.stamp").exists());

@@ -62,21 +62,11 @@ impl Drop for Runsvdir {
     }
 }
 
-/// Whether runit's `runsvdir` and `sv` are here; without them a test says
-/// it is skipped, unless `CONVERGE_REQUIRE_TOOLS=1` (CI) makes it fail.
-fn runit_or_skip(test: &str) -> bool {
-    let here = Command::new("sh")
-        .args(["-c", "command -v runsvdir && command -v sv"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !here {
-        assert!(
-            !converge::http::tools_required(),
-            "{test}: runit is missing and CONVERGE_REQUIRE_TOOLS=1"
-        );
-        eprintln!("skipped {test}: no runsvdir (apt-get install runit)");
-    }
-    here
+/// Fails the test unless runit's `runsvdir` and `sv` are installed (the
+/// tests that call this are `#[ignore = "needs runit"]`).
+fn require_runit() {
+    support::require_tool("runsvdir", "runit");
+    support::require_tool("sv", "runit");
 }
 
 /// A root with a runit service definition `/etc/sv/NAME` whose `run`
@@ -123,10 +113,9 @@ policy {{ b(); }}"#
 }
 
 #[test]
+#[ignore = "needs runit"]
 fn runit_enable_stop_start_restart_on_notify_and_disable() {
-    if !runit_or_skip("runit_enable_stop_start_restart_on_notify_and_disable") {
-        return;
-    }
+    require_runit();
     let root = runit_root("cvgdemo");
     let r = root.path();
     let _runsvdir = Runsvdir::start(r);
@@ -211,10 +200,9 @@ fn runit_enable_stop_start_restart_on_notify_and_disable() {
 /// `on_notify = reload`: the notified service gets `sv reload` (a HUP),
 /// and keeps its process.
 #[test]
+#[ignore = "needs runit"]
 fn runit_reload_on_notify_keeps_the_process() {
-    if !runit_or_skip("runit_reload_on_notify_keeps_the_process") {
-        return;
-    }
+    require_runit();
     let root = runit_root("cvgreload");
     let r = root.path();
     let reloads = r.join("reloads");
@@ -257,10 +245,9 @@ policy {{ b(); }}"#
 }
 
 #[test]
+#[ignore = "needs runit"]
 fn runit_failures_name_the_problem() {
-    if !runit_or_skip("runit_failures_name_the_problem") {
-        return;
-    }
+    require_runit();
     let root = runit_root("cvgdemo");
     let r = root.path();
     // No runsvdir: a running state cannot be had, and the report says why.
@@ -296,15 +283,9 @@ policy { b(); }"#,
 /// symlinks of an image. `state` is not checked there (no systemd runs in
 /// the root) and the promise says so.
 #[test]
+#[ignore = "needs systemctl"]
 fn systemd_enables_units_inside_a_root() {
-    if Command::new("systemctl").arg("--version").output().is_err() {
-        assert!(
-            !converge::http::tools_required(),
-            "systemctl is missing and CONVERGE_REQUIRE_TOOLS=1"
-        );
-        eprintln!("skipped systemd_enables_units_inside_a_root: no systemctl");
-        return;
-    }
+    support::require_tool("systemctl", "systemd");
     let root = tempfile::tempdir().unwrap();
     let r = root.path();
     let units = r.join("etc/systemd/system");
@@ -396,6 +377,9 @@ esac
                 .arg(&bundle)
                 .arg("--trust")
                 .arg(w.join("trust"))
+                // Not the real /var/lib/converge: the state stays in the sandbox.
+                .arg("--state")
+                .arg(w.join("state"))
                 .args(extra)
                 .env(
                     "PATH",

@@ -380,12 +380,7 @@ impl Workspace {
         let chain = names.join(" -> ");
         let mut steps = steps.into_iter();
         let Some(first) = steps.next() else {
-            return Diagnostic::new(
-                Code::ImportCycle,
-                format!("import cycle: {chain}"),
-                Span::default(),
-                "",
-            );
+            return Diagnostic::unlocated(Code::ImportCycle, format!("import cycle: {chain}"));
         };
         let mut d = Diagnostic::new(
             Code::ImportCycle,

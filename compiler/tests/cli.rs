@@ -121,12 +121,12 @@ fn sarif_format() {
 }
 
 #[test]
-fn missing_file_is_a_one_line_error_exit_2() {
+fn missing_file_is_a_one_line_error_exit_66() {
     let out = policyc()
         .args(["check", "/nonexistent/dir/site.policy"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(66));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
@@ -137,12 +137,12 @@ fn missing_file_is_a_one_line_error_exit_2() {
 }
 
 #[test]
-fn non_utf8_file_is_refused_exit_2() {
+fn non_utf8_file_is_refused_exit_66() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("latin1.policy");
     std::fs::write(&path, b"bundle caf\xe9 {}\n").unwrap();
     let out = policyc().arg("check").arg(&path).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(66));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("not valid UTF-8 (first bad byte at offset 10)"),
@@ -166,21 +166,95 @@ fn directories_are_searched_for_policy_files() {
 
     let empty = tempfile::tempdir().unwrap();
     let out = policyc().arg("check").arg(empty.path()).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(66));
     assert!(String::from_utf8_lossy(&out.stderr).contains("contains no `.policy` files"));
 }
 
 #[test]
-fn usage_errors_exit_2() {
+fn usage_errors_exit_64_as_in_policyvm() {
     let out = policyc().arg("check").output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(64));
     let out = policyc()
         .args(["check", "--format", "xml", "a.policy"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(64));
     let out = policyc().arg("frobnicate").output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(64));
+}
+
+/// The codes docs/exit-codes.md lists for `policyc`, in its table.
+fn documented_codes(binary: &str) -> Vec<(u8, String)> {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/exit-codes.md"),
+    )
+    .unwrap();
+    let section = doc
+        .split("\n## ")
+        .find(|s| s.starts_with(&format!("`{binary}`")))
+        .unwrap_or_else(|| panic!("no `## `{binary}`` section in docs/exit-codes.md"));
+    section
+        .lines()
+        .filter_map(|l| {
+            let mut cells = l.strip_prefix("| ")?.split(" | ");
+            let code = cells.next()?.parse().ok()?;
+            Some((code, cells.next()?.trim_end_matches(" |").to_owned()))
+        })
+        .collect()
+}
+
+/// Issue 15, item 6: one exit-code table for `policyc`. Every code the
+/// documentation lists is in the binary's table with the same meaning,
+/// and a real case returns it.
+#[test]
+fn every_documented_exit_code_is_what_policyc_returns() {
+    use converge_compiler::cli::exit;
+    let documented = documented_codes("policyc");
+    let table: Vec<(u8, String)> = exit::TABLE
+        .iter()
+        .map(|(c, m)| (*c, (*m).to_owned()))
+        .collect();
+    assert_eq!(
+        documented, table,
+        "docs/exit-codes.md and cli/exit.rs disagree"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "clean.policy", CLEAN);
+    write(
+        dir.path(),
+        "bad.policy",
+        "bundle b { file \"/x\" { mode = \"rw\"; } }\npolicy { b(); }\n",
+    );
+    let d = |name: &str| dir.path().join(name).display().to_string();
+    let cases: Vec<(u8, Vec<String>)> = vec![
+        (exit::OK, vec!["check".into(), d("clean.policy")]),
+        (exit::ERRORS, vec!["check".into(), d("bad.policy")]),
+        (exit::USAGE, vec!["frobnicate".into()]),
+        (exit::NO_INPUT, vec!["check".into(), d("missing.policy")]),
+        (
+            exit::CANT_CREATE,
+            vec!["keygen".into(), "--out".into(), d("no/such/dir/key")],
+        ),
+        (exit::IO_ERROR, vec!["lsp".into()]),
+    ];
+    let tried: Vec<u8> = cases.iter().map(|(c, _)| *c).collect();
+    let listed: Vec<u8> = table.iter().map(|(c, _)| *c).collect();
+    assert_eq!(tried, listed, "every documented code needs a case");
+    for (code, args) in cases {
+        // `lsp` with nothing on standard input: the session never starts.
+        let out = policyc()
+            .args(&args)
+            .write_stdin(Vec::<u8>::new())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(i32::from(code)),
+            "policyc {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 #[test]

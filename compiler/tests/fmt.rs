@@ -231,5 +231,5 @@ fn a_missing_file_is_an_io_error() {
         .args(["fmt", "/nonexistent/x.policy"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(66));
 }

@@ -9,6 +9,7 @@
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
 pub mod bundle;
+pub mod ids;
 pub mod paths;
 pub mod schema;
 pub mod stamp;

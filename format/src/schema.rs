@@ -2,10 +2,11 @@
 //! defaults, which are required or mutually exclusive, and a one-line doc
 //! string for each (LANGUAGE.md section 4).
 //!
-//! It is defined once, here in the VM crate, because three parties read it:
-//! the compiler's type checker (which `policyc` links this crate for), the
-//! language server's hover and completion, and the VM's operators. The VM
-//! must never depend on the compiler, so the schema cannot live there.
+//! It is defined once, here in `converge-format`, because three parties read
+//! it: the compiler's type checker, the language server's hover and
+//! completion, and the VM's operators. Each promise type, attribute and fact
+//! carries its bundle id beside it ([`crate::ids`] gathers them into the id
+//! tables), and each attribute its [`AttrRole`].
 
 /// The type of an attribute value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,9 +76,31 @@ impl DefaultValue {
     }
 }
 
+/// What an attribute says, which decides who reads it: the one list of
+/// relational attributes, read by the compiler's contradiction analysis,
+/// the writer and the VM's run-time contradiction check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttrRole {
+    /// What the object should look like (`mode`, `content`, `state`...):
+    /// two promises on one object that want different values contradict.
+    State,
+    /// How the promise relates to other promises (`after`, `notify`,
+    /// `on_repaired`, `on_kept`, `on_failed`): the bundle carries these as
+    /// fields of the promise, never as attribute values.
+    Relation,
+    /// About the promise, not the object (`id`, `comment`): never part of
+    /// the object's state, never a contradiction.
+    Annotation,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttrSpec {
+    /// The attribute's id in a bundle (`docs/bytecode.md`, "Id tables"):
+    /// one id per attribute name across every promise type, never reused
+    /// or renumbered (`format/tests/ids.rs`).
+    pub id: u16,
     pub name: &'static str,
+    pub role: AttrRole,
     pub ty: AttrType,
     pub default: DefaultValue,
     pub doc: &'static str,
@@ -135,6 +158,8 @@ pub enum Rule {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PromiseType {
+    /// The promise type's id in a bundle, never reused or renumbered.
+    pub id: u16,
     pub name: &'static str,
     pub promiser: PromiserKind,
     pub doc: &'static str,
@@ -153,11 +178,57 @@ impl PromiseType {
     pub fn all_attrs(&self) -> impl Iterator<Item = &'static AttrSpec> {
         self.attrs.iter().chain(COMMON)
     }
+
+    /// An attribute of this type, or a common attribute, by its bundle id.
+    pub fn attr_by_id(&self, id: u16) -> Option<&'static AttrSpec> {
+        self.attrs.iter().chain(COMMON).find(|a| a.id == id)
+    }
 }
 
 /// A promise type by name.
 pub fn promise_type(name: &str) -> Option<&'static PromiseType> {
     PROMISE_TYPES.iter().find(|t| t.name == name)
+}
+
+/// A promise type by its bundle id.
+pub fn promise_type_by_id(id: u16) -> Option<&'static PromiseType> {
+    PROMISE_TYPES.iter().find(|t| t.id == id)
+}
+
+/// Every attribute of every promise type, each name once, in id order:
+/// the attribute id table.
+pub fn attributes() -> Vec<&'static AttrSpec> {
+    let mut all: Vec<&'static AttrSpec> = Vec::new();
+    for spec in PROMISE_TYPES.iter().flat_map(PromiseType::all_attrs) {
+        if !all.iter().any(|a| a.name == spec.name) {
+            all.push(spec);
+        }
+    }
+    all.sort_by_key(|a| a.id);
+    all
+}
+
+/// An attribute of any promise type, by its bundle id.
+pub fn attribute_by_id(id: u16) -> Option<&'static AttrSpec> {
+    PROMISE_TYPES
+        .iter()
+        .flat_map(PromiseType::all_attrs)
+        .find(|a| a.id == id)
+}
+
+/// The role of an attribute, by name (any promise type).
+pub fn attr_role(name: &str) -> Option<AttrRole> {
+    PROMISE_TYPES
+        .iter()
+        .flat_map(PromiseType::all_attrs)
+        .find(|a| a.name == name)
+        .map(|a| a.role)
+}
+
+/// Whether the attribute says what the object looks like (its
+/// [`AttrRole::State`]), as opposed to relating promises or annotating one.
+pub fn describes_state(name: &str) -> bool {
+    attr_role(name) == Some(AttrRole::State)
 }
 
 const ENSURE_VALUES: &[&str] = &["present", "absent"];
@@ -166,38 +237,49 @@ const SERVICE_STATES: &[&str] = &["running", "stopped"];
 const NOTIFY_ACTIONS: &[&str] = &["restart", "reload"];
 
 const fn attr(
+    id: u16,
     name: &'static str,
     ty: AttrType,
     default: DefaultValue,
     doc: &'static str,
 ) -> AttrSpec {
     AttrSpec {
+        id,
         name,
+        role: AttrRole::State,
         ty,
         default,
         doc,
     }
 }
 
+/// A common attribute that is not part of the object's state.
+const fn with_role(spec: AttrSpec, role: AttrRole) -> AttrSpec {
+    AttrSpec { role, ..spec }
+}
+
 const ENSURE: AttrSpec = attr(
+    1,
     "ensure",
     AttrType::Enum(ENSURE_VALUES),
     DefaultValue::Word("present"),
     "Whether the object exists (`present`) or must not (`absent`).",
 );
 const MODE: AttrSpec = attr(
+    2,
     "mode",
     AttrType::Mode,
     DefaultValue::Unmanaged,
     "Permission bits, in octal (`0o644`); new files get 0o644 and directories 0o755.",
 );
 const OWNER: AttrSpec = attr(
-    "owner",
+    3, "owner",
     AttrType::String,
     DefaultValue::Unmanaged,
     "Owning user name; new objects are owned by the VM's user, existing ones are left alone unless set.",
 );
 const GROUP: AttrSpec = attr(
+    4,
     "group",
     AttrType::String,
     DefaultValue::Unmanaged,
@@ -206,72 +288,101 @@ const GROUP: AttrSpec = attr(
 
 /// Attributes every promise type accepts.
 pub const COMMON: &[AttrSpec] = &[
-    attr(
-        "id",
-        AttrType::String,
-        DefaultValue::Unmanaged,
-        "A handle other promises can name with `id \"handle\"` in `after` and `notify`.",
+    with_role(
+        attr(
+            5,
+            "id",
+            AttrType::String,
+            DefaultValue::Unmanaged,
+            "A handle other promises can name with `id \"handle\"` in `after` and `notify`.",
+        ),
+        AttrRole::Annotation,
     ),
-    attr(
-        "after",
-        AttrType::List(&AttrType::Ref),
-        DefaultValue::EmptyList,
-        "Promises that must be applied before this one.",
+    with_role(
+        attr(
+            6,
+            "after",
+            AttrType::List(&AttrType::Ref),
+            DefaultValue::EmptyList,
+            "Promises that must be applied before this one.",
+        ),
+        AttrRole::Relation,
     ),
-    attr(
-        "notify",
-        AttrType::List(&AttrType::Ref),
-        DefaultValue::EmptyList,
-        "Promises to trigger when this one is repaired (a service is restarted).",
+    with_role(
+        attr(
+            7,
+            "notify",
+            AttrType::List(&AttrType::Ref),
+            DefaultValue::EmptyList,
+            "Promises to trigger when this one is repaired (a service is restarted).",
+        ),
+        AttrRole::Relation,
     ),
-    attr(
-        "on_repaired",
-        AttrType::Class,
-        DefaultValue::Unmanaged,
-        "A class defined for the rest of the run when this promise is repaired.",
+    with_role(
+        attr(
+            8,
+            "on_repaired",
+            AttrType::Class,
+            DefaultValue::Unmanaged,
+            "A class defined for the rest of the run when this promise is repaired.",
+        ),
+        AttrRole::Relation,
     ),
-    attr(
-        "on_kept",
-        AttrType::Class,
-        DefaultValue::Unmanaged,
-        "A class defined for the rest of the run when this promise was already kept.",
+    with_role(
+        attr(
+            9,
+            "on_kept",
+            AttrType::Class,
+            DefaultValue::Unmanaged,
+            "A class defined for the rest of the run when this promise was already kept.",
+        ),
+        AttrRole::Relation,
     ),
-    attr(
-        "on_failed",
-        AttrType::Class,
-        DefaultValue::Unmanaged,
-        "A class defined for the rest of the run when this promise fails.",
+    with_role(
+        attr(
+            10,
+            "on_failed",
+            AttrType::Class,
+            DefaultValue::Unmanaged,
+            "A class defined for the rest of the run when this promise fails.",
+        ),
+        AttrRole::Relation,
     ),
-    attr(
-        "comment",
-        AttrType::String,
-        DefaultValue::Unmanaged,
-        "Why this promise exists; shown in reports.",
+    with_role(
+        attr(
+            11,
+            "comment",
+            AttrType::String,
+            DefaultValue::Unmanaged,
+            "Why this promise exists; shown in reports.",
+        ),
+        AttrRole::Annotation,
     ),
 ];
 
 /// Every promise type of LANGUAGE.md section 4.
 pub const PROMISE_TYPES: &[PromiseType] = &[
     PromiseType {
+        id: 1,
         name: "file",
         promiser: PromiserKind::AbsolutePath,
         doc: "A regular file: existence, content, mode and ownership.",
         attrs: &[
             ENSURE,
             attr(
-                "content",
+                12, "content",
                 AttrType::String,
                 DefaultValue::Unmanaged,
                 "The whole content of the file.",
             ),
             attr(
-                "source",
+                13, "source",
                 AttrType::String,
                 DefaultValue::Unmanaged,
                 "A file next to the policy, embedded at compile time, copied verbatim.",
             ),
             attr(
-                "template",
+                14, "template",
                 AttrType::String,
                 DefaultValue::Unmanaged,
                 "A file next to the policy, embedded at compile time; `${...}` is expanded on the host.",
@@ -280,7 +391,7 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
             OWNER,
             GROUP,
             attr(
-                "backup",
+                15, "backup",
                 AttrType::Bool,
                 DefaultValue::Bool(false),
                 "Keep the previous content as a backup when the file is rewritten.",
@@ -289,6 +400,7 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
         rules: &[Rule::AtMostOne(&["content", "source", "template"])],
     },
     PromiseType {
+        id: 2,
         name: "directory",
         promiser: PromiserKind::AbsolutePath,
         doc: "A directory: existence, mode, ownership, and optionally no unmanaged entries.",
@@ -298,7 +410,7 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
             OWNER,
             GROUP,
             attr(
-                "purge",
+                16, "purge",
                 AttrType::Bool,
                 DefaultValue::Bool(false),
                 "Remove entries no promise manages; when false they are only reported as unmanaged.",
@@ -307,13 +419,14 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
         rules: &[],
     },
     PromiseType {
+        id: 3,
         name: "link",
         promiser: PromiserKind::AbsolutePath,
         doc: "A symbolic link.",
         attrs: &[
             ENSURE,
             attr(
-                "target",
+                17, "target",
                 AttrType::String,
                 DefaultValue::Unmanaged,
                 "Where the link points, written verbatim (read inside the root, as in a chroot).",
@@ -322,30 +435,31 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
         rules: &[Rule::RequiredWhenPresent("target")],
     },
     PromiseType {
+        id: 4,
         name: "line",
         promiser: PromiserKind::AbsolutePath,
         doc: "One line of an existing or promised file.",
         attrs: &[
             attr(
-                "present",
+                18, "present",
                 AttrType::String,
                 DefaultValue::Unmanaged,
                 "This exact line exists; appended at the end if missing.",
             ),
             attr(
-                "absent",
+                19, "absent",
                 AttrType::String,
                 DefaultValue::Unmanaged,
                 "No line equals this; every copy is removed.",
             ),
             attr(
-                "replace",
+                20, "replace",
                 AttrType::String,
                 DefaultValue::Unmanaged,
                 "A regex; every match on each line is replaced by `with`.",
             ),
             attr(
-                "with",
+                21, "with",
                 AttrType::String,
                 DefaultValue::Unmanaged,
                 "The replacement for `replace`; `$1`/`${name}` are capture groups (write it as r\"...\").",
@@ -358,30 +472,31 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
         ],
     },
     PromiseType {
+        id: 5,
         name: "package",
         promiser: PromiserKind::Name,
         doc: "A software package, through the host's package manager.",
         attrs: &[
             attr(
-                "state",
+                22, "state",
                 AttrType::Enum(PACKAGE_STATES),
                 DefaultValue::Word("installed"),
                 "`installed`, `removed`, or `latest` (upgraded whenever a newer version exists).",
             ),
             attr(
-                "version",
+                23, "version",
                 AttrType::String,
                 DefaultValue::Unmanaged,
                 "An exact version to install (`apt-get install name=version`); the installed version must equal it.",
             ),
             attr(
-                "manager",
+                24, "manager",
                 AttrType::String,
                 DefaultValue::Str("apt"),
                 "The package manager (`apt` on the Debian family).",
             ),
             attr(
-                "deb",
+                25, "deb",
                 AttrType::String,
                 DefaultValue::Unmanaged,
                 "A `.deb` file inside the root to install with `dpkg --install` instead of from the apt repositories (as Ansible's `apt: deb=`).",
@@ -390,42 +505,43 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
         rules: &[],
     },
     PromiseType {
+        id: 6,
         name: "service",
         promiser: PromiserKind::Name,
         doc: "A system service: running or stopped, enabled at boot or not.",
         attrs: &[
             attr(
-                "state",
+                22, "state",
                 AttrType::Enum(SERVICE_STATES),
                 DefaultValue::Unmanaged,
                 "`running` or `stopped`.",
             ),
             attr(
-                "enabled",
+                26, "enabled",
                 AttrType::Bool,
                 DefaultValue::Unmanaged,
                 "Whether the service starts at boot.",
             ),
             attr(
-                "manager",
+                24, "manager",
                 AttrType::String,
                 DefaultValue::Unmanaged,
                 "The service manager, `systemd` or `runit`; by default systemd when /run/systemd/system exists in the root, else runit when /etc/runit or /etc/service does, else systemd.",
             ),
             attr(
-                "on_notify",
+                27, "on_notify",
                 AttrType::Enum(NOTIFY_ACTIONS),
                 DefaultValue::Word("restart"),
                 "What a notification does to the running service: `restart` it or `reload` its configuration.",
             ),
             attr(
-                "service_dir",
+                28, "service_dir",
                 AttrType::String,
                 DefaultValue::Str("/etc/service"),
                 "runit: the directory runsvdir watches; the service is enabled when it has a link there.",
             ),
             attr(
-                "service_src",
+                29, "service_src",
                 AttrType::String,
                 DefaultValue::Str("/etc/sv"),
                 "runit: the directory holding the service definition (`NAME/run`) that enabling links to.",
@@ -434,36 +550,37 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
         rules: &[],
     },
     PromiseType {
+        id: 7,
         name: "command",
         promiser: PromiserKind::Label,
         doc: "A command run without a shell; convergent only with `unless` or `creates`.",
         attrs: &[
             attr(
-                "run",
+                30, "run",
                 AttrType::List(&AttrType::String),
                 DefaultValue::Unmanaged,
                 "The argv to run (no shell).",
             ),
             attr(
-                "unless",
+                31, "unless",
                 AttrType::List(&AttrType::String),
                 DefaultValue::Unmanaged,
                 "An argv; the command is skipped when it exits 0.",
             ),
             attr(
-                "creates",
+                32, "creates",
                 AttrType::String,
                 DefaultValue::Unmanaged,
                 "A path; the command is skipped when it exists.",
             ),
             attr(
-                "timeout",
+                33, "timeout",
                 AttrType::Duration,
                 DefaultValue::Duration(60),
                 "How long the command may run before it is killed and fails.",
             ),
             attr(
-                "cwd",
+                34, "cwd",
                 AttrType::String,
                 DefaultValue::Unmanaged,
                 "Working directory (inside the root).",
@@ -472,16 +589,17 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
         rules: &[Rule::Required("run")],
     },
     PromiseType {
+        id: 8,
         name: "user",
         promiser: PromiserKind::Name,
         doc: "A local user account.",
         attrs: &[
             ENSURE,
-            attr("uid", AttrType::Int, DefaultValue::Unmanaged, "Numeric user id."),
-            attr("shell", AttrType::String, DefaultValue::Unmanaged, "Login shell."),
-            attr("home", AttrType::String, DefaultValue::Unmanaged, "Home directory."),
+            attr(35, "uid", AttrType::Int, DefaultValue::Unmanaged, "Numeric user id."),
+            attr(36, "shell", AttrType::String, DefaultValue::Unmanaged, "Login shell."),
+            attr(37, "home", AttrType::String, DefaultValue::Unmanaged, "Home directory."),
             attr(
-                "groups",
+                38, "groups",
                 AttrType::List(&AttrType::String),
                 DefaultValue::Unmanaged,
                 "Supplementary groups, converged as a set.",
@@ -490,21 +608,23 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
         rules: &[],
     },
     PromiseType {
+        id: 9,
         name: "group",
         promiser: PromiserKind::Name,
         doc: "A local group.",
         attrs: &[
             ENSURE,
-            attr("gid", AttrType::Int, DefaultValue::Unmanaged, "Numeric group id."),
+            attr(39, "gid", AttrType::Int, DefaultValue::Unmanaged, "Numeric group id."),
         ],
         rules: &[],
     },
     PromiseType {
+        id: 10,
         name: "report",
         promiser: PromiserKind::Label,
         doc: "A message printed in the run report when the promise is active.",
         attrs: &[attr(
-            "message",
+            40, "message",
             AttrType::String,
             DefaultValue::Unmanaged,
             "The text to report.",
@@ -517,6 +637,9 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
 /// type (LANGUAGE.md section 3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FactSpec {
+    /// The fact's id in a bundle (`fact` instructions, run-time loops),
+    /// never reused or renumbered.
+    pub id: u16,
     /// The full dotted name, `sys.hostname`.
     pub name: &'static str,
     pub ty: AttrType,
@@ -526,56 +649,67 @@ pub struct FactSpec {
 /// Every fact of LANGUAGE.md section 3.
 pub const FACTS: &[FactSpec] = &[
     FactSpec {
+        id: 1,
         name: "sys.hostname",
         ty: AttrType::String,
         doc: "The short host name.",
     },
     FactSpec {
+        id: 2,
         name: "sys.fqdn",
         ty: AttrType::String,
         doc: "The fully qualified domain name.",
     },
     FactSpec {
+        id: 3,
         name: "sys.os",
         ty: AttrType::String,
         doc: "The kernel, e.g. \"linux\".",
     },
     FactSpec {
+        id: 4,
         name: "sys.os_family",
         ty: AttrType::String,
         doc: "The OS family from /etc/os-release (\"debian\", \"redhat\", \"alpine\", ...).",
     },
     FactSpec {
+        id: 5,
         name: "sys.os_release",
         ty: AttrType::String,
         doc: "The OS version from /etc/os-release (VERSION_ID).",
     },
     FactSpec {
+        id: 6,
         name: "sys.arch",
         ty: AttrType::String,
         doc: "The CPU architecture (\"x86_64\", \"aarch64\").",
     },
     FactSpec {
+        id: 7,
         name: "sys.ipv4",
         ty: AttrType::List(&AttrType::String),
         doc: "The host's IPv4 addresses.",
     },
     FactSpec {
+        id: 8,
         name: "sys.cpus",
         ty: AttrType::Int,
         doc: "The number of CPUs.",
     },
     FactSpec {
+        id: 9,
         name: "sys.memory_mb",
         ty: AttrType::Int,
         doc: "Total memory in MiB.",
     },
     FactSpec {
+        id: 10,
         name: "sys.time.weekday",
         ty: AttrType::String,
         doc: "The weekday in local time (\"monday\" .. \"sunday\").",
     },
     FactSpec {
+        id: 11,
         name: "sys.time.hour",
         ty: AttrType::Int,
         doc: "The hour in local time, 0..23.",
@@ -585,6 +719,11 @@ pub const FACTS: &[FactSpec] = &[
 /// A fact by its full dotted name.
 pub fn fact(name: &str) -> Option<&'static FactSpec> {
     FACTS.iter().find(|f| f.name == name)
+}
+
+/// A fact by its bundle id.
+pub fn fact_by_id(id: u32) -> Option<&'static FactSpec> {
+    FACTS.iter().find(|f| u32::from(f.id) == id)
 }
 
 /// OS families the VM recognises (from `ID` and `ID_LIKE` in os-release).
@@ -657,6 +796,60 @@ mod tests {
                 assert!(!a.doc.is_empty(), "{}.{} has no doc", t.name, a.name);
             }
         }
+    }
+
+    /// Ids are what a bundle carries: zero is never assigned (a zeroed
+    /// field is never valid), no two things of one kind share one, and an
+    /// attribute name has the same id on every promise type.
+    #[test]
+    fn ids_are_unique_nonzero_and_one_per_attribute_name() {
+        let mut types = HashSet::new();
+        for t in PROMISE_TYPES {
+            assert!(t.id != 0 && types.insert(t.id), "promise type id {}", t.id);
+        }
+        let mut facts = HashSet::new();
+        for f in FACTS {
+            assert!(f.id != 0 && facts.insert(f.id), "fact id {}", f.id);
+        }
+        let mut by_name = std::collections::HashMap::new();
+        let mut by_id = std::collections::HashMap::new();
+        for a in PROMISE_TYPES.iter().flat_map(PromiseType::all_attrs) {
+            assert_ne!(a.id, 0, "{}", a.name);
+            assert_eq!(*by_name.entry(a.name).or_insert(a.id), a.id, "{}", a.name);
+            assert_eq!(*by_id.entry(a.id).or_insert(a.name), a.name, "id {}", a.id);
+            assert_eq!(attr_role(a.name), Some(a.role), "{} has one role", a.name);
+        }
+        assert_eq!(attributes().len(), by_name.len());
+        for t in PROMISE_TYPES {
+            assert_eq!(promise_type_by_id(t.id), Some(t));
+            for a in t.all_attrs() {
+                assert_eq!(t.attr_by_id(a.id), Some(a));
+            }
+        }
+    }
+
+    /// The one list of relational attributes.
+    #[test]
+    fn roles() {
+        let not_state: Vec<&str> = attributes()
+            .iter()
+            .filter(|a| a.role != AttrRole::State)
+            .map(|a| a.name)
+            .collect();
+        assert_eq!(
+            not_state,
+            [
+                "id",
+                "after",
+                "notify",
+                "on_repaired",
+                "on_kept",
+                "on_failed",
+                "comment"
+            ]
+        );
+        assert!(describes_state("mode") && !describes_state("after"));
+        assert!(!describes_state("no such attribute"));
     }
 
     #[test]

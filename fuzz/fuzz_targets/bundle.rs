@@ -24,6 +24,13 @@ fuzz_target!(|data: &[u8]| {
         let signature = signing.sign(&signing_digest(&bundle));
         bundle.extend_from_slice(&signature.to_bytes());
         if let Ok(v) = open(&bundle, &trusted) {
+            // A body is accepted only in its one canonical encoding: the
+            // writer gives back exactly the bytes that were accepted.
+            assert_eq!(
+                converge_vm::bundle::wire::encode(&v.body).ok().as_deref(),
+                Some(data),
+                "an accepted body is not canonical"
+            );
             // A body that verifies must also disassemble, and evaluate on a
             // host, without panicking.
             let _ = converge_vm::bundle::disasm::disassemble(&v.body, v.version);

@@ -11,7 +11,7 @@ use std::collections::{BTreeSet, HashMap};
 use crate::bundle::format::{Body, Constant};
 use crate::bundle::instr::Instr;
 use crate::facts::{FactValue, Facts};
-use crate::schema::FACTS;
+use crate::schema::fact_by_id;
 
 /// The most bytes of text one program run may produce, counting every string
 /// and list it pushes. The verifier bounds a program's length and stack
@@ -129,7 +129,7 @@ impl<'b> Evaluator<'b> {
                     _ => return Err(EvalError(format!("constant {c}"))),
                 },
                 Instr::Fact(f) => {
-                    let name = FACTS.get(f as usize).map(|f| f.name).unwrap_or("");
+                    let name = fact_by_id(f).map(|f| f.name).unwrap_or("");
                     match self.facts.get(name) {
                         Some(FactValue::Str(s)) => Val::Str(s),
                         Some(FactValue::Int(i)) => Val::Int(i),
@@ -246,7 +246,7 @@ mod tests {
     }
 
     fn fact(name: &str) -> u32 {
-        FACTS.iter().position(|f| f.name == name).unwrap() as u32
+        u32::from(crate::schema::fact(name).unwrap().id)
     }
 
     #[test]

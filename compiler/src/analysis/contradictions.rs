@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
+use converge_format::schema;
 use converge_grammar::Span;
 
 use super::guards::GuardSpace;
@@ -31,18 +32,6 @@ use crate::ir::{Program, Promise, Value};
 /// At most this many contradictions are reported per object: past that,
 /// the object's promises need rethinking as a whole, not one by one.
 const MAX_PER_OBJECT: usize = 10;
-
-/// Attributes that say how a promise relates to others rather than what
-/// the object should look like; they never contradict.
-const RELATIONAL: &[&str] = &[
-    "id",
-    "after",
-    "notify",
-    "on_repaired",
-    "on_kept",
-    "on_failed",
-    "comment",
-];
 
 /// The three content sources of a file are one property: its content.
 const CONTENT: &[&str] = &["content", "source", "template"];
@@ -136,7 +125,9 @@ impl<'p> Finder<'p> {
             let Some(p) = self.promise(i) else { continue };
             for attr in &p.attrs {
                 let name = attr.name.as_str();
-                if RELATIONAL.contains(&name) || name == "ensure" {
+                // Relations and annotations (the schema's attribute roles)
+                // never contradict; `ensure` has its own rule.
+                if !schema::describes_state(name) || name == "ensure" {
                     continue;
                 }
                 let property = if p.kind == "file" && CONTENT.contains(&name) {

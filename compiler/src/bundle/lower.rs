@@ -6,6 +6,12 @@
 //!
 //! Everything is deterministic: pools are filled in the order the program
 //! is walked, and nothing depends on hash order.
+//!
+//! Promise types, attributes and facts are written as their ids from the
+//! schema. Anything the checker should have refused (an unknown fact,
+//! loop variable, promise type or attribute) is an internal error
+//! (`E0900`), never a default: a signed bundle must mean exactly what the
+//! policy says.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -15,7 +21,7 @@ use converge_format::bundle::format::{
     SourceLoc,
 };
 use converge_format::bundle::instr::Instr;
-use converge_format::schema::{self, AttrType, PROMISE_TYPES};
+use converge_format::schema::{self, AttrRole, AttrType};
 use converge_grammar::Span;
 use sha2::{Digest, Sha256};
 
@@ -31,9 +37,6 @@ pub struct BuildInfo {
     pub serial: u64,
 }
 
-/// Attributes that become explicit fields of a promise, not attribute values.
-const RELATIONS: &[&str] = &["after", "notify", "on_repaired", "on_kept", "on_failed"];
-
 pub fn lower(
     db: &SourceDb,
     files: &[converge_grammar::FileId],
@@ -47,6 +50,7 @@ pub fn lower(
         programs: Vec::new(),
         program_index: HashMap::new(),
         diagnostics: Vec::new(),
+        at: Span::default(),
     };
     let classes = l.classes(program);
     let exclusive: Vec<List<u32>> = program
@@ -141,9 +145,38 @@ struct Lowerer<'a> {
     programs: Vec<Program>,
     program_index: HashMap<Vec<Instr>, u32>,
     diagnostics: Vec<Diagnostic>,
+    /// What is being lowered (a class or a promise), for internal errors.
+    at: Span,
 }
 
 impl Lowerer<'_> {
+    /// Something the checker should have refused reached the writer: no
+    /// bundle is written (`E0900`).
+    fn internal(&mut self, message: String) {
+        self.diagnostics.push(
+            Diagnostic::new(
+                Code::InternalError,
+                format!("internal error: {message}"),
+                self.at,
+                "while writing the bundle for this",
+            )
+            .with_note(
+                "this is a bug in policyc; please report it with the policy that triggers it",
+            ),
+        );
+    }
+
+    /// The id of fact `name`; an internal error if there is no such fact.
+    fn fact_id(&mut self, name: &str) -> u32 {
+        match schema::fact(name) {
+            Some(f) => u32::from(f.id),
+            None => {
+                self.internal(format!("unknown fact `{name}`"));
+                0
+            }
+        }
+    }
+
     fn constant(&mut self, c: Constant) -> u32 {
         if let Some(&i) = self.constant_index.get(&c) {
             return i;
@@ -152,6 +185,18 @@ impl Lowerer<'_> {
         self.constants.push(c.clone());
         self.constant_index.insert(c, i);
         i
+    }
+
+    /// The constant index of a compile-time scalar; an internal error for a
+    /// value that is not one (the checker gives every attribute its type).
+    fn constant_value(&mut self, v: &Value) -> u32 {
+        match constant_of(v) {
+            Some(c) => self.constant(c),
+            None => {
+                self.internal(format!("`{}` is not a single value", v.display()));
+                self.constant(Constant::Str(String::new()))
+            }
+        }
     }
 
     fn program(&mut self, code: Vec<Instr>) -> u32 {
@@ -168,10 +213,16 @@ impl Lowerer<'_> {
 
     fn source_loc(&mut self, span: Span, sources: &mut Vec<SourceLoc>) -> u32 {
         let name = self.db.name(span.file).to_owned();
-        let line = self
-            .db
-            .get(span.file)
-            .map_or(0, |f| f.line_col(span.start).0) as u32;
+        let line = match self.db.get(span.file) {
+            Some(f) => f.line_col(span.start).0 as u32,
+            None => {
+                self.diagnostics.push(Diagnostic::unlocated(
+                    Code::InternalError,
+                    format!("internal error: a promise in unknown file {}", span.file.0),
+                ));
+                0
+            }
+        };
         let file = self.constant(Constant::Str(name));
         let loc = SourceLoc { file, line };
         match sources.iter().position(|s| *s == loc) {
@@ -220,6 +271,7 @@ impl Lowerer<'_> {
                 }
             }
         }
+        self.at = class.span;
         let name = self.constant(Constant::Word(class.name.clone()));
         let program = class.expr.as_ref().map(|g| {
             let mut code = Vec::new();
@@ -272,7 +324,16 @@ impl Lowerer<'_> {
                 }
                 CompareOp::Match => {
                     self.scalar(lhs, loops, code);
-                    let pattern = rhs.as_str().unwrap_or_default().to_owned();
+                    let pattern = match rhs.as_str() {
+                        Some(p) => p.to_owned(),
+                        None => {
+                            self.internal(format!(
+                                "the regex of `=~` is not a constant string: {}",
+                                rhs.display()
+                            ));
+                            String::new()
+                        }
+                    };
                     let c = self.constant(Constant::Str(pattern));
                     code.push(Instr::Match(c));
                 }
@@ -306,14 +367,17 @@ impl Lowerer<'_> {
     fn scalar(&mut self, v: &Value, loops: &[ir::RuntimeLoop], code: &mut Vec<Instr>) {
         match v {
             Value::Fact(name) => {
-                let f = schema::FACTS
-                    .iter()
-                    .position(|f| f.name == name)
-                    .unwrap_or(0) as u32;
+                let f = self.fact_id(name);
                 code.push(Instr::Fact(f));
             }
             Value::LoopVar(var) => {
-                let i = loops.iter().rposition(|l| l.var == *var).unwrap_or(0) as u32;
+                let i = match loops.iter().rposition(|l| l.var == *var) {
+                    Some(i) => i as u32,
+                    None => {
+                        self.internal(format!("`{var}` is not a run-time loop variable here"));
+                        0
+                    }
+                };
                 code.push(Instr::LoopVar(i));
             }
             Value::Template(parts) => {
@@ -338,7 +402,7 @@ impl Lowerer<'_> {
                 }
             }
             other => {
-                let c = self.constant(constant_of(other));
+                let c = self.constant_value(other);
                 code.push(Instr::Const(c));
             }
         }
@@ -347,7 +411,7 @@ impl Lowerer<'_> {
     /// A value as an operand item: a constant, or a program computing it.
     fn item(&mut self, v: &Value, loops: &[ir::RuntimeLoop]) -> Item {
         if v.is_constant() {
-            return Item::Const(self.constant(constant_of(v)));
+            return Item::Const(self.constant_value(v));
         }
         let mut code = Vec::new();
         self.scalar(v, loops, &mut code);
@@ -363,32 +427,43 @@ impl Lowerer<'_> {
         notify: Vec<u32>,
         source: u32,
     ) -> Option<Promise> {
-        let kind = PROMISE_TYPES.iter().position(|t| t.name == p.kind)?;
-        let pt = PROMISE_TYPES.get(kind)?;
-        let all: Vec<_> = pt.all_attrs().collect();
+        self.at = p.span;
+        let Some(pt) = schema::promise_type(p.kind) else {
+            self.internal(format!("unknown promise type `{}`", p.kind));
+            return None;
+        };
         let loops: Vec<ir::RuntimeLoop> = p.runtime_loops.to_vec();
         let promiser = self.item(&p.promiser, &loops);
         let mut attrs = Vec::new();
         let mut classes = [None, None, None];
         for attr in &p.attrs {
-            match attr.name.as_str() {
-                "on_repaired" | "on_kept" | "on_failed" => {
-                    let slot = ["on_repaired", "on_kept", "on_failed"]
-                        .iter()
-                        .position(|n| *n == attr.name)
-                        .unwrap_or(0);
-                    if let (Some(name), Some(s)) = (attr.value.as_str(), classes.get_mut(slot)) {
-                        *s = Some(self.constant(Constant::Word(name.to_owned())));
-                    }
-                    continue;
-                }
-                name if RELATIONS.contains(&name) => continue,
-                _ => {}
-            }
-            let Some(index) = all.iter().position(|a| a.name == attr.name) else {
+            let Some(spec) = pt.attr(&attr.name) else {
+                self.internal(format!(
+                    "`{}` is not an attribute of `{}`",
+                    attr.name, pt.name
+                ));
                 continue;
             };
-            let Some(spec) = all.get(index) else { continue };
+            if spec.role == AttrRole::Relation {
+                // `after` and `notify` are the promise's edges; the outcome
+                // classes are fields of their own.
+                let slot = ["on_repaired", "on_kept", "on_failed"]
+                    .iter()
+                    .position(|n| *n == attr.name);
+                if let Some(slot) = slot {
+                    match (attr.value.as_str(), classes.get_mut(slot)) {
+                        (Some(name), Some(s)) => {
+                            *s = Some(self.constant(Constant::Word(name.to_owned())))
+                        }
+                        _ => self.internal(format!(
+                            "`{}` does not name a class: {}",
+                            attr.name,
+                            attr.value.display()
+                        )),
+                    }
+                }
+                continue;
+            }
             let value = match (attr.name.as_str(), &spec.ty) {
                 ("source", _) => self.embed_source(p, attr)?,
                 ("template", _) => self.embed_template(p, attr)?,
@@ -401,7 +476,7 @@ impl Lowerer<'_> {
                 _ => Operand::Item(self.item(&attr.value, &loops)),
             };
             attrs.push(AttrValue {
-                attr: index as u16,
+                attr: spec.id,
                 value,
             });
         }
@@ -413,18 +488,10 @@ impl Lowerer<'_> {
                 Some(self.program(code))
             }
         };
-        let facts = loops
-            .iter()
-            .map(|l| {
-                schema::FACTS
-                    .iter()
-                    .position(|f| f.name == l.fact)
-                    .unwrap_or(0) as u32
-            })
-            .collect();
+        let facts = loops.iter().map(|l| self.fact_id(&l.fact)).collect();
         let [on_repaired, on_kept, on_failed] = classes;
         Some(Promise {
-            kind: kind as u16,
+            kind: pt.id,
             promiser,
             attrs: List(attrs),
             guard,
@@ -558,16 +625,17 @@ impl Lowerer<'_> {
     }
 }
 
-/// The constant of a compile-time value (lists and refs never get here).
-fn constant_of(v: &Value) -> Constant {
-    match v {
+/// The constant of a compile-time scalar; `None` for a list, map or
+/// reference, which are never one value.
+fn constant_of(v: &Value) -> Option<Constant> {
+    Some(match v {
         Value::Str(s) => Constant::Str(s.clone()),
         Value::Word(w) => Constant::Word(w.clone()),
         Value::Int(i) => Constant::Int(*i),
         Value::Bool(b) => Constant::Bool(*b),
         Value::Duration(s) => Constant::Duration(*s),
-        other => Constant::Str(other.display()),
-    }
+        _ => return None,
+    })
 }
 
 fn guard_classes<'g>(g: &'g Guard, out: &mut Vec<&'g str>) {
@@ -580,5 +648,143 @@ fn guard_classes<'g>(g: &'g Guard, out: &mut Vec<&'g str>) {
             }
         }
         Guard::Const(_) | Guard::Compare { .. } => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::diagnostic::Severity;
+    use crate::render::render_human;
+
+    fn db() -> SourceDb {
+        let mut db = SourceDb::new();
+        db.add(
+            "site.policy",
+            "bundle b {\n  report \"r\" { message = \"x\"; }\n}\n".to_owned(),
+        );
+        db
+    }
+
+    fn promise(
+        kind: &'static str,
+        attrs: Vec<(&str, Value)>,
+        loops: &[(&str, &str)],
+    ) -> ir::Promise {
+        let span = Span {
+            file: converge_grammar::FileId(0),
+            start: 13,
+            end: 23,
+        };
+        ir::Promise {
+            kind,
+            promiser: Value::Str("r".into()),
+            attrs: attrs
+                .into_iter()
+                .map(|(name, value)| ir::Attr {
+                    name: name.into(),
+                    value,
+                    span,
+                })
+                .collect(),
+            guard: Arc::new(Guard::Const(true)),
+            span,
+            chain: Arc::from(Vec::new()),
+            runtime_loops: loops
+                .iter()
+                .map(|(var, fact)| ir::RuntimeLoop {
+                    var: (*var).into(),
+                    fact: (*fact).into(),
+                })
+                .collect(),
+            template_env: Vec::new(),
+        }
+    }
+
+    /// Lowers promises the checker should have refused; each must be an
+    /// E0900 at the promise, never a bundle with a default in its place.
+    fn internal_errors(promises: Vec<ir::Promise>) -> Vec<String> {
+        let db = db();
+        let program = ir::Program {
+            order: (0..promises.len()).collect(),
+            promises,
+            ..ir::Program::default()
+        };
+        let info = BuildInfo {
+            name: "t".into(),
+            key_id: [0; 8],
+            serial: 1,
+        };
+        let diagnostics = lower(&db, &[], &program, &info).expect_err("refused");
+        let text = render_human(&db, &diagnostics, false);
+        assert!(text.contains("site.policy:2:3"), "{text}");
+        diagnostics
+            .iter()
+            .map(|d| {
+                assert_eq!(d.code, Code::InternalError);
+                assert_eq!(d.severity, Severity::Error);
+                d.message.clone()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_unknown_fact_is_an_internal_error_not_fact_zero() {
+        let message = Value::Template(vec![TemplatePart::Fact("sys.nope".into())]);
+        assert_eq!(
+            internal_errors(vec![promise("report", vec![("message", message)], &[])]),
+            ["internal error: unknown fact `sys.nope`"]
+        );
+        assert_eq!(
+            internal_errors(vec![promise("report", vec![], &[("ip", "sys.nope")])]),
+            ["internal error: unknown fact `sys.nope`"]
+        );
+    }
+
+    #[test]
+    fn an_unknown_loop_variable_is_an_internal_error_not_loop_zero() {
+        let message = Value::Template(vec![TemplatePart::LoopVar("ip".into())]);
+        assert_eq!(
+            internal_errors(vec![promise(
+                "report",
+                vec![("message", message)],
+                &[("addr", "sys.ipv4")]
+            )]),
+            ["internal error: `ip` is not a run-time loop variable here"]
+        );
+    }
+
+    #[test]
+    fn a_list_where_one_value_belongs_is_an_internal_error_not_its_text() {
+        let list = Value::List(vec![Value::Str("a".into()), Value::Str("b".into())]);
+        assert_eq!(
+            internal_errors(vec![promise("report", vec![("message", list)], &[])]),
+            ["internal error: `[\"a\", \"b\"]` is not a single value"]
+        );
+    }
+
+    #[test]
+    fn an_unknown_promise_type_or_attribute_is_an_internal_error_not_a_drop() {
+        assert_eq!(
+            internal_errors(vec![
+                promise("teapot", vec![], &[]),
+                promise("report", vec![("colour", Value::Str("x".into()))], &[]),
+            ]),
+            [
+                "internal error: unknown promise type `teapot`",
+                "internal error: `colour` is not an attribute of `report`"
+            ]
+        );
+    }
+
+    /// A diagnostic with no place is printed without one, not at the first
+    /// byte of the first file.
+    #[test]
+    fn an_unlocated_diagnostic_points_nowhere() {
+        let d = Diagnostic::unlocated(Code::InternalError, "internal error: an analysis failed");
+        let text = render_human(&db(), &[d], false);
+        assert_eq!(text, "error[E0900]: internal error: an analysis failed\n");
     }
 }

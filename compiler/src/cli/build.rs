@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::{fail, inputs, out, use_color, EXIT_ERRORS};
+use super::{exit, fail, fail_with, inputs, out, use_color, EXIT_ERRORS};
 use crate::bundle::keys::{keygen, read_secret_key, SecretKey};
 use crate::bundle::lower::{lower, BuildInfo};
 use crate::bundle::seal;
@@ -55,7 +55,7 @@ pub fn run_keygen(args: KeygenArgs) -> ExitCode {
             ));
             ExitCode::SUCCESS
         }
-        Err(e) => fail(e),
+        Err(e) => fail_with(exit::CANT_CREATE, e),
     }
 }
 
@@ -70,7 +70,10 @@ pub fn run_build(args: BuildArgs) -> ExitCode {
         Err(code) => return code,
     };
     if let Err(e) = write_atomically(&args.output, &built.bytes) {
-        return fail(format!("cannot write `{}`: {e}", args.output.display()));
+        return fail_with(
+            exit::CANT_CREATE,
+            format!("cannot write `{}`: {e}", args.output.display()),
+        );
     }
     out(format!(
         "built {}: bundle {:?}, {} promises, {} bytes, serial {serial}, key id {}\n",
@@ -116,9 +119,10 @@ pub(super) fn build_bundle(
 ) -> Result<Built, ExitCode> {
     let name = name.map_or_else(|| default_name(file), str::to_owned);
     if let Some(why) = name_problem(&name) {
-        return Err(fail(format!(
-            "`{name}` cannot name a bundle: {why}; pass `--name` with a name like `site`"
-        )));
+        return Err(fail_with(
+            exit::USAGE,
+            format!("`{name}` cannot name a bundle: {why}; pass `--name` with a name like `site`"),
+        ));
     }
     let ws = inputs::load(&[file.to_path_buf()]).map_err(fail)?;
     let mut outcome = check(&ws);

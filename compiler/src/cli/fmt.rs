@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::{inputs, EXIT_ERRORS, EXIT_USAGE};
+use super::{exit, inputs, EXIT_ERRORS};
 use crate::fmt::format;
 use crate::render::render_human;
 use crate::source::SourceDb;
@@ -25,22 +25,23 @@ pub struct FmtArgs {
 
 /// Formats each file on its own: a file that cannot be formatted (syntax
 /// errors) is reported and left untouched, and the others are still done.
-/// Exits 1 when a file was refused or, under `--check`, would change; 2 when
-/// a file cannot be read or written.
+/// Exits 1 when a file was refused or, under `--check`, would change; 66
+/// when a file cannot be read, 73 when one cannot be written.
 pub fn run(args: FmtArgs) -> ExitCode {
     let paths = match inputs::policy_files(&args.files) {
         Ok(paths) => paths,
         Err(err) => return super::fail(err),
     };
     let mut failed = false;
-    let mut io_failed = false;
+    let mut read_failed = false;
+    let mut write_failed = false;
     let mut changed = 0;
     for path in &paths {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(err) => {
                 eprintln!("error: cannot read `{}`: {err}", path.display());
-                io_failed = true;
+                read_failed = true;
                 continue;
             }
         };
@@ -75,7 +76,7 @@ pub fn run(args: FmtArgs) -> ExitCode {
             println!("{}", path.display());
         } else if let Err(err) = std::fs::write(path, formatted) {
             eprintln!("error: cannot write `{}`: {err}", path.display());
-            io_failed = true;
+            write_failed = true;
         }
     }
     if args.check && changed > 0 {
@@ -85,8 +86,10 @@ pub fn run(args: FmtArgs) -> ExitCode {
             if changed == 1 { "it" } else { "them" }
         );
     }
-    if io_failed {
-        ExitCode::from(EXIT_USAGE)
+    if read_failed {
+        ExitCode::from(exit::NO_INPUT)
+    } else if write_failed {
+        ExitCode::from(exit::CANT_CREATE)
     } else if failed || (args.check && changed > 0) {
         ExitCode::from(EXIT_ERRORS)
     } else {

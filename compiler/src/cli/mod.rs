@@ -1,11 +1,12 @@
 //! The `policyc` command line. Each subcommand lives in its own module and
 //! returns an exit code; `main` only parses arguments and dispatches.
 //!
-//! Exit codes: 0 success, 1 the policy has errors (or warnings under
-//! `--deny-warnings`), 2 usage or I/O error.
+//! Exit codes: one table for every subcommand, in [`exit`]
+//! (docs/exit-codes.md).
 
 mod build;
 mod check;
+pub mod exit;
 mod fmt;
 mod inputs;
 mod program;
@@ -30,8 +31,8 @@ pub struct Cli {
 enum Command {
     /// Check policy files and report every problem found.
     ///
-    /// Exits 0 when there are no errors, 1 when there are, 2 when a file
-    /// cannot be read or the arguments are wrong.
+    /// Exits 0 when there are no errors, 1 when there are, 64 when the
+    /// arguments are wrong, 66 when a file cannot be read.
     Check(check::CheckArgs),
     /// Show what the compiler concluded about a program: each object with
     /// its promises and guards, the order of application, and the pass
@@ -64,12 +65,23 @@ enum Command {
 }
 
 /// Exit status for "the input has errors".
-pub const EXIT_ERRORS: u8 = 1;
-/// Exit status for usage and I/O errors (clap uses 2 for usage errors too).
-pub const EXIT_USAGE: u8 = 2;
+pub const EXIT_ERRORS: u8 = exit::ERRORS;
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // clap's own exit status for a usage error is 2; policyc's is 64, as
+    // policyvm's.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
     match cli.command {
         Command::Check(args) => check::run(args),
         Command::Explain(args) => program::explain(args),
@@ -82,11 +94,18 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Prints a one-line error for a problem outside the policy (a missing file,
-/// an unreadable directory) and returns the usage/I/O exit code.
+/// Prints a one-line error for an input that cannot be read (a missing
+/// file, an unreadable directory, a bad key file) and returns
+/// [`exit::NO_INPUT`].
 fn fail(message: impl std::fmt::Display) -> ExitCode {
+    fail_with(exit::NO_INPUT, message)
+}
+
+/// Prints a one-line error for a problem outside the policy and returns
+/// `code` (one of [`exit`]).
+fn fail_with(code: u8, message: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {message}");
-    ExitCode::from(EXIT_USAGE)
+    ExitCode::from(code)
 }
 
 /// Whether `--format human` output should be coloured.

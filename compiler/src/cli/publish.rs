@@ -13,7 +13,7 @@ use clap::Args;
 use ed25519_dalek::Signer as _;
 
 use super::build::{build_bundle, default_name, now, write_atomically};
-use super::{fail, out};
+use super::{exit, fail, fail_with, out};
 use crate::bundle::keys::read_secret_key;
 use converge_format::bundle::error::hex;
 use converge_format::bundle::keys::PublicKey;
@@ -88,10 +88,13 @@ pub fn run(args: PublishArgs) -> ExitCode {
     };
     let serial = match (args.serial, previous) {
         (Some(s), Some(p)) if s <= p => {
-            return fail(format!(
-                "serial {s} is not greater than the published serial {p}; hosts would refuse it \
-                 as a rollback. Pass a larger --serial, or leave it out"
-            ))
+            return fail_with(
+                exit::USAGE,
+                format!(
+                    "serial {s} is not greater than the published serial {p}; hosts would \
+                     refuse it as a rollback. Pass a larger --serial, or leave it out"
+                ),
+            )
         }
         (Some(s), _) => s,
         (None, Some(p)) => now().max(p.saturating_add(1)),
@@ -108,13 +111,21 @@ pub fn run(args: PublishArgs) -> ExitCode {
     };
     let verified = match open(&built.bytes, &[public]) {
         Ok(v) => v,
-        Err(e) => return fail(format!("the new bundle does not verify: {e}")),
+        Err(e) => {
+            return fail_with(
+                exit::CANT_CREATE,
+                format!("the new bundle does not verify: {e}"),
+            )
+        }
     };
     let published = now();
     let stamp = Stamp::for_bundle(&verified, published, published.saturating_add(args.expires));
     let signature = key.signing.sign(&stamp.signing_digest()).to_bytes();
     if let Err(e) = std::fs::create_dir_all(&args.dir) {
-        return fail(format!("cannot create `{}`: {e}", args.dir.display()));
+        return fail_with(
+            exit::CANT_CREATE,
+            format!("cannot create `{}`: {e}", args.dir.display()),
+        );
     }
     let stamp_text = stamp.encode(&signature);
     for (path, bytes) in [
@@ -122,7 +133,10 @@ pub fn run(args: PublishArgs) -> ExitCode {
         (&stamp_path, stamp_text.as_bytes()),
     ] {
         if let Err(e) = write_atomically(path, bytes) {
-            return fail(format!("cannot write `{}`: {e}", path.display()));
+            return fail_with(
+                exit::CANT_CREATE,
+                format!("cannot write `{}`: {e}", path.display()),
+            );
         }
     }
     out(format!(

@@ -69,6 +69,20 @@ impl Diagnostic {
         }
     }
 
+    /// A diagnostic about no place in the sources (an analysis thread
+    /// failed, a cycle with no step): it has no labels, so no renderer
+    /// points at the first byte of the first file.
+    pub fn unlocated(code: Code, message: impl Into<String>) -> Self {
+        Diagnostic {
+            code,
+            severity: code.severity(),
+            message: message.into(),
+            labels: Vec::new(),
+            notes: Vec::new(),
+            help: None,
+        }
+    }
+
     pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Self {
         self.labels.push(Label {
             span,
@@ -88,7 +102,8 @@ impl Diagnostic {
         self
     }
 
-    /// The primary label's span (every diagnostic has one).
+    /// The primary label's span; `None` for an [unlocated](Self::unlocated)
+    /// diagnostic.
     pub fn primary_span(&self) -> Option<Span> {
         self.labels
             .iter()

@@ -82,6 +82,6 @@ pub fn run() -> ExitCode {
     let joined = io_threads.join();
     match (ending, joined) {
         (server::Ending::Clean, Ok(())) => ExitCode::SUCCESS,
-        _ => ExitCode::from(1),
+        _ => ExitCode::from(crate::cli::exit::IO_ERROR),
     }
 }

@@ -93,13 +93,12 @@ pub fn resolve_names(ws: &Workspace, files: &[FileId]) -> names::Names {
 /// it is reported as such instead of taking the whole check down.
 fn join(handle: std::thread::ScopedJoinHandle<'_, Vec<Diagnostic>>) -> Vec<Diagnostic> {
     handle.join().unwrap_or_else(|_| {
-        vec![Diagnostic::new(
-            Code::InternalError,
-            "internal error: an analysis failed",
-            converge_grammar::Span::default(),
-            "",
-        )
-        .with_note("this is a bug in policyc; please report it with the policy that triggers it")]
+        vec![
+            Diagnostic::unlocated(Code::InternalError, "internal error: an analysis failed")
+                .with_note(
+                    "this is a bug in policyc; please report it with the policy that triggers it",
+                ),
+        ]
     })
 }
 

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::error::hex;
 use super::format::{Body, Constant, Item, Operand};
 use super::instr::Instr;
-use crate::schema::{FACTS, PROMISE_TYPES};
+use crate::schema::{fact_by_id, promise_type_by_id};
 
 pub fn disassemble(body: &Body, version: (u16, u16)) -> String {
     let d = Disasm { body };
@@ -59,7 +59,7 @@ pub fn disassemble(body: &Body, version: (u16, u16)) -> String {
         let Some(p) = body.promises.get(i as usize) else {
             continue;
         };
-        let kind = PROMISE_TYPES.get(p.kind as usize);
+        let kind = promise_type_by_id(p.kind);
         let source = body
             .sources
             .get(p.source as usize)
@@ -78,13 +78,14 @@ pub fn disassemble(body: &Body, version: (u16, u16)) -> String {
             let facts: Vec<&str> = p
                 .loops
                 .iter()
-                .map(|f| FACTS.get(*f as usize).map_or("?", |f| f.name))
+                .map(|f| fact_by_id(*f).map_or("?", |f| f.name))
                 .collect();
             let _ = writeln!(out, "      for each of {}", facts.join(" x "));
         }
-        let attrs: Vec<_> = kind.map(|k| k.all_attrs().collect()).unwrap_or_default();
         for a in p.attrs.iter() {
-            let name = attrs.get(a.attr as usize).map_or("?", |s| s.name);
+            let name = kind
+                .and_then(|k| k.attr_by_id(a.attr))
+                .map_or("?", |s| s.name);
             let value = match &a.value {
                 Operand::Item(item) => d.item(*item),
                 Operand::List(items) => {
@@ -168,7 +169,7 @@ impl Disasm<'_> {
             .iter()
             .map(|i| match *i {
                 Instr::Const(c) => format!("const {}", self.constant(c)),
-                Instr::Fact(f) => format!("fact {}", FACTS.get(f as usize).map_or("?", |f| f.name)),
+                Instr::Fact(f) => format!("fact {}", fact_by_id(f).map_or("?", |f| f.name)),
                 Instr::LoopVar(v) => format!("loopvar {v}"),
                 Instr::Class(c) => format!("class {}", self.name(c)),
                 Instr::Match(c) => format!("match {}", self.constant(c)),

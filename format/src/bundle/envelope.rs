@@ -7,7 +7,7 @@
 //! 10      2     format minor version
 //! 12      8     key id of the signing key (a lookup hint, not trusted)
 //! 20      4     body length N (little endian)
-//! 24      N     body (postcard, see format.rs)
+//! 24      N     body (canonical postcard, see format.rs and wire.rs)
 //! 24+N    64    Ed25519 signature over SHA-256(bytes 0 .. 24+N)
 //! ```
 //!
@@ -24,14 +24,18 @@ use super::error::BundleError;
 use super::format::Body;
 use super::keys::PublicKey;
 use super::verify::verify_body;
+use super::wire::decode as decode_body;
 
 pub const MAGIC: [u8; 8] = *b"CNVGBNDL";
-/// The format major version this VM reads. A bundle with a newer major
-/// version is refused: its meaning may have changed.
-pub const FORMAT_MAJOR: u16 = 1;
-/// The minor version this VM writes and the newest it knows; minor versions
-/// only add, so an older VM may read a newer minor if nothing new is used
-/// (the body decoder then refuses unknown instructions or variants).
+/// The format major version this VM reads. A bundle of another major
+/// version is refused before decoding: its meaning may have changed. 2.0:
+/// explicit ids, canonical bodies ("Compatibility" in `docs/bytecode.md`).
+pub const FORMAT_MAJOR: u16 = 2;
+/// The minor version `policyc` writes and the newest this VM knows; minor
+/// versions only add ids, so an older VM reads a newer minor's bundle when
+/// nothing new is used, and refuses it naming the unknown id otherwise.
+/// Changing the id tables ([`crate::ids`]) needs a bump here and a new
+/// `format/tests/ids/MAJOR.MINOR.txt`.
 pub const FORMAT_MINOR: u16 = 0;
 pub const HEADER_LEN: usize = 24;
 pub const SIGNATURE_LEN: usize = 64;
@@ -146,9 +150,7 @@ fn frame(bytes: &[u8]) -> Result<Frame<'_>, BundleError> {
 /// Decodes and verifies the body of a framed bundle.
 fn decode(bytes: &[u8], frame: &Frame<'_>) -> Result<Verified, BundleError> {
     let body_bytes = frame.signed.get(HEADER_LEN..).unwrap_or_default();
-    let body: Body = postcard::from_bytes(body_bytes).map_err(|e| BundleError::Corrupt {
-        reason: format!("body does not decode: {e}"),
-    })?;
+    let body = decode_body(body_bytes)?;
     if body.header.key_id != frame.key_id {
         return Err(BundleError::Corrupt {
             reason: "the signed header names another key than the envelope".to_owned(),

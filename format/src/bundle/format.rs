@@ -13,6 +13,8 @@ use serde::de::{SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::instr::Instr;
+use super::wire::{read_payload, read_tag, refuse, write_tagged, TAGGED_LEN};
+use crate::ids::{constant_kind, item_kind, operand_kind};
 
 /// A `Vec` whose decoder grows with the elements actually read instead of
 /// trusting the length prefix: a 10-byte body claiming a billion elements
@@ -139,7 +141,8 @@ pub struct Header {
     pub source_digest: [u8; 32],
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// On the wire: its kind's tag ([`constant_kind`]), then its value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Constant {
     Str(String),
     /// An enum value or class name.
@@ -166,15 +169,17 @@ pub struct ClassEntry {
     pub program: Option<u32>,
 }
 
-/// A value known at compile time, or computed on the host.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A value known at compile time, or computed on the host. On the wire: its
+/// tag ([`item_kind`]), then the index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Item {
     Const(u32),
     /// A program whose result is the value (a string with facts in it).
     Code(u32),
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// On the wire: its tag ([`operand_kind`]), then the item or the list.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Operand {
     Item(Item),
     List(List<Item>),
@@ -182,22 +187,23 @@ pub enum Operand {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AttrValue {
-    /// Index of the attribute among the promise type's attributes
-    /// ([`PromiseType::all_attrs`](crate::schema::PromiseType::all_attrs)).
+    /// The attribute's id ([`AttrSpec::id`](crate::schema::AttrSpec::id)),
+    /// one of the promise type's attributes.
     pub attr: u16,
     pub value: Operand,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Promise {
-    /// Index into [`PROMISE_TYPES`](crate::schema::PROMISE_TYPES).
+    /// The promise type's id
+    /// ([`PromiseType::id`](crate::schema::PromiseType::id)).
     pub kind: u16,
     pub promiser: Item,
     pub attrs: List<AttrValue>,
     /// The guard program; `None` means always active.
     pub guard: Option<u32>,
-    /// Facts (indices into `FACTS`) of the run-time loops around the
-    /// promise, outermost first.
+    /// The facts (their [ids](crate::schema::FactSpec::id)) of the
+    /// run-time loops around the promise, outermost first.
     pub loops: List<u32>,
     /// Promises that must be applied before this one (`after` and
     /// containment); when one fails, this one is skipped.
@@ -217,6 +223,118 @@ pub struct SourceLoc {
     /// Constant index of the file name.
     pub file: u32,
     pub line: u32,
+}
+
+impl Constant {
+    /// The tag of its kind on the wire.
+    pub fn kind(&self) -> u8 {
+        match self {
+            Constant::Str(_) => constant_kind::STR,
+            Constant::Word(_) => constant_kind::WORD,
+            Constant::Int(_) => constant_kind::INT,
+            Constant::Bool(_) => constant_kind::BOOL,
+            Constant::Duration(_) => constant_kind::DURATION,
+            Constant::Blob(_) => constant_kind::BLOB,
+        }
+    }
+}
+
+impl Serialize for Constant {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let tag = self.kind();
+        match self {
+            Constant::Str(v) | Constant::Word(v) => write_tagged(s, tag, Some(v)),
+            Constant::Int(v) => write_tagged(s, tag, Some(v)),
+            Constant::Bool(v) => write_tagged(s, tag, Some(v)),
+            Constant::Duration(v) => write_tagged(s, tag, Some(v)),
+            Constant::Blob(v) => write_tagged(s, tag, Some(v)),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Constant {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ConstantVisitor;
+        impl<'de> Visitor<'de> for ConstantVisitor {
+            type Value = Constant;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a constant")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Constant, A::Error> {
+                const WHAT: &str = "a constant";
+                Ok(match read_tag(&mut seq, WHAT)? {
+                    constant_kind::STR => Constant::Str(read_payload(&mut seq, WHAT)?),
+                    constant_kind::WORD => Constant::Word(read_payload(&mut seq, WHAT)?),
+                    constant_kind::INT => Constant::Int(read_payload(&mut seq, WHAT)?),
+                    constant_kind::BOOL => Constant::Bool(read_payload(&mut seq, WHAT)?),
+                    constant_kind::DURATION => Constant::Duration(read_payload(&mut seq, WHAT)?),
+                    constant_kind::BLOB => Constant::Blob(read_payload(&mut seq, WHAT)?),
+                    other => return Err(refuse(format!("unknown constant kind {other}"))),
+                })
+            }
+        }
+        deserializer.deserialize_tuple(TAGGED_LEN, ConstantVisitor)
+    }
+}
+
+impl Serialize for Item {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Item::Const(c) => write_tagged(s, item_kind::CONST, Some(c)),
+            Item::Code(p) => write_tagged(s, item_kind::CODE, Some(p)),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Item {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ItemVisitor;
+        impl<'de> Visitor<'de> for ItemVisitor {
+            type Value = Item;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an item")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Item, A::Error> {
+                const WHAT: &str = "an item";
+                Ok(match read_tag(&mut seq, WHAT)? {
+                    item_kind::CONST => Item::Const(read_payload(&mut seq, WHAT)?),
+                    item_kind::CODE => Item::Code(read_payload(&mut seq, WHAT)?),
+                    other => return Err(refuse(format!("unknown item kind {other}"))),
+                })
+            }
+        }
+        deserializer.deserialize_tuple(TAGGED_LEN, ItemVisitor)
+    }
+}
+
+impl Serialize for Operand {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Operand::Item(i) => write_tagged(s, operand_kind::ITEM, Some(i)),
+            Operand::List(l) => write_tagged(s, operand_kind::LIST, Some(l)),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Operand {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct OperandVisitor;
+        impl<'de> Visitor<'de> for OperandVisitor {
+            type Value = Operand;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an operand")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Operand, A::Error> {
+                const WHAT: &str = "an operand";
+                Ok(match read_tag(&mut seq, WHAT)? {
+                    operand_kind::ITEM => Operand::Item(read_payload(&mut seq, WHAT)?),
+                    operand_kind::LIST => Operand::List(read_payload(&mut seq, WHAT)?),
+                    other => return Err(refuse(format!("unknown operand kind {other}"))),
+                })
+            }
+        }
+        deserializer.deserialize_tuple(TAGGED_LEN, OperandVisitor)
+    }
 }
 
 impl Body {

@@ -12,13 +12,21 @@
 //! produce lists). The verifier (`verify.rs`) checks every program's stack
 //! effect and types before anything runs.
 //!
-//! Wire stability: postcard encodes a variant by its position in this enum.
-//! Variants are never reordered or removed; a new one is appended and the
-//! format's minor version is bumped. `docs/bytecode.md` documents each.
+//! On the wire an instruction is its opcode byte ([`crate::ids::opcode`]),
+//! then its operand as a varint if it has one; the order of the variants
+//! below means nothing. An opcode is never reused or renumbered; a new
+//! instruction takes a new opcode and the format's minor version is bumped.
+//! `docs/bytecode.md` documents each.
 
-use serde::{Deserialize, Serialize};
+use std::fmt;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+use serde::de::{SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::wire::{read_payload, read_tag, refuse, write_tagged, TAGGED_LEN};
+use crate::ids::opcode;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Instr {
     /// `[] -> [c]`: push constant `c` (a string, word, int or bool).
     Const(u32),
@@ -50,6 +58,91 @@ pub enum Instr {
 }
 
 impl Instr {
+    /// One instruction of each kind (operands 0): the opcode table is
+    /// built from it, and a test checks it misses none.
+    pub const ONE_OF_EACH: [Instr; 12] = [
+        Instr::Const(0),
+        Instr::Fact(0),
+        Instr::LoopVar(0),
+        Instr::Class(0),
+        Instr::Not,
+        Instr::And,
+        Instr::Or,
+        Instr::Eq,
+        Instr::Ne,
+        Instr::Match(0),
+        Instr::In,
+        Instr::Concat(0),
+    ];
+
+    /// The opcode byte that starts the instruction on the wire.
+    pub fn opcode(self) -> u8 {
+        match self {
+            Instr::Const(_) => opcode::CONST,
+            Instr::Fact(_) => opcode::FACT,
+            Instr::LoopVar(_) => opcode::LOOPVAR,
+            Instr::Class(_) => opcode::CLASS,
+            Instr::Not => opcode::NOT,
+            Instr::And => opcode::AND,
+            Instr::Or => opcode::OR,
+            Instr::Eq => opcode::EQ,
+            Instr::Ne => opcode::NE,
+            Instr::Match(_) => opcode::MATCH,
+            Instr::In => opcode::IN,
+            Instr::Concat(_) => opcode::CONCAT,
+        }
+    }
+
+    /// The operand, for the instructions that have one.
+    pub fn operand(self) -> Option<u32> {
+        match self {
+            Instr::Const(x)
+            | Instr::Fact(x)
+            | Instr::LoopVar(x)
+            | Instr::Class(x)
+            | Instr::Match(x)
+            | Instr::Concat(x) => Some(x),
+            Instr::Not | Instr::And | Instr::Or | Instr::Eq | Instr::Ne | Instr::In => None,
+        }
+    }
+
+    /// Whether instructions with this opcode have an operand; `None` for
+    /// an opcode this format does not define.
+    pub fn has_operand(op: u8) -> Option<bool> {
+        match op {
+            opcode::CONST
+            | opcode::FACT
+            | opcode::LOOPVAR
+            | opcode::CLASS
+            | opcode::MATCH
+            | opcode::CONCAT => Some(true),
+            opcode::NOT | opcode::AND | opcode::OR | opcode::EQ | opcode::NE | opcode::IN => {
+                Some(false)
+            }
+            _ => None,
+        }
+    }
+
+    /// The instruction with this opcode and operand (ignored by
+    /// instructions without one); `None` for an unknown opcode.
+    pub fn from_opcode(op: u8, x: u32) -> Option<Instr> {
+        Some(match op {
+            opcode::CONST => Instr::Const(x),
+            opcode::FACT => Instr::Fact(x),
+            opcode::LOOPVAR => Instr::LoopVar(x),
+            opcode::CLASS => Instr::Class(x),
+            opcode::NOT => Instr::Not,
+            opcode::AND => Instr::And,
+            opcode::OR => Instr::Or,
+            opcode::EQ => Instr::Eq,
+            opcode::NE => Instr::Ne,
+            opcode::MATCH => Instr::Match(x),
+            opcode::IN => Instr::In,
+            opcode::CONCAT => Instr::Concat(x),
+            _ => return None,
+        })
+    }
+
     /// The mnemonic used by the disassembler and the docs.
     pub fn mnemonic(self) -> &'static str {
         match self {
@@ -65,6 +158,66 @@ impl Instr {
             Instr::Match(_) => "match",
             Instr::In => "in",
             Instr::Concat(_) => "concat",
+        }
+    }
+}
+
+impl Serialize for Instr {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        write_tagged(serializer, self.opcode(), self.operand().as_ref())
+    }
+}
+
+impl<'de> Deserialize<'de> for Instr {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct InstrVisitor;
+        impl<'de> Visitor<'de> for InstrVisitor {
+            type Value = Instr;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an instruction")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Instr, A::Error> {
+                let op = read_tag(&mut seq, "an instruction")?;
+                let operand = match Instr::has_operand(op) {
+                    Some(true) => read_payload(&mut seq, "an instruction")?,
+                    Some(false) => 0,
+                    None => return Err(refuse(format!("unknown opcode {op:#04x}"))),
+                };
+                Instr::from_opcode(op, operand)
+                    .ok_or_else(|| refuse(format!("unknown opcode {op:#04x}")))
+            }
+        }
+        deserializer.deserialize_tuple(TAGGED_LEN, InstrVisitor)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+mod tests {
+    use super::*;
+
+    /// The opcode table misses no instruction and every opcode byte means
+    /// one instruction: a byte decodes exactly when it is in the table.
+    #[test]
+    fn every_opcode_is_in_the_table_once() {
+        let table: Vec<u8> = Instr::ONE_OF_EACH.iter().map(|i| i.opcode()).collect();
+        for op in 0..=u8::MAX {
+            let known = table.iter().filter(|&&t| t == op).count();
+            assert!(known <= 1, "opcode {op:#04x} is used twice");
+            match Instr::from_opcode(op, 7) {
+                Some(i) => {
+                    assert_eq!(known, 1, "{i:?} is missing from ONE_OF_EACH");
+                    assert_eq!(i.opcode(), op);
+                    assert_eq!(Instr::has_operand(op), Some(i.operand().is_some()));
+                    let bytes = postcard::to_allocvec(&i).unwrap();
+                    assert_eq!(bytes[0], op);
+                    assert_eq!(postcard::from_bytes::<Instr>(&bytes).unwrap(), i);
+                }
+                None => {
+                    assert_eq!(known, 0);
+                    assert_eq!(Instr::has_operand(op), None);
+                }
+            }
         }
     }
 }

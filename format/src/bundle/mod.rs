@@ -1,11 +1,13 @@
 //! The bundle format: the security boundary of every host.
 //!
-//! The reader lives here, in the VM; the compiler's writer depends on it,
-//! never the reverse. [`envelope`] is the signed framing and the checks made
+//! The reader lives here, in `converge-format`, which both sides depend on;
+//! the compiler's writer follows it. [`envelope`] is the signed framing and the checks made
 //! before anything is decoded, [`format`] the body, [`instr`] the
 //! instruction set, [`verify`] the structural checks on a decoded body,
-//! [`keys`] the key files, [`disasm`] `policyvm inspect`, and [`error`] why
-//! a bundle is refused. The format is specified in `docs/bytecode.md`.
+//! [`keys`] the key files, [`disasm`] `policyvm inspect`, [`wire`] the
+//! canonical encoding, and [`error`] why a bundle is refused. Every number
+//! that names something (opcodes, kinds, promise types, attributes, facts)
+//! is an id from [`crate::ids`]. The format is specified in `docs/bytecode.md`.
 
 pub mod disasm;
 pub mod envelope;
@@ -14,6 +16,7 @@ pub mod format;
 pub mod instr;
 pub mod keys;
 pub mod verify;
+pub mod wire;
 
 pub use envelope::{open, open_unsigned, Verified};
 pub use error::BundleError;

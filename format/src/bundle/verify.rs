@@ -7,7 +7,7 @@
 use super::error::BundleError;
 use super::format::{AttrValue, Body, Constant, Item, Operand, Program, Promise};
 use super::instr::Instr;
-use crate::schema::{AttrType, FACTS, PROMISE_TYPES};
+use crate::schema::{attribute_by_id, fact_by_id, promise_type_by_id, AttrType};
 
 /// The longest program accepted.
 pub const MAX_CODE: usize = 1 << 16;
@@ -85,8 +85,11 @@ struct Verifier<'b> {
 impl Verifier<'_> {
     fn header(&self) -> Result<(), BundleError> {
         let h = &self.body.header;
-        if h.name.is_empty() {
-            return Err(corrupt("the bundle has no name"));
+        if let Some(why) = crate::stamp::name_problem(&h.name) {
+            return Err(corrupt(format!(
+                "the bundle name {:?} is invalid: {why}",
+                h.name
+            )));
         }
         if h.pass_limit == 0 || h.pass_limit > MAX_PASS_LIMIT {
             return Err(corrupt(format!(
@@ -134,11 +137,12 @@ impl Verifier<'_> {
                     Constant::Bool(_) => Ty::Bool,
                     Constant::Blob(_) => return Err(format!("constant {c} at {pc} is a blob")),
                 },
-                Instr::Fact(f) => match FACTS.get(f as usize).map(|f| f.ty) {
+                Instr::Fact(f) => match fact_by_id(f).map(|f| f.ty) {
                     Some(AttrType::String) => Ty::Str,
                     Some(AttrType::Int) => Ty::Int,
                     Some(AttrType::List(_)) => Ty::List,
-                    _ => return Err(format!("fact {f} at {pc} does not exist")),
+                    Some(_) => return Err(format!("fact {f} at {pc} has no stack type")),
+                    None => return Err(format!("unknown fact id {f} at {pc}")),
                 },
                 Instr::LoopVar(i) => {
                     loop_vars = loop_vars.max(i.saturating_add(1));
@@ -352,23 +356,25 @@ impl Verifier<'_> {
     }
 
     fn promise(&self, index: usize, p: &Promise, programs: &[ProgramInfo]) -> Result<(), String> {
-        let pt = PROMISE_TYPES
-            .get(p.kind as usize)
-            .ok_or_else(|| format!("promise type {} does not exist", p.kind))?;
+        let pt = promise_type_by_id(p.kind)
+            .ok_or_else(|| format!("unknown promise type id {}", p.kind))?;
         for &f in p.loops.iter() {
-            match FACTS.get(f as usize).map(|f| f.ty) {
+            match fact_by_id(f).map(|f| f.ty) {
                 Some(AttrType::List(_)) => {}
-                _ => return Err(format!("loop over fact {f}, which is not a list")),
+                Some(_) => return Err(format!("loop over fact {f}, which is not a list")),
+                None => return Err(format!("loop over unknown fact id {f}")),
             }
         }
         let loops = u32::try_from(p.loops.len()).map_err(|_| "too many loops".to_owned())?;
         self.item(programs, p.promiser, Ty::Str, loops)?;
-        let all: Vec<_> = pt.all_attrs().collect();
         let mut seen: Vec<u16> = Vec::with_capacity(p.attrs.len());
         for AttrValue { attr, value } in p.attrs.iter() {
-            let spec = all
-                .get(*attr as usize)
-                .ok_or_else(|| format!("attribute {attr} of `{}` does not exist", pt.name))?;
+            let spec = pt
+                .attr_by_id(*attr)
+                .ok_or_else(|| match attribute_by_id(*attr) {
+                    Some(other) => format!("`{}` is not an attribute of `{}`", other.name, pt.name),
+                    None => format!("unknown attribute id {attr}"),
+                })?;
             if seen.contains(attr) {
                 return Err(format!("attribute `{}` appears twice", spec.name));
             }
@@ -448,7 +454,7 @@ mod tests {
     use crate::bundle::format::Bytes;
 
     fn fact(name: &str) -> Instr {
-        Instr::Fact(FACTS.iter().position(|f| f.name == name).unwrap() as u32)
+        Instr::Fact(u32::from(crate::schema::fact(name).unwrap().id))
     }
 
     /// Crafted programs, each with the reason the verifier must give for
@@ -482,7 +488,11 @@ mod tests {
             ),
             (vec![Const(9)], "constant 9"),
             (vec![Const(2)], "is a blob"),
-            (vec![Instr::Fact(u32::MAX)], "does not exist"),
+            (
+                vec![Instr::Fact(u32::MAX)],
+                "unknown fact id 4294967295 at 0",
+            ),
+            (vec![Instr::Fact(0)], "unknown fact id 0 at 0"),
             (vec![Const(0), Match(1)], "invalid regex"),
             (vec![Const(0), Match(3)], "is not a string"),
             (vec![Const(0), Concat(0)], "concat of 0 values"),

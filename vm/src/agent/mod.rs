@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use crate::bundle::keys::load_trust_dir;
 use crate::pull::fetch::HttpSource;
 use crate::pull::{pull, PullError, Pulled};
-use crate::run::lock::{LockError, RunLock};
+use crate::run::lock::LockError;
 use crate::run::operators::Outcome;
 use crate::run::{report, run, RunOptions, RunReport};
 use crate::stamp::time::format_utc;
@@ -32,19 +32,12 @@ use crate::state::{Local, StateDir, CURRENT, LAST_GOOD, METRICS, REPORTS};
 use config::Config;
 use metrics::Metrics;
 
-/// Exit codes of `policyvm agent`. 0, 1 and 2 are those of `policyvm run`
-/// (converged; a promise failed; not converged).
-pub const EXIT_FAILED: u8 = 1;
-pub const EXIT_NOT_CONVERGED: u8 = 2;
-/// No bundle could be run: none installed (or all refused) and no hub
-/// delivered one.
-pub const EXIT_NO_BUNDLE: u8 = 3;
-/// The configuration or the trust directory cannot be read.
-pub const EXIT_CONFIG: u8 = 66;
-/// The state directory cannot be created or written.
-pub const EXIT_STATE: u8 = 73;
-/// Another agent (or a `policyvm run` on the same root) is working.
-pub const EXIT_BUSY: u8 = 75;
+// Exit codes of `policyvm agent`: those of `policyvm run` (converged; a
+// promise failed; not converged), then its own (docs/exit-codes.md).
+use crate::cli::exit::{
+    BUSY as EXIT_BUSY, CANT_CREATE as EXIT_STATE, FAILED as EXIT_FAILED,
+    NOT_CONVERGED as EXIT_NOT_CONVERGED, NO_BUNDLE as EXIT_NO_BUNDLE, NO_INPUT as EXIT_CONFIG,
+};
 
 /// What an agent run printed and how it ended.
 #[derive(Debug, Default)]
@@ -314,26 +307,9 @@ fn describe(e: &PullError) -> String {
     format!("{class}: {e}")
 }
 
-/// Takes the root's run lock and converges it.
+/// Converges the root (the caller holds the state directory's lock, which
+/// is the run lock: [`crate::run::lock`]).
 fn converge(config: &Config, local: &Local) -> Result<RunReport, (u8, String)> {
-    let _root_lock = match RunLock::acquire(&config.root) {
-        Ok(l) => l,
-        Err(e @ LockError::Busy) => {
-            return Err((
-                EXIT_BUSY,
-                format!(
-                    "busy: {e} (`{}`); this run did nothing",
-                    config.root.display()
-                ),
-            ))
-        }
-        Err(e) => {
-            return Err((
-                EXIT_STATE,
-                format!("error: `{}`: {e}", config.root.display()),
-            ))
-        }
-    };
     let opts = RunOptions {
         root: config.root.clone(),
         dry_run: false,

@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
+use super::passwd::AccountDb;
 use super::process::Cmd;
 use super::{applied, check_name, check_path, perform, sandbox, Step};
 use crate::rootfs::RootFs;
@@ -28,73 +29,40 @@ pub struct UserEntry {
     pub groups: BTreeSet<String>,
 }
 
-/// The account tables of a root.
+/// The account tables of a root ([`AccountDb`], the one parser of
+/// `/etc/passwd` and `/etc/group`), as the backends ask them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tables {
-    passwd: String,
-    group: String,
+    db: AccountDb,
 }
 
 impl Tables {
     pub fn read(fs: &RootFs) -> Result<Tables, String> {
-        let read = |path: &str| -> Result<String, String> {
-            match fs.read_file(path) {
-                Ok(Some(bytes)) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
-                Ok(None) => Ok(String::new()),
-                Err(e) => Err(e.to_string()),
-            }
-        };
-        Ok(Tables {
-            passwd: read("/etc/passwd")?,
-            group: read("/etc/group")?,
-        })
+        AccountDb::read(fs)
+            .map(|db| Tables { db })
+            .map_err(|e| e.to_string())
     }
 
     #[cfg(test)]
     fn from_text(passwd: &str, group: &str) -> Tables {
         Tables {
-            passwd: passwd.to_owned(),
-            group: group.to_owned(),
+            db: AccountDb::parse(passwd, group),
         }
     }
 
     pub fn user(&self, name: &str) -> Option<UserEntry> {
-        let fields: Vec<&str> = self
-            .passwd
-            .lines()
-            .find(|l| l.split(':').next() == Some(name))?
-            .split(':')
-            .collect();
-        let groups = self
-            .group
-            .lines()
-            .filter_map(|l| {
-                let f: Vec<&str> = l.split(':').collect();
-                let members = f.get(3)?;
-                members
-                    .split(',')
-                    .any(|m| m == name)
-                    .then(|| f.first().map(|g| (*g).to_owned()))
-                    .flatten()
-            })
-            .collect();
+        let user = self.db.user(name)?;
         Some(UserEntry {
-            uid: fields.get(2)?.parse().ok()?,
-            home: (*fields.get(5).unwrap_or(&"")).to_owned(),
-            shell: (*fields.get(6).unwrap_or(&"")).to_owned(),
-            groups,
+            uid: user.uid,
+            home: user.home.clone(),
+            shell: user.shell.clone(),
+            groups: self.db.groups_of(name),
         })
     }
 
     /// A group's id, if the group exists.
     pub fn group(&self, name: &str) -> Option<u32> {
-        self.group
-            .lines()
-            .find(|l| l.split(':').next() == Some(name))?
-            .split(':')
-            .nth(2)?
-            .parse()
-            .ok()
+        self.db.group(name).map(|g| g.gid)
     }
 }
 

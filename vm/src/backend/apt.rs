@@ -190,6 +190,49 @@ pub fn dpkg_install(files: &[String], root: Option<&Path>) -> Cmd {
     quiet(Cmd::new(&argv, CHANGE_TIMEOUT))
 }
 
+/// `dpkg-deb --contents -- FILE.deb`: the files a `.deb` holds (read
+/// only, to check where it would unpack).
+pub fn contents(file: &str) -> Cmd {
+    Cmd::new(&["dpkg-deb", "--contents", "--", file], QUERY_TIMEOUT)
+}
+
+/// The directories a `.deb` unpacks into, from `dpkg-deb --contents`
+/// (`tar -tv` lines: mode, owner, size, date, time, then `./path`, with
+/// ` -> target` after a symbolic link and ` link to target` after a hard
+/// link): every directory entry and the directory of every other entry, as
+/// absolute paths, sorted, each once.
+pub fn listed_dirs(listing: &str) -> Vec<String> {
+    let mut dirs = std::collections::BTreeSet::new();
+    for line in listing.lines() {
+        let mut rest = line;
+        for _ in 0..5 {
+            rest = match rest.trim_start().split_once(char::is_whitespace) {
+                Some((_, r)) => r,
+                None => "",
+            };
+        }
+        let name = rest.trim_start();
+        let name = match line.chars().next() {
+            Some('l') => name.split_once(" -> ").map_or(name, |(n, _)| n),
+            Some('h') => name.split_once(" link to ").map_or(name, |(n, _)| n),
+            _ => name,
+        };
+        let name = name.strip_prefix('.').unwrap_or(name).trim_matches('/');
+        if name.is_empty() {
+            continue;
+        }
+        let dir = if line.starts_with('d') {
+            Some(name)
+        } else {
+            name.rsplit_once('/').map(|(d, _)| d)
+        };
+        if let Some(d) = dir.filter(|d| !d.is_empty()) {
+            dirs.insert(format!("/{d}"));
+        }
+    }
+    dirs.into_iter().collect()
+}
+
 /// `dpkg --remove -- NAME...`, unattended.
 pub fn dpkg_remove(names: &[String], root: Option<&Path>) -> Cmd {
     let mut argv = dpkg_root("dpkg", root);
@@ -244,6 +287,23 @@ pub fn version_problem(version: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_directories_of_a_deb_come_from_its_file_list() {
+        let listing = "\
+drwxr-xr-x root/root         0 2024-01-01 00:00 ./
+drwxr-xr-x root/root         0 2024-01-01 00:00 ./opt/
+drwxr-xr-x root/root         0 2024-01-01 00:00 ./opt/app/
+-rw-r--r-- root/root        12 2024-01-01 00:00 ./opt/app/a file with spaces
+lrwxrwxrwx root/root         0 2024-01-01 00:00 ./usr/bin/app -> /opt/app/run
+hrw-r--r-- root/root         0 2024-01-01 00:00 ./srv/x/hard link to ./opt/app/y
+-rw-r--r-- root/root         1 2024-01-01 00:00 ./top
+";
+        assert_eq!(
+            listed_dirs(listing),
+            ["/opt", "/opt/app", "/srv/x", "/usr/bin"]
+        );
+    }
 
     #[test]
     fn query_is_one_argv_with_double_dash() {

@@ -23,7 +23,9 @@
 
 pub mod accounts;
 pub mod apt;
+pub mod contain;
 pub mod packages;
+pub mod passwd;
 pub mod process;
 pub mod runit;
 pub mod service;

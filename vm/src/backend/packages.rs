@@ -312,6 +312,16 @@ pub fn converge(fs: &RootFs, dry_run: bool, insts: &[&Instance]) -> Vec<Applied>
             Err(e) => set(&mut out, *i, Applied::failed(e)),
         }
     }
+    // No tool is handed a root where a planted link leads out of it.
+    if sandbox(root_path).is_some() {
+        plan.retain(|(i, m, n)| match contained(fs, m, n) {
+            Ok(()) => true,
+            Err(why) => {
+                set(&mut out, *i, Applied::failed(why));
+                false
+            }
+        });
+    }
     // Removals first (a package may be replaced by another), then .deb
     // files, then the repositories.
     type Group<'p, 'm> = Vec<&'p (usize, &'m Member<'m>, Need)>;
@@ -415,6 +425,83 @@ pub fn converge(fs: &RootFs, dry_run: bool, insts: &[&Instance]) -> Vec<Applied>
     out.into_iter()
         .map(|o| o.unwrap_or_else(|| Applied::failed("no outcome for this package")))
         .collect()
+}
+
+/// The top-level directories of the root a package may write into, from
+/// the Filesystem Hierarchy Standard: what `apt-get install` unpacks and
+/// `dpkg --remove` deletes cannot be known before it runs, but it is
+/// under these.
+const PACKAGE_TOPS: &[&str] = &[
+    "/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/sbin", "/srv",
+    "/usr", "/var",
+];
+
+/// The directories dpkg and apt write their own state into.
+const ADMIN_DIRS: &[&str] = &[
+    "/var/lib/dpkg/info",
+    "/var/lib/dpkg/updates",
+    "/var/lib/dpkg/triggers",
+    "/var/cache/apt/archives/partial",
+    "/var/lib/apt/lists/partial",
+    "/etc/apt",
+];
+
+/// Refuses (with the link named) a change for which `dpkg` or `apt-get`
+/// would follow a link planted in the root out of it
+/// ([`super::contain`]): their state directories, the top-level
+/// directories packages go to and, for a `.deb`, every directory of its
+/// file list (`dpkg-deb --contents`); for a removal, every directory of the
+/// installed package's file list (`/var/lib/dpkg/info/NAME.list`).
+fn contained(fs: &RootFs, m: &Member<'_>, n: &Need) -> Result<(), String> {
+    let tool = match n {
+        Need::Apt(_) => "`apt-get`",
+        _ => "`dpkg`",
+    };
+    super::contain::check_all(fs, ADMIN_DIRS.iter().chain(PACKAGE_TOPS).copied(), tool)?;
+    if *n == Need::Remove {
+        // What dpkg will delete: the file lists of the installed package
+        // (`NAME.list`, or `NAME:ARCH.list` for a multi-arch one).
+        let info = "/var/lib/dpkg/info";
+        // Names that are not UTF-8 name no package.
+        let lists: Vec<String> = fs
+            .list_dir(info)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .filter_map(|name| String::from_utf8(name).ok())
+            .collect();
+        for list in lists.iter().filter(|l| {
+            l.strip_suffix(".list").is_some_and(|stem| {
+                stem == m.name
+                    || stem
+                        .strip_prefix(m.name)
+                        .is_some_and(|arch| arch.starts_with(':'))
+            })
+        }) {
+            let path = format!("{info}/{list}");
+            let text = fs
+                .read_file(&path)
+                .map_err(|e| e.to_string())?
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
+            let dirs: std::collections::BTreeSet<&str> = text
+                .lines()
+                .filter_map(|f| f.rsplit_once('/').map(|(d, _)| d))
+                .filter(|d| !d.is_empty())
+                .collect();
+            super::contain::check_all(fs, dirs, tool)
+                .map_err(|why| format!("{why} (it holds files of `{}`)", m.name))?;
+        }
+    }
+    if let (Need::Deb(file), Some(src)) = (n, m.deb) {
+        let ran = process::run(&apt::contents(file))?;
+        if !ran.ok() {
+            return Err(ran.failure());
+        }
+        let dirs = apt::listed_dirs(&ran.stdout);
+        super::contain::check_all(fs, dirs.iter().map(String::as_str), tool)
+            .map_err(|why| format!("{why} (it is in the file list of `{src}`)"))?;
+    }
+    Ok(())
 }
 
 fn set(out: &mut [Option<Applied>], i: usize, a: Applied) {

@@ -4,6 +4,13 @@
 //! a pipe that a stray grandchild keeps open. Every backend command goes
 //! through [`run`], so "no shell, bounded time, exact command in the
 //! report" holds in one place.
+//!
+//! Nothing of the VM's own environment reaches a program (it may hold an
+//! operator's tokens, which would end up in reports): each gets exactly
+//! [`ENVIRONMENT`] plus what its caller adds (`CONVERGE_ROOT`, apt's
+//! `DEBIAN_FRONTEND`, ...). Which program a bare name like `systemctl`
+//! means is still looked up on the VM's own `PATH` (the one its unit or
+//! cron line gives it), then the program runs with the fixed `PATH`.
 
 use std::io::Read as _;
 use std::os::unix::process::CommandExt as _;
@@ -19,12 +26,23 @@ pub const MAX_OUTPUT: usize = 64 * 1024;
 /// exited: a daemon it started may hold them open forever.
 const DRAIN: Duration = Duration::from_secs(2);
 
+/// The `PATH` every program runs with (docs/vm.md, "Programs the VM
+/// runs"): the system directories, sbin first, so that a cron-started
+/// agent still finds `useradd` and `dpkg`.
+pub const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// The whole environment a program starts with, before its caller's
+/// additions: a fixed `PATH`, an untranslated UTF-8 locale (tools' output
+/// is parsed), root's home (the VM runs as root). Nothing is inherited.
+pub const ENVIRONMENT: &[(&str, &str)] = &[("PATH", PATH), ("LANG", "C.UTF-8"), ("HOME", "/root")];
+
 /// A program to run, as data: tests check exactly what a backend would run
 /// without running it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cmd {
     pub argv: Vec<String>,
-    /// Extra environment variables (the rest is inherited).
+    /// Environment variables on top of [`ENVIRONMENT`] (nothing is
+    /// inherited).
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
     pub timeout: Duration,
@@ -122,9 +140,15 @@ pub fn run(cmd: &Cmd) -> Result<Ran, String> {
     let Some((program, args)) = cmd.argv.split_first() else {
         return Err("empty command".to_owned());
     };
-    let mut command = Command::new(program);
+    let path = locate(program).ok_or_else(|| {
+        format!("cannot run `{shown}`: no program `{program}` on the PATH of policyvm")
+    })?;
+    let mut command = Command::new(path);
     command
+        .arg0(program)
         .args(args)
+        .env_clear()
+        .envs(ENVIRONMENT.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -170,6 +194,28 @@ pub fn run(cmd: &Cmd) -> Result<Ran, String> {
         stderr,
         timeout: cmd.timeout,
     })
+}
+
+/// The program a word names: itself when it holds a `/`, else the first
+/// executable `DIR/word` over the VM's own `PATH` (or [`PATH`] when it
+/// has none), as a shell would find it. Looked up here because the child's
+/// `PATH` is not the VM's.
+fn locate(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Some(PathBuf::from(program));
+    }
+    if program.is_empty() {
+        return None;
+    }
+    let search = std::env::var_os("PATH").unwrap_or_else(|| PATH.into());
+    std::env::split_paths(&search)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(program))
+        .find(|candidate| {
+            rustix::fs::access(candidate, rustix::fs::Access::EXEC_OK).is_ok()
+                && rustix::fs::stat(candidate)
+                    .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file())
+        })
 }
 
 type Stream = Box<dyn std::io::Read + Send>;
@@ -297,8 +343,37 @@ mod tests {
         );
     }
 
+    /// Issue 14, item 20: the VM's environment (an operator's token, say)
+    /// never reaches a program; it gets the documented one.
+    #[test]
+    fn programs_get_the_documented_environment_and_nothing_else() {
+        let ran = run(&Cmd::new(&["env"], Duration::from_secs(10)).env("EXTRA", "1")).unwrap();
+        let mut lines: Vec<&str> = ran.stdout.lines().collect();
+        lines.sort_unstable();
+        assert_eq!(
+            lines,
+            [
+                "EXTRA=1",
+                "HOME=/root",
+                "LANG=C.UTF-8",
+                &format!("PATH={PATH}"),
+            ],
+            "{}",
+            ran.stdout
+        );
+    }
+
     #[test]
     fn a_missing_program_is_an_error_naming_it() {
+        let err = run(&Cmd::new(
+            &["no-such-tool-here", "x"],
+            Duration::from_secs(1),
+        ))
+        .unwrap_err();
+        assert!(
+            err.starts_with("cannot run `no-such-tool-here x`: no program"),
+            "{err}"
+        );
         let err = run(&Cmd::new(
             &["/nonexistent/tool", "x"],
             Duration::from_secs(1),

@@ -12,7 +12,9 @@
 //! (which wait for the change and fail if it does not happen), `sv
 //! restart` or `sv reload` on notification. `sv` is given the absolute
 //! path of the service directory, never a bare name: a path starting with
-//! `/` cannot be read as an option, and `sv` knows no `--`.
+//! `/` cannot be read as an option, and `sv` knows no `--`. Before any
+//! `sv`, the service directory is checked for links leading out of the
+//! root ([`super::contain`]).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -115,6 +117,14 @@ fn paths(fs: &RootFs, inst: &Instance) -> Result<Paths, Applied> {
     })
 }
 
+/// Refuses to run `sv` on a service directory that a link planted in the
+/// root leads out of it ([`super::contain`]): `sv` follows
+/// `SERVICE_DIR/NAME` and writes `supervise/control` under it.
+fn contained(fs: &RootFs, p: &Paths) -> Result<(), Applied> {
+    super::contain::check(fs, &format!("{}/supervise/control", p.link), "`sv`")
+        .map_err(Applied::failed)
+}
+
 fn status(dir: &Path) -> Result<Status, String> {
     let ran = process::run(&sv("status", dir))?;
     parse_status(&ran.stdout).map_err(|e| format!("{e} {}", ran.stderr.trim()))
@@ -170,6 +180,9 @@ pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance, wanted: Wanted) -> 
                 ));
             }
             (Some(Kind::Symlink), false) => {
+                if let Err(failed) = contained(fs, &p) {
+                    return failed;
+                }
                 if !dry_run {
                     // Stop it first, or its runsv keeps it running until
                     // runsvdir notices the link is gone.
@@ -223,6 +236,9 @@ pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance, wanted: Wanted) -> 
                 ))
             }
             Err(e) => return Applied::failed(e.to_string()),
+        }
+        if let Err(failed) = contained(fs, &p) {
+            return failed;
         }
         let current = if linked_now {
             wait_supervised(&p.host)

@@ -59,7 +59,7 @@ pub fn manager<'i>(inst: &'i Instance, root: &Path) -> &'i str {
 pub fn service(fs: &RootFs, dry_run: bool, inst: &Instance, notified: bool) -> Applied {
     let wanted = Wanted::of(inst, notified);
     match manager(inst, fs.path()) {
-        "systemd" => super::systemd::converge(fs.path(), dry_run, &inst.promiser, wanted),
+        "systemd" => super::systemd::converge(fs, dry_run, &inst.promiser, wanted),
         "runit" => super::runit::converge(fs, dry_run, inst, wanted),
         other => Applied::failed(format!(
             "no service backend for manager `{}` (this policyvm has `systemd` and `runit`)",

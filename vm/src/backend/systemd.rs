@@ -14,6 +14,7 @@ use std::time::Duration;
 use super::process::{self, Cmd};
 use super::service::Wanted;
 use super::{applied, change, perform, sandbox, Step};
+use crate::rootfs::RootFs;
 use crate::run::operators::{Applied, Outcome};
 
 /// The deadline of one `systemctl` call (systemd's default stop timeout is
@@ -164,8 +165,16 @@ fn read(
     Ok((running, enabled))
 }
 
-pub fn converge(root: &Path, dry_run: bool, name: &str, wanted: Wanted) -> Applied {
-    let root = sandbox(root);
+/// Where `systemctl --root` writes the links of `enable` and `disable`.
+/// It resolves links inside the root itself; this is checked anyway
+/// ([`super::contain`]), so no planted link can widen what it touches.
+const UNIT_DIR: &str = "/etc/systemd/system";
+
+pub fn converge(fs: &RootFs, dry_run: bool, name: &str, wanted: Wanted) -> Applied {
+    let root = sandbox(fs.path());
+    if let Err(why) = super::contain::check(fs, UNIT_DIR, "`systemctl --root`") {
+        return Applied::failed(why);
+    }
     let need_active = wanted.running.is_some() || wanted.notified.is_some();
     let need_enabled = wanted.enabled.is_some();
     if root.is_some() && !need_enabled {

@@ -2,18 +2,19 @@
 //! `crate::agent`), for cron or a systemd timer.
 //!
 //! Exit codes: 0 converged (the hub may have been down: see the warnings),
-//! 1 a promise failed, 2 not converged, 3 no bundle to run, 66 the
+//! 1 a promise failed, 2 not converged, 5 no bundle to run, 66 the
 //! configuration or trust directory cannot be read, 73 the state directory
-//! cannot be written, 75 another agent is running.
+//! cannot be written, 75 another agent is running ([`super::exit`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 
+use super::exit;
 use super::out;
+use crate::agent::agent as cycle;
 use crate::agent::config::Config;
-use crate::agent::{agent as cycle, EXIT_CONFIG};
 
 #[derive(Debug, Args)]
 pub struct AgentArgs {
@@ -30,7 +31,7 @@ pub fn agent(args: AgentArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::from(EXIT_CONFIG);
+            return ExitCode::from(exit::NO_INPUT);
         }
     };
     let result = cycle(&config, args.no_splay);

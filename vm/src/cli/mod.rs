@@ -1,12 +1,10 @@
 //! The `policyvm` command line.
 //!
-//! Exit codes of `verify` and `inspect`: 0 success; 10 bad magic, 11 unsupported format version,
-//! 12 truncated, 13 corrupt body, 14 unknown key, 15 bad signature (a
-//! refused bundle, see `bundle::error`); 64 usage error; 66 an input that
-//! cannot be read (the bundle or the trust directory). `run` has its own
-//! (see `run.rs`).
+//! Exit codes: one table for every subcommand, in [`exit`]
+//! (docs/exit-codes.md).
 
 mod agent;
+pub mod exit;
 mod facts;
 mod pull;
 mod run;
@@ -55,21 +53,20 @@ enum Command {
     /// the hubs in order, run the bundle in force, write the report and
     /// metrics.
     ///
-    /// Exits like `run` (0, 1, 2); 3 when there is no bundle to run, 75
+    /// Exits like `run` (0, 1, 2); 5 when there is no bundle to run, 75
     /// when another agent is running.
     Agent(agent::AgentArgs),
 }
-
-/// Usage error (the `EX_USAGE` of sysexits).
-pub const EXIT_USAGE: u8 = 64;
-/// An input cannot be read (`EX_NOINPUT`).
-pub const EXIT_NO_INPUT: u8 = 66;
 
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
             let _ = e.print();
             return ExitCode::from(code);
         }

@@ -6,7 +6,7 @@
 //! 4 the hub's stamp has expired (stale: nothing installed); 66 the trust
 //! directory cannot be read; 69 the hub cannot be reached or has no such
 //! file; 73 the state directory cannot be written; 75 another agent or
-//! pull holds the state directory.
+//! pull holds the state directory ([`super::exit`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,8 +14,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 
-use super::{out, EXIT_NO_INPUT};
-use crate::agent::{EXIT_BUSY, EXIT_STATE};
+use super::exit::{
+    BUSY as EXIT_BUSY, CANT_CREATE as EXIT_STATE, NO_INPUT as EXIT_NO_INPUT,
+    REFUSED as EXIT_REFUSED, STALE as EXIT_STALE, UNAVAILABLE as EXIT_UNAVAILABLE,
+    USAGE as EXIT_USAGE,
+};
+use super::out;
 use crate::bundle::keys::load_trust_dir;
 use crate::pull::fetch::{FetchError, HttpOptions, HttpSource};
 use crate::pull::{pull as pull_from, PullError, Pulled};
@@ -46,15 +50,10 @@ pub struct PullArgs {
     ca_file: Option<PathBuf>,
 }
 
-pub const EXIT_REFUSED: u8 = 3;
-pub const EXIT_STALE: u8 = 4;
-/// `EX_UNAVAILABLE`.
-pub const EXIT_UNAVAILABLE: u8 = 69;
-
 pub fn pull(args: PullArgs) -> ExitCode {
     if let Some(why) = crate::stamp::name_problem(&args.name) {
         eprintln!("error: `--name {}` cannot name a bundle: {why}", args.name);
-        return ExitCode::from(super::EXIT_USAGE);
+        return ExitCode::from(EXIT_USAGE);
     }
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -75,7 +74,7 @@ pub fn pull(args: PullArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::from(super::EXIT_USAGE);
+            return ExitCode::from(EXIT_USAGE);
         }
     };
     let state = match StateDir::open(&args.state) {
@@ -116,14 +115,8 @@ pub fn pull(args: PullArgs) -> ExitCode {
                 stamp.serial,
                 format_utc(stamp.expires)
             ));
-            if stamp.expires <= now {
-                eprintln!(
-                    "warning: STALE: the hub still serves a stamp that expired at {}; \
-                     the bundle in force stays, publish again",
-                    format_utc(stamp.expires)
-                );
-                return ExitCode::from(EXIT_STALE);
-            }
+            // An expired stamp is never current: `pull` refused it above
+            // (PullError::Expired, exit 4).
             ExitCode::SUCCESS
         }
         Ok(Pulled::Installed { stamp, previous }) => {

@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::{out, EXIT_NO_INPUT};
+use super::exit::NO_INPUT as EXIT_NO_INPUT;
+use super::out;
 use crate::bundle::disasm::disassemble;
 use crate::bundle::error::hex;
 use crate::bundle::keys::{load_trust_dir, PublicKey};

@@ -4,8 +4,10 @@
 //! 1. GET `NAME.stamp` (at most [`MAX_STAMP_LEN`] bytes) and check its
 //!    signature against the pinned keys and its name against the one this
 //!    host is configured for (mix-and-match).
-//! 2. If it stands for the bundle already in force, stop: most runs
-//!    transfer only this stamp.
+//! 2. If it stands for the bundle already in force and has not expired,
+//!    stop: most runs transfer only this stamp. An expired stamp is never
+//!    current (a frozen mirror): it is refused as [`PullError::Expired`],
+//!    so the agent asks the next hub.
 //! 3. Refuse a serial not greater than the highest ever accepted
 //!    (rollback, replay) and a stamp past its expiry (freeze).
 //! 4. GET `NAME.bundle`, reading no more than the stamp's length (endless
@@ -196,6 +198,16 @@ pub fn pull(
     let in_force = current.filter(|c| c.file == CURRENT).map(|c| &c.bundle);
     if let Some(bundle) = in_force {
         if stamp.describes(bundle).is_ok() {
+            // An expired stamp is never "current", even for the bundle in
+            // force: a frozen mirror that keeps serving it must not stop
+            // the agent from asking the next one (issue 14, item 9).
+            if stamp.expires <= now {
+                return Err(PullError::Expired {
+                    url: stamp_url,
+                    serial: stamp.serial,
+                    expires: stamp.expires,
+                });
+            }
             if state.stamp().as_deref() != Some(&stamp_bytes[..]) {
                 state
                     .record(stamp.serial, &stamp_bytes)

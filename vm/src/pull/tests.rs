@@ -362,17 +362,26 @@ fn t5_bundles_that_do_not_match_their_stamp_are_refused_with_distinct_reasons() 
     assert_eq!(host.file(SERIAL).unwrap(), b"10\n");
 }
 
+/// Issue 14, item 9: a frozen mirror keeps serving the (expired) stamp of
+/// the bundle in force. That is never "current": the pull is refused as
+/// expired, so the agent goes on to the next mirror; the bundle in force
+/// stays.
 #[test]
-fn t4_an_expired_stamp_installs_nothing_and_an_expired_current_one_still_counts_as_unchanged() {
+fn t4_an_expired_stamp_installs_nothing_and_an_expired_current_one_is_not_current() {
     let (hub, hubkey) = (Hub::default(), Publisher::new(1));
     hubkey.publish(&hub, "site", 10);
     let host = Host::new(&[&hubkey]);
     host.pull(&hub).unwrap();
+    hub.take_served();
     let later = NOW + 2 * 86_400;
-    match host.pull_at(&hub, later) {
-        Ok(Pulled::Unchanged { stamp }) => assert!(stamp.expires <= later),
-        other => panic!("{other:?}"),
-    }
+    let err = host.pull_at(&hub, later).unwrap_err();
+    assert!(
+        matches!(err, PullError::Expired { serial: 10, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("expired"), "{err}");
+    assert_eq!(hub.take_served(), ["site.stamp"]);
+    assert_eq!(host.current_serial(), Some(10));
     let bundle = hubkey.bundle("site", 11);
     hub.put("site.bundle", &bundle);
     hub.put("site.stamp", &hubkey.stamp(&bundle, NOW + 10));

@@ -28,7 +28,7 @@ use crate::bundle::Verified;
 use crate::eval::{Evaluator, Val};
 use crate::facts::{FactValue, Facts};
 use crate::rootfs::RootFs;
-use crate::schema::{name_problem, promise_type, PromiserKind, FACTS};
+use crate::schema::{describes_state, fact_by_id, name_problem, promise_type, PromiserKind};
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -72,9 +72,6 @@ pub struct RunReport {
     /// Promises repaired in every pass of a run that did not converge.
     pub oscillating: Vec<String>,
 }
-
-/// Attributes that do not describe the object, for run-time contradictions.
-const NOT_STATE: &[&str] = &["id", "comment", "ensure"];
 
 pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     let started = Instant::now();
@@ -121,10 +118,20 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             };
             let active = match p.guard {
                 None => true,
-                Some(g) => eval
-                    .run(g, &classes, &[])
-                    .map(|v| v == Val::Bool(true))
-                    .unwrap_or(false),
+                Some(g) => match eval.run(g, &classes, &[]) {
+                    Ok(v) => v == Val::Bool(true),
+                    Err(e) => {
+                        // A guard that cannot be evaluated (over a budget, a
+                        // bad value) is a reported failure of its promise,
+                        // never a silently inactive one (issue 15 item 5).
+                        instances.push((
+                            i,
+                            Vec::new(),
+                            Err(format!("its guard could not be evaluated: {e}")),
+                        ));
+                        continue;
+                    }
+                },
             };
             if !active {
                 continue;
@@ -132,12 +139,10 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             let lists: Vec<Vec<String>> = p
                 .loops
                 .iter()
-                .map(
-                    |f| match FACTS.get(*f as usize).and_then(|f| facts.get(f.name)) {
-                        Some(FactValue::List(l)) => l,
-                        _ => Vec::new(),
-                    },
-                )
+                .map(|f| match fact_by_id(*f).and_then(|f| facts.get(f.name)) {
+                    Some(FactValue::List(l)) => l,
+                    _ => Vec::new(),
+                })
                 .collect();
             match loop_combinations(&lists) {
                 Ok(combos) => {
@@ -214,6 +219,12 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             } else {
                 apply(&ctx, inst, restart.remove(&inst.index))
             };
+            let applied =
+                if inst.kind == "directory" && !matches!(applied.outcome, Outcome::Failed(_)) {
+                    purge(&ctx, inst, &instances, &mut unmanaged, applied)
+                } else {
+                    applied
+                };
             if inst.kind == "command"
                 && matches!(applied.outcome, Outcome::Repaired | Outcome::Failed(_))
             {
@@ -224,9 +235,6 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                     notified.extend(p.notify.iter().map(|t| *t as usize));
                     restart.extend(p.notify.iter().map(|t| *t as usize));
                 }
-            }
-            if inst.kind == "directory" && !matches!(applied.outcome, Outcome::Failed(_)) {
-                purge(&ctx, inst, &instances, &mut unmanaged);
             }
             if matches!(applied.outcome, Outcome::Failed(_)) {
                 failed.insert(inst.index);
@@ -388,7 +396,9 @@ fn runtime_contradictions(
                     continue;
                 }
                 let clash = a.attrs.iter().find_map(|(name, value)| {
-                    if NOT_STATE.contains(name) || ["after", "notify"].contains(name) {
+                    // Relations and annotations never contradict (the
+                    // schema's roles); `ensure` has its own rule.
+                    if !describes_state(name) || *name == "ensure" {
                         return None;
                     }
                     let other = b.get(name)?;
@@ -409,40 +419,69 @@ fn runtime_contradictions(
     out
 }
 
-/// Entries of a promised directory that no active promise manages: removed
-/// with `purge = true`, reported otherwise.
+/// Entries of a promised directory that no active promise manages: with
+/// `purge = true` each is removed and reported as a change of the directory
+/// promise (a repair), and a removal that fails makes the promise fail;
+/// otherwise they are listed as unmanaged. Every entry counts, whatever its
+/// name: one that is not UTF-8 (`\xff`, which no promise can name) or that
+/// looks like a temporary file; only a temporary this run is writing right
+/// now is left alone. Names are shown escaped
+/// ([`crate::rootfs::escape_name`]).
 fn purge(
     ctx: &Ctx<'_>,
     dir: &Instance,
     instances: &[(usize, Vec<String>, Result<Instance, String>)],
     unmanaged: &mut BTreeSet<String>,
-) {
+    mut applied: Applied,
+) -> Applied {
     if dir.str("ensure") == Some("absent") {
-        return;
+        return applied;
     }
     let base = dir.promiser.trim_end_matches('/');
-    let managed: HashSet<&str> = instances
+    let managed: HashSet<&[u8]> = instances
         .iter()
         .filter_map(|(_, _, i)| i.as_ref().ok())
         .filter_map(|i| {
             let rest = i.promiser.strip_prefix(base)?.strip_prefix('/')?;
-            rest.split('/').next()
+            rest.split('/').next().map(str::as_bytes)
         })
         .collect();
-    let Ok(entries) = ctx.fs.list_dir(&dir.promiser) else {
-        return;
+    let entries = match ctx.fs.list_dir(&dir.promiser) {
+        Ok(entries) => entries,
+        Err(e) => {
+            return Applied::failed(format!("cannot list it for unmanaged entries: {e}"));
+        }
     };
+    let purging = dir.bool("purge") == Some(true);
+    let mut failures: Vec<String> = Vec::new();
     for entry in entries {
-        if managed.contains(entry.as_str()) || entry.ends_with(crate::rootfs::TEMP_SUFFIX) {
+        if managed.contains(entry.as_slice()) || crate::rootfs::is_live_temp(&entry) {
             continue;
         }
-        let path = format!("{base}/{entry}");
-        if dir.bool("purge") == Some(true) && !ctx.dry_run {
-            let _ = ctx.fs.remove(&path);
-        } else {
+        let path = format!("{base}/{}", crate::rootfs::escape_name(&entry));
+        if !purging {
             unmanaged.insert(path);
+            continue;
         }
+        if !ctx.dry_run {
+            if let Err(e) = ctx.fs.remove_entry(base, &entry) {
+                failures.push(format!("cannot purge `{path}`: {e}"));
+                continue;
+            }
+        }
+        applied.changes.push(Change {
+            what: "purged".into(),
+            before: path,
+            after: "absent".into(),
+            diff: None,
+        });
     }
+    if !failures.is_empty() {
+        applied.outcome = Outcome::Failed(failures.join("; "));
+    } else if applied.outcome == Outcome::Kept && !applied.changes.is_empty() {
+        applied.outcome = Outcome::Repaired;
+    }
+    applied
 }
 
 fn record(

@@ -9,6 +9,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use super::resolve::{Instance, Value};
+use crate::backend::passwd::AccountDb;
 use crate::backend::process::{self, Cmd};
 use crate::rootfs::{FsError, Kind, RootFs};
 
@@ -74,68 +75,41 @@ impl Applied {
 /// file promised to a user created earlier in the run finds it.
 #[derive(Clone, Debug, Default)]
 pub struct Accounts {
-    tables: RefCell<Tables>,
-}
-
-#[derive(Clone, Debug, Default)]
-struct Tables {
-    users: Vec<(String, u32)>,
-    groups: Vec<(String, u32)>,
+    db: RefCell<AccountDb>,
 }
 
 impl Accounts {
     pub fn read(fs: &RootFs) -> Accounts {
         Accounts {
-            tables: RefCell::new(Self::tables(fs)),
+            db: RefCell::new(Self::db(fs)),
         }
     }
 
     /// Reads the tables again.
     pub fn reload(&self, fs: &RootFs) {
-        *self.tables.borrow_mut() = Self::tables(fs);
+        *self.db.borrow_mut() = Self::db(fs);
     }
 
-    fn tables(fs: &RootFs) -> Tables {
-        let table = |path: &str| -> Vec<(String, u32)> {
-            let text = fs
-                .read_file(path)
-                .ok()
-                .flatten()
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_default();
-            text.lines()
-                .filter_map(|l| {
-                    let mut fields = l.split(':');
-                    let name = fields.next()?.to_owned();
-                    let id = fields.nth(1)?.parse().ok()?;
-                    Some((name, id))
-                })
-                .collect()
-        };
-        Tables {
-            users: table("/etc/passwd"),
-            groups: table("/etc/group"),
-        }
+    /// The databases ([`AccountDb`], the one parser of both files); an
+    /// unreadable one is empty, and names then fail as unknown.
+    fn db(fs: &RootFs) -> AccountDb {
+        AccountDb::read(fs).unwrap_or_default()
     }
 
     fn uid(&self, name: &str) -> Result<u32, String> {
-        self.tables
+        self.db
             .borrow()
-            .users
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, id)| *id)
+            .user(name)
+            .map(|u| u.uid)
             .or_else(|| name.parse().ok())
             .ok_or_else(|| format!("no user `{name}` in the root's /etc/passwd"))
     }
 
     fn gid(&self, name: &str) -> Result<u32, String> {
-        self.tables
+        self.db
             .borrow()
-            .groups
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, id)| *id)
+            .group(name)
+            .map(|g| g.gid)
             .or_else(|| name.parse().ok())
             .ok_or_else(|| format!("no group `{name}` in the root's /etc/group"))
     }
@@ -196,29 +170,40 @@ fn attributes(
     uid: u32,
     gid: u32,
 ) -> Result<Vec<Change>, Applied> {
+    // The owner first, then the mode: `chown` clears the setuid and setgid
+    // bits, so the mode (the promised one, or the one the object had) is
+    // set after it, or those bits would be lost for good when no `mode` is
+    // promised.
     let mut changes = Vec::new();
-    if let Some(want) = inst.int("mode").and_then(|m| u32::try_from(m).ok()) {
-        if want != mode {
-            if !ctx.dry_run {
-                ctx.fs.set_mode(path, want).map_err(fs_failed)?;
-            }
-            changes.push(Change {
-                what: "mode".into(),
-                before: format!("0o{mode:o}"),
-                after: format!("0o{want:o}"),
-                diff: None,
-            });
-        }
-    }
     let (want_uid, want_gid) = owner_ids(ctx, inst).map_err(Applied::failed)?;
     let new_uid = want_uid.unwrap_or(uid);
     let new_gid = want_gid.unwrap_or(gid);
-    if new_uid != uid || new_gid != gid {
-        if !ctx.dry_run {
+    let owner_changes = new_uid != uid || new_gid != gid;
+    let want_mode = inst.int("mode").and_then(|m| u32::try_from(m).ok());
+    let target = want_mode.unwrap_or(mode);
+    if !ctx.dry_run {
+        let mut now = mode;
+        if owner_changes {
             ctx.fs
                 .set_owner(path, new_uid, new_gid)
                 .map_err(fs_failed)?;
+            if let Some(m) = ctx.fs.lstat(path).map_err(fs_failed)? {
+                now = m.mode;
+            }
         }
+        if now != target {
+            ctx.fs.set_mode(path, target).map_err(fs_failed)?;
+        }
+    }
+    if let Some(want) = want_mode.filter(|w| *w != mode) {
+        changes.push(Change {
+            what: "mode".into(),
+            before: format!("0o{mode:o}"),
+            after: format!("0o{want:o}"),
+            diff: None,
+        });
+    }
+    if owner_changes {
         changes.push(Change {
             what: "owner".into(),
             before: format!("{uid}:{gid}"),
@@ -229,7 +214,42 @@ fn attributes(
     Ok(changes)
 }
 
+/// Removes the stale temporaries (left by a run killed with SIGKILL) of
+/// the directory a promise works in, before `converge` runs; their removal
+/// is a change of that promise. Nothing is removed in a dry run.
+fn after_cleaning(
+    ctx: &Ctx<'_>,
+    inst: &Instance,
+    converge: impl FnOnce(&Ctx<'_>, &Instance) -> Applied,
+) -> Applied {
+    if ctx.dry_run {
+        return converge(ctx, inst);
+    }
+    let stale = match ctx.fs.clean_stale_temporaries(&inst.promiser) {
+        Ok(stale) => stale,
+        Err(e) => return fs_failed(e),
+    };
+    let mut applied = converge(ctx, inst);
+    if !stale.is_empty() {
+        let removed = stale.into_iter().map(|path| Change {
+            what: "removed stale temporary".into(),
+            before: path,
+            after: "absent".into(),
+            diff: None,
+        });
+        applied.changes.splice(0..0, removed);
+        if applied.outcome == Outcome::Kept {
+            applied.outcome = Outcome::Repaired;
+        }
+    }
+    applied
+}
+
 pub fn file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    after_cleaning(ctx, inst, converge_file)
+}
+
+fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let path = inst.promiser.as_str();
     let meta = match present_or_absent(ctx, inst, |k| k != Kind::Dir, "a file") {
         Ok(m) => m,
@@ -458,6 +478,10 @@ pub fn directory(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
 }
 
 pub fn link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    after_cleaning(ctx, inst, converge_link)
+}
+
+fn converge_link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let path = inst.promiser.as_str();
     let meta = match ctx.fs.lstat(path) {
         Ok(m) => m,
@@ -503,6 +527,10 @@ pub fn link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
 }
 
 pub fn line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    after_cleaning(ctx, inst, converge_line)
+}
+
+fn converge_line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let path = inst.promiser.as_str();
     let meta = match ctx.fs.lstat(path) {
         Ok(Some(m)) if m.kind == Kind::File => m,
@@ -607,7 +635,10 @@ pub fn command(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
             .unwrap_or(60),
     );
     let cwd = match inst.str("cwd") {
-        Some(dir) => ctx.fs.path().join(dir.trim_start_matches('/')),
+        Some(dir) => match crate::backend::contain::working_dir(ctx.fs, dir) {
+            Ok(cwd) => cwd,
+            Err(why) => return Applied::failed(why),
+        },
         None => ctx.fs.path().to_path_buf(),
     };
     if let Some(unless) = inst.list("unless").filter(|u| !u.is_empty() && !notified) {

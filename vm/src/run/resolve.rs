@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use crate::bundle::format::{Body, Constant, Item, Operand, Promise};
 use crate::eval::{EvalError, Evaluator, Val};
-use crate::schema::PROMISE_TYPES;
+use crate::schema::promise_type_by_id;
 
 /// A resolved attribute value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -150,18 +150,16 @@ pub fn resolve(
     classes: &BTreeSet<String>,
     loops: &[String],
 ) -> Result<Instance, EvalError> {
-    let pt = PROMISE_TYPES
-        .get(promise.kind as usize)
+    let pt = promise_type_by_id(promise.kind)
         .ok_or_else(|| EvalError(format!("promise type {}", promise.kind)))?;
-    let all: Vec<_> = pt.all_attrs().collect();
     let promiser = match item(body, eval, promise.promiser, classes, loops)? {
         Value::Str(s) => s,
         other => other.display(),
     };
     let mut attrs = Vec::with_capacity(promise.attrs.len());
     for a in promise.attrs.iter() {
-        let name = all
-            .get(a.attr as usize)
+        let name = pt
+            .attr_by_id(a.attr)
             .map(|s| s.name)
             .ok_or_else(|| EvalError(format!("attribute {}", a.attr)))?;
         let value = match &a.value {

@@ -152,6 +152,11 @@ impl<'a> Checker<'a> {
             }
         }
         self.check_rules(pt, p, &attrs);
+        if let Some(cwd) = attrs.iter().find(|a| a.name.name == "cwd") {
+            if pt.name == "command" {
+                self.check_cwd(cwd.value);
+            }
+        }
         if pt.name == "command"
             && !attrs
                 .iter()
@@ -166,6 +171,26 @@ impl<'a> Checker<'a> {
                 )
                 .with_help("add `creates = \"/path/it/makes\";` or `unless = [\"/usr/bin/test\", ...];` so the command is skipped once it has done its work")
                 .with_note("the VM runs a non-convergent command at most once per run"),
+            );
+        }
+    }
+
+    /// A command's `cwd` follows the path grammar of promisers (the VM
+    /// refuses it too): `/../../etc` would be outside the root.
+    fn check_cwd(&mut self, value: &Expr) {
+        let ExprKind::Str(lit) = &value.kind else {
+            return;
+        };
+        let Some(text) = lit.as_plain() else { return };
+        if let Some(why) = converge_format::paths::path_problem(&text) {
+            self.push(
+                Diagnostic::new(
+                    Code::RelativePath,
+                    format!("`cwd = {}` is not a valid working directory: {why}", text.escape_debug()),
+                    value.span,
+                    "invalid path",
+                )
+                .with_help("write the directory in its plain absolute form inside the root, e.g. `/srv/app`"),
             );
         }
     }

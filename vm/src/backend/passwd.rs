@@ -1,0 +1,146 @@
+//! The account databases of a root, `ROOT/etc/passwd` and
+//! `ROOT/etc/group`, read through [`RootFs`] (no link followed) and parsed
+//! in one place: the `user` and `group` backends read them to plan, the
+//! file operators to turn `owner` and `group` names into ids.
+//!
+//! A line that is not a well-formed entry (a comment, an NIS `+` line, a
+//! non-numeric id) names no account; it is skipped, not an error, as the C
+//! library's `getpwnam` skips it.
+
+use std::collections::BTreeSet;
+
+use crate::rootfs::{FsError, RootFs};
+
+/// One line of `/etc/passwd`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct User {
+    pub name: String,
+    pub uid: u32,
+    pub home: String,
+    pub shell: String,
+}
+
+/// One line of `/etc/group`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    pub name: String,
+    pub gid: u32,
+    /// Its supplementary members (the fourth field).
+    pub members: Vec<String>,
+}
+
+/// Both databases of a root.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AccountDb {
+    pub users: Vec<User>,
+    pub groups: Vec<Group>,
+}
+
+impl AccountDb {
+    /// Reads both files of the root; a missing file is an empty database.
+    pub fn read(fs: &RootFs) -> Result<AccountDb, FsError> {
+        let read = |path: &str| -> Result<String, FsError> {
+            Ok(fs
+                .read_file(path)?
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                .unwrap_or_default())
+        };
+        Ok(AccountDb::parse(
+            &read("/etc/passwd")?,
+            &read("/etc/group")?,
+        ))
+    }
+
+    /// Parses the text of `/etc/passwd` and `/etc/group`.
+    pub fn parse(passwd: &str, group: &str) -> AccountDb {
+        let users = passwd
+            .lines()
+            .filter_map(|line| {
+                let f: Vec<&str> = line.split(':').collect();
+                Some(User {
+                    name: non_empty(f.first())?,
+                    uid: f.get(2)?.parse().ok()?,
+                    home: f.get(5).copied().unwrap_or_default().to_owned(),
+                    shell: f.get(6).copied().unwrap_or_default().to_owned(),
+                })
+            })
+            .collect();
+        let groups = group
+            .lines()
+            .filter_map(|line| {
+                let f: Vec<&str> = line.split(':').collect();
+                Some(Group {
+                    name: non_empty(f.first())?,
+                    gid: f.get(2)?.parse().ok()?,
+                    members: f
+                        .get(3)
+                        .map(|m| {
+                            m.split(',')
+                                .filter(|m| !m.is_empty())
+                                .map(str::to_owned)
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                })
+            })
+            .collect();
+        AccountDb { users, groups }
+    }
+
+    /// The first entry of user `name`, as `getpwnam` finds it.
+    pub fn user(&self, name: &str) -> Option<&User> {
+        self.users.iter().find(|u| u.name == name)
+    }
+
+    /// The first entry of group `name`.
+    pub fn group(&self, name: &str) -> Option<&Group> {
+        self.groups.iter().find(|g| g.name == name)
+    }
+
+    /// The groups that list `user` as a supplementary member.
+    pub fn groups_of(&self, user: &str) -> BTreeSet<String> {
+        self.groups
+            .iter()
+            .filter(|g| g.members.iter().any(|m| m == user))
+            .map(|g| g.name.clone())
+            .collect()
+    }
+}
+
+fn non_empty(field: Option<&&str>) -> Option<String> {
+    field.filter(|f| !f.is_empty()).map(|f| (*f).to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn entries_ids_and_members() {
+        let db = AccountDb::parse(
+            "root:x:0:0:root:/root:/bin/bash\n# comment\n+nis\nbad:x:notanumber:0::/:/bin/sh\n\
+             bob:x:1001:1001:Bob:/home/bob:/bin/sh\nbob:x:2002:2002::/other:/bin/false\n",
+            "root:x:0:\nops:x:1502:bob,alice\nweb:x:1503:alice\nwheel:x:10:bob\n",
+        );
+        assert_eq!(
+            db.user("bob"),
+            Some(&User {
+                name: "bob".into(),
+                uid: 1001,
+                home: "/home/bob".into(),
+                shell: "/bin/sh".into(),
+            })
+        );
+        assert_eq!(db.user("bad"), None);
+        assert_eq!(db.user("+nis"), None);
+        assert_eq!(db.users.len(), 3);
+        assert_eq!(db.group("ops").map(|g| g.gid), Some(1502));
+        assert_eq!(db.group("root").unwrap().members, Vec::<String>::new());
+        assert_eq!(
+            db.groups_of("bob").into_iter().collect::<Vec<_>>(),
+            ["ops", "wheel"]
+        );
+    }
+}
