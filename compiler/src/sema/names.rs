@@ -290,3 +290,38 @@ impl Names {
         self.occurrences.iter().filter(move |o| o.def == def)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// From any hint, the search near it finds what the plain search
+    /// finds, names that are not in the table included.
+    #[test]
+    fn the_search_near_a_hint_finds_what_the_whole_search_finds() {
+        let mut names = Names::default();
+        let def = names.builtin(DefKind::Fact, "sys.hostname");
+        for file in 0..3 {
+            for start in (0..200).step_by(7) {
+                names.record(Span::new(FileId(file), start, start + 3), def);
+            }
+        }
+        names.finish();
+        let len = names.occurrences().len();
+        for file in 0..4 {
+            for start in 0..210 {
+                let span = Span::new(FileId(file), start, start + 3);
+                let expected = names.resolve(span);
+                for hint in [0, 1, len / 2, len - 1, len + 5] {
+                    let mut hint = hint;
+                    assert_eq!(names.resolve_near(span, &mut hint), expected, "{span:?}");
+                    if expected.is_some() {
+                        assert_eq!(names.occurrences()[hint].span, span);
+                    }
+                }
+            }
+        }
+    }
+}
