@@ -1,5 +1,6 @@
 //! Class expressions: `when` guards and class definitions.
 
+use converge_format::bundle::limits;
 use converge_format::schema::is_hard_class;
 use converge_grammar::ast::{CompareOp, Expr, ExprKind, Ident};
 
@@ -123,7 +124,14 @@ impl<'a> Checker<'a> {
                 match &rhs.kind {
                     ExprKind::Str(lit) => match lit.as_plain() {
                         Some(pattern) => {
-                            if let Err(err) = regex::Regex::new(&pattern) {
+                            // The limits the VM's verifier applies
+                            // (`converge_format::bundle::limits`), so a
+                            // policy that checks builds a bundle hosts run.
+                            let built = regex::RegexBuilder::new(&pattern)
+                                .size_limit(limits::MAX_REGEX_SIZE)
+                                .dfa_size_limit(limits::MAX_REGEX_DFA)
+                                .build();
+                            if let Err(err) = built {
                                 self.push(
                                     Diagnostic::new(
                                         Code::InvalidRegex,
