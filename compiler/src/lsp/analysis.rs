@@ -151,7 +151,7 @@ impl Analysis {
             "not analysed",
         )
         .with_help("`policyc check` on this file says what the analysis finds, without a deadline");
-        let index = Index::build(&ws);
+        let index = Index::default();
         Some(Analysis {
             diagnostics: vec![diagnostic],
             ws,
@@ -179,8 +179,8 @@ impl Analysis {
             }
         }
         let root = ws.add_root(root).ok()?;
-        let outcome = check(&ws);
-        let index = Index::build(&ws);
+        let mut outcome = check(&ws);
+        let index = Index::new(std::mem::take(&mut outcome.names));
         Some(Analysis {
             diagnostics: outcome.diagnostics,
             ws,

@@ -8,9 +8,10 @@
 //!
 //! Modules, one job each: [`server`] (the loop, documents, debouncing,
 //! publishing), [`analysis`] (checking an open document with unsaved texts),
-//! [`index`] (every name and what it refers to), [`navigation`] (definition,
-//! references, rename), [`hover`], [`completion`], [`symbols`] (document
-//! outline), [`format`] (formatting edits), [`position`] (UTF-16 positions).
+//! [`index`] (the checker's name table: the name under the cursor and its
+//! uses), [`navigation`] (definition, references, rename), [`hover`],
+//! [`completion`], [`symbols`] (document outline), [`format`] (formatting
+//! edits), [`position`] (UTF-16 positions from the source line index).
 //!
 //! [`Diagnostic`]: crate::diagnostic::Diagnostic
 

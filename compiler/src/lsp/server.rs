@@ -25,8 +25,8 @@ use lsp_types::{PublishDiagnosticsParams, Url};
 use serde::de::DeserializeOwned;
 
 use super::analysis::{Analysis, Settings};
-use super::diagnostics::{to_lsp, LineCache};
-use super::position::LineIndex;
+use super::diagnostics::to_lsp;
+use super::position::{LineIndex, LspPositions};
 use super::{completion, format, hover, navigation, symbols};
 
 /// An open document: the editor's text, not the disk's.
@@ -235,7 +235,6 @@ impl Server {
     fn publish(&mut self, conn: &Connection, always: &[Url]) {
         let mut by_file: HashMap<Url, Vec<lsp_types::Diagnostic>> = HashMap::new();
         for analysis in self.analyses.values() {
-            let mut lines = LineCache::default();
             for d in &analysis.diagnostics {
                 let Some(primary) = d.primary_span() else {
                     continue;
@@ -246,7 +245,7 @@ impl Server {
                 let Ok(uri) = Url::from_file_path(path) else {
                     continue;
                 };
-                if let Some(diag) = to_lsp(analysis, d, &mut lines) {
+                if let Some(diag) = to_lsp(analysis, d) {
                     let list = by_file.entry(uri).or_default();
                     if !list.contains(&diag) {
                         list.push(diag);

@@ -100,7 +100,7 @@ fn dependencies<'a>(symbols: &Symbols<'a>, name: &str) -> Vec<&'a str> {
                 for part in &lit.parts {
                     if let StrPart::Interp { path, .. } = part {
                         if let Some(first) = path.first() {
-                            add(first, &mut out);
+                            add(&first.name, &mut out);
                         }
                     }
                 }
@@ -109,7 +109,7 @@ fn dependencies<'a>(symbols: &Symbols<'a>, name: &str) -> Vec<&'a str> {
                 for part in &r.target.parts {
                     if let StrPart::Interp { path, .. } = part {
                         if let Some(first) = path.first() {
-                            add(first, &mut out);
+                            add(&first.name, &mut out);
                         }
                     }
                 }
@@ -128,7 +128,7 @@ fn dependencies<'a>(symbols: &Symbols<'a>, name: &str) -> Vec<&'a str> {
                 stack.push(rhs);
                 stack.push(lhs);
             }
-            ExprKind::Int { .. } | ExprKind::Duration(_) | ExprKind::Bool(_) | ExprKind::Error => {}
+            ExprKind::Int { .. } | ExprKind::Duration(_) | ExprKind::Bool(_) => {}
         }
     }
     out

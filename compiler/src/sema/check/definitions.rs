@@ -9,6 +9,7 @@ use converge_grammar::Span;
 
 use super::*;
 use crate::diagnostic::{Code, Diagnostic};
+use crate::sema::names::DefKind;
 use crate::sema::types::{self, Type};
 use crate::suggest::did_you_mean;
 
@@ -74,7 +75,12 @@ impl<'a> Checker<'a> {
                     ));
                 }
                 seen.push(&class.name);
-                if self.symbols.classes.get(&class.name).is_none() && !is_hard_class(&class.name) {
+                if let Some(id) = self.names.find(DefKind::Class, &class.name) {
+                    self.names.record(class.span, id);
+                } else if is_hard_class(&class.name) {
+                    let id = self.names.builtin(DefKind::HardClass, &class.name);
+                    self.names.record(class.span, id);
+                } else {
                     self.undefined_class(&class.name, class.span);
                 }
             }
@@ -191,11 +197,13 @@ impl<'a> Checker<'a> {
                             self.value_type(&attr.value, &Vec::new());
                         }
                         [first, rest @ ..] if rest.iter().all(|t| t == first) => {
+                            self.record_body_attr(&attr.name);
                             self.check_attr_value(first, &attr.value, &Vec::new());
                         }
                         // The same name with different types on different
                         // promise types (`state`): checked where it is used.
                         _ => {
+                            self.record_body_attr(&attr.name);
                             self.value_type_or_word(&attr.value, &Vec::new());
                         }
                     }
@@ -208,10 +216,19 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// Records an attribute set in a body (not tied to one promise type).
+    fn record_body_attr(&mut self, name: &Ident) {
+        let id = self.names.builtin(DefKind::Attribute, &name.name);
+        self.names.record(name.span, id);
+    }
+
     pub(super) fn lookup_body(&mut self, name: &'a Ident) -> Option<&'a BodyDef> {
         match self.symbols.bodies.get(&name.name) {
             Some(body) => {
                 self.used_bodies.insert(&name.name);
+                if let Some(id) = self.names.find(DefKind::Body, &name.name) {
+                    self.names.record(name.span, id);
+                }
                 Some(body)
             }
             None => {
@@ -345,10 +362,16 @@ impl<'a> Checker<'a> {
             if let Some(default) = &param.default {
                 self.check_against(default, &ty, &Vec::new());
             }
+            // A second parameter of one name (reported above) resolves to
+            // the first.
+            let Some(def) = param_def(&self.names, bundle, &param.name.name) else {
+                continue;
+            };
             scope.push(Var {
                 name: &param.name.name,
                 ty,
                 span: param.name.span,
+                def,
             });
         }
         self.check_stmts(&bundle.body, &mut scope);
