@@ -151,7 +151,11 @@ policy {{ b(); }}"#
         };
         assert!(why.contains("failed validation"), "{why}");
         assert!(why.contains("exited with status 1"), "{why}");
-        assert_eq!(s.read("/etc/app.conf"), "good old\n", "run {run}: untouched");
+        assert_eq!(
+            s.read("/etc/app.conf"),
+            "good old\n",
+            "run {run}: untouched"
+        );
         assert_eq!(s.read("/seen"), "bad new\n", "the staged copy was checked");
         assert_eq!(s.read("/restarts"), "", "run {run}: nothing notified");
         assert_eq!(failed(&r).len(), 1, "run {run}: {r:?}");
@@ -213,7 +217,11 @@ policy {{ b(); }}"#
     for n in 1..=7 {
         let r = s.converge(&policy(n), false);
         assert_eq!(failed(&r), Vec::<String>::new());
-        assert_eq!(s.list("/etc/logrotate.d"), ["nginx-blog"], "nothing beside it");
+        assert_eq!(
+            s.list("/etc/logrotate.d"),
+            ["nginx-blog"],
+            "nothing beside it"
+        );
     }
     let kept = s.state().backups_of("/etc/logrotate.d/nginx-blog").unwrap();
     let kept: Vec<String> = kept
@@ -294,7 +302,11 @@ policy { b(); }"#,
     assert_eq!(s.read("/tries"), "try\ntry\ntry\n");
     let r = s.converge(&bundle, false);
     assert_eq!(repaired(&r), 0, "{r:?}");
-    assert_eq!(s.read("/tries"), "try\ntry\ntry\n", "paid: not delivered again");
+    assert_eq!(
+        s.read("/tries"),
+        "try\ntry\ntry\n",
+        "paid: not delivered again"
+    );
 }
 
 /// Item 6, the crash: `policyvm run` is killed with SIGKILL after the file
@@ -346,13 +358,18 @@ policy { b(); }"#,
                 break pid;
             }
         }
-        assert!(started.elapsed() < Duration::from_secs(30), "the command never started");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the command never started"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     vm.kill().unwrap(); // SIGKILL
     vm.wait().unwrap();
     // The command leads its own process group: end it too.
-    let _ = Command::new("kill").args(["-9", "--", &format!("-{pid}")]).status();
+    let _ = Command::new("kill")
+        .args(["-9", "--", &format!("-{pid}")])
+        .status();
     assert_eq!(s.read("/etc/app.conf"), "v1\n", "the file was written");
     assert_eq!(s.read("/log"), "", "the notification was not delivered");
     let owed = s.read("/var/lib/converge/owed.json");
@@ -360,7 +377,11 @@ policy { b(); }"#,
 
     std::fs::remove_file(s.path("/slow")).unwrap();
     let out = policyvm(&["--format", "json"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["summary"]["owed_notifications"], 0, "{json}");
     assert_eq!(s.read("/log"), "delivered\n");
@@ -383,7 +404,10 @@ fn the_dry_run_lists_every_command_with_its_argv() {
 policy { b(); }"#,
     ));
     let r = s.converge(&bundle, true);
-    let root = std::fs::canonicalize(s.root()).unwrap().display().to_string();
+    let root = std::fs::canonicalize(s.root())
+        .unwrap()
+        .display()
+        .to_string();
     let planned: Vec<(&str, Vec<&str>, Option<&str>)> = r
         .planned
         .iter()
@@ -398,8 +422,16 @@ policy { b(); }"#,
     assert_eq!(
         planned,
         [
-            ("validate", vec!["/usr/bin/app", "--check", "%s"], Some(root.as_str())),
-            ("run", vec!["/usr/bin/app", "migrate", "--to", "v 2"], Some(root.as_str())),
+            (
+                "validate",
+                vec!["/usr/bin/app", "--check", "%s"],
+                Some(root.as_str())
+            ),
+            (
+                "run",
+                vec!["/usr/bin/app", "migrate", "--to", "v 2"],
+                Some(root.as_str())
+            ),
             ("run", vec!["/bin/true"], None),
         ]
     );
@@ -413,7 +445,10 @@ policy { b(); }"#,
     let json = report::json(&r);
     assert_eq!(json["commands"][1]["argv"][3], "v 2");
     assert_eq!(json["commands"][2]["chroot"], serde_json::Value::Null);
-    assert!(!s.path("/etc/app.conf").exists(), "a dry run changes nothing");
+    assert!(
+        !s.path("/etc/app.conf").exists(),
+        "a dry run changes nothing"
+    );
 }
 
 /// A minimal root that can run `/bin/sh` chrooted: the host's shell and
@@ -535,7 +570,9 @@ fn the_stdlib_test_policy_backs_up_into_the_state_directory() {
     );
     assert!(!s.path("/var/lib/converge-test/private/tls.key").exists());
     assert_eq!(
-        s.state().backups_of("/var/lib/converge-test/app.conf").unwrap(),
+        s.state()
+            .backups_of("/var/lib/converge-test/app.conf")
+            .unwrap(),
         [b"old\n".to_vec()]
     );
     let again = run();

@@ -569,7 +569,10 @@ policy { b(); }"#,
     let meta = std::fs::metadata(root.path().join("etc/app.conf")).unwrap();
     assert_eq!((meta.uid(), meta.gid()), (1234, 1234));
     // The backup is in the state directory, never beside the file (issue 17).
-    assert_eq!(state.backups_of("/etc/app.conf").unwrap(), [b"old\n".to_vec()]);
+    assert_eq!(
+        state.backups_of("/etc/app.conf").unwrap(),
+        [b"old\n".to_vec()]
+    );
     assert!(!root.path().join("etc/app.conf.converge-backup").exists());
     // Line replacement and removal.
     assert_eq!(

@@ -290,7 +290,8 @@ fn guarded(fd: &OwnedFd, dir: &Path) -> std::io::Result<()> {
 pub fn write_atomically(dir: &Path, file: &str, bytes: &[u8]) -> std::io::Result<()> {
     let fd = rfs::open(dir, DIR_FLAGS, Mode::empty())?;
     let shown = dir.join(file).display().to_string();
-    write_atomic_at(&fd, file, bytes, 0o600, None, &shown, |_| Ok(())).map_err(std::io::Error::other)
+    write_atomic_at(&fd, file, bytes, 0o600, None, &shown, |_| Ok(()))
+        .map_err(std::io::Error::other)
 }
 
 #[cfg(test)]

@@ -169,8 +169,15 @@ pub fn run(cmd: &Cmd) -> Result<Ran, String> {
         return Err("empty command".to_owned());
     }
     if let Some(root) = &cmd.chroot {
-        chroot_problem(root, cmd.argv.first().map_or("", String::as_str))
-            .map_or(Ok(()), |why| Err(format!("cannot run `{shown}` chrooted into `{}`: {why}", root.display())))?;
+        chroot_problem(root, cmd.argv.first().map_or("", String::as_str)).map_or(
+            Ok(()),
+            |why| {
+                Err(format!(
+                    "cannot run `{shown}` chrooted into `{}`: {why}",
+                    root.display()
+                ))
+            },
+        )?;
     }
     let argv = cmd.executed_argv();
     let Some((program, args)) = argv.split_first() else {
@@ -245,7 +252,8 @@ fn chroot_problem(root: &std::path::Path, program: &str) -> Option<String> {
     let found = if program.contains('/') {
         present(program)
     } else {
-        PATH.split(':').any(|dir| present(&format!("{dir}/{program}")))
+        PATH.split(':')
+            .any(|dir| present(&format!("{dir}/{program}")))
     };
     if !found {
         return Some(format!(
@@ -437,19 +445,42 @@ mod tests {
         cmd.chroot = Some(PathBuf::from("/srv/root"));
         assert_eq!(
             cmd.executed_argv(),
-            ["unshare", "--root=/srv/root", "--wd=/", "--", "/bin/sh", "-c", "pwd"]
+            [
+                "unshare",
+                "--root=/srv/root",
+                "--wd=/",
+                "--",
+                "/bin/sh",
+                "-c",
+                "pwd"
+            ]
         );
         cmd.cwd = Some(PathBuf::from("/var/lib/app"));
         assert_eq!(
             cmd.executed_argv(),
-            ["unshare", "--root=/srv/root", "--wd=/var/lib/app", "--", "/bin/sh", "-c", "pwd"]
+            [
+                "unshare",
+                "--root=/srv/root",
+                "--wd=/var/lib/app",
+                "--",
+                "/bin/sh",
+                "-c",
+                "pwd"
+            ]
         );
-        assert_eq!(cmd.shown(), "/bin/sh -c pwd", "reports show the promised argv");
+        assert_eq!(
+            cmd.shown(),
+            "/bin/sh -c pwd",
+            "reports show the promised argv"
+        );
         // A program missing from the root is refused before anything runs.
         let empty = tempfile::tempdir().unwrap();
         cmd.chroot = Some(empty.path().to_path_buf());
         let err = run(&cmd).unwrap_err();
-        assert!(err.contains("there is no program `/bin/sh` inside the root"), "{err}");
+        assert!(
+            err.contains("there is no program `/bin/sh` inside the root"),
+            "{err}"
+        );
         assert!(err.contains("host = true"), "{err}");
     }
 

@@ -30,8 +30,8 @@ use crate::bundle::Verified;
 use crate::eval::{Evaluator, Val};
 use crate::facts::{FactValue, Facts};
 use crate::rootfs::RootFs;
-use crate::state::{Debt, StateDir};
 use crate::schema::{describes_state, fact_by_id, name_problem, promise_type, PromiserKind};
+use crate::state::{Debt, StateDir};
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -201,7 +201,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         let mut packages = Batcher::default();
         // Debts incurred for the package promises of this pass (the batch
         // converges them all when its first one comes up).
-        let mut package_debts: Option<HashMap<(usize, Vec<String>), Vec<Debt>>> = None;
+        let mut package_debts: Option<HashMap<InstanceKey, Vec<Debt>>> = None;
 
         for (position, (index, combo, inst)) in instances.iter().enumerate() {
             let inst = match inst {
@@ -319,11 +319,10 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             } else {
                 ledger.retract(&incurred);
             }
-            let paid = match (&applied.outcome, inst.kind) {
-                (Outcome::Repaired, "command") => true,
-                (Outcome::Repaired | Outcome::Kept, "service") => true,
-                _ => false,
-            };
+            let paid = matches!(
+                (&applied.outcome, inst.kind),
+                (Outcome::Repaired, "command") | (Outcome::Repaired | Outcome::Kept, "service")
+            );
             let applied = if delivered && paid {
                 match ledger.pay(inst.kind, &inst.promiser) {
                     Ok(()) => applied,
@@ -410,6 +409,9 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     })
 }
 
+/// A promise instance of a pass: its index and loop combination.
+type InstanceKey = (usize, Vec<String>);
+
 /// The notifications a promise would owe if it changed something: one per
 /// service or command it notifies that is active in this pass.
 fn debts_of(
@@ -458,7 +460,12 @@ fn planned_commands(
 ) -> Vec<PlannedCommand> {
     let role = match inst.kind {
         "command" if applied.changes.iter().any(|c| c.what == "run") => "run",
-        "file" if applied.changes.iter().any(|c| c.what == "content" || c.what == "created") => {
+        "file"
+            if applied
+                .changes
+                .iter()
+                .any(|c| c.what == "content" || c.what == "created") =>
+        {
             "validate"
         }
         _ => return Vec::new(),

@@ -852,7 +852,11 @@ fn execute(
     timeout: Duration,
     chroot: Option<&Path>,
 ) -> std::io::Result<(Option<i32>, String)> {
-    let seen_root = if chroot.is_some() { Path::new("/") } else { root };
+    let seen_root = if chroot.is_some() {
+        Path::new("/")
+    } else {
+        root
+    };
     let cmd = Cmd {
         argv: argv.to_vec(),
         env: vec![("CONVERGE_ROOT".to_owned(), seen_root.display().to_string())],

@@ -77,7 +77,8 @@ impl<'s> Ledger<'s> {
         }
         let before = self.debts.len();
         self.debts.retain(|d| {
-            self.confirmed.contains(&(d.kind.clone(), d.promiser.clone()))
+            self.confirmed
+                .contains(&(d.kind.clone(), d.promiser.clone()))
                 || !added.iter().any(|a| a.is_for(&d.kind, &d.promiser))
         });
         if self.debts.len() != before {
@@ -105,7 +106,8 @@ impl<'s> Ledger<'s> {
         if self.debts.len() == before {
             return Ok(());
         }
-        self.confirmed.remove(&(kind.to_owned(), promiser.to_owned()));
+        self.confirmed
+            .remove(&(kind.to_owned(), promiser.to_owned()));
         self.save().map_err(|e| {
             format!(
                 "it was delivered, but the paid notification could not be recorded \

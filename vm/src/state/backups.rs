@@ -106,8 +106,7 @@ impl StateDir {
             .iter()
             .map(|n| {
                 let file = format!("{dir_name}/{n:06}");
-                self.read(&file, MAX_BACKUP)
-                    .map(Option::unwrap_or_default)
+                self.read(&file, MAX_BACKUP).map(Option::unwrap_or_default)
             })
             .collect()
     }

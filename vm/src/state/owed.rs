@@ -41,7 +41,11 @@ impl Debt {
 
 impl std::fmt::Display for Debt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {:?} (notified by {})", self.kind, self.promiser, self.by)
+        write!(
+            f,
+            "{} {:?} (notified by {})",
+            self.kind, self.promiser, self.by
+        )
     }
 }
 
@@ -59,7 +63,7 @@ impl StateDir {
         value
             .get("owed")
             .and_then(Value::as_array)
-            .map(|list| {
+            .and_then(|list| {
                 list.iter()
                     .map(|d| {
                         Some(Debt {
@@ -70,7 +74,6 @@ impl StateDir {
                     })
                     .collect::<Option<Vec<Debt>>>()
             })
-            .flatten()
             .ok_or_else(|| {
                 std::io::Error::other(format!(
                     "`{}` is not a list of owed notifications",

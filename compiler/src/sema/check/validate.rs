@@ -39,7 +39,9 @@ impl<'a> Checker<'a> {
         )
         .with_help("put the staged copy's path as its own argument, e.g. `validate = [\"/usr/sbin/sshd\", \"-t\", \"-f\", \"%s\"];`");
         if embedded {
-            d = d.with_note("`%s` must be a whole argument: `-f%s` is not replaced (split it into `-f`, `%s`)");
+            d = d.with_note(
+                "`%s` must be a whole argument: `-f%s` is not replaced (split it into `-f`, `%s`)",
+            );
         }
         self.push(d);
     }
