@@ -28,7 +28,7 @@ use crate::bundle::Verified;
 use crate::eval::{Evaluator, Val};
 use crate::facts::{FactValue, Facts};
 use crate::rootfs::RootFs;
-use crate::schema::{describes_state, fact_by_id, name_problem, promise_type, PromiserKind};
+use crate::schema::{describes_state_in, fact_by_id, hides_value, HIDDEN_VALUE, name_problem, promise_type, PromiserKind};
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -385,17 +385,25 @@ fn runtime_contradictions(
                 let clash = a.attrs.iter().find_map(|(name, value)| {
                     // Relations and annotations never contradict (the
                     // schema's roles); `ensure` has its own rule.
-                    if !describes_state(name) || *name == "ensure" {
+                    if !describes_state_in(kind, name) || *name == "ensure" {
                         return None;
                     }
                     let other = b.get(name)?;
                     (other != value).then_some((*name, value, other))
                 });
                 if let Some((name, va, vb)) = clash {
+                    // A password hash is never shown (THREATS.md T24).
+                    let shown = |v: &crate::run::resolve::Value| {
+                        if hides_value(name) {
+                            HIDDEN_VALUE.to_owned()
+                        } else {
+                            v.display()
+                        }
+                    };
                     let reason = format!(
                         "contradiction at run time: {kind} {promiser:?} gets {name} = {} and {name} = {}",
-                        va.display(),
-                        vb.display()
+                        shown(va),
+                        shown(vb)
                     );
                     out.insert((a.index, (*a_combo).clone()), reason.clone());
                     out.insert((b.index, (*b_combo).clone()), reason);
