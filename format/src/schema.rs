@@ -178,8 +178,11 @@ impl PromiseType {
     /// it does not override (`comment` on `user`).
     pub fn all_attrs(&self) -> impl Iterator<Item = &'static AttrSpec> {
         let own = self.attrs;
-        own.iter()
-            .chain(COMMON.iter().filter(|c| !own.iter().any(|a| a.name == c.name)))
+        own.iter().chain(
+            COMMON
+                .iter()
+                .filter(|c| !own.iter().any(|a| a.name == c.name)),
+        )
     }
 
     /// The role of one of its attributes (its own overrides a common one).
@@ -901,8 +904,8 @@ mod tests {
             assert_eq!(*by_id.entry(a.id).or_insert(a.name), a.name, "id {}", a.id);
             // One role per name, but a type's own attribute may override
             // a common annotation (`comment` is GECOS on `user`).
-            let overrides = COMMON.iter().any(|c| c.name == a.name && c.id == a.id)
-                && !COMMON.contains(a);
+            let overrides =
+                COMMON.iter().any(|c| c.name == a.name && c.id == a.id) && !COMMON.contains(a);
             assert!(
                 overrides || attr_role(a.name) == Some(a.role),
                 "{} has one role",

@@ -10,7 +10,8 @@
 //! - containment: a directory comes before what lies inside it (the
 //!   nearest promised ancestor), a file before the `line`s that edit it;
 //! - accounts: a `group` comes before a `user` that has it as its primary
-//!   group (`group`) or in `groups` (`useradd -g`/`-G` need it to exist), a
+//!   group (`group`, or `gid` equal to the group's constant `gid`) or in
+//!   `groups` (`useradd -g`/`-G` need it to exist), a
 //!   `user` before a `group` that lists it in `members` (`gpasswd -M` needs
 //!   it) unless that group is one of the user's own (then the group comes
 //!   first, and `useradd -G` adds the user to it anyway). Promises with
@@ -217,9 +218,8 @@ pub fn edges(program: &Program) -> Vec<Edge> {
 
 /// The account edges (see the module doc), appended to `edges`.
 fn account_edges<'p>(program: &'p Program, edges: &mut Vec<Edge>) {
-    let present = |p: &crate::ir::Promise| {
-        p.attr("ensure").and_then(Value::as_str) != Some("absent")
-    };
+    let present =
+        |p: &crate::ir::Promise| p.attr("ensure").and_then(Value::as_str) != Some("absent");
     let mut by_name: HashMap<(&str, &'p str), Vec<usize>> = HashMap::default();
     for (i, p) in program.promises.iter().enumerate() {
         if let (kind @ ("user" | "group"), Some(name)) = (p.kind, p.promiser.as_str()) {
@@ -238,23 +238,43 @@ fn account_edges<'p>(program: &'p Program, edges: &mut Vec<Edge>) {
             .filter(|n| by_name.contains_key(&(kind, *n)))
             .collect()
     };
+    // Groups by a constant `gid`, for users that name theirs by id.
+    let mut by_gid: HashMap<i64, Vec<usize>> = HashMap::default();
+    for (i, p) in program.promises.iter().enumerate() {
+        if let (true, Some(Value::Int(gid))) = (p.kind == "group" && present(p), p.attr("gid")) {
+            by_gid.entry(*gid).or_default().push(i);
+        }
+    }
     let mut needs_group: HashSet<(usize, usize)> = HashSet::default();
     for (u, p) in program.promises.iter().enumerate() {
         if p.kind != "user" || !present(p) {
             continue;
         }
-        for attr in p.attrs.iter().filter(|a| matches!(a.name.as_str(), "group" | "groups")) {
+        for attr in p
+            .attrs
+            .iter()
+            .filter(|a| matches!(a.name.as_str(), "group" | "groups" | "gid"))
+        {
+            let mut groups: Vec<usize> = Vec::new();
+            if let Value::Int(gid) = attr.value {
+                groups.extend(by_gid.get(&gid).map_or(&[][..], Vec::as_slice));
+            }
             for group in named("group", &attr.value) {
-                for &g in by_name.get(&("group", group)).map_or(&[][..], Vec::as_slice) {
-                    needs_group.insert((g, u));
-                    edges.push(Edge {
-                        from: g,
-                        to: u,
-                        kind: EdgeKind::Account,
-                        span: attr.span,
-                        class: None,
-                    });
-                }
+                groups.extend(
+                    by_name
+                        .get(&("group", group))
+                        .map_or(&[][..], Vec::as_slice),
+                );
+            }
+            for g in groups {
+                needs_group.insert((g, u));
+                edges.push(Edge {
+                    from: g,
+                    to: u,
+                    kind: EdgeKind::Account,
+                    span: attr.span,
+                    class: None,
+                });
             }
         }
     }

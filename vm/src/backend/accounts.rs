@@ -13,7 +13,7 @@ use super::passwd::AccountDb;
 use super::process::Cmd;
 use super::{applied, check_name, check_path, perform, sandbox, Step};
 use crate::rootfs::RootFs;
-use crate::run::operators::Applied;
+use crate::run::operators::{Applied, Outcome};
 use crate::run::resolve::Instance;
 use crate::schema::{hides_value, HIDDEN_VALUE};
 
@@ -189,7 +189,12 @@ fn set_password(root: &Path, name: &str, hash: &str) -> Cmd {
 }
 
 fn password_step(root: &Path, name: &str, hash: &str, before: &str) -> Step {
-    Step::new("password", before, HIDDEN_VALUE, set_password(root, name, hash))
+    Step::new(
+        "password",
+        before,
+        HIDDEN_VALUE,
+        set_password(root, name, hash),
+    )
 }
 
 /// The primary group a `user` promise asks for: by id, or by name.
@@ -276,12 +281,9 @@ pub fn user_steps(
         // creates one named like the user and fails when it exists ("group
         // app exists - ... use -g"): that existing group is then the
         // primary group, as useradd itself suggests.
-        let primary = primary.clone().or_else(|| {
-            tables
-                .group(name)
-                .is_some()
-                .then_some(Primary::Name(name))
-        });
+        let primary = primary
+            .clone()
+            .or_else(|| tables.group(name).is_some().then_some(Primary::Name(name)));
         if let Some(p) = &primary {
             argv.extend(["-g".to_owned(), p.word()]);
             after.push(format!("group {}", p.word()));
@@ -362,9 +364,18 @@ pub fn user_steps(
     Ok(steps)
 }
 
-/// What to run to converge a group, from its current entry.
+/// What to run to converge a group, from its current entry. `is_user`
+/// says whether a member exists yet (`gpasswd -M` refuses unknown users).
+///
+/// A wanted member that is not a user yet is left out of the list for now,
+/// with a note: a user that names this group in its `groups` is applied
+/// after it (it needs the group), and the VM's next pass, which follows
+/// any repair, sets the whole list. When there is nothing else to do,
+/// [`group`] fails the promise naming them ([`not_yet_users`]): a member
+/// that never appears is an error, never a silent "kept".
 pub fn group_steps(
     inst: &Instance,
+    is_user: &dyn Fn(&str) -> bool,
     current: Option<&GroupEntry>,
     root: &Path,
 ) -> Result<Vec<Step>, Applied> {
@@ -381,10 +392,28 @@ pub fn group_steps(
     }
     // `gpasswd -M` sets the whole member list, in /etc/group and
     // /etc/gshadow (Debian 12's `groupmod -U` leaves gshadow behind).
+    let missing: Vec<String> = members
+        .iter()
+        .flatten()
+        .filter(|m| !is_user(m))
+        .cloned()
+        .collect();
+    let members: Option<BTreeSet<String>> =
+        members.map(|m| m.into_iter().filter(|m| is_user(m)).collect());
+    let note = if missing.is_empty() {
+        String::new()
+    } else {
+        format!(" (not yet users: {})", missing.join(", "))
+    };
     let set_members = |want: &BTreeSet<String>, before: String| {
         let mut argv = tool("gpasswd", root);
         argv.extend(["-M".to_owned(), joined(want)]);
-        Step::new("members", before, joined(want), finish(argv, name))
+        Step::new(
+            "members",
+            before,
+            format!("{}{note}", joined(want)),
+            finish(argv, name),
+        )
     };
     let mut steps = Vec::new();
     match current {
@@ -442,8 +471,40 @@ pub fn user(fs: &RootFs, dry_run: bool, inst: &Instance) -> Applied {
 
 /// Converges a `group` promise.
 pub fn group(fs: &RootFs, dry_run: bool, inst: &Instance) -> Applied {
-    converge(fs, dry_run, |tables| {
-        group_steps(inst, tables.group(&inst.promiser).as_ref(), fs.path())
+    let applied = converge(fs, dry_run, |tables| {
+        let is_user = |name: &str| tables.user(name).is_some();
+        group_steps(
+            inst,
+            &is_user,
+            tables.group(&inst.promiser).as_ref(),
+            fs.path(),
+        )
+    });
+    if applied.outcome != Outcome::Kept {
+        return applied;
+    }
+    match Tables::read(fs).map(|t| not_yet_users(inst, &t)) {
+        Ok(Some(why)) | Err(why) => Applied::failed(why),
+        Ok(None) => applied,
+    }
+}
+
+/// Why a group whose state is otherwise kept still fails: members it
+/// names that are no users.
+fn not_yet_users(inst: &Instance, tables: &Tables) -> Option<String> {
+    let missing: Vec<&str> = inst
+        .list("members")?
+        .iter()
+        .filter(|m| tables.user(m).is_none())
+        .map(String::as_str)
+        .collect();
+    (!missing.is_empty()).then(|| {
+        format!(
+            "`members` names {} of group `{}`, which {} no user (`gpasswd -M` takes only existing users); promise the user, or remove it from `members`",
+            missing.join(", "),
+            inst.promiser,
+            if missing.len() == 1 { "is" } else { "are" }
+        )
     })
 }
 
@@ -474,7 +535,7 @@ fn converge(
             Ok(left) => {
                 let what: Vec<String> = left.iter().map(|s| s.change.what.clone()).collect();
                 return Applied {
-                    outcome: crate::run::operators::Outcome::Failed(format!(
+                    outcome: Outcome::Failed(format!(
                         "the account still differs after the change ({})",
                         what.join(", ")
                     )),
@@ -604,6 +665,9 @@ mod tests {
         }
     }
 
+    /// Every name is a user.
+    const ALL: &dyn Fn(&str) -> bool = &|_| true;
+
     fn group(gid: u32, members: &[&str]) -> GroupEntry {
         GroupEntry {
             gid,
@@ -616,14 +680,14 @@ mod tests {
         let root = Path::new("/tmp/r");
         let want = inst("group", "ops", vec![("gid", Value::Int(1600))]);
         assert_eq!(
-            argv(&group_steps(&want, Some(&group(1502, &[])), root).unwrap()),
+            argv(&group_steps(&want, ALL, Some(&group(1502, &[])), root).unwrap()),
             ["groupmod -R /tmp/r -g 1600 -- ops"]
         );
         assert_eq!(
-            argv(&group_steps(&want, None, root).unwrap()),
+            argv(&group_steps(&want, ALL, None, root).unwrap()),
             ["groupadd -R /tmp/r -g 1600 -- ops"]
         );
-        assert!(group_steps(&want, Some(&group(1600, &["x"])), root)
+        assert!(group_steps(&want, ALL, Some(&group(1600, &["x"])), root)
             .unwrap()
             .is_empty());
         let gone = inst(
@@ -632,10 +696,10 @@ mod tests {
             vec![("ensure", Value::Str("absent".into()))],
         );
         assert_eq!(
-            argv(&group_steps(&gone, Some(&group(1, &[])), Path::new("/")).unwrap()),
+            argv(&group_steps(&gone, ALL, Some(&group(1, &[])), Path::new("/")).unwrap()),
             ["groupdel -- ops"]
         );
-        assert!(group_steps(&gone, None, root).unwrap().is_empty());
+        assert!(group_steps(&gone, ALL, None, root).unwrap().is_empty());
     }
 
     /// Members are a set: missing ones added and extra ones removed by one
@@ -649,20 +713,23 @@ mod tests {
             "web",
             vec![("members", Value::List(vec!["bob".into(), "alice".into()]))],
         );
-        let steps = group_steps(&want, Some(&group(1500, &["alice", "carol"])), root).unwrap();
+        let steps = group_steps(&want, ALL, Some(&group(1500, &["alice", "carol"])), root).unwrap();
         assert_eq!(argv(&steps), ["gpasswd -Q /tmp/r -M alice,bob -- web"]);
         assert_eq!(
-            (steps[0].change.before.as_str(), steps[0].change.after.as_str()),
+            (
+                steps[0].change.before.as_str(),
+                steps[0].change.after.as_str()
+            ),
             ("alice,carol", "alice,bob")
         );
         assert!(
-            group_steps(&want, Some(&group(1500, &["bob", "alice"])), root)
+            group_steps(&want, ALL, Some(&group(1500, &["bob", "alice"])), root)
                 .unwrap()
                 .is_empty()
         );
         let empty = inst("group", "web", vec![("members", Value::List(vec![]))]);
         assert_eq!(
-            argv(&group_steps(&empty, Some(&group(1500, &["bob"])), Path::new("/")).unwrap()),
+            argv(&group_steps(&empty, ALL, Some(&group(1500, &["bob"])), Path::new("/")).unwrap()),
             ["gpasswd -M '' -- web"]
         );
         let new = inst(
@@ -674,14 +741,33 @@ mod tests {
             ],
         );
         assert_eq!(
-            argv(&group_steps(&new, None, root).unwrap()),
+            argv(&group_steps(&new, ALL, None, root).unwrap()),
             [
                 "groupadd -R /tmp/r --system -- svc",
                 "gpasswd -Q /tmp/r -M bob -- svc"
             ]
         );
-        let bad = inst("group", "web", vec![("members", Value::List(vec!["-x".into()]))]);
-        assert!(group_steps(&bad, None, root).is_err());
+        // Not yet a user: left out, with a note; when nothing is left to
+        // do but them, the promise fails naming them.
+        let only_bob: &dyn Fn(&str) -> bool = &|n| n == "bob";
+        let steps = group_steps(&want, only_bob, Some(&group(1500, &[])), root).unwrap();
+        assert_eq!(argv(&steps), ["gpasswd -Q /tmp/r -M bob -- web"]);
+        assert_eq!(steps[0].change.after, "bob (not yet users: alice)");
+        assert!(
+            group_steps(&want, only_bob, Some(&group(1500, &["bob"])), root)
+                .unwrap()
+                .is_empty()
+        );
+        let t = Tables::from_text(PASSWD, GROUP);
+        assert!(not_yet_users(&want, &t)
+            .unwrap()
+            .starts_with("`members` names alice of group `web`, which is no user"));
+        let bad = inst(
+            "group",
+            "web",
+            vec![("members", Value::List(vec!["-x".into()]))],
+        );
+        assert!(group_steps(&bad, ALL, None, root).is_err());
     }
 
     /// The primary group by name or id, the GECOS comment, a system
@@ -716,7 +802,11 @@ mod tests {
         let feed = steps[1].cmd.as_ref().and_then(|c| c.stdin.clone()).unwrap();
         assert_eq!(feed.0, format!("app:{hash}\n").into_bytes());
         for s in &steps {
-            let shown = format!("{:?} {}", s.change, s.cmd.as_ref().map(Cmd::shown).unwrap_or_default());
+            let shown = format!(
+                "{:?} {}",
+                s.change,
+                s.cmd.as_ref().map(Cmd::shown).unwrap_or_default()
+            );
             assert!(!shown.contains(hash), "{shown}");
         }
         // Without a primary group, an existing group of the user's name is
@@ -745,7 +835,10 @@ mod tests {
         );
         assert_eq!(steps[0].change.before, "users (100)");
         assert_eq!(
-            (steps[2].change.before.as_str(), steps[2].change.after.as_str()),
+            (
+                steps[2].change.before.as_str(),
+                steps[2].change.after.as_str()
+            ),
             (HIDDEN_VALUE, HIDDEN_VALUE)
         );
         // Converged: nothing to do; the primary group by name compares ids.
@@ -754,7 +847,9 @@ mod tests {
         bob.gecos = "Bob B".into();
         assert!(user_steps(&want, Some(&bob), &t, root).unwrap().is_empty());
         let by_name = inst("user", "bob", vec![("group", Value::Str("app".into()))]);
-        assert!(user_steps(&by_name, Some(&bob), &t, root).unwrap().is_empty());
+        assert!(user_steps(&by_name, Some(&bob), &t, root)
+            .unwrap()
+            .is_empty());
         assert!(!format!("{bob:?}").contains(hash));
     }
 

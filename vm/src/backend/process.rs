@@ -331,8 +331,8 @@ mod tests {
         let ran = run(&cmd).unwrap();
         assert_eq!(ran.stdout, "bob:$6$s$h\n");
         // A program that never reads its input still finishes.
-        let ran = run(&Cmd::new(&["true"], Duration::from_secs(10)).stdin(vec![b'x'; 1 << 20]))
-            .unwrap();
+        let ran =
+            run(&Cmd::new(&["true"], Duration::from_secs(10)).stdin(vec![b'x'; 1 << 20])).unwrap();
         assert!(ran.ok());
     }
 

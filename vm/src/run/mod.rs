@@ -28,7 +28,10 @@ use crate::bundle::Verified;
 use crate::eval::{Evaluator, Val};
 use crate::facts::{FactValue, Facts};
 use crate::rootfs::RootFs;
-use crate::schema::{describes_state_in, fact_by_id, hides_value, HIDDEN_VALUE, name_problem, promise_type, PromiserKind};
+use crate::schema::{
+    describes_state_in, fact_by_id, hides_value, name_problem, promise_type, PromiserKind,
+    HIDDEN_VALUE,
+};
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
