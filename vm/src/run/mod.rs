@@ -107,6 +107,8 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     let mut passes = 0;
     let mut converged = false;
 
+    // Package batches; it also keeps apt's index refresh to once a run.
+    let mut packages = Batcher::default();
     for pass in 1..=limit {
         passes = pass;
         let mut repaired_any = false;
@@ -149,7 +151,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             }
         }
         let contradictions = runtime_contradictions(&instances);
-        let mut packages = Batcher::default();
+        packages.next_pass();
 
         for (position, (index, combo, inst)) in instances.iter().enumerate() {
             let inst = match inst {
@@ -338,9 +340,14 @@ fn apply(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
             changes: Vec::new(),
             output: inst.str("message").map(str::to_owned),
         },
-        "package" => backend::packages::converge(ctx.fs, ctx.dry_run, &[inst])
-            .pop()
-            .unwrap_or_else(|| Applied::failed("no outcome for this package")),
+        "package" => backend::packages::converge(
+            ctx.fs,
+            ctx.dry_run,
+            &[inst],
+            &mut backend::packages::IndexRefresh::default(),
+        )
+        .pop()
+        .unwrap_or_else(|| Applied::failed("no outcome for this package")),
         "service" => backend::service::service(ctx.fs, ctx.dry_run, inst, notified),
         "user" | "group" => {
             let applied = if inst.kind == "user" {
