@@ -717,8 +717,8 @@ mod tests {
         assert_eq!(argv(&steps), ["gpasswd -Q /tmp/r -M alice,bob -- web"]);
         assert_eq!(
             (
-                steps[0].change.before.as_str(),
-                steps[0].change.after.as_str()
+                steps.first().unwrap().change.before.as_str(),
+                steps.first().unwrap().change.after.as_str()
             ),
             ("alice,carol", "alice,bob")
         );
@@ -752,7 +752,10 @@ mod tests {
         let only_bob: &dyn Fn(&str) -> bool = &|n| n == "bob";
         let steps = group_steps(&want, only_bob, Some(&group(1500, &[])), root).unwrap();
         assert_eq!(argv(&steps), ["gpasswd -Q /tmp/r -M bob -- web"]);
-        assert_eq!(steps[0].change.after, "bob (not yet users: alice)");
+        assert_eq!(
+            steps.first().unwrap().change.after,
+            "bob (not yet users: alice)"
+        );
         assert!(
             group_steps(&want, only_bob, Some(&group(1500, &["bob"])), root)
                 .unwrap()
@@ -799,7 +802,13 @@ mod tests {
                 "chpasswd -R /tmp/r -e"
             ]
         );
-        let feed = steps[1].cmd.as_ref().and_then(|c| c.stdin.clone()).unwrap();
+        let feed = steps
+            .get(1)
+            .unwrap()
+            .cmd
+            .as_ref()
+            .and_then(|c| c.stdin.clone())
+            .unwrap();
         assert_eq!(feed.0, format!("app:{hash}\n").into_bytes());
         for s in &steps {
             let shown = format!(
@@ -833,11 +842,11 @@ mod tests {
             argv(&steps),
             ["usermod -g 1500 -c 'Bob B' -- bob", "chpasswd -e"]
         );
-        assert_eq!(steps[0].change.before, "users (100)");
+        assert_eq!(steps.first().unwrap().change.before, "users (100)");
         assert_eq!(
             (
-                steps[2].change.before.as_str(),
-                steps[2].change.after.as_str()
+                steps.get(2).unwrap().change.before.as_str(),
+                steps.get(2).unwrap().change.after.as_str()
             ),
             (HIDDEN_VALUE, HIDDEN_VALUE)
         );
