@@ -320,3 +320,31 @@ policy {{ accounts(); }}"#
         before
     );
 }
+
+/// Two promises giving one user different hashes, one computed on the
+/// host: the run-time contradiction check fails both, naming the
+/// attribute and showing `<password>`, never a hash. No tool runs (no root
+/// needed).
+#[test]
+fn a_run_time_password_contradiction_never_shows_the_hashes() {
+    let root = debian_root();
+    let r = root.path();
+    let bundle = verified(&compile(&format!(
+        r#"bundle accounts {{
+  user "app" {{ password = "{HASH}"; }}
+  user "app" {{ password = "$6$aaaaaaaa$${{sys.hostname}}"; }}
+}}
+policy {{ accounts(); }}"#
+    )));
+    let report = converge(&bundle, r, false);
+    let failures = failed(&report);
+    assert_eq!(failures.len(), 2, "{failures:?}");
+    for f in &failures {
+        assert!(
+            f.contains("contradiction at run time: user \"app\" gets password = <password> and password = <password>"),
+            "{f}"
+        );
+    }
+    assert_hidden(&report);
+    assert!(!printed(&report).contains("$6$aaaaaaaa$"));
+}
