@@ -863,6 +863,7 @@ fn execute(
         cwd: Some(cwd.to_path_buf()),
         timeout,
         chroot: chroot.map(Path::to_path_buf),
+        stdin: None,
     };
     let ran = process::run(&cmd).map_err(std::io::Error::other)?;
     let mut output = ran.stdout;
