@@ -13,6 +13,8 @@ use crate::backend::passwd::AccountDb;
 use crate::backend::process::{self, Cmd};
 use crate::rootfs::{FsError, Kind, RootFs};
 
+mod directory_tree;
+
 /// How a promise ended in one pass.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -435,13 +437,15 @@ fn current_gid() -> u32 {
     rustix::process::getgid().as_raw()
 }
 
+/// A `directory` promise: the directory itself, then (with `recurse` or
+/// `source`) the tree below it ([`directory_tree`]).
 pub fn directory(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let path = inst.promiser.as_str();
     let meta = match present_or_absent(ctx, inst, |k| k == Kind::Dir, "a directory") {
         Ok(m) => m,
         Err(done) => return done,
     };
-    match meta {
+    let top = match meta {
         None => {
             let mode = inst
                 .int("mode")
@@ -474,7 +478,11 @@ pub fn directory(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
             Ok(changes) => Applied::from_changes(changes),
             Err(failed) => failed,
         },
+    };
+    if !matches!(top.outcome, Outcome::Kept | Outcome::Repaired) {
+        return top;
     }
+    directory_tree::converge_tree(ctx, inst, top)
 }
 
 pub fn link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
