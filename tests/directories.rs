@@ -274,3 +274,33 @@ policy { b(); }"#,
     assert_eq!(mode_of(&www.join("a/one.css")), 0o600);
     assert_eq!(repaired(&converge(&bundle, root.path(), false)), 0);
 }
+
+#[test]
+fn a_file_promise_inside_a_recursed_tree_wins_over_mode_files() {
+    let root = web_tree();
+    let bundle = verified(&compile(
+        r#"bundle b {
+  directory "/srv/www" { recurse = true; mode_files = 0o644; mode_dirs = 0o755; }
+  file "/srv/www/a/one.css" { mode = 0o600; }
+  file "/srv/www/index.html" { content = "home\n"; }
+  directory "/srv/www/c" { recurse = true; mode = 0o700; mode_files = 0o400; }
+}
+policy { b(); }"#,
+    ));
+    let r = converge(&bundle, root.path(), false);
+    assert!(failed(&r).is_empty(), "{:?}", failed(&r));
+    let www = root.path().join("srv/www");
+    // The more specific promise wins: its mode, or (none promised) the
+    // file's own.
+    assert_eq!(mode_of(&www.join("a/one.css")), 0o600);
+    assert_eq!(mode_of(&www.join("index.html")), 0o666);
+    // A nested recursed directory owns its whole tree.
+    assert_eq!(mode_of(&www.join("c")), 0o700);
+    assert_eq!(mode_of(&www.join("c/three.txt")), 0o400);
+    // The rest of the tree follows the outer promise.
+    assert_eq!(mode_of(&www.join("a/b/two.js")), 0o644);
+    assert_eq!(mode_of(&www.join("a/b")), 0o755);
+    // Nothing flips back and forth: a second run repairs nothing.
+    let again = converge(&bundle, root.path(), false);
+    assert_eq!(repaired(&again), 0, "{:?}", again.promises);
+}

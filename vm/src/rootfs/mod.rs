@@ -33,7 +33,7 @@ pub use atomic::{
     is_live_temp, is_temp_name, symlink_atomic_at, sync_dir, write_atomic_at, TEMP_PREFIX,
 };
 pub use names::{escape_name, printable};
-pub use tree::TreeEntry;
+pub use tree::{TreeEntry, Visit};
 
 /// Why a filesystem operation was refused or failed, with the policy path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -501,7 +501,7 @@ impl RootFs {
         &self,
         path: &str,
         max_depth: Option<u32>,
-        visit: &mut dyn FnMut(&TreeEntry<'_>) -> Result<(), FsError>,
+        visit: &mut dyn FnMut(&TreeEntry<'_>) -> Result<Visit, FsError>,
     ) -> Result<(), FsError> {
         let handle = self.dir_to_change(path)?;
         let top = rfs::openat(

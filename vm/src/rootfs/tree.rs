@@ -96,6 +96,15 @@ impl TreeEntry<'_> {
     }
 }
 
+/// What the walk does after the visitor saw a directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Visit {
+    /// Enter it (within the depth bound).
+    Enter,
+    /// Leave what is inside it alone (another promise manages that tree).
+    Skip,
+}
+
 /// One directory on the way down.
 struct Level {
     /// Its policy path.
@@ -119,12 +128,12 @@ fn identity(st: &rfs::Stat) -> (u64, u64) {
 /// Visits every entry below the directory `top` (whose policy path is
 /// `shown`), down to `max_depth` levels (`None`: all). The visitor sees a
 /// directory before what is in it, so a directory it makes readable is
-/// then entered. An error of the visitor stops the walk.
+/// then entered, and says whether to enter it. An error of the visitor stops the walk.
 pub(super) fn walk_tree(
     top: OwnedFd,
     shown: &str,
     max_depth: Option<u32>,
-    visit: &mut dyn FnMut(&TreeEntry<'_>) -> Result<(), FsError>,
+    visit: &mut dyn FnMut(&TreeEntry<'_>) -> Result<Visit, FsError>,
 ) -> Result<(), FsError> {
     let mut levels = vec![enter(shown.to_owned(), 0, top, max_depth, visit)?];
     loop {
@@ -183,7 +192,7 @@ fn enter(
     depth: u32,
     fd: OwnedFd,
     max_depth: Option<u32>,
-    visit: &mut dyn FnMut(&TreeEntry<'_>) -> Result<(), FsError>,
+    visit: &mut dyn FnMut(&TreeEntry<'_>) -> Result<Visit, FsError>,
 ) -> Result<Level, FsError> {
     let st = rfs::fstat(&fd).map_err(io(&path, "stat"))?;
     let (dev, ino) = identity(&st);
@@ -205,14 +214,14 @@ fn enter(
                     return Err(io(&format!("{path}/{}", escape_name(entry)), "stat")(e))
                 }
             };
-            visit(&TreeEntry {
+            let then = visit(&TreeEntry {
                 dir: &fd,
                 parent: &path,
                 name: entry,
                 meta: m,
                 depth: child_depth,
             })?;
-            if m.kind == Kind::Dir && descend {
+            if m.kind == Kind::Dir && descend && then == Visit::Enter {
                 pending.push(entry.to_vec());
             }
         }

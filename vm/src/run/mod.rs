@@ -210,6 +210,13 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                 // A notified command runs even if `creates`/`unless` would
                 // skip it: that is what notifying it means.
                 operators::command(&ctx, inst, notified.contains(&inst.index))
+            } else if inst.kind == "directory" && inst.bool("recurse") == Some(true) {
+                // The tree leaves alone what more specific promises manage.
+                let others = operators::Others::below(
+                    inst,
+                    instances.iter().filter_map(|(_, _, i)| i.as_ref().ok()),
+                );
+                operators::directory(&ctx, inst, &others)
             } else if inst.kind == "package" {
                 // Every package promise of the batch this one starts is
                 // converged now; the others take their outcome from it.
@@ -339,7 +346,7 @@ fn apply(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
     }
     match inst.kind {
         "file" => operators::file(ctx, inst),
-        "directory" => operators::directory(ctx, inst),
+        "directory" => operators::directory(ctx, inst, &operators::Others::default()),
         "link" => operators::link(ctx, inst),
         "line" => operators::line(ctx, inst),
         "command" => operators::command(ctx, inst, false),

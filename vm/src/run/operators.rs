@@ -14,6 +14,7 @@ use crate::backend::process::{self, Cmd};
 use crate::rootfs::{FsError, Kind, RootFs};
 
 mod directory_tree;
+pub use directory_tree::Others;
 
 /// How a promise ended in one pass.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -437,9 +438,9 @@ fn current_gid() -> u32 {
     rustix::process::getgid().as_raw()
 }
 
-/// A `directory` promise: the directory itself, then (with `recurse` or
-/// `source`) the tree below it ([`directory_tree`]).
-pub fn directory(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+/// A `directory` promise: the directory itself, then (with `recurse`) the
+/// tree below it ([`directory_tree`]), except what `others` manage.
+pub fn directory(ctx: &Ctx<'_>, inst: &Instance, others: &Others) -> Applied {
     let path = inst.promiser.as_str();
     let meta = match present_or_absent(ctx, inst, |k| k == Kind::Dir, "a directory") {
         Ok(m) => m,
@@ -482,7 +483,7 @@ pub fn directory(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     if !matches!(top.outcome, Outcome::Kept | Outcome::Repaired) {
         return top;
     }
-    directory_tree::converge_tree(ctx, inst, top)
+    directory_tree::converge_tree(ctx, inst, others, top)
 }
 
 pub fn link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {

@@ -11,9 +11,48 @@
 //! `file` promise on it would. The walk is iterative with a bounded number
 //! of descriptors ([`crate::rootfs::RootFs::walk_tree`]).
 
+use std::collections::HashSet;
+
 use super::{fs_failed, owner_ids, Applied, Change, Ctx, Outcome};
-use crate::rootfs::{FsError, Kind, TreeEntry};
+use crate::rootfs::{FsError, Kind, TreeEntry, Visit};
 use crate::run::resolve::Instance;
+
+/// The paths below a recursed directory that other promises manage: the
+/// more specific promise wins, as a resource declared on its own wins over
+/// the children Puppet's `recurse` generates. A `file`, `link` or
+/// `directory` promise on an entry takes that entry out of the tree's
+/// hands (its mode, owner and group are that promise's business, managed
+/// or not); a `directory` with `recurse` of its own takes its whole tree.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Others {
+    entries: HashSet<String>,
+    trees: HashSet<String>,
+}
+
+impl Others {
+    /// What the active `others` manage below `dir`.
+    pub fn below<'a>(dir: &Instance, others: impl Iterator<Item = &'a Instance>) -> Others {
+        let base = dir.promiser.trim_end_matches('/');
+        let mut out = Others::default();
+        for other in others {
+            if !matches!(other.kind, "file" | "link" | "directory") {
+                continue;
+            }
+            let path = other.promiser.trim_end_matches('/');
+            let inside = path
+                .strip_prefix(base)
+                .is_some_and(|rest| rest.starts_with('/'));
+            if !inside {
+                continue;
+            }
+            out.entries.insert(path.to_owned());
+            if other.kind == "directory" && other.bool("recurse") == Some(true) {
+                out.trees.insert(path.to_owned());
+            }
+        }
+        out
+    }
+}
 
 /// Changes listed one by one in the report; beyond, they are counted.
 const LISTED_CHANGES: usize = 50;
@@ -70,7 +109,12 @@ impl TreeWant {
 
 /// Converges the tree below the promise's directory after the directory
 /// itself (`top` is how that went) was converged.
-pub(super) fn converge_tree(ctx: &Ctx<'_>, inst: &Instance, mut top: Applied) -> Applied {
+pub(super) fn converge_tree(
+    ctx: &Ctx<'_>,
+    inst: &Instance,
+    others: &Others,
+    mut top: Applied,
+) -> Applied {
     let want = match TreeWant::of(ctx, inst) {
         Ok(Some(want)) => want,
         Ok(None) => return top,
@@ -83,8 +127,18 @@ pub(super) fn converge_tree(ctx: &Ctx<'_>, inst: &Instance, mut top: Applied) ->
     }
     let mut tally = Tally::default();
     let walked = ctx.fs.walk_tree(path, want.depth, &mut |entry| {
+        if !others.entries.is_empty() {
+            let at = entry.path();
+            if others.entries.contains(&at) {
+                return Ok(if others.trees.contains(&at) {
+                    Visit::Skip
+                } else {
+                    Visit::Enter
+                });
+            }
+        }
         converge_entry(ctx.dry_run, &want, entry, &mut tally);
-        Ok(())
+        Ok(Visit::Enter)
     });
     if let Err(e) = walked {
         return fs_failed(e);
