@@ -440,7 +440,11 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
                 "With `recurse`: how many levels below the directory are managed (1 = its direct children only); unlimited when not set.",
             ),
         ],
-        rules: &[],
+        rules: &[
+            Rule::Requires("mode_files", "recurse"),
+            Rule::Requires("mode_dirs", "recurse"),
+            Rule::Requires("depth", "recurse"),
+        ],
     },
     PromiseType {
         id: 3,

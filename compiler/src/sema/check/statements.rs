@@ -125,6 +125,11 @@ impl<'a> Checker<'a> {
                 self.check_cwd(cwd.value);
             }
         }
+        if let Some(depth) = attrs.iter().find(|a| a.name.name == "depth") {
+            if pt.name == "directory" {
+                self.check_depth(depth.value);
+            }
+        }
         if pt.name == "command"
             && !attrs
                 .iter()
@@ -139,6 +144,26 @@ impl<'a> Checker<'a> {
                 )
                 .with_help("add `creates = \"/path/it/makes\";` or `unless = [\"/usr/bin/test\", ...];` so the command is skipped once it has done its work")
                 .with_note("the VM runs a non-convergent command at most once per run"),
+            );
+        }
+    }
+
+    /// `depth` of a recursed directory counts levels below it: 1 is its
+    /// direct children, and 0 or less would manage nothing (the VM refuses
+    /// it too).
+    fn check_depth(&mut self, value: &Expr) {
+        let ExprKind::Int { value: depth, .. } = &value.kind else {
+            return;
+        };
+        if *depth < 1 {
+            self.push(
+                Diagnostic::new(
+                    Code::InvalidEnumValue,
+                    format!("`depth = {depth}` manages no level of the tree"),
+                    value.span,
+                    "must be at least 1",
+                )
+                .with_help("`depth = 1` is the direct children of the directory; leave `depth` out for the whole tree"),
             );
         }
     }
