@@ -304,3 +304,182 @@ policy { b(); }"#,
     let again = converge(&bundle, root.path(), false);
     assert_eq!(repaired(&again), 0, "{:?}", again.promises);
 }
+
+/// Compiles the policy file `path` from disk (a `directory source` is read
+/// relative to it, inside its directory), returning the signed bundle or
+/// the diagnostics rendered as `line: message`.
+fn compile_file(path: &Path) -> Result<Vec<u8>, Vec<String>> {
+    use converge_compiler::bundle::lower::{lower, BuildInfo};
+    use converge_compiler::check::check;
+    use converge_compiler::workspace::{FileSystem, Workspace};
+    let mut ws = Workspace::new(FileSystem::new());
+    ws.add_root(path).unwrap();
+    let mut outcome = check(&ws);
+    let errors: Vec<String> = outcome
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| format!("{d:?}"))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let checked = outcome.programs.pop().unwrap();
+    let (secret, _) = support::keys();
+    let info = BuildInfo {
+        name: "test".into(),
+        key_id: secret.id,
+        serial: 1,
+    };
+    match lower(&ws.db, &checked.files, &checked.program, &info) {
+        Ok(body) => Ok(converge_compiler::bundle::seal(&body, &secret).unwrap()),
+        Err(diagnostics) => Err(diagnostics
+            .iter()
+            .map(|d| {
+                let line = d
+                    .labels
+                    .first()
+                    .and_then(|l| ws.db.get(l.span.file).map(|f| f.line_col(l.span.start).0))
+                    .unwrap_or(0);
+                format!("{line}: {} {}", d.code.as_str(), d.message)
+            })
+            .collect()),
+    }
+}
+
+/// A policy directory holding `site.policy` (the text given) and a source
+/// tree `files/www`: an index, a binary file, an executable script in a
+/// subdirectory.
+fn policy_dir(policy: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let www = dir.path().join("files/www");
+    std::fs::create_dir_all(www.join("cgi")).unwrap();
+    std::fs::write(www.join("index.html"), "<h1>hi</h1>\n").unwrap();
+    std::fs::write(www.join("logo.png"), BINARY).unwrap();
+    std::fs::write(www.join("cgi/run.sh"), "#!/bin/sh\necho ok\n").unwrap();
+    set_mode(&www.join("index.html"), 0o600);
+    set_mode(&www.join("cgi/run.sh"), 0o700);
+    std::fs::write(dir.path().join("site.policy"), policy).unwrap();
+    dir
+}
+
+/// Every byte value, a NUL and an invalid UTF-8 sequence included.
+const BINARY: &[u8] = &{
+    let mut bytes = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        bytes[i] = i as u8;
+        i += 1;
+    }
+    bytes
+};
+
+#[test]
+fn a_source_tree_is_copied_byte_exact_with_executable_bits_kept() {
+    let policies = policy_dir(
+        r#"bundle web { directory "/srv/www" { source = "files/www"; mode = 0o750; } }
+policy { web(); }"#,
+    );
+    let bundle = verified(&compile_file(&policies.path().join("site.policy")).unwrap());
+    let root = tempfile::tempdir().unwrap();
+    let r = converge(&bundle, root.path(), false);
+    assert!(failed(&r).is_empty(), "{:?}", failed(&r));
+    let www = root.path().join("srv/www");
+    assert_eq!(std::fs::read(www.join("logo.png")).unwrap(), BINARY);
+    assert_eq!(
+        std::fs::read_to_string(www.join("cgi/run.sh")).unwrap(),
+        "#!/bin/sh\necho ok\n"
+    );
+    assert_eq!(mode_of(&www), 0o750);
+    assert_eq!(mode_of(&www.join("cgi")), 0o750, "directories: `mode`");
+    assert_eq!(mode_of(&www.join("index.html")), 0o644, "0600 at the source");
+    assert_eq!(mode_of(&www.join("logo.png")), 0o644);
+    assert_eq!(mode_of(&www.join("cgi/run.sh")), 0o755, "executable kept");
+    let before = snapshot(root.path());
+    let again = converge(&bundle, root.path(), false);
+    assert_eq!(repaired(&again), 0, "{:?}", again.promises);
+    assert_eq!(snapshot(root.path()), before);
+}
+
+#[test]
+fn a_source_tree_repairs_drift_and_purges_extras_only_with_purge() {
+    let root = tempfile::tempdir().unwrap();
+    let www = root.path().join("srv/www");
+    std::fs::create_dir_all(www.join("cgi/old")).unwrap();
+    std::fs::write(www.join("stray.txt"), "x").unwrap();
+    std::fs::write(www.join("cgi/old/deep"), "x").unwrap();
+    std::fs::write(www.join("index.html"), "changed by hand\n").unwrap();
+    let keep = policy_dir(
+        r#"bundle web { directory "/srv/www" { source = "files/www"; mode_files = 0o640; mode_dirs = 0o750; } }
+policy { web(); }"#,
+    );
+    let bundle = verified(&compile_file(&keep.path().join("site.policy")).unwrap());
+    // A dry run changes nothing.
+    let before = snapshot(root.path());
+    let dry = converge(&bundle, root.path(), true);
+    assert_eq!(repaired(&dry), 1);
+    assert_eq!(snapshot(root.path()), before);
+    let r = converge(&bundle, root.path(), false);
+    assert!(failed(&r).is_empty(), "{:?}", failed(&r));
+    assert_eq!(
+        std::fs::read_to_string(www.join("index.html")).unwrap(),
+        "<h1>hi</h1>\n"
+    );
+    assert_eq!(mode_of(&www.join("cgi/run.sh")), 0o640, "mode_files wins");
+    assert_eq!(mode_of(&www.join("cgi")), 0o750);
+    // Without purge, extras stay and are reported unmanaged.
+    assert!(www.join("stray.txt").exists());
+    assert!(r.unmanaged.contains(&"/srv/www/stray.txt".to_owned()), "{:?}", r.unmanaged);
+    assert!(r.unmanaged.contains(&"/srv/www/cgi/old".to_owned()), "{:?}", r.unmanaged);
+    let purge = policy_dir(
+        r#"bundle web { directory "/srv/www" { source = "files/www"; purge = true; } }
+policy { web(); }"#,
+    );
+    let bundle = verified(&compile_file(&purge.path().join("site.policy")).unwrap());
+    let r = converge(&bundle, root.path(), false);
+    assert!(failed(&r).is_empty(), "{:?}", failed(&r));
+    assert!(!www.join("stray.txt").exists());
+    assert!(!www.join("cgi/old").exists());
+    let mut left: Vec<String> = snapshot(&www).keys().map(|p| p.display().to_string()).collect();
+    left.sort();
+    assert_eq!(left, ["cgi", "cgi/run.sh", "index.html", "logo.png"]);
+    assert_eq!(repaired(&converge(&bundle, root.path(), false)), 0);
+}
+
+#[test]
+fn source_trees_with_links_or_outside_the_policy_tree_are_refused_at_file_and_line() {
+    let policies = policy_dir(
+        "bundle web {\n  report \"x\" { message = \"x\"; }\n  directory \"/srv/www\" { source = \"files/www\"; }\n}\npolicy { web(); }\n",
+    );
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("id_ed25519"), "secret").unwrap();
+    symlink(
+        outside.path().join("id_ed25519"),
+        policies.path().join("files/www/key"),
+    )
+    .unwrap();
+    let errors = compile_file(&policies.path().join("site.policy")).unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].starts_with("3: E0501"), "{errors:?}");
+    assert!(errors[0].contains("symbolic link"), "{errors:?}");
+
+    let escaping = policy_dir(
+        "bundle web {\n  directory \"/srv/www\" { source = \"../\"; }\n}\npolicy { web(); }\n",
+    );
+    let errors = compile_file(&escaping.path().join("site.policy")).unwrap_err();
+    assert!(errors[0].starts_with("2: E0501"), "{errors:?}");
+    assert!(errors[0].contains("outside the policy tree"), "{errors:?}");
+}
+
+#[test]
+fn a_source_tree_past_the_entry_bound_is_refused_at_file_and_line() {
+    let policies = policy_dir(
+        "bundle web {\n  directory \"/srv/www\" { source = \"files/www\"; }\n}\npolicy { web(); }\n",
+    );
+    let many = policies.path().join("files/www/many");
+    std::fs::create_dir(&many).unwrap();
+    for i in 0..converge_vm::tree::MAX_ENTRIES {
+        std::fs::write(many.join(i.to_string()), "").unwrap();
+    }
+    let errors = compile_file(&policies.path().join("site.policy")).unwrap_err();
+    assert!(errors[0].starts_with("2: E0501"), "{errors:?}");
+    assert!(errors[0].contains("more than 10000 entries"), "{errors:?}");
+}

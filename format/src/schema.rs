@@ -416,6 +416,12 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
                 "Remove entries no promise manages; when false they are only reported as unmanaged.",
             ),
             attr(
+                13, "source",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "A directory of the policy tree, embedded at compile time and copied recursively (binary files included; links inside it are refused); entries it does not have are unmanaged (removed with `purge`).",
+            ),
+            attr(
                 120, "recurse",
                 AttrType::Bool,
                 DefaultValue::Bool(false),
@@ -425,13 +431,13 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
                 121, "mode_files",
                 AttrType::Mode,
                 DefaultValue::Unmanaged,
-                "With `recurse`: the mode of every regular file below the directory.",
+                "With `recurse` or `source`: the mode of every regular file below the directory (a copied file otherwise gets 0o644, or 0o755 when its source is executable).",
             ),
             attr(
                 122, "mode_dirs",
                 AttrType::Mode,
                 DefaultValue::Unmanaged,
-                "With `recurse`: the mode of every directory below the top one (by default `mode`).",
+                "With `recurse` or `source`: the mode of every directory below the top one (by default `mode`, else 0o755).",
             ),
             attr(
                 123, "depth",
@@ -440,11 +446,7 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
                 "With `recurse`: how many levels below the directory are managed (1 = its direct children only); unlimited when not set.",
             ),
         ],
-        rules: &[
-            Rule::Requires("mode_files", "recurse"),
-            Rule::Requires("mode_dirs", "recurse"),
-            Rule::Requires("depth", "recurse"),
-        ],
+        rules: &[Rule::Requires("depth", "recurse")],
     },
     PromiseType {
         id: 3,

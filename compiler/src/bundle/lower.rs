@@ -14,7 +14,7 @@
 //! policy says.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use converge_format::bundle::format::{
     AttrValue, Body, Bytes, ClassEntry, Constant, Header, Item, List, Operand, Program, Promise,
@@ -51,6 +51,11 @@ pub fn lower(
         program_index: HashMap::new(),
         diagnostics: Vec::new(),
         at: Span::default(),
+        policy_tree: files
+            .first()
+            .and_then(|f| db.get(*f))
+            .and_then(|f| f.path.parent().map(Path::to_path_buf))
+            .unwrap_or_default(),
     };
     let classes = l.classes(program);
     let exclusive: Vec<List<u32>> = program
@@ -147,6 +152,9 @@ struct Lowerer<'a> {
     diagnostics: Vec<Diagnostic>,
     /// What is being lowered (a class or a promise), for internal errors.
     at: Span,
+    /// The directory of the program's root policy file: every embedded
+    /// tree must be inside it ([`super::embed_tree`]).
+    policy_tree: PathBuf,
 }
 
 impl Lowerer<'_> {
@@ -465,6 +473,7 @@ impl Lowerer<'_> {
                 continue;
             }
             let value = match (attr.name.as_str(), &spec.ty) {
+                ("source", _) if pt.name == "directory" => self.embed_tree(p, attr)?,
                 ("source", _) => self.embed_source(p, attr)?,
                 ("template", _) => self.embed_template(p, attr)?,
                 (_, AttrType::List(_)) => match &attr.value {
@@ -533,6 +542,47 @@ impl Lowerer<'_> {
                         format!("looked for {}", path.display()),
                     )
                     .with_help("`source` and `template` files are read at build time, relative to the policy file"),
+                );
+                None
+            }
+        }
+    }
+
+    /// A `directory source`: the tree, read inside the policy tree, as one
+    /// blob ([`converge_format::tree`]).
+    fn embed_tree(&mut self, p: &ir::Promise, attr: &ir::Attr) -> Option<Operand> {
+        let Some(name) = attr.value.as_str() else {
+            self.diagnostics.push(Diagnostic::new(
+                Code::EmbedFailed,
+                "`source` must name a directory at compile time",
+                attr.span,
+                "depends on facts",
+            ));
+            return None;
+        };
+        let policy = self
+            .db
+            .get(p.span.file)
+            .map(|f| f.path.clone())
+            .unwrap_or_default();
+        let top = policy.parent().unwrap_or(Path::new(".")).join(name);
+        match super::embed_tree::read_source_tree(&self.policy_tree, &top) {
+            Ok(entries) => Some(Operand::Item(Item::Const(self.constant(Constant::Blob(
+                Bytes(converge_format::tree::encode(&entries)),
+            ))))),
+            Err(why) => {
+                self.diagnostics.push(
+                    Diagnostic::new(
+                        Code::EmbedFailed,
+                        format!("cannot embed the directory `{name}`: {why}"),
+                        attr.span,
+                        "this source",
+                    )
+                    .with_help(format!(
+                        "a `directory source` is read at build time, relative to the policy file,                          inside the policy tree; at most {} entries and {} MiB",
+                        converge_format::tree::MAX_ENTRIES,
+                        converge_format::tree::MAX_BYTES >> 20
+                    )),
                 );
                 None
             }

@@ -13,7 +13,9 @@ use crate::backend::passwd::AccountDb;
 use crate::backend::process::{self, Cmd};
 use crate::rootfs::{FsError, Kind, RootFs};
 
+mod directory_source;
 mod directory_tree;
+pub use directory_source::source_dirs;
 pub use directory_tree::Others;
 
 /// How a promise ended in one pass.
@@ -438,8 +440,9 @@ fn current_gid() -> u32 {
     rustix::process::getgid().as_raw()
 }
 
-/// A `directory` promise: the directory itself, then (with `recurse`) the
-/// tree below it ([`directory_tree`]), except what `others` manage.
+/// A `directory` promise: the directory itself, then the tree copied from
+/// its `source` ([`directory_source`]), then (with `recurse`) the tree
+/// below it ([`directory_tree`]), except what `others` manage.
 pub fn directory(ctx: &Ctx<'_>, inst: &Instance, others: &Others) -> Applied {
     let path = inst.promiser.as_str();
     let meta = match present_or_absent(ctx, inst, |k| k == Kind::Dir, "a directory") {
@@ -483,7 +486,11 @@ pub fn directory(ctx: &Ctx<'_>, inst: &Instance, others: &Others) -> Applied {
     if !matches!(top.outcome, Outcome::Kept | Outcome::Repaired) {
         return top;
     }
-    directory_tree::converge_tree(ctx, inst, others, top)
+    let copied = directory_source::converge_source(ctx, inst, others, top);
+    if !matches!(copied.outcome, Outcome::Kept | Outcome::Repaired) {
+        return copied;
+    }
+    directory_tree::converge_tree(ctx, inst, others, copied)
 }
 
 pub fn link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {

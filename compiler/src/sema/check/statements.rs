@@ -125,6 +125,28 @@ impl<'a> Checker<'a> {
                 self.check_cwd(cwd.value);
             }
         }
+        if pt.name == "directory" {
+            let has = |n: &str| attrs.iter().any(|a| a.name.name == n);
+            for a in attrs
+                .iter()
+                .filter(|a| matches!(a.name.name.as_str(), "mode_files" | "mode_dirs"))
+            {
+                if !has("recurse") && !has("source") {
+                    self.push(
+                        Diagnostic::new(
+                            Code::MissingAttribute,
+                            format!(
+                                "`{}` needs `recurse` or `source` on a `directory` promise",
+                                a.name.name
+                            ),
+                            a.name.span,
+                            "applies to no tree",
+                        )
+                        .with_help("add `recurse = true;` to apply it to the whole tree"),
+                    );
+                }
+            }
+        }
         if let Some(depth) = attrs.iter().find(|a| a.name.name == "depth") {
             if pt.name == "directory" {
                 self.check_depth(depth.value);

@@ -13,7 +13,7 @@
 
 use std::collections::HashSet;
 
-use super::{fs_failed, owner_ids, Applied, Change, Ctx, Outcome};
+use super::{fs_failed, owner_ids, Applied, Change, Ctx};
 use crate::rootfs::{FsError, Kind, TreeEntry, Visit};
 use crate::run::resolve::Instance;
 
@@ -51,6 +51,15 @@ impl Others {
             }
         }
         out
+    }
+
+    /// Whether another promise manages `path` (or a tree holding it).
+    pub fn manages(&self, path: &str) -> bool {
+        self.entries.contains(path)
+            || self.trees.iter().any(|t| {
+                path.strip_prefix(t.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+            })
     }
 }
 
@@ -143,38 +152,21 @@ pub(super) fn converge_tree(
     if let Err(e) = walked {
         return fs_failed(e);
     }
-    top.changes.extend(tally.changes);
-    if tally.unlisted > 0 {
-        top.changes.push(Change {
-            what: "tree".into(),
-            before: format!("{} more entries differed", tally.unlisted),
-            after: "converged".into(),
-            diff: None,
-        });
-    }
-    if !tally.failures.is_empty() || tally.unnamed_failures > 0 {
-        let mut reason = tally.failures.join("; ");
-        if tally.unnamed_failures > 0 {
-            reason.push_str(&format!("; and {} more", tally.unnamed_failures));
-        }
-        top.outcome = Outcome::Failed(reason);
-    } else if top.outcome == Outcome::Kept && !top.changes.is_empty() {
-        top.outcome = Outcome::Repaired;
-    }
+    tally.into_applied(&mut top);
     top
 }
 
 /// Changes and failures of one walk, bounded for the report.
 #[derive(Default)]
-struct Tally {
-    changes: Vec<Change>,
-    unlisted: u64,
-    failures: Vec<String>,
-    unnamed_failures: u64,
+pub(super) struct Tally {
+    pub(super) changes: Vec<Change>,
+    pub(super) unlisted: u64,
+    pub(super) failures: Vec<String>,
+    pub(super) unnamed_failures: u64,
 }
 
 impl Tally {
-    fn change(&mut self, change: Change) {
+    pub(super) fn change(&mut self, change: Change) {
         if self.changes.len() < LISTED_CHANGES {
             self.changes.push(change);
         } else {
@@ -182,7 +174,7 @@ impl Tally {
         }
     }
 
-    fn fail(&mut self, e: FsError) {
+    pub(super) fn fail(&mut self, e: FsError) {
         if self.failures.len() < LISTED_FAILURES {
             self.failures.push(e.to_string());
         } else {
