@@ -55,7 +55,8 @@ pub fn lower(
             .first()
             .and_then(|f| db.get(*f))
             .and_then(|f| f.path.parent().map(Path::to_path_buf))
-            .unwrap_or_default(),
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .unwrap_or_else(|| PathBuf::from(".")),
     };
     let classes = l.classes(program);
     let exclusive: Vec<List<u32>> = program
@@ -579,7 +580,7 @@ impl Lowerer<'_> {
                         "this source",
                     )
                     .with_help(format!(
-                        "a `directory source` is read at build time, relative to the policy file,                          inside the policy tree; at most {} entries and {} MiB",
+                        "a `directory source` is read at build time, relative to the policy file, inside the policy tree; at most {} entries and {} MiB",
                         converge_format::tree::MAX_ENTRIES,
                         converge_format::tree::MAX_BYTES >> 20
                     )),
