@@ -51,14 +51,26 @@ pub fn relative_path_problem(path: &str) -> Option<&'static str> {
 /// Encodes `entries` (directories before what is in them).
 pub fn encode(entries: &[TreeEntry]) -> Vec<u8> {
     let mut out = Vec::new();
-    out.extend_from_slice(&u32::try_from(entries.len()).unwrap_or(u32::MAX).to_le_bytes());
+    out.extend_from_slice(
+        &u32::try_from(entries.len())
+            .unwrap_or(u32::MAX)
+            .to_le_bytes(),
+    );
     for e in entries {
         out.push(if e.content.is_some() { FILE } else { DIR });
         out.extend_from_slice(&u16::try_from(e.mode & 0o777).unwrap_or(0).to_le_bytes());
-        out.extend_from_slice(&u32::try_from(e.path.len()).unwrap_or(u32::MAX).to_le_bytes());
+        out.extend_from_slice(
+            &u32::try_from(e.path.len())
+                .unwrap_or(u32::MAX)
+                .to_le_bytes(),
+        );
         out.extend_from_slice(e.path.as_bytes());
         if let Some(content) = &e.content {
-            out.extend_from_slice(&u64::try_from(content.len()).unwrap_or(u64::MAX).to_le_bytes());
+            out.extend_from_slice(
+                &u64::try_from(content.len())
+                    .unwrap_or(u64::MAX)
+                    .to_le_bytes(),
+            );
             out.extend_from_slice(content);
         }
     }
@@ -116,9 +128,7 @@ pub fn decode(blob: &[u8]) -> Result<Vec<TreeEntry>, String> {
         }
         if let Some((parent, _)) = path.rsplit_once('/') {
             if !dirs.contains(parent) {
-                return Err(format!(
-                    "embedded path `{path}` comes before its directory"
-                ));
+                return Err(format!("embedded path `{path}` comes before its directory"));
             }
         }
         let content = match kind {
@@ -209,7 +219,9 @@ mod tests {
             mode: 0o644,
             content: Some(Vec::new()),
         }]);
-        assert!(decode(&orphan).unwrap_err().contains("before its directory"));
+        assert!(decode(&orphan)
+            .unwrap_err()
+            .contains("before its directory"));
     }
 
     #[test]

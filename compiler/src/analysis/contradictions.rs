@@ -83,6 +83,9 @@ pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
     }
     finder.absent();
     finder.fixed_content_lines(&objects, &index);
+    finder
+        .diagnostics
+        .extend(super::lines::never_settling(program));
     finder.diagnostics
 }
 
@@ -111,11 +114,37 @@ impl<'p> Finder<'p> {
         self.program.promises.get(i)
     }
 
-    /// A witness for "promise `a` and promise `b` are both active", or None.
-    fn both_active(&self, a: usize, b: usize) -> Option<Vec<String>> {
+    /// A witness for "promise `a` and promise `b` are both active", or
+    /// None. A question the solver cannot answer within its budget is an
+    /// error (E0602), never a silent "not both".
+    fn both_active(&mut self, a: usize, b: usize) -> Option<Vec<String>> {
         let fa = self.formulas.get(a)?.clone();
         let fb = self.formulas.get(b)?.clone();
-        self.space.witness(&Formula::and(fa, fb), self.constraints)
+        match self.space.witness(&Formula::and(fa, fb), self.constraints) {
+            Ok(found) => found,
+            Err(err) => {
+                let (Some(pa), Some(pb)) = (self.promise(a), self.promise(b)) else {
+                    return None;
+                };
+                let (first, second) = (pa.span.min(pb.span), pa.span.max(pb.span));
+                if self
+                    .reported
+                    .insert((first, second, "too complex".to_owned()))
+                {
+                    let d = super::guards::too_complex(
+                        second,
+                        &format!(
+                            "whether these promises on {} can both be active",
+                            describe_object(pb)
+                        ),
+                        err,
+                    )
+                    .with_secondary(first, "the other promise");
+                    self.diagnostics.push(d);
+                }
+                None
+            }
+        }
     }
 
     /// Generic rule: per property, promises that want different values.
@@ -127,7 +156,7 @@ impl<'p> Finder<'p> {
                 let name = attr.name.as_str();
                 // Relations and annotations (the schema's attribute roles)
                 // never contradict; `ensure` has its own rule.
-                if !schema::describes_state(name) || name == "ensure" {
+                if !schema::describes_state_in(p.kind, name) || name == "ensure" {
                     continue;
                 }
                 let property = if p.kind == "file" && CONTENT.contains(&name) {
@@ -204,7 +233,9 @@ impl<'p> Finder<'p> {
         let question = self
             .space
             .with_definitions(Formula::and(side(left), side(right)));
-        if !sat::satisfiable(&question, self.constraints) {
+        // Unanswerable for the whole sets: split them, and let the pairs
+        // answer (or report that they cannot) one by one.
+        if sat::satisfiable(&question, self.constraints) == Ok(false) {
             return;
         }
         match (left, right) {
@@ -253,6 +284,10 @@ impl<'p> Finder<'p> {
         let object = describe_object(pa);
         let shown = |s: &Setting| match (s.attr, s.value) {
             ("mode", Value::Int(m)) if *m >= 0 => format!("mode = 0o{m:o}"),
+            // A password hash is never shown, not even in a diagnostic.
+            (attr, _) if schema::hides_value(attr) => {
+                format!("{attr} = {}", schema::HIDDEN_VALUE)
+            }
             _ => format!("{} = {}", s.attr, s.value.display()),
         };
         let (code, message) = if runtime {

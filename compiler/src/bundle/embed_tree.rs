@@ -1,9 +1,10 @@
 //! Reading the directory a `directory source` names, to embed it
 //! ([`converge_format::tree`]).
 //!
-//! Every read stays inside the **policy tree**, the directory holding the
-//! program's root policy file: the source directory is resolved (links on
-//! the way to it included) and must lie inside it. Inside the source, a
+//! Every read stays inside the **policy tree** ([`PolicyTree`]: the
+//! directory of the root policy file, or `--policy-root`): the source
+//! directory must lie inside it by name and after resolving links, and
+//! each file is read through [`PolicyTree::read`]. Inside the source, a
 //! symbolic link is refused, not copied and not followed: followed, it
 //! could read any file of the build machine into a bundle (`../../../root/
 //! .ssh/id_ed25519`); copied verbatim, it would plant on every host a link
@@ -18,26 +19,24 @@ use std::path::{Path, PathBuf};
 
 use converge_format::tree::{self, TreeEntry};
 
-/// Why a source tree cannot be embedded, said to the policy author.
-pub fn read_source_tree(policy_tree: &Path, top: &Path) -> Result<Vec<TreeEntry>, String> {
+use crate::policy_tree::PolicyTree;
+
+/// The entries of the source directory `top` (already resolved against
+/// `tree` by name), or why it cannot be embedded, said to the author.
+pub fn read_source_tree(tree_of: &PolicyTree, top: &Path) -> Result<Vec<TreeEntry>, String> {
     let shown = |p: &Path| p.display().to_string();
-    let base = std::fs::canonicalize(policy_tree)
-        .map_err(|e| format!("cannot resolve the policy tree {}: {e}", shown(policy_tree)))?;
-    let real = std::fs::canonicalize(top)
-        .map_err(|e| format!("cannot read {}: {e}", shown(top)))?;
-    if !real.starts_with(&base) {
+    tree_of
+        .check(top)
+        .map_err(|e| format!("{}: {e}", shown(top)))?;
+    let meta =
+        std::fs::symlink_metadata(top).map_err(|e| format!("cannot read {}: {e}", shown(top)))?;
+    if !meta.is_dir() {
         return Err(format!(
-            "{} is outside the policy tree {} (it resolves to {}); a source must be a directory \
-             beside the policies",
-            shown(top),
-            shown(&base),
-            shown(&real)
+            "{} is not a directory (a link to one is not followed)",
+            shown(top)
         ));
     }
-    let meta = std::fs::metadata(&real).map_err(|e| format!("cannot read {}: {e}", shown(top)))?;
-    if !meta.is_dir() {
-        return Err(format!("{} is not a directory", shown(top)));
-    }
+    let real = top.to_path_buf();
     let mut entries = Vec::new();
     let mut total: u64 = 0;
     // Directories still to read: (path on disk, path in the tree).
@@ -95,8 +94,10 @@ pub fn read_source_tree(policy_tree: &Path, top: &Path) -> Result<Vec<TreeEntry>
                         tree::MAX_BYTES >> 20
                     ));
                 }
-                let bytes = std::fs::read(&path)
-                    .map_err(|e| format!("cannot read {}: {e}", shown(&path)))?;
+                // Read through the tree: containment checked again, no
+                // link followed, nothing that blocks.
+                let left = tree::MAX_BYTES.saturating_sub(total.saturating_sub(meta.len()));
+                let bytes = tree_read(tree_of, &path, left)?;
                 entries.push(TreeEntry {
                     path: inner,
                     mode,
@@ -114,6 +115,14 @@ pub fn read_source_tree(policy_tree: &Path, top: &Path) -> Result<Vec<TreeEntry>
     Ok(entries)
 }
 
+/// One file of the source, at most `limit` bytes, through the policy tree.
+fn tree_read(policy: &PolicyTree, path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    policy
+        .read(path, limit)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
@@ -129,7 +138,7 @@ mod tests {
         std::fs::write(src.join("a.txt"), "a").unwrap();
         std::fs::set_permissions(src.join("b/bin"), std::fs::Permissions::from_mode(0o755))
             .unwrap();
-        let entries = read_source_tree(dir.path(), &src).unwrap();
+        let entries = read_source_tree(&PolicyTree::new(dir.path()), &src).unwrap();
         let paths: Vec<&str> = entries.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths, ["a.txt", "b", "b/bin"]);
         assert_eq!(entries[2].content.as_deref(), Some(&[0u8, 255, 1][..]));
@@ -143,13 +152,14 @@ mod tests {
         let src = policies.join("files");
         std::fs::create_dir_all(&src).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", src.join("passwd")).unwrap();
-        let err = read_source_tree(&policies, &src).unwrap_err();
+        let tree = PolicyTree::new(&policies);
+        let err = read_source_tree(&tree, &src).unwrap_err();
         assert!(err.contains("symbolic link"), "{err}");
         std::fs::create_dir_all(dir.path().join("outside")).unwrap();
-        let err = read_source_tree(&policies, &policies.join("../outside")).unwrap_err();
-        assert!(err.contains("outside the policy tree"), "{err}");
+        let err = read_source_tree(&tree, &policies.join("../outside")).unwrap_err();
+        assert!(err.contains("out of the policy tree"), "{err}");
         std::os::unix::fs::symlink(dir.path().join("outside"), policies.join("via-link")).unwrap();
-        let err = read_source_tree(&policies, &policies.join("via-link")).unwrap_err();
-        assert!(err.contains("outside the policy tree"), "{err}");
+        let err = read_source_tree(&tree, &policies.join("via-link")).unwrap_err();
+        assert!(err.contains("out of the policy tree"), "{err}");
     }
 }

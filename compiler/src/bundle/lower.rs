@@ -14,7 +14,6 @@
 //! policy says.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 
 use converge_format::bundle::format::{
     AttrValue, Body, Bytes, ClassEntry, Constant, Header, Item, List, Operand, Program, Promise,
@@ -51,12 +50,6 @@ pub fn lower(
         program_index: HashMap::new(),
         diagnostics: Vec::new(),
         at: Span::default(),
-        policy_tree: files
-            .first()
-            .and_then(|f| db.get(*f))
-            .and_then(|f| f.path.parent().map(Path::to_path_buf))
-            .filter(|dir| !dir.as_os_str().is_empty())
-            .unwrap_or_else(|| PathBuf::from(".")),
     };
     let classes = l.classes(program);
     let exclusive: Vec<List<u32>> = program
@@ -75,7 +68,7 @@ pub fn lower(
     for e in &program.edges {
         let (from, to) = (e.from as u32, e.to as u32);
         match e.kind {
-            EdgeKind::After | EdgeKind::Contains => {
+            EdgeKind::After | EdgeKind::Contains | EdgeKind::Account => {
                 if let Some(list) = after.get_mut(e.to) {
                     if !list.contains(&from) {
                         list.push(from);
@@ -153,9 +146,6 @@ struct Lowerer<'a> {
     diagnostics: Vec<Diagnostic>,
     /// What is being lowered (a class or a promise), for internal errors.
     at: Span,
-    /// The directory of the program's root policy file: every embedded
-    /// tree must be inside it ([`super::embed_tree`]).
-    policy_tree: PathBuf,
 }
 
 impl Lowerer<'_> {
@@ -515,35 +505,13 @@ impl Lowerer<'_> {
         })
     }
 
-    /// Reads a file named relative to the policy file of the promise.
+    /// Reads a file named relative to the policy file that names it, from
+    /// inside its policy tree (`super::embed`).
     fn read_beside(&mut self, p: &ir::Promise, attr: &ir::Attr) -> Option<Vec<u8>> {
-        let Some(name) = attr.value.as_str() else {
-            self.diagnostics.push(Diagnostic::new(
-                Code::EmbedFailed,
-                format!("`{}` must name a file at compile time", attr.name),
-                attr.span,
-                "depends on facts",
-            ));
-            return None;
-        };
-        let policy = self
-            .db
-            .get(p.span.file)
-            .map(|f| f.path.clone())
-            .unwrap_or_default();
-        let path = policy.parent().unwrap_or(Path::new(".")).join(name);
-        match std::fs::read(&path) {
+        match super::embed::read(self.db, p, attr) {
             Ok(bytes) => Some(bytes),
-            Err(err) => {
-                self.diagnostics.push(
-                    Diagnostic::new(
-                        Code::EmbedFailed,
-                        format!("cannot embed `{name}`: {err}"),
-                        attr.span,
-                        format!("looked for {}", path.display()),
-                    )
-                    .with_help("`source` and `template` files are read at build time, relative to the policy file"),
-                );
+            Err(d) => {
+                self.diagnostics.push(d);
                 None
             }
         }
@@ -552,22 +520,15 @@ impl Lowerer<'_> {
     /// A `directory source`: the tree, read inside the policy tree, as one
     /// blob ([`converge_format::tree`]).
     fn embed_tree(&mut self, p: &ir::Promise, attr: &ir::Attr) -> Option<Operand> {
-        let Some(name) = attr.value.as_str() else {
-            self.diagnostics.push(Diagnostic::new(
-                Code::EmbedFailed,
-                "`source` must name a directory at compile time",
-                attr.span,
-                "depends on facts",
-            ));
-            return None;
+        let (top, tree) = match super::embed::resolve(self.db, p, attr) {
+            Ok(found) => found,
+            Err(d) => {
+                self.diagnostics.push(d);
+                return None;
+            }
         };
-        let policy = self
-            .db
-            .get(p.span.file)
-            .map(|f| f.path.clone())
-            .unwrap_or_default();
-        let top = policy.parent().unwrap_or(Path::new(".")).join(name);
-        match super::embed_tree::read_source_tree(&self.policy_tree, &top) {
+        let name = attr.value.as_str().unwrap_or_default();
+        match super::embed_tree::read_source_tree(&tree, &top) {
             Ok(entries) => Some(Operand::Item(Item::Const(self.constant(Constant::Blob(
                 Bytes(converge_format::tree::encode(&entries)),
             ))))),

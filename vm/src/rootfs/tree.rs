@@ -210,9 +210,7 @@ fn enter(
             let m = match rfs::statat(&fd, entry, AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) => meta(&st),
                 Err(Errno::NOENT) => continue,
-                Err(e) => {
-                    return Err(io(&format!("{path}/{}", escape_name(entry)), "stat")(e))
-                }
+                Err(e) => return Err(io(&format!("{path}/{}", escape_name(entry)), "stat")(e)),
             };
             let then = visit(&TreeEntry {
                 dir: &fd,

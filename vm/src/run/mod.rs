@@ -14,21 +14,25 @@ pub mod operators;
 pub mod report;
 pub mod resolve;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Instant;
 
 use operators::{Accounts, Applied, Change, Ctx, Outcome};
-use resolve::{loop_combinations, resolve, Instance};
+use resolve::{loop_combinations, Instance, Resolver};
 
 use crate::backend;
 use crate::backend::packages::{Batcher, Entry};
-use crate::bundle::format::Constant;
+use crate::bundle::format::{Body, Constant, Item};
+use crate::bundle::limits::MAX_PASS_INSTANCES;
 use crate::bundle::Verified;
 use crate::eval::{Evaluator, Val};
 use crate::facts::{FactValue, Facts};
 use crate::rootfs::RootFs;
-use crate::schema::{describes_state, fact_by_id, name_problem, promise_type, PromiserKind};
+use crate::schema::{
+    describes_state_in, fact_by_id, hides_value, name_problem, promise_type, PromiserKind,
+    HIDDEN_VALUE,
+};
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -87,8 +91,10 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         fs: &fs,
         accounts: &accounts,
         dry_run: opts.dry_run,
+        line_regexes: Default::default(),
     };
     let mut eval = Evaluator::new(body, &facts);
+    let mut resolver = Resolver::new(body);
     let mut outcome_classes: Vec<String> = opts.defines.clone();
     let mut classes = eval.classes(&outcome_classes).map_err(|e| e.to_string())?;
 
@@ -104,38 +110,26 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     let mut passes = 0;
     let mut converged = false;
 
+    // Package batches; it also keeps apt's index refresh to once a run.
+    let mut packages = Batcher::default();
     for pass in 1..=limit {
         passes = pass;
         let mut repaired_any = false;
         let mut failed: HashSet<usize> = HashSet::new();
 
-        // Every active instance of this pass, in order.
+        // Every active instance of this pass, in order. A guard is
+        // evaluated per element of the promise's run-time loops (it may
+        // read them: `for ip in sys.ipv4 { when ip == ... }`). A guard that
+        // cannot be evaluated (a class over a budget) fails its promise
+        // with the reason; it is neither silently inactive nor the end of
+        // the run.
         let mut instances: Vec<(usize, Vec<String>, Result<Instance, String>)> = Vec::new();
+        resolver.start_pass();
         for &i in body.order.iter() {
             let i = i as usize;
             let Some(p) = body.promises.get(i) else {
                 continue;
             };
-            let active = match p.guard {
-                None => true,
-                Some(g) => match eval.run(g, &classes, &[]) {
-                    Ok(v) => v == Val::Bool(true),
-                    Err(e) => {
-                        // A guard that cannot be evaluated (over a budget, a
-                        // bad value) is a reported failure of its promise,
-                        // never a silently inactive one (issue 15 item 5).
-                        instances.push((
-                            i,
-                            Vec::new(),
-                            Err(format!("its guard could not be evaluated: {e}")),
-                        ));
-                        continue;
-                    }
-                },
-            };
-            if !active {
-                continue;
-            }
             let lists: Vec<Vec<String>> = p
                 .loops
                 .iter()
@@ -144,19 +138,41 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                     _ => Vec::new(),
                 })
                 .collect();
-            match loop_combinations(&lists) {
-                Ok(combos) => {
-                    for combo in combos {
-                        let inst = resolve(body, &mut eval, i, p, &classes, &combo)
-                            .map_err(|e| e.to_string());
-                        instances.push((i, combo, inst));
-                    }
+            let combos = match loop_combinations(&lists) {
+                Ok(combos) => combos,
+                Err(e) => {
+                    instances.push((i, Vec::new(), Err(e)));
+                    continue;
                 }
-                Err(e) => instances.push((i, Vec::new(), Err(e))),
+            };
+            for combo in combos {
+                let active = match p.guard {
+                    None => Ok(true),
+                    Some(g) => eval
+                        .run(g, &classes, &combo)
+                        .map(|v| v == Val::Bool(true))
+                        .map_err(|e| format!("its guard could not be evaluated: {}", e.0)),
+                };
+                let inst = match active {
+                    Ok(false) => continue,
+                    Err(e) => Err(e),
+                    Ok(true) if instances.len() >= MAX_PASS_INSTANCES => {
+                        instances.push((
+                            i,
+                            combo,
+                            Err(format!(
+                                "the pass already holds {MAX_PASS_INSTANCES} promise instances, the limit (docs/bytecode.md, Limits)"
+                            )),
+                        ));
+                        break;
+                    }
+                    Ok(true) => resolver.resolve(&mut eval, i, p, &classes, &combo),
+                };
+                instances.push((i, combo, inst));
             }
         }
         let contradictions = runtime_contradictions(&instances);
-        let mut packages = Batcher::default();
+        packages.next_pass();
 
         for (position, (index, combo, inst)) in instances.iter().enumerate() {
             let inst = match inst {
@@ -165,12 +181,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                     // A promise over a run-time budget (the evaluator's text
                     // budget, the loop cap) or a body that somehow bypassed
                     // the verifier: the promise fails, the run goes on.
-                    let placeholder = Instance {
-                        index: *index,
-                        kind: "?",
-                        promiser: String::new(),
-                        attrs: Vec::new(),
-                    };
+                    let placeholder = unresolved(body, *index);
                     let applied = Applied {
                         outcome: Outcome::Failed(e.clone()),
                         changes: Vec::new(),
@@ -331,6 +342,28 @@ fn batch_entries<'a>(
         .collect()
 }
 
+/// What a report can say about a promise that could not be resolved: its
+/// type, and its promiser when it is a constant.
+fn unresolved(body: &Body, index: usize) -> Instance {
+    let p = body.promises.get(index);
+    let kind = p
+        .and_then(|p| crate::schema::promise_type_by_id(p.kind))
+        .map_or("?", |t| t.name);
+    let promiser = match p.map(|p| p.promiser) {
+        Some(Item::Const(c)) => match body.constants.get(c as usize) {
+            Some(Constant::Str(s) | Constant::Word(s)) => s.chars().take(200).collect(),
+            _ => String::new(),
+        },
+        _ => String::new(),
+    };
+    Instance {
+        index,
+        kind,
+        promiser,
+        attrs: Vec::new(),
+    }
+}
+
 /// Applies one promise by its operator; `notified` tells a service that a
 /// repaired promise asked for its restart.
 fn apply(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
@@ -357,9 +390,14 @@ fn apply(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
             changes: Vec::new(),
             output: inst.str("message").map(str::to_owned),
         },
-        "package" => backend::packages::converge(ctx.fs, ctx.dry_run, &[inst])
-            .pop()
-            .unwrap_or_else(|| Applied::failed("no outcome for this package")),
+        "package" => backend::packages::converge(
+            ctx.fs,
+            ctx.dry_run,
+            &[inst],
+            &mut backend::packages::IndexRefresh::default(),
+        )
+        .pop()
+        .unwrap_or_else(|| Applied::failed("no outcome for this package")),
         "service" => backend::service::service(ctx.fs, ctx.dry_run, inst, notified),
         "user" | "group" => {
             let applied = if inst.kind == "user" {
@@ -382,50 +420,100 @@ fn apply(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
 
 /// Two active promises on one object that resolve to different values for
 /// one attribute: both fail, neither is applied (LANGUAGE.md section 7.6).
+/// Instances of one promise (its loop elements) never contradict each other.
+///
+/// Linear in the number of attribute values: instances are bucketed by
+/// object and attribute, and each is compared with at most five witnesses
+/// of its bucket, never with every other instance (the pairwise check took
+/// 26 s on a 1.1 MB bundle; issue 14, item 4).
 fn runtime_contradictions(
     instances: &[(usize, Vec<String>, Result<Instance, String>)],
 ) -> HashMap<(usize, Vec<String>), String> {
-    type Members<'i> = Vec<(&'i Vec<String>, &'i Instance)>;
-    let mut by_object: HashMap<(&str, &str), Members<'_>> = HashMap::new();
+    // (kind, promiser) -> attribute -> the instances that set it.
+    type Buckets<'i> = HashMap<(&'i str, &'i str), BTreeMap<&'static str, Vec<Member<'i>>>>;
+    let mut by_object: Buckets<'_> = HashMap::new();
     for (_, combo, inst) in instances {
-        if let Ok(inst) = inst {
-            if inst.kind != "line" {
-                by_object
-                    .entry((inst.kind, inst.promiser.as_str()))
-                    .or_default()
-                    .push((combo, inst));
+        let Ok(inst) = inst else { continue };
+        if inst.kind == "line" {
+            continue;
+        }
+        let attrs = by_object
+            .entry((inst.kind, inst.promiser.as_str()))
+            .or_default();
+        for (name, value) in &inst.attrs {
+            // Relations and annotations never contradict (the schema's
+            // roles); `ensure` has its own rule.
+            if !describes_state_in(inst.kind, name) || *name == "ensure" {
+                continue;
             }
+            attrs.entry(name).or_default().push(Member {
+                index: inst.index,
+                combo,
+                value,
+            });
         }
     }
     let mut out = HashMap::new();
-    for ((kind, promiser), members) in by_object {
-        for (a_combo, a) in &members {
-            for (b_combo, b) in &members {
-                if a.index >= b.index {
+    for ((kind, promiser), attrs) in by_object {
+        for (name, members) in attrs {
+            let witnesses = witnesses(&members);
+            for m in &members {
+                let Some(w) = witnesses
+                    .iter()
+                    .find(|w| w.index != m.index && w.value != m.value)
+                else {
                     continue;
-                }
-                let clash = a.attrs.iter().find_map(|(name, value)| {
-                    // Relations and annotations never contradict (the
-                    // schema's roles); `ensure` has its own rule.
-                    if !describes_state(name) || *name == "ensure" {
-                        return None;
+                };
+                let (first, second) = if m.index < w.index { (m, w) } else { (w, m) };
+                // A password hash is never shown (THREATS.md T24).
+                let shown = |v: &crate::run::resolve::Value| {
+                    if hides_value(name) {
+                        HIDDEN_VALUE.to_owned()
+                    } else {
+                        v.display()
                     }
-                    let other = b.get(name)?;
-                    (other != value).then_some((*name, value, other))
-                });
-                if let Some((name, va, vb)) = clash {
-                    let reason = format!(
-                        "contradiction at run time: {kind} {promiser:?} gets {name} = {} and {name} = {}",
-                        va.display(),
-                        vb.display()
-                    );
-                    out.insert((a.index, (*a_combo).clone()), reason.clone());
-                    out.insert((b.index, (*b_combo).clone()), reason);
-                }
+                };
+                let reason = format!(
+                    "contradiction at run time: {kind} {promiser:?} gets {name} = {} and {name} = {}",
+                    shown(first.value),
+                    shown(second.value)
+                );
+                out.entry((m.index, m.combo.clone())).or_insert(reason);
             }
         }
     }
     out
+}
+
+/// One instance's value for one attribute of one object.
+#[derive(Clone, Copy, Debug)]
+struct Member<'i> {
+    index: usize,
+    combo: &'i Vec<String>,
+    value: &'i resolve::Value,
+}
+
+/// At most five members of a bucket such that every member `m` that
+/// contradicts some member (of another promise, with another value) also
+/// contradicts one of them: `c1` the first; `c2` the first with another
+/// value than `c1`; `c3` the first of another promise than `c1`; `c4` the
+/// first with another value than `c1` and of another promise than `c2`;
+/// `c5` the first of another promise than `c1` and with another value than
+/// `c3`. (If `c1` does not contradict `m`, `m` shares `c1`'s value or its
+/// promise. Sharing the value, `c2` contradicts `m` unless it is of `m`'s
+/// promise, and then `c4` is exactly a member of another promise with
+/// another value; sharing the promise, `c3` does unless it has `m`'s value,
+/// and then `c5` is.)
+fn witnesses<'i>(members: &[Member<'i>]) -> Vec<Member<'i>> {
+    let Some(c1) = members.first().copied() else {
+        return Vec::new();
+    };
+    let first = |pred: &dyn Fn(&Member<'i>) -> bool| members.iter().find(|m| pred(m)).copied();
+    let c2 = first(&|m| m.value != c1.value);
+    let c3 = first(&|m| m.index != c1.index);
+    let c4 = c2.and_then(|c2| first(&|m| m.value != c1.value && m.index != c2.index));
+    let c5 = c3.and_then(|c3| first(&|m| m.index != c1.index && m.value != c3.value));
+    [Some(c1), c2, c3, c4, c5].into_iter().flatten().collect()
 }
 
 /// Entries of a promised directory that no active promise manages: with
@@ -450,12 +538,24 @@ fn purge(
     // copied tree, each with the names its source has.
     let mut dirs = operators::source_dirs(dir);
     if dirs.is_empty() {
-        dirs.push((dir.promiser.trim_end_matches('/').to_owned(), HashSet::new()));
+        dirs.push((
+            dir.promiser.trim_end_matches('/').to_owned(),
+            HashSet::new(),
+        ));
     }
     let purging = dir.bool("purge") == Some(true);
     let mut failures: Vec<String> = Vec::new();
     for (at, copied) in &dirs {
-        purge_one(ctx, at, copied, instances, purging, unmanaged, &mut applied, &mut failures);
+        purge_one(
+            ctx,
+            at,
+            copied,
+            instances,
+            purging,
+            unmanaged,
+            &mut applied,
+            &mut failures,
+        );
     }
     if !failures.is_empty() {
         applied.outcome = Outcome::Failed(failures.join("; "));
@@ -583,5 +683,54 @@ fn record(
 impl RunReport {
     pub fn count(&self, pred: impl Fn(&Outcome) -> bool) -> usize {
         self.promises.iter().filter(|p| pred(&p.outcome)).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use resolve::Value;
+
+    /// The linear contradiction check finds exactly the instances the
+    /// pairwise definition does, on every assignment of four instances to
+    /// three promises and three values (and instances of one promise never
+    /// contradict each other).
+    #[test]
+    fn contradictions_match_the_pairwise_definition() {
+        let n = 4u32;
+        for code in 0..9u32.pow(n) {
+            let members: Vec<(usize, i64)> = (0..n)
+                .map(|k| {
+                    let digit = code / 9u32.pow(k) % 9;
+                    ((digit / 3) as usize, i64::from(digit % 3))
+                })
+                .collect();
+            let instances: Vec<(usize, Vec<String>, Result<Instance, String>)> = members
+                .iter()
+                .enumerate()
+                .map(|(k, &(index, mode))| {
+                    let inst = Instance {
+                        index,
+                        kind: "file",
+                        promiser: "/x".into(),
+                        attrs: vec![
+                            ("mode", Value::Int(mode)),
+                            ("comment", Value::Int(k as i64)),
+                        ],
+                    };
+                    (index, vec![k.to_string()], Ok(inst))
+                })
+                .collect();
+            let found = runtime_contradictions(&instances);
+            for (k, &(index, mode)) in members.iter().enumerate() {
+                let expected = members.iter().any(|&(i, m)| i != index && m != mode);
+                let key = (index, vec![k.to_string()]);
+                assert_eq!(
+                    found.contains_key(&key),
+                    expected,
+                    "{members:?}, member {k}"
+                );
+            }
+        }
     }
 }

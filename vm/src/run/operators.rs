@@ -126,6 +126,9 @@ pub struct Ctx<'a> {
     pub fs: &'a RootFs,
     pub accounts: &'a Accounts,
     pub dry_run: bool,
+    /// `line` `replace` patterns, compiled once per run however many
+    /// promises and passes use them (`docs/bytecode.md`, Limits).
+    pub line_regexes: std::cell::RefCell<crate::bundle::limits::RegexCache<String>>,
 }
 
 fn digest(bytes: &[u8]) -> String {
@@ -271,8 +274,8 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
         inst.get("source"),
         inst.get("template"),
     ) {
-        (Some(Value::Str(s)), _, _) | (_, _, Some(Value::Str(s))) => Some(s.clone().into_bytes()),
-        (_, Some(Value::Bytes(b)), _) => Some(b.clone()),
+        (Some(Value::Str(s)), _, _) | (_, _, Some(Value::Str(s))) => Some(s.as_bytes().to_vec()),
+        (_, Some(Value::Bytes(b)), _) => Some(b.to_vec()),
         _ => None,
     };
     let (want_uid, want_gid) = match owner_ids(ctx, inst) {
@@ -571,46 +574,22 @@ fn converge_line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let Ok(text) = String::from_utf8(bytes.clone()) else {
         return Applied::failed(format!("`{path}` is not UTF-8 text"));
     };
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    let mut what = String::new();
-    if let Some(wanted) = inst.str("present") {
-        if !lines.iter().any(|l| l == wanted) {
-            lines.push(wanted.to_owned());
-            what = format!("added line {wanted:?}");
-        }
-    } else if let Some(unwanted) = inst.str("absent") {
-        let before = lines.len();
-        lines.retain(|l| l != unwanted);
-        if lines.len() != before {
-            what = format!(
-                "removed {} line(s) {unwanted:?}",
-                before.saturating_sub(lines.len())
-            );
-        }
-    } else if let (Some(pattern), Some(with)) = (inst.str("replace"), inst.str("with")) {
-        let re = match regex::Regex::new(pattern) {
-            Ok(re) => re,
+    let replace = match inst.str("replace") {
+        Some(pattern) => match ctx
+            .line_regexes
+            .borrow_mut()
+            .get(&pattern.to_owned(), pattern)
+        {
+            Ok(re) => Some(re.clone()),
             Err(e) => return Applied::failed(format!("invalid regex: {e}")),
-        };
-        let mut count: usize = 0;
-        for l in &mut lines {
-            let replaced = re.replace_all(l, with).into_owned();
-            if replaced != *l {
-                *l = replaced;
-                count = count.saturating_add(1);
-            }
-        }
-        if count > 0 {
-            what = format!("replaced {pattern:?} on {count} line(s)");
-        }
-    }
-    if what.is_empty() {
-        return Applied::kept();
-    }
-    let mut new_text = lines.join("\n");
-    if !lines.is_empty() {
-        new_text.push('\n');
-    }
+        },
+        None => None,
+    };
+    let (what, new_text) = match settled_line_edit(&text, inst, replace.as_ref()) {
+        Some(Ok(edit)) => edit,
+        None => return Applied::kept(),
+        Some(Err(why)) => return Applied::failed(why),
+    };
     let new_bytes = new_text.into_bytes();
     if !ctx.dry_run {
         if let Err(e) = ctx
@@ -630,6 +609,74 @@ fn converge_line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
             None
         },
     }])
+}
+
+/// The edit a `line` promise makes to `text` (what it did and the new
+/// text), `None` if the text already keeps it. The edit is applied a second
+/// time in memory first: a promise whose second application changes the
+/// text again (a `present` line holding a newline, a `replace` whose output
+/// matches its pattern again) could never settle and would grow the file on
+/// every run, so it fails and nothing is written (issue 14, item 13).
+fn settled_line_edit(
+    text: &str,
+    inst: &Instance,
+    replace: Option<&regex::Regex>,
+) -> Option<Result<(String, String), String>> {
+    let (what, new_text) = edit_lines(text, inst, replace)?;
+    if let Some((again, _)) = edit_lines(&new_text, inst, replace) {
+        return Some(Err(format!(
+            "this line promise never settles: after it {what}, applying it again {again}; nothing was written (a `present` line must not hold a newline, and a `replace` result must not match its pattern again)"
+        )));
+    }
+    Some(Ok((what, new_text)))
+}
+
+/// One application of a `line` promise to `text`, with its compiled
+/// `replace` pattern: what it did and the new text, `None` if nothing.
+fn edit_lines(
+    text: &str,
+    inst: &Instance,
+    replace: Option<&regex::Regex>,
+) -> Option<(String, String)> {
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let mut what = String::new();
+    if let Some(wanted) = inst.str("present") {
+        if !lines.iter().any(|l| l == wanted) {
+            lines.push(wanted.to_owned());
+            what = format!("added line {wanted:?}");
+        }
+    } else if let Some(unwanted) = inst.str("absent") {
+        let before = lines.len();
+        lines.retain(|l| l != unwanted);
+        if lines.len() != before {
+            what = format!(
+                "removed {} line(s) {unwanted:?}",
+                before.saturating_sub(lines.len())
+            );
+        }
+    } else if let (Some(pattern), Some(re), Some(with)) =
+        (inst.str("replace"), replace, inst.str("with"))
+    {
+        let mut count: usize = 0;
+        for l in &mut lines {
+            let replaced = re.replace_all(l, with).into_owned();
+            if replaced != *l {
+                *l = replaced;
+                count = count.saturating_add(1);
+            }
+        }
+        if count > 0 {
+            what = format!("replaced {pattern:?} on {count} line(s)");
+        }
+    }
+    if what.is_empty() {
+        return None;
+    }
+    let mut new_text = lines.join("\n");
+    if !lines.is_empty() {
+        new_text.push('\n');
+    }
+    Some((what, new_text))
 }
 
 /// Runs a command unless `creates` exists or `unless` succeeds; a
@@ -713,6 +760,7 @@ fn execute(
         env: vec![("CONVERGE_ROOT".to_owned(), root.display().to_string())],
         cwd: Some(cwd.to_path_buf()),
         timeout,
+        stdin: None,
     };
     let ran = process::run(&cmd).map_err(std::io::Error::other)?;
     let mut output = ran.stdout;

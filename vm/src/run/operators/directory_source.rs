@@ -71,7 +71,9 @@ pub(super) fn converge_source(
         Err(e) => return Applied::failed(e),
     };
     let mode_of = |name: &str| inst.int(name).and_then(|m| u32::try_from(m).ok());
-    let dir_mode = mode_of("mode_dirs").or_else(|| mode_of("mode")).unwrap_or(0o755);
+    let dir_mode = mode_of("mode_dirs")
+        .or_else(|| mode_of("mode"))
+        .unwrap_or(0o755);
     let file_mode = |source: u32| {
         mode_of("mode_files").unwrap_or(if source & 0o111 != 0 { 0o755 } else { 0o644 })
     };
