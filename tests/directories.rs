@@ -318,14 +318,24 @@ fn compile_file(path: &Path) -> Result<Vec<u8>, Vec<String>> {
     use converge_compiler::workspace::{FileSystem, Workspace};
     let mut ws = Workspace::new(FileSystem::new());
     ws.add_root(path).unwrap();
+    let shown = |d: &converge_compiler::diagnostic::Diagnostic| {
+        let line = d
+            .labels
+            .first()
+            .and_then(|l| ws.db.get(l.span.file).map(|f| f.line_col(l.span.start).0))
+            .unwrap_or(0);
+        format!("{line}: {} {}", d.code.as_str(), d.message)
+    };
     let mut outcome = check(&ws);
     let errors: Vec<String> = outcome
         .diagnostics
         .iter()
         .filter(|d| d.is_error())
-        .map(|d| format!("{d:?}"))
+        .map(shown)
         .collect();
-    assert!(errors.is_empty(), "{errors:?}");
+    if !errors.is_empty() {
+        return Err(errors);
+    }
     let checked = outcome.programs.pop().unwrap();
     let (secret, _) = support::keys();
     let info = BuildInfo {
@@ -335,17 +345,7 @@ fn compile_file(path: &Path) -> Result<Vec<u8>, Vec<String>> {
     };
     match lower(&ws.db, &checked.files, &checked.program, &info) {
         Ok(body) => Ok(converge_compiler::bundle::seal(&body, &secret).unwrap()),
-        Err(diagnostics) => Err(diagnostics
-            .iter()
-            .map(|d| {
-                let line = d
-                    .labels
-                    .first()
-                    .and_then(|l| ws.db.get(l.span.file).map(|f| f.line_col(l.span.start).0))
-                    .unwrap_or(0);
-                format!("{line}: {} {}", d.code.as_str(), d.message)
-            })
-            .collect()),
+        Err(diagnostics) => Err(diagnostics.iter().map(shown).collect()),
     }
 }
 
