@@ -136,10 +136,7 @@ pub(super) fn walk_tree(
     visit: &mut dyn FnMut(&TreeEntry<'_>) -> Result<Visit, FsError>,
 ) -> Result<(), FsError> {
     let mut levels = vec![enter(shown.to_owned(), 0, top, max_depth, visit)?];
-    loop {
-        let Some(level) = levels.last_mut() else {
-            break;
-        };
+    while let Some(level) = levels.last_mut() {
         let Some(fd) = level.fd.as_ref() else {
             return Err(io(shown, "walk (lost a directory handle of)")(Errno::BADF));
         };
