@@ -502,3 +502,56 @@ fn a_source_tree_past_the_entry_bound_is_refused_at_file_and_line() {
     assert!(errors[0].starts_with("2: E0501"), "{errors:?}");
     assert!(errors[0].contains("more than 10000 entries"), "{errors:?}");
 }
+
+#[test]
+fn a_link_planted_where_the_source_has_a_file_is_not_written_through() {
+    let policies = policy_dir(
+        r#"bundle web { directory "/srv/www" { source = "files/www"; } }
+policy { web(); }"#,
+    );
+    let bundle = verified(&compile_file(&policies.path().join("site.policy")).unwrap());
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("motd");
+    std::fs::write(&target, "outside\n").unwrap();
+    let www = root.path().join("srv/www");
+    std::fs::create_dir_all(&www).unwrap();
+    symlink(&target, www.join("index.html")).unwrap();
+    symlink(outside.path(), www.join("cgi")).unwrap();
+    let r = converge(&bundle, root.path(), false);
+    let failures = failed(&r);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(failures[0].contains("symbolic link"), "{failures:?}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "outside\n");
+    assert!(!outside.path().join("run.sh").exists());
+    // The rest was still copied.
+    assert_eq!(std::fs::read(www.join("logo.png")).unwrap(), BINARY);
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_source_tree_gets_the_promised_owner_and_group() {
+    support::require_root("chown to another user");
+    let policies = policy_dir(
+        r#"bundle web { directory "/srv/www" { source = "files/www"; owner = "www"; group = "www"; } }
+policy { web(); }"#,
+    );
+    let bundle = verified(&compile_file(&policies.path().join("site.policy")).unwrap());
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("etc")).unwrap();
+    std::fs::write(
+        root.path().join("etc/passwd"),
+        "root:x:0:0::/root:/bin/sh\nwww:x:1234:1234::/srv:/bin/sh\n",
+    )
+    .unwrap();
+    std::fs::write(root.path().join("etc/group"), "root:x:0:\nwww:x:1235:\n").unwrap();
+    let r = converge(&bundle, root.path(), false);
+    assert!(failed(&r).is_empty(), "{:?}", failed(&r));
+    let www = root.path().join("srv/www");
+    for entry in ["", "cgi", "cgi/run.sh", "index.html", "logo.png"] {
+        let meta = std::fs::symlink_metadata(www.join(entry)).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (1234, 1235), "{entry}");
+    }
+    assert_eq!(mode_of(&www.join("cgi/run.sh")), 0o755);
+    assert_eq!(repaired(&converge(&bundle, root.path(), false)), 0);
+}
