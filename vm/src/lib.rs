@@ -13,7 +13,7 @@
 /// The VM's version, reported by `policyvm --version` and in run reports.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-pub use converge_format::{bundle, ids, schema, stamp};
+pub use converge_format::{bundle, ids, schema, stamp, tree};
 
 pub mod agent;
 pub mod backend;

@@ -19,7 +19,7 @@ pub const EMBEDDED: &[&str] = &["source", "template"];
 
 /// The path an embedding attribute names, checked against the policy tree
 /// of the file it is written in (by name and through links).
-fn resolve(
+pub(super) fn resolve(
     db: &SourceDb,
     p: &ir::Promise,
     attr: &ir::Attr,

@@ -464,6 +464,7 @@ impl Lowerer<'_> {
                 continue;
             }
             let value = match (attr.name.as_str(), &spec.ty) {
+                ("source", _) if pt.name == "directory" => self.embed_tree(p, attr)?,
                 ("source", _) => self.embed_source(p, attr)?,
                 ("template", _) => self.embed_template(p, attr)?,
                 (_, AttrType::List(_)) => match &attr.value {
@@ -511,6 +512,40 @@ impl Lowerer<'_> {
             Ok(bytes) => Some(bytes),
             Err(d) => {
                 self.diagnostics.push(d);
+                None
+            }
+        }
+    }
+
+    /// A `directory source`: the tree, read inside the policy tree, as one
+    /// blob ([`converge_format::tree`]).
+    fn embed_tree(&mut self, p: &ir::Promise, attr: &ir::Attr) -> Option<Operand> {
+        let (top, tree) = match super::embed::resolve(self.db, p, attr) {
+            Ok(found) => found,
+            Err(d) => {
+                self.diagnostics.push(d);
+                return None;
+            }
+        };
+        let name = attr.value.as_str().unwrap_or_default();
+        match super::embed_tree::read_source_tree(&tree, &top) {
+            Ok(entries) => Some(Operand::Item(Item::Const(self.constant(Constant::Blob(
+                Bytes(converge_format::tree::encode(&entries)),
+            ))))),
+            Err(why) => {
+                self.diagnostics.push(
+                    Diagnostic::new(
+                        Code::EmbedFailed,
+                        format!("cannot embed the directory `{name}`: {why}"),
+                        attr.span,
+                        "this source",
+                    )
+                    .with_help(format!(
+                        "a `directory source` is read at build time, relative to the policy file, inside the policy tree; at most {} entries and {} MiB",
+                        converge_format::tree::MAX_ENTRIES,
+                        converge_format::tree::MAX_BYTES >> 20
+                    )),
+                );
                 None
             }
         }

@@ -17,6 +17,7 @@
 mod atomic;
 mod names;
 mod remove;
+mod tree;
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -32,6 +33,7 @@ pub use atomic::{
     is_live_temp, is_temp_name, symlink_atomic_at, sync_dir, write_atomic_at, TEMP_PREFIX,
 };
 pub use names::{escape_name, printable};
+pub use tree::{TreeEntry, Visit};
 
 /// Why a filesystem operation was refused or failed, with the policy path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -511,6 +513,29 @@ impl RootFs {
             self.forget(&format!("{}/{name}", dir.trim_end_matches('/')));
         }
         sync_dir(&handle, &shown)
+    }
+
+    /// Visits every entry below the directory at `path` (down to
+    /// `max_depth` levels; `None`: all of them) without following links,
+    /// holding a bounded number of descriptors ([`tree`]). The visitor may
+    /// change each entry's mode and owner through [`TreeEntry`]. The
+    /// directory itself is walked afresh and refused if it is
+    /// world-writable, as for any change.
+    pub fn walk_tree(
+        &self,
+        path: &str,
+        max_depth: Option<u32>,
+        visit: &mut dyn FnMut(&TreeEntry<'_>) -> Result<Visit, FsError>,
+    ) -> Result<(), FsError> {
+        let handle = self.dir_to_change(path)?;
+        let top = rfs::openat(
+            &*handle,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(io(path, "open"))?;
+        tree::walk_tree(top, path.trim_end_matches('/'), max_depth, visit)
     }
 
     /// A handle on the directory at `path` itself, walked afresh, for a

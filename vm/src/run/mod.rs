@@ -297,6 +297,15 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                 let owed = ledger.deliver_now("command", &inst.promiser);
                 delivered = notified.contains(&inst.index) || owed;
                 operators::command(&ctx, inst, delivered)
+            } else if inst.kind == "directory"
+                && (inst.bool("recurse") == Some(true) || inst.get("source").is_some())
+            {
+                // The tree leaves alone what more specific promises manage.
+                let others = operators::Others::below(
+                    inst,
+                    instances.iter().filter_map(|(_, _, i)| i.as_ref().ok()),
+                );
+                operators::directory(&ctx, inst, &others)
             } else if inst.kind == "package" {
                 // Every package promise of the batch this one starts is
                 // converged now; the others take their outcome from it.
@@ -567,7 +576,7 @@ fn apply(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
     }
     match inst.kind {
         "file" => operators::file(ctx, inst),
-        "directory" => operators::directory(ctx, inst),
+        "directory" => operators::directory(ctx, inst, &operators::Others::default()),
         "link" => operators::link(ctx, inst),
         "line" => operators::line(ctx, inst),
         "command" => operators::command(ctx, inst, false),
@@ -720,7 +729,50 @@ fn purge(
     if dir.str("ensure") == Some("absent") {
         return applied;
     }
-    let base = dir.promiser.trim_end_matches('/');
+    // The promised directory, and with a `source` every directory of the
+    // copied tree, each with the names its source has.
+    let mut dirs = operators::source_dirs(dir);
+    if dirs.is_empty() {
+        dirs.push((
+            dir.promiser.trim_end_matches('/').to_owned(),
+            HashSet::new(),
+        ));
+    }
+    let purging = dir.bool("purge") == Some(true);
+    let mut failures: Vec<String> = Vec::new();
+    for (at, copied) in &dirs {
+        purge_one(
+            ctx,
+            at,
+            copied,
+            instances,
+            purging,
+            unmanaged,
+            &mut applied,
+            &mut failures,
+        );
+    }
+    if !failures.is_empty() {
+        applied.outcome = Outcome::Failed(failures.join("; "));
+    } else if applied.outcome == Outcome::Kept && !applied.changes.is_empty() {
+        applied.outcome = Outcome::Repaired;
+    }
+    applied
+}
+
+/// [`purge`] of one directory `base`: `copied` are the names its `source`
+/// has there.
+#[allow(clippy::too_many_arguments, reason = "the state of one purge")]
+fn purge_one(
+    ctx: &Ctx<'_>,
+    base: &str,
+    copied: &HashSet<Vec<u8>>,
+    instances: &[(usize, Vec<String>, Result<Instance, String>)],
+    purging: bool,
+    unmanaged: &mut BTreeSet<String>,
+    applied: &mut Applied,
+    failures: &mut Vec<String>,
+) {
     let managed: HashSet<&[u8]> = instances
         .iter()
         .filter_map(|(_, _, i)| i.as_ref().ok())
@@ -729,16 +781,18 @@ fn purge(
             rest.split('/').next().map(str::as_bytes)
         })
         .collect();
-    let entries = match ctx.fs.list_dir(&dir.promiser) {
+    let entries = match ctx.fs.list_dir(base) {
         Ok(entries) => entries,
         Err(e) => {
-            return Applied::failed(format!("cannot list it for unmanaged entries: {e}"));
+            failures.push(format!("cannot list `{base}` for unmanaged entries: {e}"));
+            return;
         }
     };
-    let purging = dir.bool("purge") == Some(true);
-    let mut failures: Vec<String> = Vec::new();
     for entry in entries {
-        if managed.contains(entry.as_slice()) || crate::rootfs::is_live_temp(&entry) {
+        if managed.contains(entry.as_slice())
+            || copied.contains(&entry)
+            || crate::rootfs::is_live_temp(&entry)
+        {
             continue;
         }
         let path = format!("{base}/{}", crate::rootfs::escape_name(&entry));
@@ -759,12 +813,6 @@ fn purge(
             diff: None,
         });
     }
-    if !failures.is_empty() {
-        applied.outcome = Outcome::Failed(failures.join("; "));
-    } else if applied.outcome == Outcome::Kept && !applied.changes.is_empty() {
-        applied.outcome = Outcome::Repaired;
-    }
-    applied
 }
 
 fn record(

@@ -13,6 +13,11 @@ use crate::backend::passwd::AccountDb;
 use crate::backend::process::{self, Cmd};
 use crate::rootfs::{FsError, Kind, RootFs};
 
+mod directory_source;
+mod directory_tree;
+pub use directory_source::source_dirs;
+pub use directory_tree::Others;
+
 /// How a promise ended in one pass.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -545,13 +550,16 @@ fn current_gid() -> u32 {
     rustix::process::getgid().as_raw()
 }
 
-pub fn directory(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+/// A `directory` promise: the directory itself, then the tree copied from
+/// its `source` ([`directory_source`]), then (with `recurse`) the tree
+/// below it ([`directory_tree`]), except what `others` manage.
+pub fn directory(ctx: &Ctx<'_>, inst: &Instance, others: &Others) -> Applied {
     let path = inst.promiser.as_str();
     let meta = match present_or_absent(ctx, inst, |k| k == Kind::Dir, "a directory") {
         Ok(m) => m,
         Err(done) => return done,
     };
-    match meta {
+    let top = match meta {
         None => {
             let mode = inst
                 .int("mode")
@@ -584,7 +592,15 @@ pub fn directory(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
             Ok(changes) => Applied::from_changes(changes),
             Err(failed) => failed,
         },
+    };
+    if !matches!(top.outcome, Outcome::Kept | Outcome::Repaired) {
+        return top;
     }
+    let copied = directory_source::converge_source(ctx, inst, others, top);
+    if !matches!(copied.outcome, Outcome::Kept | Outcome::Repaired) {
+        return copied;
+    }
+    directory_tree::converge_tree(ctx, inst, others, copied)
 }
 
 pub fn link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {

@@ -160,6 +160,33 @@ impl<'a> Checker<'a> {
         if let Some(validate) = attrs.iter().find(|a| a.name.name == "validate") {
             self.check_validate(validate.value);
         }
+        if pt.name == "directory" {
+            let has = |n: &str| attrs.iter().any(|a| a.name.name == n);
+            for a in attrs
+                .iter()
+                .filter(|a| matches!(a.name.name.as_str(), "mode_files" | "mode_dirs"))
+            {
+                if !has("recurse") && !has("source") {
+                    self.push(
+                        Diagnostic::new(
+                            Code::MissingAttribute,
+                            format!(
+                                "`{}` needs `recurse` or `source` on a `directory` promise",
+                                a.name.name
+                            ),
+                            a.name.span,
+                            "applies to no tree",
+                        )
+                        .with_help("add `recurse = true;` to apply it to the whole tree"),
+                    );
+                }
+            }
+        }
+        if let Some(depth) = attrs.iter().find(|a| a.name.name == "depth") {
+            if pt.name == "directory" {
+                self.check_depth(depth.value);
+            }
+        }
         if pt.name == "command"
             && !attrs
                 .iter()
@@ -174,6 +201,26 @@ impl<'a> Checker<'a> {
                 )
                 .with_help("add `creates = \"/path/it/makes\";` or `unless = [\"/usr/bin/test\", ...];` so the command is skipped once it has done its work")
                 .with_note("the VM runs a non-convergent command at most once per run"),
+            );
+        }
+    }
+
+    /// `depth` of a recursed directory counts levels below it: 1 is its
+    /// direct children, and 0 or less would manage nothing (the VM refuses
+    /// it too).
+    fn check_depth(&mut self, value: &Expr) {
+        let ExprKind::Int { value: depth, .. } = &value.kind else {
+            return;
+        };
+        if *depth < 1 {
+            self.push(
+                Diagnostic::new(
+                    Code::InvalidEnumValue,
+                    format!("`depth = {depth}` manages no level of the tree"),
+                    value.span,
+                    "must be at least 1",
+                )
+                .with_help("`depth = 1` is the direct children of the directory; leave `depth` out for the whole tree"),
             );
         }
     }
