@@ -13,3 +13,4 @@ pub mod ids;
 pub mod paths;
 pub mod schema;
 pub mod stamp;
+pub mod system;

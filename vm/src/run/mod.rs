@@ -339,6 +339,10 @@ fn apply(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
             .pop()
             .unwrap_or_else(|| Applied::failed("no outcome for this package")),
         "service" => backend::service::service(ctx.fs, ctx.dry_run, inst, notified),
+        "process" => backend::processes::converge(ctx.fs, ctx.dry_run, inst),
+        "mount" => backend::mount::converge(ctx.fs, ctx.dry_run, inst),
+        "kernel_module" => backend::kmod::converge(ctx.fs, ctx.dry_run, inst),
+        "sysctl" => backend::sysctl::converge(ctx.fs, ctx.dry_run, inst),
         "user" | "group" => {
             let applied = if inst.kind == "user" {
                 backend::accounts::user(ctx.fs, ctx.dry_run, inst)
@@ -389,7 +393,14 @@ fn runtime_contradictions(
                         return None;
                     }
                     let other = b.get(name)?;
-                    (other != value).then_some((*name, value, other))
+                    // Some mount states agree though they differ
+                    // (`present` with `mounted`): the schema's one rule.
+                    let agree = kind == "mount"
+                        && *name == "state"
+                        && value.as_str().zip(other.as_str()).is_some_and(|(x, y)| {
+                            converge_format::system::mount_states_agree(x, y)
+                        });
+                    (other != value && !agree).then_some((*name, value, other))
                 });
                 if let Some((name, va, vb)) = clash {
                     let reason = format!(
