@@ -365,45 +365,55 @@ fn terminate(
             });
             continue;
         }
-        if let Err(e) = signal_and_wait(p, sig, timeout) {
-            return Applied {
-                changes,
-                ..Applied::failed(format!("pid {} (`{}`): {e}", p.pid, p.cmdline))
-            };
+        match signal_and_wait(p, sig, timeout) {
+            Ok(true) => changes.push(what),
+            Ok(false) => {}
+            Err(e) => {
+                return Applied {
+                    changes,
+                    ..Applied::failed(format!("pid {} (`{}`): {e}", p.pid, p.cmdline))
+                }
+            }
         }
-        changes.push(what);
     }
     Applied::from_changes(changes)
 }
 
 /// Sends `sig` to the process `p` describes — only if this kernel's
 /// process with that pid has the same command line — and waits up to
-/// `timeout` for it to exit. An already exited process is fine.
-pub fn signal_and_wait(p: &Proc, sig: Signal, timeout: Duration) -> Result<(), String> {
+/// `timeout` for it to exit. `Ok(false)`: it had already exited (no such
+/// pid on this kernel, or a zombie), nothing was sent.
+pub fn signal_and_wait(p: &Proc, sig: Signal, timeout: Duration) -> Result<bool, String> {
     let pid = i32::try_from(p.pid)
         .ok()
         .and_then(Pid::from_raw)
         .ok_or("not a valid pid")?;
     let pidfd: OwnedFd = match rustix::process::pidfd_open(pid, PidfdFlags::empty()) {
         Ok(fd) => fd,
-        Err(rustix::io::Errno::SRCH) => {
-            return Err(
-                "no such process on this kernel: the process table read (ROOT/proc) is not this \
-                 kernel's, or is stale; nothing was signalled"
-                    .to_owned(),
-            )
-        }
+        // Exited since the table was read (or never ran on this kernel).
+        Err(rustix::io::Errno::SRCH) => return Ok(false),
         Err(e) => return Err(format!("cannot open the process: {e}")),
     };
     // Read after the pidfd pins the process: if that one exits and the pid
     // is reused, the signal below goes to nobody (ESRCH), never to the new one.
     let host = RootFs::open(Path::new("/")).map_err(|e| e.to_string())?;
-    let now = host
-        .read_file(&format!("/proc/{}/cmdline", p.pid))
+    let state = host
+        .read_file(&format!("/proc/{}/stat", p.pid))
         .ok()
         .flatten()
-        .map(|b| parse_cmdline(&b))
-        .unwrap_or_default();
+        .and_then(|s| {
+            let text = String::from_utf8_lossy(&s).into_owned();
+            let (_, rest) = text.rsplit_once(')')?;
+            rest.split_whitespace().next().map(str::to_owned)
+        });
+    if matches!(state.as_deref(), Some("Z" | "X")) {
+        // It has exited; only its parent has not reaped it yet.
+        return Ok(false);
+    }
+    let now = match host.read_file(&format!("/proc/{}/cmdline", p.pid)) {
+        Ok(bytes) => parse_cmdline(&bytes.unwrap_or_default()),
+        Err(e) => return Err(format!("cannot read its command line on this kernel: {e}")),
+    };
     if now != p.cmdline {
         return Err(format!(
             "this kernel's process {} is `{now}`, not the one read from the process table; \
@@ -424,7 +434,7 @@ pub fn signal_and_wait(p: &Proc, sig: Signal, timeout: Duration) -> Result<(), S
         };
         let mut fds = [rustix::event::PollFd::new(&pidfd, rustix::event::PollFlags::IN)];
         match rustix::event::poll(&mut fds, Some(&wait)) {
-            Ok(n) if n > 0 => return Ok(()),
+            Ok(n) if n > 0 => return Ok(true),
             Ok(_) => {
                 return Err(format!(
                     "still running {}s after the signal (a stronger `signal`, such as KILL, \
@@ -510,8 +520,8 @@ mod tests {
     fn the_signal_step_checks_the_process_and_waits_for_its_exit() {
         let mut child = std::process::Command::new("sleep").arg("300").spawn().unwrap();
         let pid = child.id();
-        // A process just born may show an empty command line for an instant.
-        while std::fs::read(format!("/proc/{pid}/cmdline")).unwrap().is_empty() {
+        // Until its exec is done, a child shows its parent's command line.
+        while std::fs::read(format!("/proc/{pid}/cmdline")).unwrap() != b"sleep\0300\0" {
             std::thread::sleep(Duration::from_millis(10));
         }
         let wrong = Proc {
@@ -527,8 +537,12 @@ mod tests {
             cmdline: "sleep 300".into(),
             ..wrong
         };
-        signal_and_wait(&right, Signal::TERM, Duration::from_secs(5)).unwrap();
+        assert_eq!(signal_and_wait(&right, Signal::TERM, Duration::from_secs(5)), Ok(true));
+        // Exited, not yet reaped: nothing more to send.
+        assert_eq!(signal_and_wait(&right, Signal::TERM, Duration::from_secs(5)), Ok(false));
         let status = child.wait().unwrap();
+        let gone = Proc { pid: 4_194_400, ..right };
+        assert_eq!(signal_and_wait(&gone, Signal::TERM, Duration::from_secs(1)), Ok(false));
         use std::os::unix::process::ExitStatusExt as _;
         assert_eq!(status.signal(), Some(libc_sigterm()));
     }

@@ -1,0 +1,264 @@
+//! `mount`, `kernel_module`, `sysctl` and `process` promises end to end, on
+//! sandbox roots only (docs/promise-types.md, "Kernel-facing types"):
+//! under `--root` the VM manages `etc/fstab`, `etc/modules-load.d`,
+//! `etc/modprobe.d` and `etc/sysctl.d` of the root, and reads processes
+//! from `ROOT/proc` — here a fixture of `PID/cmdline` files. No test here
+//! mounts, loads a module, sets a sysctl or runs the VM on `/`; the one
+//! process signalled is a `sleep` this test started itself.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::Path;
+use std::time::Duration;
+
+use converge_vm::run::operators::Outcome;
+use converge_vm::run::RunReport;
+
+use ::converge::support;
+use support::{compile, converge, failed, repaired, verified};
+
+/// Every file below `root`, by relative path, with its content.
+fn snapshot(root: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                let rel = path.strip_prefix(root).unwrap().display().to_string();
+                out.insert(rel, std::fs::read_to_string(&path).unwrap_or_default());
+            }
+        }
+    }
+    out
+}
+
+fn outcome<'r>(r: &'r RunReport, kind: &str, promiser: &str) -> &'r Outcome {
+    &r.promises
+        .iter()
+        .find(|p| p.kind == kind && p.promiser == promiser)
+        .unwrap_or_else(|| panic!("no promise {kind} {promiser}: {r:#?}"))
+        .outcome
+}
+
+const FILES: &str = r#"
+bundle kernel {
+  mount "/srv/data" {
+    device = "UUID=0a1b-2c3d"; fstype = "ext4"; options = ["noatime", "nodev"];
+  }
+  mount "/srv/media" { state = present; device = "/dev/sdc1"; fstype = "vfat"; }
+  mount "/mnt/old" { state = absent; }
+  mount "/mnt/usb" { state = unmounted; }
+  sysctl "net.ipv4.ip_forward" { value = "1"; }
+  sysctl "net/ipv4/ip_local_port_range" { value = "32768   60999"; }
+  sysctl "vm.swappiness" { value = "10"; persistent = false; }
+  kernel_module "br_netfilter" { }
+  kernel_module "cramfs" { state = absent; }
+}
+policy { kernel(); }
+"#;
+
+const FSTAB: &str = "# <file system> <mount point> <type> <options> <dump> <pass>\n\
+UUID=root / ext4 errors=remount-ro 0 1\n\
+/dev/sdb1 /srv/data xfs defaults 0 2\n\
+/dev/sdd1 /mnt/old ext4 defaults 0 0\n\
+/dev/sde1 /mnt/usb vfat noauto 0 0\n";
+
+#[test]
+fn fstab_modules_and_sysctl_files_converge_inside_a_root_and_nothing_live_is_touched() {
+    let root = tempfile::tempdir().unwrap();
+    let etc = root.path().join("etc");
+    std::fs::create_dir_all(etc.join("modules-load.d")).unwrap();
+    std::fs::write(etc.join("fstab"), FSTAB).unwrap();
+    // A stale load file for a module that must now be absent.
+    std::fs::write(etc.join("modules-load.d/converge-cramfs.conf"), "cramfs\n").unwrap();
+    let host_fstab = std::fs::read("/etc/fstab").ok();
+    let host_forward = std::fs::read_to_string("/proc/sys/net/ipv4/ip_forward").unwrap();
+    let bundle = verified(&compile(FILES));
+
+    let before = snapshot(root.path());
+    let dry = converge(&bundle, root.path(), true);
+    assert!(failed(&dry).is_empty(), "{:?}", failed(&dry));
+    assert_eq!(snapshot(root.path()), before, "a dry run changes nothing");
+    assert!(repaired(&dry) >= 5, "{dry:#?}");
+
+    let first = converge(&bundle, root.path(), false);
+    assert!(failed(&first).is_empty(), "{:?}", failed(&first));
+    let fstab = std::fs::read_to_string(etc.join("fstab")).unwrap();
+    assert_eq!(
+        fstab,
+        "# <file system> <mount point> <type> <options> <dump> <pass>\n\
+         UUID=root / ext4 errors=remount-ro 0 1\n\
+         UUID=0a1b-2c3d\t/srv/data\text4\tnoatime,nodev\t0\t2\n\
+         /dev/sde1 /mnt/usb vfat noauto 0 0\n\
+         /dev/sdc1\t/srv/media\tvfat\tdefaults\t0\t0\n"
+    );
+    let read = |p: &str| std::fs::read_to_string(root.path().join(p)).unwrap();
+    assert!(read("etc/sysctl.d/60-converge-net.ipv4.ip_forward.conf")
+        .ends_with("\nnet.ipv4.ip_forward = 1\n"));
+    assert!(read("etc/sysctl.d/60-converge-net.ipv4.ip_local_port_range.conf")
+        .ends_with("\nnet/ipv4/ip_local_port_range = 32768 60999\n"));
+    assert!(!root
+        .path()
+        .join("etc/sysctl.d/60-converge-vm.swappiness.conf")
+        .exists());
+    assert!(read("etc/modules-load.d/converge-br_netfilter.conf").ends_with("\nbr_netfilter\n"));
+    assert!(read("etc/modprobe.d/converge-blacklist-cramfs.conf")
+        .ends_with("\nblacklist cramfs\ninstall cramfs /bin/false\n"));
+    assert!(!etc.join("modules-load.d/converge-cramfs.conf").exists());
+    // Live state is not managed under --root: said, not pretended.
+    assert!(matches!(outcome(&first, "mount", "/mnt/usb"), Outcome::Skipped(why) if why.contains("only /etc/fstab")));
+    assert_eq!(*outcome(&first, "sysctl", "vm.swappiness"), Outcome::Kept);
+
+    let second = converge(&bundle, root.path(), false);
+    assert!(failed(&second).is_empty(), "{:?}", failed(&second));
+    assert_eq!(repaired(&second), 0, "{second:#?}");
+    assert_eq!(std::fs::read("/etc/fstab").ok(), host_fstab);
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/net/ipv4/ip_forward").unwrap(),
+        host_forward
+    );
+}
+
+#[test]
+fn bad_values_computed_on_the_host_are_refused_before_any_file_changes() {
+    // The compiler checks constants; a value from a fact is checked by the VM.
+    let policy = r#"
+bundle kernel {
+  mount "/srv/x" { device = "/dev/sdb1"; fstype = "${sys.os}fs"; }
+}
+policy { kernel(); }
+"#;
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("etc")).unwrap();
+    std::fs::write(root.path().join("etc/fstab"), FSTAB).unwrap();
+    let report = converge(&verified(&compile(policy)), root.path(), false);
+    let errors = failed(&report);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("is not a known filesystem type"), "{errors:?}");
+    assert_eq!(std::fs::read_to_string(root.path().join("etc/fstab")).unwrap(), FSTAB);
+}
+
+/// A fixture process table `ROOT/proc/PID/cmdline`.
+fn fake_proc(root: &Path, pid: u32, argv: &[&str]) {
+    let dir = root.join("proc").join(pid.to_string());
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut bytes = Vec::new();
+    for a in argv {
+        bytes.extend_from_slice(a.as_bytes());
+        bytes.push(0);
+    }
+    std::fs::write(dir.join("cmdline"), bytes).unwrap();
+}
+
+/// A pid above any pid_max: no process of this kernel has it.
+const NO_SUCH_PID: u32 = 4_194_400;
+
+#[test]
+fn processes_are_read_from_root_proc_and_a_dry_run_says_what_it_would_do() {
+    let root = tempfile::tempdir().unwrap();
+    fake_proc(root.path(), NO_SUCH_PID, &["/usr/sbin/fakedaemon", "--serve"]);
+    fake_proc(root.path(), NO_SUCH_PID + 1, &["/usr/bin/stray", "-x"]);
+    let policy = r#"
+bundle procs {
+  process "daemon" { match = "^/usr/sbin/fakedaemon --serve$"; start = ["/usr/sbin/fakedaemon", "--serve"]; }
+  process "two workers" { match = "^/usr/bin/worker"; start = ["/usr/bin/worker"]; count = 2; }
+  process "no stray" { match = "^/usr/bin/stray"; state = absent; }
+  process "no ghost" { match = "^/usr/bin/ghost"; state = absent; }
+}
+policy { procs(); }
+"#;
+    let bundle = verified(&compile(policy));
+    let before = snapshot(root.path());
+    let dry = converge(&bundle, root.path(), true);
+    assert!(failed(&dry).is_empty(), "{:?}", failed(&dry));
+    assert_eq!(snapshot(root.path()), before);
+    assert_eq!(*outcome(&dry, "process", "daemon"), Outcome::Kept);
+    assert_eq!(*outcome(&dry, "process", "no ghost"), Outcome::Kept);
+    let shown = |label: &str| {
+        let p = dry.promises.iter().find(|p| p.promiser == label).unwrap();
+        p.changes.iter().map(|c| c.after.clone()).collect::<Vec<_>>()
+    };
+    let chroot = format!(
+        "(would run `setsid --fork -- chroot -- {} /usr/bin/worker`)",
+        root.path().display()
+    );
+    assert_eq!(shown("two workers"), [format!("copy 1 of 2 {chroot}"), format!("copy 2 of 2 {chroot}")]);
+    assert_eq!(shown("no stray"), ["would send SIGTERM"]);
+
+    // For real: a fixture pid that no process of this kernel has is not
+    // running (kept); one that is a different process on this kernel (a
+    // `sleep` of this test) is refused, and nothing is signalled.
+    let no_stray = verified(&compile(
+        "bundle b { process \"no stray\" { match = \"^/usr/bin/stray\"; state = absent; } }\npolicy { b(); }\n",
+    ));
+    let report = converge(&no_stray, root.path(), false);
+    assert_eq!(*outcome(&report, "process", "no stray"), Outcome::Kept, "{report:#?}");
+    let mut other = std::process::Command::new("sleep").arg("300").spawn().unwrap();
+    fake_proc(root.path(), other.id(), &["/usr/bin/stray", "-y"]);
+    let report = converge(&no_stray, root.path(), false);
+    let errors = failed(&report);
+    assert!(errors.len() == 1 && errors[0].contains("nothing was signalled"), "{errors:?}");
+    assert!(other.try_wait().unwrap().is_none(), "not signalled");
+    other.kill().unwrap();
+    other.wait().unwrap();
+}
+
+#[test]
+fn a_regex_that_matches_the_vm_itself_signals_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    // The VM's own pid (this test process) as the fixture shows it, and a
+    // second, real-looking target: neither may be signalled.
+    fake_proc(root.path(), std::process::id(), &["/usr/bin/policyvm", "run", "site.bundle"]);
+    fake_proc(root.path(), NO_SUCH_PID, &["/usr/bin/policyvm-helper"]);
+    let policy = "bundle b { process \"no policyvm\" { match = \"policyvm\"; state = absent; } }\npolicy { b(); }\n";
+    let report = converge(&verified(&compile(policy)), root.path(), false);
+    let errors = failed(&report);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("matches the VM itself or one of its ancestors"), "{errors:?}");
+    // As `running`, the VM's own process is never counted as the process.
+    let policy = "bundle b { process \"vm\" { match = \"site.bundle\"; } }\npolicy { b(); }\n";
+    let report = converge(&verified(&compile(policy)), root.path(), true);
+    assert!(
+        matches!(outcome(&report, "process", "vm"), Outcome::Failed(why) if why.contains("no `start`")),
+        "{report:#?}"
+    );
+}
+
+/// The signal path for real, on a root whose process table names a
+/// `sleep` this test started (and nothing else): the VM checks it against
+/// the kernel, sends TERM through a pidfd and waits for the exit.
+#[test]
+fn an_absent_process_is_signalled_after_checking_it_is_the_kernels() {
+    let marker = format!("3599.{}", std::process::id());
+    let mut child = std::process::Command::new("sleep").arg(&marker).spawn().unwrap();
+    let pid = child.id();
+    // Until its exec is done, a child shows its parent's command line.
+    let argv = format!("sleep\0{marker}\0");
+    while std::fs::read(format!("/proc/{pid}/cmdline")).unwrap() != argv.as_bytes() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let root = tempfile::tempdir().unwrap();
+    fake_proc(root.path(), pid, &["sleep", &marker]);
+    let policy = format!(
+        "bundle b {{ process \"no sleep\" {{ match = \"^sleep {}$\"; state = absent; }} }}\npolicy {{ b(); }}\n",
+        marker.replace('.', r"\\.")
+    );
+    let bundle = verified(&compile(&policy));
+    let dry = converge(&bundle, root.path(), true);
+    assert_eq!(repaired(&dry), 1);
+    assert!(child.try_wait().unwrap().is_none(), "a dry run signals nothing");
+    let report = converge(&bundle, root.path(), false);
+    assert!(failed(&report).is_empty(), "{:?}", failed(&report));
+    assert_eq!(repaired(&report), 1);
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(15), "{status:?}");
+    // The table now says it is gone: kept.
+    std::fs::remove_dir_all(root.path().join("proc").join(pid.to_string())).unwrap();
+    let again = converge(&bundle, root.path(), false);
+    assert_eq!(*outcome(&again, "process", "no sleep"), Outcome::Kept);
+}
