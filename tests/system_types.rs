@@ -262,3 +262,99 @@ fn an_absent_process_is_signalled_after_checking_it_is_the_kernels() {
     let again = converge(&bundle, root.path(), false);
     assert_eq!(*outcome(&again, "process", "no sleep"), Outcome::Kept);
 }
+
+/// Runs `test` of this binary again inside new namespaces (`unshare
+/// FLAGS`), where it does the real work; `true` in that inner run. The
+/// outer run needs root and `unshare`; it fails, never passes empty-handed,
+/// when run (`--include-ignored`) without them.
+fn inside_namespaces(test: &str, flags: &[&str]) -> bool {
+    if std::env::var_os("CONVERGE_TEST_IN_NAMESPACE").is_some() {
+        return true;
+    }
+    support::require_root("a private namespace");
+    let unshare = support::require_tool("unshare", "util-linux");
+    let out = std::process::Command::new(unshare)
+        .args(flags)
+        .arg("--")
+        .arg(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--include-ignored", "--nocapture", "--test-threads=1"])
+        .env("CONVERGE_TEST_IN_NAMESPACE", "1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+    false
+}
+
+/// The live mount steps for real, in a private mount namespace this test
+/// creates (`unshare -m`): a tmpfs is mounted, kept, remounted for a
+/// missing option, and unmounted; the machine's mounts never see it.
+#[test]
+#[ignore = "needs root and unshare (a private mount namespace)"]
+fn live_mounts_converge_in_a_private_mount_namespace() {
+    use converge_vm::backend::mount::{converge_live, Wanted};
+    if !inside_namespaces(
+        "live_mounts_converge_in_a_private_mount_namespace",
+        &["--mount", "--propagation", "private"],
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fs = converge_vm::rootfs::RootFs::open(Path::new("/")).unwrap();
+    let mp = dir.path().join("mnt");
+    let want = |state: &str, options: &str| Wanted {
+        mount_point: mp.display().to_string(),
+        state: state.into(),
+        device: Some("tmpfs".into()),
+        fstype: Some("tmpfs".into()),
+        options: options.into(),
+    };
+    let findmnt = || {
+        let out = std::process::Command::new("findmnt")
+            .args(["-n", "-o", "FSTYPE,OPTIONS", "--mountpoint"])
+            .arg(&mp)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let (changes, log) = converge_live(&fs, false, &want("mounted", "size=1m,noexec"), false).unwrap();
+    assert_eq!(changes.len(), 2, "mount point created, then mounted: {changes:?}");
+    assert!(log.contains("$ mount -t tmpfs -o size=1m,noexec -- tmpfs"), "{log}");
+    let live = findmnt();
+    assert!(live.starts_with("tmpfs") && live.contains("noexec"), "{live}");
+    let (again, _) = converge_live(&fs, false, &want("mounted", "size=1m,noexec"), false).unwrap();
+    assert!(again.is_empty(), "kept: {again:?}");
+    let (remount, _) = converge_live(&fs, false, &want("mounted", "size=1m,noexec,nodev"), false).unwrap();
+    assert_eq!(remount.len(), 1, "{remount:?}");
+    assert!(findmnt().contains("nodev"), "{}", findmnt());
+    let (gone, _) = converge_live(&fs, false, &want("unmounted", "defaults"), false).unwrap();
+    assert_eq!(gone.len(), 1, "{gone:?}");
+    assert_eq!(findmnt(), "");
+}
+
+/// `sysctl -w` and the `/proc/sys` read for real, in a private network
+/// namespace this test creates (`unshare -n`), whose `net.*` parameters
+/// are its own.
+#[test]
+#[ignore = "needs root and unshare (a private network namespace)"]
+fn a_live_sysctl_is_set_in_a_private_network_namespace() {
+    use converge_vm::backend::sysctl::{live_value, set_command};
+    use converge_vm::backend::{perform, Step};
+    if !inside_namespaces(
+        "a_live_sysctl_is_set_in_a_private_network_namespace",
+        &["--net"],
+    ) {
+        return;
+    }
+    let fs = converge_vm::rootfs::RootFs::open(Path::new("/")).unwrap();
+    let key = "net.ipv4.ip_local_port_range";
+    let before = live_value(&fs, key).unwrap();
+    let want = if before == "20000 30000" { "20001 30001" } else { "20000 30000" };
+    let step = Step::new("live value", before, want, set_command(key, want));
+    perform(false, &[step]).unwrap();
+    assert_eq!(live_value(&fs, key).unwrap(), want);
+}

@@ -423,8 +423,10 @@ pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance) -> Applied {
     }
 }
 
-/// The live half (the real system only).
-fn converge_live(
+/// The live half (the real system only): what `converge` does after
+/// fstab on `/`. Public for the test that runs it in a private mount
+/// namespace.
+pub fn converge_live(
     fs: &RootFs,
     dry_run: bool,
     want: &Wanted,
