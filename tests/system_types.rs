@@ -100,8 +100,10 @@ fn fstab_modules_and_sysctl_files_converge_inside_a_root_and_nothing_live_is_tou
     let read = |p: &str| std::fs::read_to_string(root.path().join(p)).unwrap();
     assert!(read("etc/sysctl.d/60-converge-net.ipv4.ip_forward.conf")
         .ends_with("\nnet.ipv4.ip_forward = 1\n"));
-    assert!(read("etc/sysctl.d/60-converge-net.ipv4.ip_local_port_range.conf")
-        .ends_with("\nnet/ipv4/ip_local_port_range = 32768 60999\n"));
+    assert!(
+        read("etc/sysctl.d/60-converge-net.ipv4.ip_local_port_range.conf")
+            .ends_with("\nnet/ipv4/ip_local_port_range = 32768 60999\n")
+    );
     assert!(!root
         .path()
         .join("etc/sysctl.d/60-converge-vm.swappiness.conf")
@@ -111,7 +113,9 @@ fn fstab_modules_and_sysctl_files_converge_inside_a_root_and_nothing_live_is_tou
         .ends_with("\nblacklist cramfs\ninstall cramfs /bin/false\n"));
     assert!(!etc.join("modules-load.d/converge-cramfs.conf").exists());
     // Live state is not managed under --root: said, not pretended.
-    assert!(matches!(outcome(&first, "mount", "/mnt/usb"), Outcome::Skipped(why) if why.contains("only /etc/fstab")));
+    assert!(
+        matches!(outcome(&first, "mount", "/mnt/usb"), Outcome::Skipped(why) if why.contains("only /etc/fstab"))
+    );
     assert_eq!(*outcome(&first, "sysctl", "vm.swappiness"), Outcome::Kept);
 
     let second = converge(&bundle, root.path(), false);
@@ -139,8 +143,14 @@ policy { kernel(); }
     let report = converge(&verified(&compile(policy)), root.path(), false);
     let errors = failed(&report);
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].contains("is not a known filesystem type"), "{errors:?}");
-    assert_eq!(std::fs::read_to_string(root.path().join("etc/fstab")).unwrap(), FSTAB);
+    assert!(
+        errors[0].contains("is not a known filesystem type"),
+        "{errors:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("etc/fstab")).unwrap(),
+        FSTAB
+    );
 }
 
 /// A fixture process table `ROOT/proc/PID/cmdline`.
@@ -161,7 +171,11 @@ const NO_SUCH_PID: u32 = 4_194_400;
 #[test]
 fn processes_are_read_from_root_proc_and_a_dry_run_says_what_it_would_do() {
     let root = tempfile::tempdir().unwrap();
-    fake_proc(root.path(), NO_SUCH_PID, &["/usr/sbin/fakedaemon", "--serve"]);
+    fake_proc(
+        root.path(),
+        NO_SUCH_PID,
+        &["/usr/sbin/fakedaemon", "--serve"],
+    );
     fake_proc(root.path(), NO_SUCH_PID + 1, &["/usr/bin/stray", "-x"]);
     let policy = r#"
 bundle procs {
@@ -181,13 +195,22 @@ policy { procs(); }
     assert_eq!(*outcome(&dry, "process", "no ghost"), Outcome::Kept);
     let shown = |label: &str| {
         let p = dry.promises.iter().find(|p| p.promiser == label).unwrap();
-        p.changes.iter().map(|c| c.after.clone()).collect::<Vec<_>>()
+        p.changes
+            .iter()
+            .map(|c| c.after.clone())
+            .collect::<Vec<_>>()
     };
     let chroot = format!(
         "(would run `setsid --fork -- chroot -- {} /usr/bin/worker`)",
         root.path().display()
     );
-    assert_eq!(shown("two workers"), [format!("copy 1 of 2 {chroot}"), format!("copy 2 of 2 {chroot}")]);
+    assert_eq!(
+        shown("two workers"),
+        [
+            format!("copy 1 of 2 {chroot}"),
+            format!("copy 2 of 2 {chroot}")
+        ]
+    );
     assert_eq!(shown("no stray"), ["would send SIGTERM"]);
 
     // For real: a fixture pid that no process of this kernel has is not
@@ -197,12 +220,22 @@ policy { procs(); }
         "bundle b { process \"no stray\" { match = \"^/usr/bin/stray\"; state = absent; } }\npolicy { b(); }\n",
     ));
     let report = converge(&no_stray, root.path(), false);
-    assert_eq!(*outcome(&report, "process", "no stray"), Outcome::Kept, "{report:#?}");
-    let mut other = std::process::Command::new("sleep").arg("300").spawn().unwrap();
+    assert_eq!(
+        *outcome(&report, "process", "no stray"),
+        Outcome::Kept,
+        "{report:#?}"
+    );
+    let mut other = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
     fake_proc(root.path(), other.id(), &["/usr/bin/stray", "-y"]);
     let report = converge(&no_stray, root.path(), false);
     let errors = failed(&report);
-    assert!(errors.len() == 1 && errors[0].contains("nothing was signalled"), "{errors:?}");
+    assert!(
+        errors.len() == 1 && errors[0].contains("nothing was signalled"),
+        "{errors:?}"
+    );
     assert!(other.try_wait().unwrap().is_none(), "not signalled");
     other.kill().unwrap();
     other.wait().unwrap();
@@ -213,13 +246,20 @@ fn a_regex_that_matches_the_vm_itself_signals_nothing() {
     let root = tempfile::tempdir().unwrap();
     // The VM's own pid (this test process) as the fixture shows it, and a
     // second, real-looking target: neither may be signalled.
-    fake_proc(root.path(), std::process::id(), &["/usr/bin/policyvm", "run", "site.bundle"]);
+    fake_proc(
+        root.path(),
+        std::process::id(),
+        &["/usr/bin/policyvm", "run", "site.bundle"],
+    );
     fake_proc(root.path(), NO_SUCH_PID, &["/usr/bin/policyvm-helper"]);
     let policy = "bundle b { process \"no policyvm\" { match = \"policyvm\"; state = absent; } }\npolicy { b(); }\n";
     let report = converge(&verified(&compile(policy)), root.path(), false);
     let errors = failed(&report);
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].contains("matches the VM itself or one of its ancestors"), "{errors:?}");
+    assert!(
+        errors[0].contains("matches the VM itself or one of its ancestors"),
+        "{errors:?}"
+    );
     // As `running`, the VM's own process is never counted as the process.
     let policy = "bundle b { process \"vm\" { match = \"site.bundle\"; } }\npolicy { b(); }\n";
     let report = converge(&verified(&compile(policy)), root.path(), true);
@@ -235,7 +275,10 @@ fn a_regex_that_matches_the_vm_itself_signals_nothing() {
 #[test]
 fn an_absent_process_is_signalled_after_checking_it_is_the_kernels() {
     let marker = format!("3599.{}", std::process::id());
-    let mut child = std::process::Command::new("sleep").arg(&marker).spawn().unwrap();
+    let mut child = std::process::Command::new("sleep")
+        .arg(&marker)
+        .spawn()
+        .unwrap();
     let pid = child.id();
     // Until its exec is done, a child shows its parent's command line.
     let argv = format!("sleep\0{marker}\0");
@@ -251,7 +294,10 @@ fn an_absent_process_is_signalled_after_checking_it_is_the_kernels() {
     let bundle = verified(&compile(&policy));
     let dry = converge(&bundle, root.path(), true);
     assert_eq!(repaired(&dry), 1);
-    assert!(child.try_wait().unwrap().is_none(), "a dry run signals nothing");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "a dry run signals nothing"
+    );
     let report = converge(&bundle, root.path(), false);
     assert!(failed(&report).is_empty(), "{:?}", failed(&report));
     assert_eq!(repaired(&report), 1);
@@ -277,7 +323,13 @@ fn inside_namespaces(test: &str, flags: &[&str]) -> bool {
         .args(flags)
         .arg("--")
         .arg(std::env::current_exe().unwrap())
-        .args([test, "--exact", "--include-ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            test,
+            "--exact",
+            "--include-ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("CONVERGE_TEST_IN_NAMESPACE", "1")
         .output()
         .unwrap();
@@ -321,14 +373,26 @@ fn live_mounts_converge_in_a_private_mount_namespace() {
             .unwrap();
         String::from_utf8(out.stdout).unwrap()
     };
-    let (changes, log) = converge_live(&fs, false, &want("mounted", "size=1m,noexec"), false).unwrap();
-    assert_eq!(changes.len(), 2, "mount point created, then mounted: {changes:?}");
-    assert!(log.contains("$ mount -t tmpfs -o size=1m,noexec -- tmpfs"), "{log}");
+    let (changes, log) =
+        converge_live(&fs, false, &want("mounted", "size=1m,noexec"), false).unwrap();
+    assert_eq!(
+        changes.len(),
+        2,
+        "mount point created, then mounted: {changes:?}"
+    );
+    assert!(
+        log.contains("$ mount -t tmpfs -o size=1m,noexec -- tmpfs"),
+        "{log}"
+    );
     let live = findmnt();
-    assert!(live.starts_with("tmpfs") && live.contains("noexec"), "{live}");
+    assert!(
+        live.starts_with("tmpfs") && live.contains("noexec"),
+        "{live}"
+    );
     let (again, _) = converge_live(&fs, false, &want("mounted", "size=1m,noexec"), false).unwrap();
     assert!(again.is_empty(), "kept: {again:?}");
-    let (remount, _) = converge_live(&fs, false, &want("mounted", "size=1m,noexec,nodev"), false).unwrap();
+    let (remount, _) =
+        converge_live(&fs, false, &want("mounted", "size=1m,noexec,nodev"), false).unwrap();
     assert_eq!(remount.len(), 1, "{remount:?}");
     assert!(findmnt().contains("nodev"), "{}", findmnt());
     let (gone, _) = converge_live(&fs, false, &want("unmounted", "defaults"), false).unwrap();
@@ -353,7 +417,11 @@ fn a_live_sysctl_is_set_in_a_private_network_namespace() {
     let fs = converge_vm::rootfs::RootFs::open(Path::new("/")).unwrap();
     let key = "net.ipv4.ip_local_port_range";
     let before = live_value(&fs, key).unwrap();
-    let want = if before == "20000 30000" { "20001 30001" } else { "20000 30000" };
+    let want = if before == "20000 30000" {
+        "20001 30001"
+    } else {
+        "20000 30000"
+    };
     let step = Step::new("live value", before, want, set_command(key, want));
     perform(false, &[step]).unwrap();
     assert_eq!(live_value(&fs, key).unwrap(), want);

@@ -9,13 +9,70 @@
 /// `fuse.NAME` is accepted for any NAME. A type outside this list is almost
 /// always a typo (`ext5`, `tmfps`) that would only show at the next boot.
 pub const FILESYSTEM_TYPES: &[&str] = &[
-    "auto", "none", "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "jfs", "reiserfs", "vfat",
-    "fat", "msdos", "exfat", "ntfs", "ntfs3", "ntfs-3g", "hfs", "hfsplus", "iso9660", "udf",
-    "squashfs", "erofs", "cramfs", "romfs", "zfs", "bcachefs", "nilfs2", "ocfs2", "gfs2", "tmpfs",
-    "ramfs", "devtmpfs", "proc", "sysfs", "devpts", "mqueue", "hugetlbfs", "cgroup", "cgroup2",
-    "securityfs", "debugfs", "tracefs", "configfs", "pstore", "bpf", "efivarfs", "binfmt_misc",
-    "autofs", "fusectl", "overlay", "fuse", "fuseblk", "nfs", "nfs4", "cifs", "smb3", "9p",
-    "virtiofs", "ceph", "glusterfs", "sshfs", "davfs", "swap",
+    "auto",
+    "none",
+    "ext2",
+    "ext3",
+    "ext4",
+    "xfs",
+    "btrfs",
+    "f2fs",
+    "jfs",
+    "reiserfs",
+    "vfat",
+    "fat",
+    "msdos",
+    "exfat",
+    "ntfs",
+    "ntfs3",
+    "ntfs-3g",
+    "hfs",
+    "hfsplus",
+    "iso9660",
+    "udf",
+    "squashfs",
+    "erofs",
+    "cramfs",
+    "romfs",
+    "zfs",
+    "bcachefs",
+    "nilfs2",
+    "ocfs2",
+    "gfs2",
+    "tmpfs",
+    "ramfs",
+    "devtmpfs",
+    "proc",
+    "sysfs",
+    "devpts",
+    "mqueue",
+    "hugetlbfs",
+    "cgroup",
+    "cgroup2",
+    "securityfs",
+    "debugfs",
+    "tracefs",
+    "configfs",
+    "pstore",
+    "bpf",
+    "efivarfs",
+    "binfmt_misc",
+    "autofs",
+    "fusectl",
+    "overlay",
+    "fuse",
+    "fuseblk",
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "9p",
+    "virtiofs",
+    "ceph",
+    "glusterfs",
+    "sshfs",
+    "davfs",
+    "swap",
 ];
 
 /// Why `fstype` is not a filesystem type a `mount` promise accepts, if it
@@ -57,7 +114,10 @@ pub fn fstab_field_problem(what: &str, value: &str) -> Option<String> {
     } else {
         return None;
     };
-    Some(format!("{what} `{}` is not usable: {why}", value.escape_debug()))
+    Some(format!(
+        "{what} `{}` is not usable: {why}",
+        value.escape_debug()
+    ))
 }
 
 /// The `mount` states two promises on one mount point may both hold:
@@ -113,9 +173,7 @@ pub fn sysctl_key_problem(key: &str) -> Option<&'static str> {
         if part.is_empty() || part == "." || part == ".." {
             return Some("it has an empty, `.` or `..` component");
         }
-        let ok = |c: char| {
-            c.is_ascii_alphanumeric() || "_-:@".contains(c) || (slashed && c == '.')
-        };
+        let ok = |c: char| c.is_ascii_alphanumeric() || "_-:@".contains(c) || (slashed && c == '.');
         if !part.chars().all(ok) {
             return Some("components have only letters, digits and `_-:@` (and `.` when the key is written with `/`)");
         }
@@ -209,7 +267,10 @@ mod tests {
             assert!(sysctl_key_problem(bad).is_some(), "{bad}");
         }
         assert_eq!(sysctl_path("net.ipv4.ip_forward"), "net/ipv4/ip_forward");
-        assert_eq!(sysctl_path("net/ipv4/conf/eth0.1/rp_filter"), "net/ipv4/conf/eth0.1/rp_filter");
+        assert_eq!(
+            sysctl_path("net/ipv4/conf/eth0.1/rp_filter"),
+            "net/ipv4/conf/eth0.1/rp_filter"
+        );
         assert_eq!(sysctl_normalised(" 32768\t60999\n"), "32768 60999");
         assert!(sysctl_value_problem("1\nkernel.x = 2").is_some());
         assert_eq!(sysctl_value_problem("32768\t60999"), None);

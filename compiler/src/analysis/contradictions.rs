@@ -632,7 +632,10 @@ impl Finder<'_> {
         let shown = |s: &Say| format!("{} = {}", s.property, s.value);
         let mut d = Diagnostic::new(
             Code::Contradiction,
-            format!("{} is promised two different `{}` values", a.object, a.property),
+            format!(
+                "{} is promised two different `{}` values",
+                a.object, a.property
+            ),
             b.span,
             shown(b),
         )

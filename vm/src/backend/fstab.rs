@@ -137,16 +137,19 @@ mod tests {
                     broken line\n";
         let lines = parse(text);
         assert_eq!(lines.len(), 5);
-        let Line::Entry { entry, .. } = &lines[3] else {
-            panic!("{:?}", lines[3])
+        let Some(Line::Entry { entry, .. }) = lines.get(3) else {
+            panic!("{:?}", lines.get(3))
         };
         assert_eq!(entry.mount_point, "/srv/my data");
         assert_eq!(entry.options, "defaults,noatime");
         assert_eq!((entry.dump.as_str(), entry.pass.as_str()), ("0", "0"));
-        assert!(matches!(&lines[4], Line::Other(l) if l == "broken line"));
+        assert!(matches!(lines.get(4), Some(Line::Other(l)) if l == "broken line"));
         // Unchanged lines are written back byte for byte.
         assert_eq!(render(&lines), text);
-        assert_eq!(entry.line(), "/dev/sdb1\t/srv/my\\040data\txfs\tdefaults,noatime\t0\t0");
+        assert_eq!(
+            entry.line(),
+            "/dev/sdb1\t/srv/my\\040data\txfs\tdefaults,noatime\t0\t0"
+        );
         assert_eq!(unescape(&escape("a b\\c#d")), "a b\\c#d");
         assert_eq!(unescape("\\9x\\04"), "\\9x\\04");
     }
@@ -157,7 +160,12 @@ mod tests {
     #[test]
     fn the_real_proc_mounts_parses() {
         let fs = crate::rootfs::RootFs::open(std::path::Path::new("/")).unwrap();
-        let text = String::from_utf8(fs.read_file(&format!("/proc/{}/mounts", std::process::id())).unwrap().unwrap()).unwrap();
+        let text = String::from_utf8(
+            fs.read_file(&format!("/proc/{}/mounts", std::process::id()))
+                .unwrap()
+                .unwrap(),
+        )
+        .unwrap();
         let lines = parse(&text);
         assert!(!lines.is_empty());
         for line in &lines {

@@ -136,7 +136,11 @@ pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance) -> Applied {
         let (keep, keep_content, drop) = if loaded {
             (load_file(name), load_content(name), blacklist_file(name))
         } else {
-            (blacklist_file(name), blacklist_content(name), load_file(name))
+            (
+                blacklist_file(name),
+                blacklist_content(name),
+                load_file(name),
+            )
         };
         match persist(fs, dry_run, &keep, &keep_content, &drop) {
             Ok(mut c) => changes.append(&mut c),
@@ -160,7 +164,12 @@ pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance) -> Applied {
         Ok(now) => now,
         // No module support at all: nothing can be loaded.
         Err(_) if !loaded => return Applied::from_changes(changes),
-        Err(e) => return Applied { changes, ..Applied::failed(e) },
+        Err(e) => {
+            return Applied {
+                changes,
+                ..Applied::failed(e)
+            }
+        }
     };
     let step = match (loaded, now) {
         (true, Live::Loaded | Live::Builtin) | (false, Live::NotLoaded) => {
@@ -219,8 +228,16 @@ fn persist(
             fs.write_file(keep, content.as_bytes(), 0o644, None)
                 .map_err(failed)?;
         }
-        let before = if current.is_some() { "other content" } else { "absent" };
-        changes.push(change(keep, before, content.lines().skip(1).collect::<Vec<_>>().join("; ")));
+        let before = if current.is_some() {
+            "other content"
+        } else {
+            "absent"
+        };
+        changes.push(change(
+            keep,
+            before,
+            content.lines().skip(1).collect::<Vec<_>>().join("; "),
+        ));
     }
     if fs.lstat(drop).map_err(failed)?.is_some() {
         if !dry_run {
@@ -237,11 +254,24 @@ mod tests {
 
     #[test]
     fn the_commands_and_files_it_would_use() {
-        assert_eq!(load_command("br_netfilter").argv, ["modprobe", "--", "br_netfilter"]);
-        assert_eq!(unload_command("cramfs").argv, ["modprobe", "-r", "--", "cramfs"]);
-        assert_eq!(load_file("br_netfilter"), "/etc/modules-load.d/converge-br_netfilter.conf");
-        assert_eq!(blacklist_file("cramfs"), "/etc/modprobe.d/converge-blacklist-cramfs.conf");
-        assert!(blacklist_content("cramfs").ends_with("\nblacklist cramfs\ninstall cramfs /bin/false\n"));
+        assert_eq!(
+            load_command("br_netfilter").argv,
+            ["modprobe", "--", "br_netfilter"]
+        );
+        assert_eq!(
+            unload_command("cramfs").argv,
+            ["modprobe", "-r", "--", "cramfs"]
+        );
+        assert_eq!(
+            load_file("br_netfilter"),
+            "/etc/modules-load.d/converge-br_netfilter.conf"
+        );
+        assert_eq!(
+            blacklist_file("cramfs"),
+            "/etc/modprobe.d/converge-blacklist-cramfs.conf"
+        );
+        assert!(blacklist_content("cramfs")
+            .ends_with("\nblacklist cramfs\ninstall cramfs /bin/false\n"));
         assert!(load_content("dummy").ends_with("\ndummy\n"));
     }
 

@@ -56,8 +56,11 @@ impl Wanted {
         let state = inst.str("state").unwrap_or("mounted").to_owned();
         let device = inst.str("device").map(str::to_owned);
         let fstype = inst.str("fstype").map(str::to_owned);
-        if matches!(state.as_str(), "mounted" | "present") && (device.is_none() || fstype.is_none()) {
-            return Err(format!("a mount that is `{state}` needs `device` and `fstype`"));
+        if matches!(state.as_str(), "mounted" | "present") && (device.is_none() || fstype.is_none())
+        {
+            return Err(format!(
+                "a mount that is `{state}` needs `device` and `fstype`"
+            ));
         }
         if let Some(d) = &device {
             if let Some(why) = fstab_field_problem("device", d) {
@@ -173,7 +176,16 @@ pub fn findmnt_command(mount_point: &str) -> Cmd {
 /// Whether `device` (a tag, a link, a name) is what is mounted there.
 pub fn same_source_command(device: &str, mount_point: &str) -> Cmd {
     Cmd::new(
-        &["findmnt", "-n", "-o", "TARGET", "--source", device, "--mountpoint", mount_point],
+        &[
+            "findmnt",
+            "-n",
+            "-o",
+            "TARGET",
+            "--source",
+            device,
+            "--mountpoint",
+            mount_point,
+        ],
         TIMEOUT,
     )
 }
@@ -286,14 +298,15 @@ const LIVE_FLAGS: &[(&str, &str)] = &[
 
 /// Whether the live options lack a promised flag.
 pub fn options_differ(promised: &str, live: &[String]) -> bool {
-    promised.split(',').any(|o| {
-        LIVE_FLAGS.iter().any(|(flag, _)| *flag == o) && !live.iter().any(|l| l == o)
-    }) || LIVE_FLAGS.iter().any(|(flag, opposite)| {
-        // `exec` promised, `noexec` live: the opposite is what shows.
-        promised.split(',').any(|o| o == *opposite)
-            && flag.starts_with("no")
-            && live.iter().any(|l| l == flag)
-    })
+    promised
+        .split(',')
+        .any(|o| LIVE_FLAGS.iter().any(|(flag, _)| *flag == o) && !live.iter().any(|l| l == o))
+        || LIVE_FLAGS.iter().any(|(flag, opposite)| {
+            // `exec` promised, `noexec` live: the opposite is what shows.
+            promised.split(',').any(|o| o == *opposite)
+                && flag.starts_with("no")
+                && live.iter().any(|l| l == flag)
+        })
 }
 
 /// What is mounted at the mount point now (`None`: nothing).
@@ -330,18 +343,35 @@ pub fn live_steps(
         ("mounted", None) => vec![Step::new(
             "mount",
             "not mounted",
-            format!("{} ({})", want.device.as_deref().unwrap_or_default(), want.options),
+            format!(
+                "{} ({})",
+                want.device.as_deref().unwrap_or_default(),
+                want.options
+            ),
             mount_command(want),
         )],
         ("mounted", Some(m)) => {
-            let right = same_device && want.fstype.as_deref().is_none_or(|t| t == "auto" || t == m.fstype);
+            let right = same_device
+                && want
+                    .fstype
+                    .as_deref()
+                    .is_none_or(|t| t == "auto" || t == m.fstype);
             if !right {
                 vec![
-                    Step::new("mount", shown(m), "unmounted", umount_command(&want.mount_point)),
+                    Step::new(
+                        "mount",
+                        shown(m),
+                        "unmounted",
+                        umount_command(&want.mount_point),
+                    ),
                     Step::new(
                         "mount",
                         "not mounted",
-                        format!("{} ({})", want.device.as_deref().unwrap_or_default(), want.options),
+                        format!(
+                            "{} ({})",
+                            want.device.as_deref().unwrap_or_default(),
+                            want.options
+                        ),
                         mount_command(want),
                     ),
                 ]
@@ -503,7 +533,11 @@ mod tests {
         assert_eq!(changes.len(), 1);
         assert_eq!(edit_fstab(&new, &want("mounted")), None, "idempotent");
         assert_eq!(edit_fstab(&new, &want("present")), None);
-        assert_eq!(edit_fstab(&new, &want("unmounted")), None, "unmounted leaves fstab");
+        assert_eq!(
+            edit_fstab(&new, &want("unmounted")),
+            None,
+            "unmounted leaves fstab"
+        );
         // A changed entry keeps its dump and pass; a second one goes.
         let text = "/dev/sdb1 /srv/data xfs defaults 1 2\n/dev/sdc1 /srv/data xfs defaults\n";
         let (new, changes) = edit_fstab(text, &want("present")).unwrap();
@@ -519,20 +553,49 @@ mod tests {
         let w = want("mounted");
         assert_eq!(
             mount_command(&w).argv,
-            ["mount", "-t", "ext4", "-o", "noatime,nodev", "--", "UUID=1234", "/srv/data"]
+            [
+                "mount",
+                "-t",
+                "ext4",
+                "-o",
+                "noatime,nodev",
+                "--",
+                "UUID=1234",
+                "/srv/data"
+            ]
         );
         assert_eq!(
             remount_command(&w).argv,
             ["mount", "-o", "remount,noatime,nodev", "--", "/srv/data"]
         );
-        assert_eq!(umount_command("/srv/data").argv, ["umount", "--", "/srv/data"]);
+        assert_eq!(
+            umount_command("/srv/data").argv,
+            ["umount", "--", "/srv/data"]
+        );
         assert_eq!(
             findmnt_command("/srv/data").argv,
-            ["findmnt", "-n", "-P", "-o", "TARGET,SOURCE,FSTYPE,OPTIONS", "--mountpoint", "/srv/data"]
+            [
+                "findmnt",
+                "-n",
+                "-P",
+                "-o",
+                "TARGET,SOURCE,FSTYPE,OPTIONS",
+                "--mountpoint",
+                "/srv/data"
+            ]
         );
         assert_eq!(
             same_source_command("UUID=1234", "/srv/data").argv,
-            ["findmnt", "-n", "-o", "TARGET", "--source", "UUID=1234", "--mountpoint", "/srv/data"]
+            [
+                "findmnt",
+                "-n",
+                "-o",
+                "TARGET",
+                "--source",
+                "UUID=1234",
+                "--mountpoint",
+                "/srv/data"
+            ]
         );
     }
 
@@ -544,9 +607,16 @@ mod tests {
             options: vec!["rw".into(), "nodev".into(), "noatime".into()],
         };
         let argv = |steps: Vec<Step>| -> Vec<Vec<String>> {
-            steps.into_iter().filter_map(|s| s.cmd).map(|c| c.argv).collect()
+            steps
+                .into_iter()
+                .filter_map(|s| s.cmd)
+                .map(|c| c.argv)
+                .collect()
         };
-        assert_eq!(argv(live_steps(&want("mounted"), None, false, false)), [mount_command(&want("mounted")).argv]);
+        assert_eq!(
+            argv(live_steps(&want("mounted"), None, false, false)),
+            [mount_command(&want("mounted")).argv]
+        );
         assert!(live_steps(&want("mounted"), Some(&m), true, false).is_empty());
         assert_eq!(
             argv(live_steps(&want("mounted"), Some(&m), true, true)),
@@ -554,9 +624,15 @@ mod tests {
         );
         assert_eq!(
             argv(live_steps(&want("mounted"), Some(&m), false, false)),
-            [umount_command("/srv/data").argv, mount_command(&want("mounted")).argv]
+            [
+                umount_command("/srv/data").argv,
+                mount_command(&want("mounted")).argv
+            ]
         );
-        assert_eq!(argv(live_steps(&want("absent"), Some(&m), true, false)), [umount_command("/srv/data").argv]);
+        assert_eq!(
+            argv(live_steps(&want("absent"), Some(&m), true, false)),
+            [umount_command("/srv/data").argv]
+        );
         assert!(live_steps(&want("unmounted"), None, false, false).is_empty());
         assert!(live_steps(&want("present"), Some(&m), true, true).is_empty());
     }

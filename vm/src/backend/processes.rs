@@ -127,7 +127,10 @@ pub fn scan(root: &Path) -> Result<Vec<Proc>, String> {
 
 /// The VM's own pid and its ancestors', from the kernel's `/proc`.
 pub fn protected_pids() -> Vec<u32> {
-    let mut pids = vec![rustix::process::getpid().as_raw_nonzero().get().unsigned_abs()];
+    let mut pids = vec![rustix::process::getpid()
+        .as_raw_nonzero()
+        .get()
+        .unsigned_abs()];
     let Ok(fs) = RootFs::open(Path::new("/")) else {
         return pids;
     };
@@ -195,7 +198,11 @@ pub enum Plan {
 pub fn plan(state: &str, count: Option<usize>, mut matching: Vec<Proc>) -> Plan {
     let n = matching.len();
     if state == "absent" {
-        return if n == 0 { Plan::Kept } else { Plan::Signal(matching) };
+        return if n == 0 {
+            Plan::Kept
+        } else {
+            Plan::Signal(matching)
+        };
     }
     match count {
         None if n == 0 => Plan::Start(1),
@@ -233,7 +240,9 @@ pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance) -> Applied {
     );
     let signal_name = inst.str("signal").unwrap_or("TERM");
     let Some(sig) = signal(signal_name) else {
-        return Applied::failed(format!("`signal = {signal_name:?}` is not a signal the VM sends"));
+        return Applied::failed(format!(
+            "`signal = {signal_name:?}` is not a signal the VM sends"
+        ));
     };
     let table = match scan(fs.path()) {
         Ok(t) => t,
@@ -263,7 +272,15 @@ pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance) -> Applied {
                     "no process matches {pattern:?} and the promise has no `start` argv to start one"
                 ));
             };
-            start(fs.path(), dry_run, argv, n, &re, count.unwrap_or(1), timeout)
+            start(
+                fs.path(),
+                dry_run,
+                argv,
+                n,
+                &re,
+                count.unwrap_or(1),
+                timeout,
+            )
         }
     }
 }
@@ -279,7 +296,13 @@ fn start(
     timeout: Duration,
 ) -> Applied {
     let cmd = start_command(root, argv, timeout);
-    let what = |i: usize| change("started", "not running", format!("copy {} of {n}", i.saturating_add(1)));
+    let what = |i: usize| {
+        change(
+            "started",
+            "not running",
+            format!("copy {} of {n}", i.saturating_add(1)),
+        )
+    };
     if dry_run {
         let changes = (0..n)
             .map(|i| {
@@ -295,7 +318,12 @@ fn start(
     for i in 0..n {
         let ran = match process::run_detached(&cmd) {
             Ok(r) => r,
-            Err(e) => return Applied { changes, ..Applied::failed(e) },
+            Err(e) => {
+                return Applied {
+                    changes,
+                    ..Applied::failed(e)
+                }
+            }
         };
         log.push_str(&format!("$ {}\n", ran.shown));
         if !ran.ok() {
@@ -308,7 +336,9 @@ fn start(
         changes.push(what(i));
     }
     let protected = protected_pids();
-    let deadline = Instant::now().checked_add(timeout).unwrap_or_else(Instant::now);
+    let deadline = Instant::now()
+        .checked_add(timeout)
+        .unwrap_or_else(Instant::now);
     loop {
         let seen = scan(root)
             .map(|t| {
@@ -425,14 +455,19 @@ pub fn signal_and_wait(p: &Proc, sig: Signal, timeout: Duration) -> Result<bool,
         Ok(()) | Err(rustix::io::Errno::SRCH) => {}
         Err(e) => return Err(format!("cannot send the signal: {e}")),
     }
-    let deadline = Instant::now().checked_add(timeout).unwrap_or_else(Instant::now);
+    let deadline = Instant::now()
+        .checked_add(timeout)
+        .unwrap_or_else(Instant::now);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let wait = rustix::event::Timespec {
             tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
             tv_nsec: i64::from(left.subsec_nanos()),
         };
-        let mut fds = [rustix::event::PollFd::new(&pidfd, rustix::event::PollFlags::IN)];
+        let mut fds = [rustix::event::PollFd::new(
+            &pidfd,
+            rustix::event::PollFlags::IN,
+        )];
         match rustix::event::poll(&mut fds, Some(&wait)) {
             Ok(n) if n > 0 => return Ok(true),
             Ok(_) => {
@@ -463,7 +498,10 @@ mod tests {
 
     #[test]
     fn cmdline_and_stat_are_parsed() {
-        assert_eq!(parse_cmdline(b"/usr/sbin/nginx\0-g\0daemon off;\0"), "/usr/sbin/nginx -g daemon off;");
+        assert_eq!(
+            parse_cmdline(b"/usr/sbin/nginx\0-g\0daemon off;\0"),
+            "/usr/sbin/nginx -g daemon off;"
+        );
         assert_eq!(parse_cmdline(b""), "");
         let stat = "4242 (a (weird) name) S 17 4242 4242 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10";
         assert_eq!(parse_stat(stat), Some((17, 987654)));
@@ -476,12 +514,19 @@ mod tests {
         assert_eq!(plan("running", None, vec![proc(5, 1)]), Plan::Kept);
         assert_eq!(plan("running", Some(3), vec![proc(5, 1)]), Plan::Start(2));
         assert_eq!(
-            plan("running", Some(1), vec![proc(5, 10), proc(6, 30), proc(7, 20)]),
+            plan(
+                "running",
+                Some(1),
+                vec![proc(5, 10), proc(6, 30), proc(7, 20)]
+            ),
             Plan::Signal(vec![proc(6, 30), proc(7, 20)]),
             "the newest surplus goes"
         );
         assert_eq!(plan("absent", None, vec![]), Plan::Kept);
-        assert_eq!(plan("absent", None, vec![proc(5, 1)]), Plan::Signal(vec![proc(5, 1)]));
+        assert_eq!(
+            plan("absent", None, vec![proc(5, 1)]),
+            Plan::Signal(vec![proc(5, 1)])
+        );
     }
 
     #[test]
@@ -494,7 +539,16 @@ mod tests {
         );
         assert_eq!(
             start_command(Path::new("/srv/img"), &argv, t).argv,
-            ["setsid", "--fork", "--", "chroot", "--", "/srv/img", "/usr/sbin/app", "-f"]
+            [
+                "setsid",
+                "--fork",
+                "--",
+                "chroot",
+                "--",
+                "/srv/img",
+                "/usr/sbin/app",
+                "-f"
+            ]
         );
     }
 
@@ -510,7 +564,10 @@ mod tests {
         assert!(found.cmdline.starts_with(&exe), "{found:?}");
         let protected = protected_pids();
         assert_eq!(protected.first(), Some(&me));
-        assert!(protected.contains(&found.ppid) && protected.contains(&1), "{protected:?}");
+        assert!(
+            protected.contains(&found.ppid) && protected.contains(&1),
+            "{protected:?}"
+        );
     }
 
     /// The signal step against a real child of this test: refused while
@@ -518,10 +575,13 @@ mod tests {
     /// exit is seen.
     #[test]
     fn the_signal_step_checks_the_process_and_waits_for_its_exit() {
-        let mut child = std::process::Command::new("sleep").arg("300").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("300")
+            .spawn()
+            .unwrap();
         let pid = child.id();
         // Until its exec is done, a child shows its parent's command line.
-        while std::fs::read(format!("/proc/{pid}/cmdline")).unwrap() != b"sleep\0300\0" {
+        while std::fs::read(format!("/proc/{pid}/cmdline")).unwrap() != b"sleep\x00300\x00" {
             std::thread::sleep(Duration::from_millis(10));
         }
         let wrong = Proc {
@@ -537,12 +597,24 @@ mod tests {
             cmdline: "sleep 300".into(),
             ..wrong
         };
-        assert_eq!(signal_and_wait(&right, Signal::TERM, Duration::from_secs(5)), Ok(true));
+        assert_eq!(
+            signal_and_wait(&right, Signal::TERM, Duration::from_secs(5)),
+            Ok(true)
+        );
         // Exited, not yet reaped: nothing more to send.
-        assert_eq!(signal_and_wait(&right, Signal::TERM, Duration::from_secs(5)), Ok(false));
+        assert_eq!(
+            signal_and_wait(&right, Signal::TERM, Duration::from_secs(5)),
+            Ok(false)
+        );
         let status = child.wait().unwrap();
-        let gone = Proc { pid: 4_194_400, ..right };
-        assert_eq!(signal_and_wait(&gone, Signal::TERM, Duration::from_secs(1)), Ok(false));
+        let gone = Proc {
+            pid: 4_194_400,
+            ..right
+        };
+        assert_eq!(
+            signal_and_wait(&gone, Signal::TERM, Duration::from_secs(1)),
+            Ok(false)
+        );
         use std::os::unix::process::ExitStatusExt as _;
         assert_eq!(status.signal(), Some(libc_sigterm()));
     }

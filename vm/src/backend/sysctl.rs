@@ -18,12 +18,12 @@ use std::time::Duration;
 
 use super::process::Cmd;
 use super::{applied, change, perform, sandbox, Step};
-use converge_format::system::{
-    sysctl_key_problem, sysctl_normalised, sysctl_path, sysctl_value_problem,
-};
 use crate::rootfs::RootFs;
 use crate::run::operators::{Applied, Change};
 use crate::run::resolve::Instance;
+use converge_format::system::{
+    sysctl_key_problem, sysctl_normalised, sysctl_path, sysctl_value_problem,
+};
 
 /// How long `sysctl -w` may take.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -43,7 +43,14 @@ pub fn file_content(key: &str, value: &str) -> String {
 
 /// The command that sets the live value.
 pub fn set_command(key: &str, value: &str) -> Cmd {
-    Cmd::new(&["sysctl".to_owned(), "-w".to_owned(), format!("{key}={value}")], TIMEOUT)
+    Cmd::new(
+        &[
+            "sysctl".to_owned(),
+            "-w".to_owned(),
+            format!("{key}={value}"),
+        ],
+        TIMEOUT,
+    )
 }
 
 /// The live value of `key` from `ROOT/proc/sys`, blanks normalised; `Err`
@@ -63,7 +70,10 @@ pub fn live_value(fs: &RootFs, key: &str) -> Result<String, String> {
 pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance) -> Applied {
     let key = inst.promiser.as_str();
     if let Some(why) = sysctl_key_problem(key) {
-        return Applied::failed(format!("`{}` is not a sysctl key: {why}", key.escape_debug()));
+        return Applied::failed(format!(
+            "`{}` is not a sysctl key: {why}",
+            key.escape_debug()
+        ));
     }
     let Some(value) = inst.str("value") else {
         return Applied::failed("a sysctl promise needs a `value`");
@@ -86,7 +96,12 @@ pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance) -> Applied {
     }
     let current = match live_value(fs, key) {
         Ok(v) => v,
-        Err(e) => return Applied { changes, ..Applied::failed(e) },
+        Err(e) => {
+            return Applied {
+                changes,
+                ..Applied::failed(e)
+            }
+        }
     };
     if current == want {
         return Applied::from_changes(changes);
@@ -112,7 +127,12 @@ pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance) -> Applied {
                     ))
                 }
             }
-            Err(e) => return Applied { changes, ..Applied::failed(e) },
+            Err(e) => {
+                return Applied {
+                    changes,
+                    ..Applied::failed(e)
+                }
+            }
         }
     }
     applied(changes, log)
@@ -167,6 +187,9 @@ mod tests {
         assert_eq!(live_value(&fs, "kernel.ostype").unwrap(), "Linux");
         assert_eq!(live_value(&fs, "kernel/ostype").unwrap(), "Linux");
         let err = live_value(&fs, "kernel.no_such_parameter").unwrap_err();
-        assert!(err.contains("no parameter `kernel.no_such_parameter`"), "{err}");
+        assert!(
+            err.contains("no parameter `kernel.no_such_parameter`"),
+            "{err}"
+        );
     }
 }

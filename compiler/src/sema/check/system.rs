@@ -3,10 +3,10 @@
 //! grammars of `converge_format::system` that the VM applies again to
 //! values computed on the host.
 
+use converge_format::schema::PromiseType;
 use converge_format::system::{
     fstab_field_problem, fstype_problem, sysctl_value_problem, FILESYSTEM_TYPES,
 };
-use converge_format::schema::PromiseType;
 use converge_grammar::ast::{Expr, ExprKind, Promise};
 
 use super::{AttrSource, Checker};
@@ -27,14 +27,20 @@ fn text(expr: &Expr) -> Option<String> {
 
 impl<'a> Checker<'a> {
     /// Checks what the schema cannot say about these four types.
-    pub(super) fn check_system_promise(&mut self, pt: &PromiseType, p: &Promise, attrs: &[AttrSource<'a>]) {
+    pub(super) fn check_system_promise(
+        &mut self,
+        pt: &PromiseType,
+        p: &Promise,
+        attrs: &[AttrSource<'a>],
+    ) {
         let find = |name: &str| attrs.iter().find(|a| a.name.name == name);
         match pt.name {
             "process" => {
                 if let Some(m) = find("match") {
                     self.check_process_regex(m.value);
                 }
-                let absent = find("state").is_some_and(|s| text(s.value).as_deref() == Some("absent"));
+                let absent =
+                    find("state").is_some_and(|s| text(s.value).as_deref() == Some("absent"));
                 for name in ["start", "count"] {
                     if let (true, Some(a)) = (absent, find(name)) {
                         self.push(
@@ -65,7 +71,9 @@ impl<'a> Checker<'a> {
                 }
             }
             "mount" => {
-                let state = find("state").and_then(|s| text(s.value)).unwrap_or_else(|| "mounted".into());
+                let state = find("state")
+                    .and_then(|s| text(s.value))
+                    .unwrap_or_else(|| "mounted".into());
                 if matches!(state.as_str(), "mounted" | "present") {
                     for name in ["device", "fstype"] {
                         if find(name).is_none() {
@@ -81,7 +89,12 @@ impl<'a> Checker<'a> {
                 if let Some(a) = find("fstype") {
                     if let Some(t) = text(a.value) {
                         if let Some(why) = fstype_problem(&t) {
-                            let mut d = Diagnostic::new(Code::InvalidEnumValue, why, a.value.span, "unknown filesystem type");
+                            let mut d = Diagnostic::new(
+                                Code::InvalidEnumValue,
+                                why,
+                                a.value.span,
+                                "unknown filesystem type",
+                            );
                             if let Some(s) = did_you_mean(&t, FILESYSTEM_TYPES.iter().copied()) {
                                 d = d.with_help(format!("did you mean `{s}`?"));
                             }
@@ -90,13 +103,21 @@ impl<'a> Checker<'a> {
                     }
                 }
                 if let Some(a) = find("device") {
-                    if let Some(why) = text(a.value).and_then(|d| fstab_field_problem("device", &d)) {
-                        self.push(Diagnostic::new(Code::InvalidEnumValue, why, a.value.span, "not a usable device"));
+                    if let Some(why) = text(a.value).and_then(|d| fstab_field_problem("device", &d))
+                    {
+                        self.push(Diagnostic::new(
+                            Code::InvalidEnumValue,
+                            why,
+                            a.value.span,
+                            "not a usable device",
+                        ));
                     }
                 }
                 if let Some(ExprKind::List(items)) = find("options").map(|a| &a.value.kind) {
                     for item in items {
-                        if let Some(why) = text(item).and_then(|o| fstab_field_problem("option", &o)) {
+                        if let Some(why) =
+                            text(item).and_then(|o| fstab_field_problem("option", &o))
+                        {
                             self.push(
                                 Diagnostic::new(Code::InvalidEnumValue, why, item.span, "not a usable option")
                                     .with_help("write each option as its own item: `options = [\"noatime\", \"nodev\"];`"),
