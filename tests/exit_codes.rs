@@ -181,7 +181,9 @@ policy { b(); }"#,
         ),
     );
     let mut newer = good.clone();
-    newer[8] = 2; // format major 2
+    // The major format version (bytes 8-9, little endian), one past ours.
+    let next_major = converge_vm::bundle::envelope::FORMAT_MAJOR + 1;
+    newer[8..10].copy_from_slice(&next_major.to_le_bytes());
     let mut forged = good.clone();
     *forged.last_mut().unwrap() ^= 1;
     let other_trust = f.path("other-trust");

@@ -377,6 +377,9 @@ esac
                 .arg(&bundle)
                 .arg("--trust")
                 .arg(w.join("trust"))
+                // Not the real /var/lib/converge: the state stays in the sandbox.
+                .arg("--state")
+                .arg(w.join("state"))
                 .args(extra)
                 .env(
                     "PATH",

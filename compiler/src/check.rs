@@ -24,6 +24,8 @@ pub struct CheckOutcome {
     pub promises: usize,
     /// The expanded programs that had no errors, with their files.
     pub programs: Vec<CheckedProgram>,
+    /// The name table of every program (for the language server).
+    pub names: Vec<sema::names::Names>,
 }
 
 impl CheckOutcome {
@@ -51,11 +53,18 @@ pub fn check(ws: &Workspace) -> CheckOutcome {
             .iter()
             .any(|d| d.is_error() && d.primary_span().is_some_and(|s| files.contains(&s.file)));
         if broken {
+            outcome.names.push(sema::resolve_names(ws, &files));
             continue;
         }
         let analysis = sema::analyze(ws, &files);
+        outcome.names.push(analysis.names);
         outcome.promises += analysis.promises;
         outcome.diagnostics.extend(analysis.diagnostics);
+        if let Some(program) = &analysis.program {
+            outcome
+                .diagnostics
+                .extend(crate::bundle::embed::check_embeds(&ws.db, program));
+        }
         outcome.programs.extend(
             analysis
                 .program

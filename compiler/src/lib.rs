@@ -1,6 +1,7 @@
 //! `policyc`: the Converge compiler. Reads policy source, reports problems as
-//! [`diagnostic::Diagnostic`]s, and (in later stages) analyses, compiles and
-//! signs it.
+//! [`diagnostic::Diagnostic`]s, analyses the expanded program ([`analysis`]),
+//! compiles and signs it into a bundle ([`bundle`]), formats it ([`fmt`]) and
+//! serves editors ([`lsp`]).
 //!
 //! Layout, in pipeline order: [`workspace`] loads files and follows imports;
 //! [`syntax`] words the parser's errors; [`sema`] resolves names, checks
@@ -19,6 +20,7 @@ pub mod fmt;
 pub mod graph;
 pub mod ir;
 pub mod lsp;
+pub mod policy_tree;
 pub mod render;
 pub mod sema;
 pub mod source;

@@ -13,12 +13,14 @@
 //! imports the rest, as one program).
 
 use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use converge_grammar::ast::{Item, Module};
 use converge_grammar::{FileId, Span};
 
 use crate::diagnostic::{Code, Diagnostic};
+use crate::policy_tree::{normalize, PolicyTree, TreeError};
 use crate::source::{SourceDb, MAX_FILE_BYTES};
 use crate::syntax;
 
@@ -39,14 +41,14 @@ impl FileSystem {
         self.overlay.insert(normalize(&path.into()), text);
     }
 
-    fn read(&self, path: &Path) -> Result<String, ReadError> {
+    /// The text of a file inside `tree`: the overlay's, or the disk's read
+    /// through the tree (links leading out, FIFOs and devices refused).
+    fn read(&self, path: &Path, tree: &PolicyTree) -> Result<String, ReadError> {
+        tree.check(path).map_err(ReadError::from)?;
         if let Some(text) = self.overlay.get(&normalize(path)) {
             return Ok(text.clone());
         }
-        let bytes = std::fs::read(path).map_err(ReadError::Io)?;
-        if bytes.len() > MAX_FILE_BYTES {
-            return Err(ReadError::TooLarge);
-        }
+        let bytes = tree.read(path, MAX_FILE_BYTES).map_err(ReadError::from)?;
         String::from_utf8(bytes).map_err(|e| ReadError::NotUtf8 {
             offset: e.utf8_error().valid_up_to(),
         })
@@ -67,8 +69,22 @@ impl FileSystem {
 #[derive(Debug)]
 pub enum ReadError {
     Io(std::io::Error),
-    NotUtf8 { offset: usize },
+    NotUtf8 {
+        offset: usize,
+    },
     TooLarge,
+    /// Outside the policy tree, or not a regular file.
+    Tree(TreeError),
+}
+
+impl From<TreeError> for ReadError {
+    fn from(err: TreeError) -> Self {
+        match err {
+            TreeError::Io(err) => ReadError::Io(err),
+            TreeError::TooLarge { .. } => ReadError::TooLarge,
+            other => ReadError::Tree(other),
+        }
+    }
 }
 
 impl std::fmt::Display for ReadError {
@@ -80,6 +96,7 @@ impl std::fmt::Display for ReadError {
                 "not valid UTF-8 (first bad byte at offset {offset}); policy files must be UTF-8"
             ),
             ReadError::TooLarge => write!(f, "larger than 4 GiB"),
+            ReadError::Tree(err) => write!(f, "refused: {err}"),
         }
     }
 }
@@ -106,6 +123,9 @@ pub struct Workspace {
     roots: Vec<FileId>,
     by_key: HashMap<PathBuf, FileId>,
     fs: FileSystem,
+    /// `--policy-root`: the tree of every root; without it, each root's
+    /// tree is its own directory.
+    policy_root: Option<Arc<PolicyTree>>,
 }
 
 impl Workspace {
@@ -119,19 +139,47 @@ impl Workspace {
             roots: Vec::new(),
             by_key: HashMap::new(),
             fs,
+            policy_root: None,
         }
+    }
+
+    /// Sets the policy tree of every root added from now on (`--policy-root`).
+    pub fn set_policy_root(&mut self, dir: &Path) {
+        self.policy_root = Some(Arc::new(PolicyTree::new(dir)));
+    }
+
+    /// The policy tree of a file (`None` for the standard library).
+    pub fn tree(&self, file: FileId) -> Option<&Arc<PolicyTree>> {
+        self.db.tree(file)
     }
 
     /// Loads a file named by the user, and everything it imports. Failing to
     /// read this file itself is an error for the caller; failing to read an
     /// import is a diagnostic.
     pub fn add_root(&mut self, path: &Path) -> Result<FileId, (PathBuf, ReadError)> {
+        let tree = match &self.policy_root {
+            Some(tree) => Arc::clone(tree),
+            None => Arc::new(PolicyTree::of_file(path)),
+        };
+        self.add_root_in(path, tree)
+    }
+
+    /// Loads a root file whose policy tree is `tree` (a directory named on
+    /// the command line, say). The file itself must be inside it.
+    pub fn add_root_in(
+        &mut self,
+        path: &Path,
+        tree: Arc<PolicyTree>,
+    ) -> Result<FileId, (PathBuf, ReadError)> {
         let key = self.fs.key(path);
         let id = match self.by_key.get(&key) {
             Some(id) => *id,
             None => {
-                let text = self.fs.read(path).map_err(|e| (path.to_path_buf(), e))?;
-                self.add_file(key, path.to_path_buf(), text, false)
+                let text = self
+                    .fs
+                    .read(path, &tree)
+                    .map_err(|e| (path.to_path_buf(), e))?;
+                self.add_file(key, path.to_path_buf(), text, Some(tree))
             }
         };
         if !self.roots.contains(&id) {
@@ -142,9 +190,15 @@ impl Workspace {
 
     /// Records a file, then parses it and loads its imports (iteratively,
     /// so a long import chain cannot overflow the stack).
-    fn add_file(&mut self, key: PathBuf, path: PathBuf, text: String, stdlib: bool) -> FileId {
+    fn add_file(
+        &mut self,
+        key: PathBuf,
+        path: PathBuf,
+        text: String,
+        tree: Option<Arc<PolicyTree>>,
+    ) -> FileId {
         let mut pending = Vec::new();
-        let id = self.register(key, path, text, stdlib, &mut pending);
+        let id = self.register(key, path, text, tree, &mut pending);
         while let Some(file) = pending.pop() {
             self.parse_and_import(file, &mut pending);
         }
@@ -245,21 +299,47 @@ impl Workspace {
                 key,
                 PathBuf::from(std_path),
                 text.to_owned(),
-                true,
+                None,
                 pending,
             ));
         }
-        let base = from_path
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default();
-        let path = normalize(&base.join(request));
+        // Everything else is a file of the importer's policy tree, and only a
+        // policy file: a key or `/etc/shadow` is refused before it is read,
+        // so its content can never show up in a syntax error.
+        let tree = self.db.tree(from).map(Arc::clone)?;
+        let path = match tree.resolve(&from_path, request) {
+            Ok(path) => path,
+            Err(err) => {
+                self.diagnostics
+                    .push(outside_tree("import", request, &err, &tree, span));
+                return None;
+            }
+        };
+        if Path::new(request).extension().is_none_or(|e| e != "policy") {
+            self.diagnostics.push(
+                Diagnostic::new(
+                    Code::ImportNotPolicy,
+                    format!("cannot import `{request}`: only `.policy` files can be imported"),
+                    span,
+                    "not a `.policy` file",
+                )
+                .with_help(
+                    "`import` reads policy source; embed other files with `source` or `template`",
+                ),
+            );
+            return None;
+        }
         let key = self.fs.key(&path);
         if let Some(id) = self.by_key.get(&key) {
             return Some(*id);
         }
-        match self.fs.read(&path) {
-            Ok(text) => Some(self.register(key, path, text, false, pending)),
+        match self.fs.read(&path, &tree) {
+            Ok(text) => Some(self.register(key, path, text, Some(tree), pending)),
+            Err(ReadError::Tree(err)) if err.is_escape() => {
+                self.diagnostics
+                    .push(outside_tree("import", request, &err, &tree, span));
+                None
+            }
             Err(err) => {
                 self.diagnostics.push(
                     Diagnostic::new(
@@ -282,10 +362,14 @@ impl Workspace {
         key: PathBuf,
         path: PathBuf,
         text: String,
-        stdlib: bool,
+        tree: Option<Arc<PolicyTree>>,
         pending: &mut Vec<FileId>,
     ) -> FileId {
         let id = self.db.add(path, text);
+        let stdlib = tree.is_none();
+        if let Some(tree) = tree {
+            self.db.set_tree(id, tree);
+        }
         self.by_key.insert(key, id);
         self.modules.push(Module {
             file: id,
@@ -401,19 +485,25 @@ impl Workspace {
 /// Pseudo directory of the embedded standard library in file paths.
 pub const STDLIB_ROOT: &str = "std";
 
-/// Removes `.` and resolves `..` lexically (without touching the disk).
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
-                }
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
+/// The error for a path (`import`, `source`, `template`) that leaves the
+/// policy tree. It names the path as written and the tree, never anything
+/// read from the file.
+pub fn outside_tree(
+    what: &str,
+    request: &str,
+    err: &TreeError,
+    tree: &PolicyTree,
+    span: Span,
+) -> Diagnostic {
+    Diagnostic::new(
+        Code::OutsidePolicyTree,
+        format!("`{what}` path `{request}` is outside the policy tree"),
+        span,
+        err.to_string(),
+    )
+    .with_note(format!(
+        "the policy tree is `{}`; the compiler reads no file outside it",
+        tree.root().display()
+    ))
+    .with_help("move the file into the policy tree and name it relative to this file, or pass `--policy-root DIR` to make a larger tree")
 }

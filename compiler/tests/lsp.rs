@@ -482,3 +482,49 @@ fn rename_reaches_interpolations_and_heredocs() {
     assert_eq!(starts, [(0, 4), (2, 15), (4, 15)]);
     assert!(client.shutdown().success());
 }
+
+/// Issue 15: a `bool` parameter used as a guard is the parameter, not a
+/// class. Go to definition found nothing on `when enabled`, and rename left
+/// the guard behind, so the renamed file failed with E0105.
+#[test]
+fn a_bool_parameter_in_a_guard_is_the_parameter() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.policy");
+    let text = concat!(
+        "bundle b(enabled: bool) {\n",                            // 0
+        "  when enabled {\n",                                     // 1
+        "    file \"/etc/motd\" { content = \"${enabled}\"; }\n", // 2
+        "  }\n",
+        "}\n",
+        "policy { b(enabled = true); }\n", // 5
+    );
+    std::fs::write(&path, text).unwrap();
+    let mut client = Client::start();
+    client.initialize(dir.path());
+    let uri = client.open(&path, text);
+    assert!(client.diagnostics(&uri, 1).is_empty());
+
+    let def = client.request("textDocument/definition", at(&uri, 1, 8));
+    assert_eq!(def.as_array().map(Vec::len), Some(1), "{def}");
+    assert_eq!(def[0]["range"]["start"], pos(0, 9));
+
+    let edit = client.request(
+        "textDocument/rename",
+        json!({"textDocument": {"uri": uri}, "position": pos(0, 10), "newName": "on"}),
+    );
+    let mut edits: Vec<(u64, u64)> = edit["changes"][&uri]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let s = &e["range"]["start"];
+            (
+                s["line"].as_u64().unwrap(),
+                s["character"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    edits.sort();
+    assert_eq!(edits, [(0, 9), (1, 7), (2, 36), (5, 11)], "{edit}");
+    assert!(client.shutdown().success());
+}

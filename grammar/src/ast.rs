@@ -254,8 +254,6 @@ pub enum ExprKind {
         lhs: Box<Expr>,
         rhs: Box<Expr>,
     },
-    /// An expression the parser could not make sense of.
-    Error,
 }
 
 /// The parts of a reference expression.

@@ -10,6 +10,7 @@ pub mod ast;
 pub mod lexer;
 pub mod parse;
 pub mod span;
+pub mod spanless;
 pub mod strings;
 pub mod token;
 pub mod trivia;
@@ -27,6 +28,6 @@ lalrpop_util::lalrpop_mod!(
     grammar
 );
 
-pub use parse::{parse, parse_expr, SyntaxError, SyntaxErrorKind};
-pub use span::{FileId, Span, Spanned};
+pub use parse::{parse, SyntaxError, SyntaxErrorKind};
+pub use span::{FileId, Span};
 pub use trivia::{comments, Comment};

@@ -8,7 +8,7 @@
 use lalrpop_util::{ErrorRecovery, ParseError};
 
 use crate::ast::{Expr, ExprKind, Module};
-use crate::grammar::{ExprParser, ModuleParser};
+use crate::grammar::ModuleParser;
 use crate::lexer::Lexer;
 use crate::span::{FileId, Span};
 use crate::token::{LexError, LexErrorKind, Number, Token};
@@ -125,30 +125,6 @@ fn drop_cascades(src: &str, errors: Vec<SyntaxError>) -> Vec<SyntaxError> {
         }
     }
     kept
-}
-
-/// Parses a single expression (used by tests and, later, by `--define`-style
-/// command-line class expressions).
-pub fn parse_expr(file: FileId, src: &str) -> Result<Expr, Vec<SyntaxError>> {
-    let mut lexer = Lexer::new(src);
-    let mut recovered = Vec::new();
-    let result = ExprParser::new().parse(file, &mut recovered, lexer.by_ref());
-    let mut errors: Vec<SyntaxError> = recovered
-        .into_iter()
-        .map(|r| convert(file, src, r.error))
-        .collect();
-    errors.extend(lexer.errors.into_iter().map(|e| SyntaxError {
-        kind: SyntaxErrorKind::Lex(e.kind),
-        span: Span::new(file, e.start, e.end),
-    }));
-    match result {
-        Ok(expr) if errors.is_empty() => Ok(expr),
-        Ok(_) => Err(errors),
-        Err(err) => {
-            errors.push(convert(file, src, err));
-            Err(errors)
-        }
-    }
 }
 
 fn convert(file: FileId, src: &str, err: ParseError<u32, Token, LexError>) -> SyntaxError {

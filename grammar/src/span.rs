@@ -50,25 +50,3 @@ impl fmt::Debug for Span {
         write!(f, "{}@{}..{}", self.file.0, self.start, self.end)
     }
 }
-
-/// A value together with where it was written.
-#[derive(Clone, Debug)]
-pub struct Spanned<T> {
-    pub node: T,
-    pub span: Span,
-}
-
-impl<T> Spanned<T> {
-    pub fn new(node: T, span: Span) -> Self {
-        Spanned { node, span }
-    }
-}
-
-/// Equality ignores the span so that tests can compare trees parsed from
-/// differently laid-out text.
-impl<T: PartialEq> PartialEq for Spanned<T> {
-    fn eq(&self, other: &Self) -> bool {
-        self.node == other.node
-    }
-}
-impl<T: Eq> Eq for Spanned<T> {}

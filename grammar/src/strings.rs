@@ -20,7 +20,7 @@
 
 use logos::Lexer;
 
-use crate::token::{LexError, LexErrorKind, StrLit, StrPart, Token};
+use crate::token::{InterpName, LexError, LexErrorKind, StrLit, StrPart, Token};
 
 /// `"..."`: called with the opening quote already consumed.
 pub(crate) fn lex_string(lex: &mut Lexer<'_, Token>) -> Result<StrLit, LexError> {
@@ -209,9 +209,18 @@ impl PartsBuilder {
                     };
                     let inner = text.get(inner_start..inner_start + close).unwrap_or("");
                     let end = inner_start + close + 1;
-                    let path: Vec<smol_str::SmolStr> =
-                        inner.split('.').map(smol_str::SmolStr::new).collect();
-                    if !path.iter().all(|seg| is_identifier(seg)) {
+                    // Each name keeps its own position, so that resolution
+                    // and rename can point at `port` in `${port}`.
+                    let mut path: Vec<InterpName> = Vec::new();
+                    let mut at = base + inner_start;
+                    for segment in inner.split('.') {
+                        path.push(InterpName {
+                            name: smol_str::SmolStr::new(segment),
+                            start: at as u32,
+                        });
+                        at += segment.len() + 1;
+                    }
+                    if !path.iter().all(|seg| is_identifier(&seg.name)) {
                         return Err(LexError::at(
                             LexErrorKind::BadInterpolation,
                             base + i,

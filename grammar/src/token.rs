@@ -12,6 +12,8 @@
 use logos::{FilterResult, Lexer, Logos};
 use smol_str::SmolStr;
 
+use crate::ast::Ident;
+use crate::span::{FileId, Span};
 use crate::strings::{lex_heredoc, lex_raw_string, lex_string};
 
 /// One piece of a string literal.
@@ -19,13 +21,43 @@ use crate::strings::{lex_heredoc, lex_raw_string, lex_string};
 pub enum StrPart {
     /// Text with escapes already resolved.
     Lit(SmolStr),
-    /// `${a.b.c}`: a dotted name, with the absolute byte range of the whole
-    /// `${...}` in the source so that later phases can point at it.
+    /// `${a.b.c}`: a dotted name, each part with its position, and the
+    /// absolute byte range of the whole `${...}` in the source so that later
+    /// phases can point at it.
     Interp {
-        path: Vec<SmolStr>,
+        path: Vec<InterpName>,
         start: u32,
         end: u32,
     },
+}
+
+/// One name of an interpolation (`port` in `${port}`) and the absolute byte
+/// offset where it is written. Strings are lexed before the parser knows the
+/// file, so the span is made when asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InterpName {
+    pub name: SmolStr,
+    pub start: u32,
+}
+
+impl InterpName {
+    pub fn span(&self, file: FileId) -> Span {
+        Span::new(file, self.start, self.start + self.name.len() as u32)
+    }
+
+    /// The name as an [`Ident`], like any other name of the tree.
+    pub fn ident(&self, file: FileId) -> Ident {
+        Ident {
+            name: self.name.clone(),
+            span: self.span(file),
+        }
+    }
+}
+
+/// The text of a dotted interpolation path, `a.b.c`.
+pub fn interp_text(path: &[InterpName]) -> String {
+    let names: Vec<&str> = path.iter().map(|p| p.name.as_str()).collect();
+    names.join(".")
 }
 
 /// A string literal after escapes, interpolation splitting and (for heredocs)

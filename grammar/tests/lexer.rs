@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use converge_grammar::lexer::{Lexer, SpannedLexError};
-use converge_grammar::token::{LexErrorKind, Number, StrLit, StrPart, Token};
+use converge_grammar::token::{InterpName, LexErrorKind, Number, StrLit, StrPart, Token};
 
 fn lex(src: &str) -> (Vec<Token>, Vec<SpannedLexError>) {
     let mut lexer = Lexer::new(src);
@@ -38,9 +38,21 @@ fn lit(s: &str) -> StrPart {
     StrPart::Lit(s.into())
 }
 
+/// `${a.b}` starting at `start`: the names follow the `${`, one `.` apart.
 fn interp(path: &[&str], start: u32, end: u32) -> StrPart {
+    let mut at = start + 2;
     StrPart::Interp {
-        path: path.iter().map(|s| (*s).into()).collect(),
+        path: path
+            .iter()
+            .map(|s| {
+                let name = InterpName {
+                    name: (*s).into(),
+                    start: at,
+                };
+                at += s.len() as u32 + 1;
+                name
+            })
+            .collect(),
         start,
         end,
     }
@@ -370,4 +382,27 @@ fn keywords_lists_exactly_the_reserved_words() {
         let is_keyword = !matches!(tokens(word).as_slice(), [Token::Ident(_)]);
         assert_eq!(is_keyword, KEYWORDS.contains(&word), "{word}");
     }
+}
+
+/// Every name of an interpolation points at its own text in the source,
+/// in plain strings and in indented heredocs alike (rename edits there).
+#[test]
+fn interpolated_names_point_at_their_text() {
+    let src = "x = \"a ${port}\" \"\"\"\n    b ${sys.hostname} ${cfg.http}\n    \"\"\"";
+    let mut seen = Vec::new();
+    for token in tokens(src) {
+        let (Token::Str(s) | Token::Heredoc(s)) = token else {
+            continue;
+        };
+        for part in s.parts {
+            if let StrPart::Interp { path, .. } = part {
+                for name in path {
+                    let at = name.start as usize;
+                    assert_eq!(&src[at..at + name.name.len()], name.name.as_str());
+                    seen.push(name.name.to_string());
+                }
+            }
+        }
+    }
+    assert_eq!(seen, ["port", "sys", "hostname", "cfg", "http"]);
 }

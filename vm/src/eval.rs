@@ -10,6 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::bundle::format::{Body, Constant};
 use crate::bundle::instr::Instr;
+use crate::bundle::limits::RegexCache;
 use crate::facts::{FactValue, Facts};
 use crate::schema::fact_by_id;
 
@@ -63,13 +64,32 @@ impl std::fmt::Display for EvalError {
     }
 }
 
+/// How much work all the programs of one run may do together, in steps: a
+/// step is one byte of text an instruction pushes, compares, searches or
+/// joins, and every instruction costs at least [`INSTR_STEPS`]. The verifier
+/// bounds each program and [`MAX_EVAL_BYTES`] each program run, but a
+/// bundle may hold a hundred thousand programs and the run evaluates its
+/// classes again in each pass: without this budget a 1 MB bundle kept the
+/// evaluator busy for 18 s (issue 14, item 4). Past it, every program still
+/// to run fails its promise with the reason; the rest of the run goes on.
+/// About a second or two of work; a real run uses well under a thousandth.
+pub const MAX_RUN_STEPS: u64 = 1 << 32;
+/// The steps one instruction costs before the bytes it handles.
+pub const INSTR_STEPS: u64 = 64;
+
 /// Evaluates the programs of one bundle on one host. Regexes are compiled
-/// once per run.
+/// once per run, and all evaluation of the run shares [`MAX_RUN_STEPS`].
 #[derive(Debug)]
 pub struct Evaluator<'b> {
     body: &'b Body,
     facts: &'b Facts,
-    regexes: HashMap<u32, regex::Regex>,
+    regexes: RegexCache,
+    /// Steps left of [`MAX_RUN_STEPS`].
+    steps_left: u64,
+    /// Classes whose definition could not be evaluated, with the reason:
+    /// a program that reads one fails with it, so exactly the promises that
+    /// depend on it fail (and the classes defined from it are not set).
+    failed_classes: HashMap<String, String>,
 }
 
 impl<'b> Evaluator<'b> {
@@ -77,16 +97,21 @@ impl<'b> Evaluator<'b> {
         Evaluator {
             body,
             facts,
-            regexes: HashMap::new(),
+            regexes: RegexCache::default(),
+            steps_left: MAX_RUN_STEPS,
+            failed_classes: HashMap::new(),
         }
     }
 
     /// The classes set on this host: the hard classes, the classes given on
     /// the command line, and every defined class whose program is true, in
-    /// the bundle's (dependency) order.
+    /// the bundle's (dependency) order. A definition that cannot be
+    /// evaluated (over a budget) leaves its class unset and is remembered in
+    /// [`Evaluator::class_failures`]; it never stops the others.
     pub fn classes(&mut self, defined: &[String]) -> Result<BTreeSet<String>, EvalError> {
         let mut set: BTreeSet<String> = self.facts.hard_classes().into_iter().collect();
         set.extend(defined.iter().cloned());
+        self.failed_classes.clear();
         for class in self.body.classes.iter() {
             let Some(program) = class.program else {
                 continue;
@@ -95,11 +120,51 @@ impl<'b> Evaluator<'b> {
                 Some(Constant::Word(n) | Constant::Str(n)) => n.clone(),
                 _ => return Err(EvalError(format!("class name constant {}", class.name))),
             };
-            if self.run(program, &set, &[])? == Val::Bool(true) {
-                set.insert(name);
+            match self.run(program, &set, &[]) {
+                Ok(value) => {
+                    if value == Val::Bool(true) {
+                        set.insert(name);
+                    }
+                }
+                Err(e) => {
+                    // A class defined from a failed class carries the first
+                    // reason, not a chain of them.
+                    let reason = match e.0.strip_prefix("class `") {
+                        Some(_) => e.0,
+                        None => format!("class `{name}` cannot be evaluated: {}", e.0),
+                    };
+                    self.failed_classes.insert(name, reason);
+                }
             }
         }
         Ok(set)
+    }
+
+    /// The classes of the last [`Evaluator::classes`] whose definition could
+    /// not be evaluated, with the reason.
+    pub fn class_failures(&self) -> &HashMap<String, String> {
+        &self.failed_classes
+    }
+
+    /// Steps used so far of [`MAX_RUN_STEPS`].
+    pub fn steps_used(&self) -> u64 {
+        MAX_RUN_STEPS.saturating_sub(self.steps_left)
+    }
+
+    /// Takes `n` steps from the run's budget, or says it is spent.
+    fn charge(&mut self, n: u64) -> Result<(), EvalError> {
+        match self.steps_left.checked_sub(n) {
+            Some(left) => {
+                self.steps_left = left;
+                Ok(())
+            }
+            None => {
+                self.steps_left = 0;
+                Err(EvalError(format!(
+                    "the run's evaluation budget of {MAX_RUN_STEPS} steps is spent (a bundle may ask for at most that much work; docs/bytecode.md, Limits)"
+                )))
+            }
+        }
     }
 
     /// Runs a program with the classes currently set and the current
@@ -120,6 +185,10 @@ impl<'b> Evaluator<'b> {
         let mut produced = 0usize;
         let underflow = || EvalError("stack underflow".to_owned());
         for instr in code.iter() {
+            self.charge(INSTR_STEPS)?;
+            // Bytes an instruction reads without pushing them (compared,
+            // searched): charged on top of what it pushes.
+            let mut examined = 0usize;
             let value = match *instr {
                 Instr::Const(c) => match body.constants.get(c as usize) {
                     Some(Constant::Str(s) | Constant::Word(s)) => Val::Str(s.clone()),
@@ -144,7 +213,12 @@ impl<'b> Evaluator<'b> {
                         .ok_or_else(|| EvalError(format!("loop variable {i}")))?,
                 ),
                 Instr::Class(c) => match body.constants.get(c as usize) {
-                    Some(Constant::Word(n) | Constant::Str(n)) => Val::Bool(classes.contains(n)),
+                    Some(Constant::Word(n) | Constant::Str(n)) => {
+                        if let Some(reason) = self.failed_classes.get(n) {
+                            return Err(EvalError(reason.clone()));
+                        }
+                        Val::Bool(classes.contains(n))
+                    }
                     _ => return Err(EvalError(format!("class constant {c}"))),
                 },
                 Instr::Not => match stack.pop().ok_or_else(underflow)? {
@@ -166,6 +240,7 @@ impl<'b> Evaluator<'b> {
                 Instr::Eq | Instr::Ne => {
                     let b = stack.pop().ok_or_else(underflow)?;
                     let a = stack.pop().ok_or_else(underflow)?;
+                    examined = a.bytes().min(b.bytes());
                     Val::Bool((a == b) == (*instr == Instr::Eq))
                 }
                 Instr::Match(c) => {
@@ -173,11 +248,13 @@ impl<'b> Evaluator<'b> {
                         Val::Str(s) => s,
                         other => return Err(EvalError(format!("match on {other:?}"))),
                     };
+                    self.charge(text.len() as u64)?;
                     Val::Bool(self.regex(c)?.is_match(&text))
                 }
                 Instr::In => {
                     let list = stack.pop().ok_or_else(underflow)?;
                     let value = stack.pop().ok_or_else(underflow)?;
+                    examined = list.bytes();
                     match (value, list) {
                         (Val::Str(v), Val::List(items)) => Val::Bool(items.contains(&v)),
                         (v, l) => return Err(EvalError(format!("{v:?} in {l:?}"))),
@@ -192,7 +269,9 @@ impl<'b> Evaluator<'b> {
                     Val::Str(parts.iter().map(Val::text).collect())
                 }
             };
-            produced = produced.saturating_add(value.bytes());
+            let bytes = value.bytes();
+            self.charge((bytes as u64).saturating_add(examined as u64))?;
+            produced = produced.saturating_add(bytes);
             if produced > MAX_EVAL_BYTES {
                 return Err(EvalError(format!(
                     "program {program} produces more than {} MiB of text",
@@ -208,16 +287,10 @@ impl<'b> Evaluator<'b> {
     }
 
     fn regex(&mut self, c: u32) -> Result<&regex::Regex, EvalError> {
-        if !self.regexes.contains_key(&c) {
-            let Some(Constant::Str(pattern)) = self.body.constants.get(c as usize) else {
-                return Err(EvalError(format!("regex constant {c}")));
-            };
-            let re = regex::Regex::new(pattern).map_err(|e| EvalError(e.to_string()))?;
-            self.regexes.insert(c, re);
-        }
-        self.regexes
-            .get(&c)
-            .ok_or_else(|| EvalError(format!("regex constant {c}")))
+        let Some(Constant::Str(pattern)) = self.body.constants.get(c as usize) else {
+            return Err(EvalError(format!("regex constant {c}")));
+        };
+        self.regexes.get(&c, pattern).map_err(EvalError)
     }
 }
 
@@ -336,5 +409,82 @@ mod tests {
             Ok(Val::Str(s)) => assert_eq!(s.len(), 10 << 20),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// Every instruction costs [`INSTR_STEPS`] plus the bytes it pushes or
+    /// examines; the count is exact, so the budget is work, not time.
+    #[test]
+    fn steps_count_instructions_and_bytes() {
+        let body = body(
+            vec![
+                Constant::Str("abcdefghij".into()),
+                Constant::Str("^a".into()),
+            ],
+            vec![vec![
+                Instr::Const(0),
+                Instr::Const(0),
+                Instr::Eq,
+                Instr::Const(0),
+                Instr::Match(1),
+                Instr::And,
+            ]],
+        );
+        let facts = facts();
+        let mut eval = Evaluator::new(&body, &facts);
+        assert_eq!(eval.run(0, &BTreeSet::new(), &[]), Ok(Val::Bool(true)));
+        // 6 instructions; three pushes of 10 bytes, 10 compared, 10 searched.
+        assert_eq!(eval.steps_used(), 6 * INSTR_STEPS + 30 + 10 + 10);
+    }
+
+    /// A class over the text budget is unset and remembered; a program that
+    /// reads it, and a class defined from it, fail with its reason; the
+    /// other classes are evaluated as usual.
+    #[test]
+    fn a_class_that_cannot_be_evaluated_fails_only_what_reads_it() {
+        use crate::bundle::format::ClassEntry;
+        let mut bomb = vec![Instr::Const(0)];
+        for _ in 0..300 {
+            bomb.extend([Instr::Const(0), Instr::Concat(2)]);
+        }
+        bomb.extend([Instr::Const(0), Instr::Eq]);
+        let mut body = body(
+            vec![
+                Constant::Str("x".repeat(1 << 20)),
+                Constant::Word("big".into()),
+                Constant::Word("dep".into()),
+                Constant::Word("fine".into()),
+                Constant::Bool(true),
+            ],
+            vec![
+                bomb,
+                vec![Instr::Class(1), Instr::Not],
+                vec![Instr::Const(4)],
+                vec![Instr::Class(2)],
+            ],
+        );
+        body.classes.0 = [(1, 0), (2, 1), (3, 2)]
+            .into_iter()
+            .map(|(name, program)| ClassEntry {
+                name,
+                program: Some(program),
+            })
+            .collect();
+        let facts = facts();
+        let mut eval = Evaluator::new(&body, &facts);
+        let classes = eval.classes(&[]).unwrap();
+        assert!(classes.contains("fine") && !classes.contains("big") && !classes.contains("dep"));
+        let failures = eval.class_failures();
+        for class in ["big", "dep"] {
+            let why = failures.get(class).unwrap();
+            assert!(
+                why.starts_with("class `big` cannot be evaluated") && why.contains("256 MiB"),
+                "{why}"
+            );
+        }
+        let err = eval.run(3, &classes, &[]).unwrap_err();
+        assert!(
+            err.0.starts_with("class `big` cannot be evaluated"),
+            "{err}"
+        );
     }
 }

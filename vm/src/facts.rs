@@ -6,10 +6,22 @@
 //! a container or image root is described as itself, and tests get
 //! deterministic facts from a temporary root. What describes the *machine*
 //! (CPUs, memory, addresses, the clock) is read from the running kernel.
+//!
+//! The root is read through [`RootFs`] like everything else in it: no link
+//! is followed (a planted `ROOT/etc/hostname` linking to a 0600 file
+//! outside put its first line into reports), nothing but a regular file is
+//! read (a FIFO hung the run while it held the lock) and no more than
+//! [`MAX_FACT_FILE`] bytes (a link to `/dev/zero` grew without bound). A
+//! file refused is a fact not found, as a missing one is.
 
 use std::path::Path;
 
+use crate::rootfs::{read_system_file, Kind, RootFs};
 use crate::schema::{ARCHITECTURES, OS_FAMILIES};
+
+/// The most read of one file a fact comes from (`/etc/hosts`, `os-release`,
+/// `/proc/meminfo`...): 1 MiB.
+pub const MAX_FACT_FILE: u64 = 1 << 20;
 
 /// A fact's value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,13 +50,12 @@ pub struct Facts {
 impl Facts {
     /// Gathers the facts of this host, with the system image at `root`.
     pub fn gather(root: &Path) -> Facts {
-        let hostname = hostname(root);
-        let fqdn = fqdn(
-            &hostname,
-            &std::fs::read_to_string(root.join("etc/hosts")).unwrap_or_default(),
-        );
-        let os_release = std::fs::read_to_string(root.join("etc/os-release"))
-            .or_else(|_| std::fs::read_to_string(root.join("usr/lib/os-release")))
+        let fs = RootFs::open(root).ok();
+        let fs = fs.as_ref();
+        let hostname = hostname_in(fs);
+        let fqdn = fqdn(&hostname, &root_text(fs, "/etc/hosts").unwrap_or_default());
+        let os_release = root_text(fs, "/etc/os-release")
+            .or_else(|| root_text(fs, "/usr/lib/os-release"))
             .unwrap_or_default();
         let (os_family, version) = os_family(&os_release);
         let now = jiff::Zoned::now();
@@ -55,11 +66,9 @@ impl Facts {
             os_family,
             os_release: version,
             arch: std::env::consts::ARCH.to_owned(),
-            ipv4: ipv4_addresses(
-                &std::fs::read_to_string("/proc/net/fib_trie").unwrap_or_default(),
-            ),
+            ipv4: ipv4_addresses(&kernel_text("/proc/net/fib_trie").unwrap_or_default()),
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as i64),
-            memory_mb: memory_mb(&std::fs::read_to_string("/proc/meminfo").unwrap_or_default()),
+            memory_mb: memory_mb(&kernel_text("/proc/meminfo").unwrap_or_default()),
             weekday: weekday_name(now.weekday()).to_owned(),
             hour: i64::from(now.hour()),
         }
@@ -111,9 +120,15 @@ impl Facts {
 /// exists (systemd's own test, `sd_booted`), else runit when `ROOT/etc/runit`
 /// or `ROOT/etc/service` does, else systemd.
 pub fn service_manager(root: &Path) -> &'static str {
-    if root.join("run/systemd/system").is_dir() {
+    let fs = RootFs::open(root).ok();
+    let is_dir = |path: &str| {
+        fs.as_ref()
+            .and_then(|fs| fs.lstat(path).ok().flatten())
+            .is_some_and(|m| m.kind == Kind::Dir)
+    };
+    if is_dir("/run/systemd/system") {
         "systemd"
-    } else if root.join("etc/runit").is_dir() || root.join("etc/service").is_dir() {
+    } else if is_dir("/etc/runit") || is_dir("/etc/service") {
         "runit"
     } else {
         "systemd"
@@ -123,13 +138,30 @@ pub fn service_manager(root: &Path) -> &'static str {
 /// `sys.hostname`: `ROOT/etc/hostname`, else the kernel's, else
 /// `localhost`.
 pub fn hostname(root: &Path) -> String {
-    read_trimmed(&root.join("etc/hostname"))
-        .or_else(|| read_trimmed(Path::new("/proc/sys/kernel/hostname")))
+    hostname_in(RootFs::open(root).ok().as_ref())
+}
+
+fn hostname_in(fs: Option<&RootFs>) -> String {
+    first_line(root_text(fs, "/etc/hostname"))
+        .or_else(|| first_line(kernel_text("/proc/sys/kernel/hostname")))
         .unwrap_or_else(|| "localhost".to_owned())
 }
 
-fn read_trimmed(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+/// A text file of the root, if it is a regular file of at most
+/// [`MAX_FACT_FILE`] bytes reached without links.
+fn root_text(fs: Option<&RootFs>, path: &str) -> Option<String> {
+    let bytes = fs?.read_file_limited(path, MAX_FACT_FILE).ok()??;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// A text file of the running kernel, bounded like [`root_text`].
+fn kernel_text(path: &str) -> Option<String> {
+    let bytes = read_system_file(Path::new(path), MAX_FACT_FILE)?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+fn first_line(text: Option<String>) -> Option<String> {
+    let text = text?;
     let first = text.lines().next()?.trim();
     (!first.is_empty()).then(|| first.to_owned())
 }

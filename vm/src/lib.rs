@@ -1,10 +1,13 @@
-//! `policyvm`: the on-host half of Converge. It will verify signed bundles,
-//! gather facts, and converge the host to the bundle's promises.
+//! `policyvm`: the on-host half of Converge. It verifies signed bundles
+//! (through `converge-format`'s reader), gathers facts, and converges the
+//! host to the bundle's promises, once (`run`) or as an agent that pulls
+//! new bundles (`agent`).
 //!
 //! Architecture invariant: this crate never depends on `converge-grammar` or
 //! `converge-compiler` (tests/architecture.rs checks it). The VM is what runs
-//! as root on every host; it stays small, and the bundle reader in it is the
-//! security boundary that the compiler's writer depends on, not the reverse.
+//! as root on every host; it stays small. The bundle format and its verifier,
+//! the security boundary, live in `converge-format`, which the compiler's
+//! writer and this crate's reader share.
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
 /// The VM's version, reported by `policyvm --version` and in run reports.

@@ -6,12 +6,16 @@
 //! last-good.bundle   the one before it
 //! stamp              the stamp `current.bundle` was accepted with
 //! serial             the highest serial ever accepted (the rollback mark)
-//! lock               flock'ed by `policyvm agent` and `policyvm pull`
+//! lock               flock'ed by `policyvm run`, `agent` and `pull`
 //! reports/last.json  the last agent run (older ones beside it)
 //! metrics.prom       Prometheus textfile metrics of the last agent run
 //! ```
 //!
-//! Every file is replaced atomically (temporary file, fsync, rename, fsync
+//! The directory must belong to the user the VM runs as and not be
+//! writable by group or others; every file is opened relative to a handle
+//! on it, never through a link, never blocking on a FIFO, and read with a
+//! bound. Every file is replaced atomically with the VM's one helper
+//! ([`crate::rootfs::write_atomic_at`]: temporary file, fsync, rename, fsync
 //! of the directory), so a crash leaves each one old or new. The install
 //! order makes every crash point safe: `stamp`, then `serial`, then the
 //! bundle. The rollback mark is durable before the bundle that raises it
@@ -20,18 +24,19 @@
 //! the next pull fetches that very bundle again as a repair. The mark is
 //! the larger of `serial` and the serial of a verified `current.bundle`.
 
-use std::io::Write as _;
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use rustix::fs::{flock, FlockOperation};
+use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::bundle::envelope::MAX_BUNDLE_LEN;
 use crate::bundle::keys::PublicKey;
 use crate::bundle::{open, Verified};
-use crate::run::lock::LockError;
+use crate::rootfs::{is_live_temp, is_temp_name, read_at, write_atomic_at};
+use crate::run::lock::{LockError, RunLock};
 use crate::stamp::MAX_STAMP_LEN;
 
 pub const CURRENT: &str = "current.bundle";
@@ -42,17 +47,25 @@ pub const LOCK: &str = "lock";
 pub const REPORTS: &str = "reports";
 pub const METRICS: &str = "metrics.prom";
 
-/// A host's state directory, created (mode 0700) when missing.
+/// Where `policyvm run` and `policyvm agent` keep their state when no
+/// `--state` is given: `ROOT/var/lib/converge` (`/var/lib/converge` on the
+/// real system), so a sandbox root is self-contained (LANGUAGE.md §18).
+pub fn default_dir(root: &Path) -> PathBuf {
+    root.join("var/lib/converge")
+}
+
+/// A host's state directory, created (mode 0700) when missing, and held
+/// open: every file in it is opened relative to this handle, without
+/// following links.
 #[derive(Debug, Clone)]
 pub struct StateDir {
     dir: PathBuf,
+    fd: Arc<OwnedFd>,
 }
 
-/// Held while an agent or a pull works on the state directory.
-#[derive(Debug)]
-pub struct StateLock {
-    _fd: OwnedFd,
-}
+/// Held while an agent, a pull or a run works on the state directory (the
+/// run lock: [`crate::run::lock`]).
+pub type StateLock = RunLock;
 
 /// A bundle of the state directory, verified now (never trusted from an
 /// earlier check: THREATS.md T23).
@@ -62,15 +75,53 @@ pub struct Local {
     pub bundle: Verified,
 }
 
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
 impl StateDir {
-    /// Opens `dir`, creating it and `reports/` with mode 0700.
+    /// Opens `dir`, creating it and `reports/` with mode 0700 (missing
+    /// parents with 0755). The directory itself must not be a link, must be
+    /// owned by the user the VM runs as, and must not be writable by group
+    /// or others: whoever can write it can replace the bundle in force, the
+    /// rollback mark, or hold the run lock (like the trust directory's
+    /// `StrictModes` check).
     pub fn open(dir: &Path) -> std::io::Result<StateDir> {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir.join(REPORTS))?;
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(parent)?;
+        }
+        match rfs::mkdir(dir, Mode::from_bits_truncate(0o700)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let fd = match rfs::open(dir, DIR_FLAGS, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::LOOP | Errno::NOTDIR) => {
+                return Err(std::io::Error::other(format!(
+                    "`{}` is not a directory (a symbolic link is not followed)",
+                    dir.display()
+                )))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        guarded(&fd, dir)?;
+        match rfs::mkdirat(&fd, REPORTS, Mode::from_bits_truncate(0o700)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => return Err(e.into()),
+        }
+        rfs::openat(&fd, REPORTS, DIR_FLAGS, Mode::empty()).map_err(|e| {
+            std::io::Error::other(format!(
+                "`{}` is not a directory: {e}",
+                dir.join(REPORTS).display()
+            ))
+        })?;
         Ok(StateDir {
             dir: dir.to_path_buf(),
+            fd: Arc::new(fd),
         })
     }
 
@@ -78,43 +129,46 @@ impl StateDir {
         self.dir.join(file)
     }
 
-    /// Takes the state directory's lock without waiting.
+    /// Takes the state directory's lock (`lock` in it) without waiting.
+    /// With the lock held, temporaries a killed writer left behind are
+    /// removed.
     pub fn lock(&self) -> Result<StateLock, LockError> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(self.path(LOCK))
-            .map_err(LockError::Io)?;
-        let fd = OwnedFd::from(file);
-        match flock(&fd, FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => Ok(StateLock { _fd: fd }),
-            Err(Errno::WOULDBLOCK) => Err(LockError::Busy),
-            Err(e) => Err(LockError::Io(e.into())),
+        let lock = RunLock::acquire_in(&self.fd)?;
+        self.clean_stale_temporaries();
+        Ok(lock)
+    }
+
+    fn clean_stale_temporaries(&self) {
+        let Ok(listing) = rfs::openat(&*self.fd, ".", DIR_FLAGS, Mode::empty()) else {
+            return;
+        };
+        let Ok(mut dir) = rfs::Dir::read_from(&listing) else {
+            return;
+        };
+        let mut stale = Vec::new();
+        while let Some(Ok(entry)) = dir.read() {
+            let name = entry.file_name().to_bytes();
+            let legacy = name.starts_with(b".") && name.windows(4).any(|w| w == b".tmp");
+            if (is_temp_name(name) || legacy) && !is_live_temp(name) {
+                stale.push(name.to_vec());
+            }
+        }
+        for name in stale {
+            let _ = rfs::unlinkat(&*self.fd, name.as_slice(), AtFlags::empty());
         }
     }
 
-    /// The bytes of a small state file, `None` when it does not exist.
+    /// The bytes of a small state file, `None` when it does not exist. A
+    /// link, a FIFO or anything but a regular file is refused (without
+    /// blocking), and so is a file over `limit` bytes.
     pub fn read(&self, file: &str, limit: usize) -> std::io::Result<Option<Vec<u8>>> {
-        use std::io::Read as _;
-        let f = match std::fs::File::open(self.path(file)) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let mut bytes = Vec::new();
-        f.take((limit as u64).saturating_add(1))
-            .read_to_end(&mut bytes)?;
-        if bytes.len() > limit {
-            return Err(std::io::Error::other(format!(
-                "`{}` is larger than {limit} bytes",
-                self.path(file).display()
-            )));
-        }
-        Ok(Some(bytes))
+        read_at(
+            &self.fd,
+            file,
+            limit as u64,
+            &self.path(file).display().to_string(),
+        )
+        .map_err(std::io::Error::other)
     }
 
     /// The stamp `current.bundle` was accepted with.
@@ -154,16 +208,16 @@ impl StateDir {
     /// then its stamp, its serial and the new bytes are written, each
     /// atomically, in that order (see the module comment).
     pub fn install(&self, bundle: &[u8], serial: u64, stamp: &[u8]) -> std::io::Result<()> {
-        let current = self.path(CURRENT);
-        if current.exists() {
+        let fd = &*self.fd;
+        if rfs::statat(fd, CURRENT, AtFlags::SYMLINK_NOFOLLOW).is_ok() {
             // A hard link keeps the old file whole under its new name while
             // `current.bundle` is replaced; a crash leaves both names valid.
-            let tmp = self.path(&format!(".{LAST_GOOD}.tmp{}", std::process::id()));
-            let _ = std::fs::remove_file(&tmp);
-            std::fs::hard_link(&current, &tmp)?;
-            if let Err(e) = std::fs::rename(&tmp, self.path(LAST_GOOD)) {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(e);
+            let tmp = format!(".{LAST_GOOD}.tmp{}", std::process::id());
+            let _ = rfs::unlinkat(fd, tmp.as_str(), AtFlags::empty());
+            rfs::linkat(fd, CURRENT, fd, tmp.as_str(), AtFlags::empty())?;
+            if let Err(e) = rfs::renameat(fd, tmp.as_str(), fd, LAST_GOOD) {
+                let _ = rfs::unlinkat(fd, tmp.as_str(), AtFlags::empty());
+                return Err(e.into());
             }
         }
         self.write(STAMP, stamp)?;
@@ -189,33 +243,46 @@ impl StateDir {
         self.write(STAMP, stamp)
     }
 
-    /// Replaces `file` atomically and durably.
+    /// Replaces `file` atomically and durably (mode 0600).
     pub fn write(&self, file: &str, bytes: &[u8]) -> std::io::Result<()> {
-        write_atomically(&self.dir, file, bytes)
+        let shown = self.path(file).display().to_string();
+        write_atomic_at(&self.fd, file, bytes, 0o600, None, &shown, || Ok(()))
+            .map_err(std::io::Error::other)
     }
 }
 
-/// Temporary file (never an existing name: `create_new`, no links
-/// followed), fsync, rename over `file`, fsync of the directory.
-pub fn write_atomically(dir: &Path, file: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = dir.join(format!(".{file}.tmp{}", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    let result = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, dir.join(file))?;
-        std::fs::File::open(dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+/// The state directory's owner and mode (see [`StateDir::open`]).
+fn guarded(fd: &OwnedFd, dir: &Path) -> std::io::Result<()> {
+    let st = rfs::fstat(fd)?;
+    let euid = rustix::process::geteuid().as_raw();
+    if st.st_uid != euid {
+        return Err(std::io::Error::other(format!(
+            "the state directory `{}` is owned by uid {}, not by uid {euid} that runs \
+             policyvm: that user could replace the bundle in force or hold the run lock; \
+             `chown` it",
+            dir.display(),
+            st.st_uid
+        )));
     }
-    result
+    if st.st_mode & 0o022 != 0 {
+        return Err(std::io::Error::other(format!(
+            "the state directory `{}` is writable by group or others (mode {:o}): anyone \
+             who can write it can replace the bundle in force or hold the run lock; \
+             `chmod 0700` it",
+            dir.display(),
+            st.st_mode & 0o7777
+        )));
+    }
+    Ok(())
+}
+
+/// Replaces `file` in the directory `dir` (a directory of the state, such
+/// as `reports/`) atomically and durably, with the VM's one atomic-write
+/// helper ([`crate::rootfs::write_atomic_at`]).
+pub fn write_atomically(dir: &Path, file: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let fd = rfs::open(dir, DIR_FLAGS, Mode::empty())?;
+    let shown = dir.join(file).display().to_string();
+    write_atomic_at(&fd, file, bytes, 0o600, None, &shown, || Ok(())).map_err(std::io::Error::other)
 }
 
 #[cfg(test)]
@@ -255,5 +322,48 @@ mod tests {
         state.write(SERIAL, &[b'9'; 40]).unwrap();
         assert!(state.read(SERIAL, 32).is_err());
         assert_eq!(state.serial(), None);
+    }
+
+    /// Issue 14 item 19: the state directory's mode and owner were never
+    /// checked, and its files were opened following links and blocking on
+    /// FIFOs.
+    #[test]
+    fn links_fifos_and_unsafe_modes_are_refused() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let state_dir = dir.path().join("state");
+        let state = StateDir::open(&state_dir).unwrap();
+        let mode = std::fs::metadata(&state_dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+
+        // A link in place of a state file is not followed.
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "41\n").unwrap();
+        std::os::unix::fs::symlink(&secret, state.path(SERIAL)).unwrap();
+        assert!(state.read(SERIAL, 32).is_err());
+        assert_eq!(state.serial(), None);
+        std::fs::remove_file(state.path(SERIAL)).unwrap();
+
+        // A FIFO is refused at once (the test would hang otherwise).
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            state.path(STAMP),
+            rustix::fs::FileType::Fifo,
+            Mode::from_bits_truncate(0o600),
+            0,
+        )
+        .unwrap();
+        assert!(state.read(STAMP, 1024).is_err());
+        assert_eq!(state.stamp(), None);
+
+        // Writable by group or others: refused; a link as the directory too.
+        std::fs::set_permissions(&state_dir, std::fs::Permissions::from_mode(0o770)).unwrap();
+        let err = StateDir::open(&state_dir).unwrap_err().to_string();
+        assert!(err.contains("writable by group or others"), "{err}");
+        std::fs::set_permissions(&state_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&state_dir, &link).unwrap();
+        let err = StateDir::open(&link).unwrap_err().to_string();
+        assert!(err.contains("not a directory"), "{err}");
     }
 }

@@ -84,6 +84,9 @@ pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
     finder.absent();
     finder.fixed_content_lines(&objects, &index);
     finder.system();
+    finder
+        .diagnostics
+        .extend(super::lines::never_settling(program));
     finder.diagnostics
 }
 
@@ -112,11 +115,37 @@ impl<'p> Finder<'p> {
         self.program.promises.get(i)
     }
 
-    /// A witness for "promise `a` and promise `b` are both active", or None.
-    fn both_active(&self, a: usize, b: usize) -> Option<Vec<String>> {
+    /// A witness for "promise `a` and promise `b` are both active", or
+    /// None. A question the solver cannot answer within its budget is an
+    /// error (E0602), never a silent "not both".
+    fn both_active(&mut self, a: usize, b: usize) -> Option<Vec<String>> {
         let fa = self.formulas.get(a)?.clone();
         let fb = self.formulas.get(b)?.clone();
-        self.space.witness(&Formula::and(fa, fb), self.constraints)
+        match self.space.witness(&Formula::and(fa, fb), self.constraints) {
+            Ok(found) => found,
+            Err(err) => {
+                let (Some(pa), Some(pb)) = (self.promise(a), self.promise(b)) else {
+                    return None;
+                };
+                let (first, second) = (pa.span.min(pb.span), pa.span.max(pb.span));
+                if self
+                    .reported
+                    .insert((first, second, "too complex".to_owned()))
+                {
+                    let d = super::guards::too_complex(
+                        second,
+                        &format!(
+                            "whether these promises on {} can both be active",
+                            describe_object(pb)
+                        ),
+                        err,
+                    )
+                    .with_secondary(first, "the other promise");
+                    self.diagnostics.push(d);
+                }
+                None
+            }
+        }
     }
 
     /// Generic rule: per property, promises that want different values.
@@ -209,7 +238,9 @@ impl<'p> Finder<'p> {
         let question = self
             .space
             .with_definitions(Formula::and(side(left), side(right)));
-        if !sat::satisfiable(&question, self.constraints) {
+        // Unanswerable for the whole sets: split them, and let the pairs
+        // answer (or report that they cannot) one by one.
+        if sat::satisfiable(&question, self.constraints) == Ok(false) {
             return;
         }
         match (left, right) {

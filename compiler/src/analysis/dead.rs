@@ -5,7 +5,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use converge_grammar::Span;
 
-use super::guards::GuardSpace;
+use super::guards::{too_complex, GuardSpace};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{Guard, Program};
 
@@ -26,6 +26,7 @@ pub fn dead_promises(program: &Program) -> Vec<Diagnostic> {
     let mut alive: HashMap<&Guard, bool> = HashMap::default();
     let mut live_statements: HashSet<Span> = HashSet::default();
     let mut dead: Vec<&crate::ir::Promise> = Vec::new();
+    let mut too_complex_spans = Vec::new();
     for (promise, formula) in program.promises.iter().zip(&formulas) {
         if matches!(*promise.guard, Guard::Const(_)) {
             live_statements.insert(promise.span);
@@ -34,7 +35,15 @@ pub fn dead_promises(program: &Program) -> Vec<Diagnostic> {
         let is_alive = match alive.get(&*promise.guard) {
             Some(known) => *known,
             None => {
-                let known = space.witness(formula, &constraints).is_some();
+                let known = match space.witness(formula, &constraints) {
+                    Ok(found) => found.is_some(),
+                    Err(err) => {
+                        // Unknown is not "dead": no W0005, but an error
+                        // saying the guard could not be analysed.
+                        too_complex_spans.push((promise.span, err));
+                        true
+                    }
+                };
                 alive.insert(&*promise.guard, known);
                 known
             }
@@ -46,7 +55,10 @@ pub fn dead_promises(program: &Program) -> Vec<Diagnostic> {
         }
     }
     let mut reported: HashSet<Span> = HashSet::default();
-    let mut out = Vec::new();
+    let mut out: Vec<Diagnostic> = too_complex_spans
+        .into_iter()
+        .map(|(span, err)| too_complex(span, "whether this promise's guard can ever hold", err))
+        .collect();
     for promise in dead {
         if !live_statements.contains(&promise.span) && reported.insert(promise.span) {
             out.push(

@@ -18,8 +18,10 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::sat::{self, Atom, Constraints, Formula};
+use super::sat::{self, Atom, Constraints, Formula, TooComplex};
+use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, CompareOp, Guard, Value};
+use converge_grammar::Span;
 
 /// What an atom stands for, for witnesses and for grouping fact tests.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -151,15 +153,18 @@ impl<'p> GuardSpace<'p> {
     /// `formula` and the definitions of every defined class it depends on
     /// (directly or through other definitions), as equivalences.
     pub fn with_definitions(&self, formula: Formula) -> Formula {
+        // A set, not `Vec::contains`: a chain of 100,000 class definitions
+        // must cost 100,000 steps, not their square (issue 14, item 22).
+        let mut seen: rustc_hash::FxHashSet<Atom> = rustc_hash::FxHashSet::default();
         let mut needed: Vec<Atom> = Vec::new();
         let mut queue: Vec<Atom> = formula.atoms();
         while let Some(atom) = queue.pop() {
-            if needed.contains(&atom) {
+            if !seen.insert(atom) {
                 continue;
             }
             if let Some(body) = self.definitions.get(&atom) {
                 needed.push(atom);
-                queue.extend(body.atoms());
+                body.visit_atoms(|a| queue.push(a));
             }
         }
         needed.sort_unstable();
@@ -239,18 +244,40 @@ impl<'p> GuardSpace<'p> {
 
     /// A witness for `formula` (definitions included): the atoms that are
     /// true in one satisfying assignment and that `formula` itself mentions,
-    /// described; `None` when it is unsatisfiable.
-    pub fn witness(&self, formula: &Formula, constraints: &Constraints) -> Option<Vec<String>> {
-        let direct = formula.atoms();
+    /// described; `Ok(None)` when it is unsatisfiable, `Err` when the solver
+    /// ran out of its budget (the caller must say so, never assume).
+    pub fn witness(
+        &self,
+        formula: &Formula,
+        constraints: &Constraints,
+    ) -> Result<Option<Vec<String>>, TooComplex> {
+        let direct: rustc_hash::FxHashSet<Atom> = formula.atoms().into_iter().collect();
         let full = self.with_definitions(formula.clone());
-        sat::solve(&full, constraints).map(|atoms| {
+        Ok(sat::solve(&full, constraints)?.map(|atoms| {
             atoms
                 .iter()
                 .filter(|a| direct.contains(a))
                 .map(|a| self.describe(*a))
                 .collect()
-        })
+        }))
     }
+}
+
+/// The error for a guard question the solver could not answer within its
+/// budget (E0602). An analysis that cannot prove a property says so: it
+/// never reports "no contradiction" or "alive" on a guess.
+pub fn too_complex(span: Span, question: &str, err: TooComplex) -> Diagnostic {
+    Diagnostic::new(
+        Code::TooComplexToProve,
+        format!("too complex to prove: {question}"),
+        span,
+        format!(
+            "the guard solver gave up after {} conflicts",
+            err.conflicts
+        ),
+    )
+    .with_note("the compiler refuses what it cannot prove free of contradictions (docs/analysis.md, \"When the solver gives up\")")
+    .with_help("simplify the guard: fewer classes that must hold together over shared exclusive groups, or split the promise into cases")
 }
 
 #[cfg(test)]
@@ -290,11 +317,11 @@ mod tests {
         let mut space = GuardSpace::new(&p);
         let both = Guard::And(vec![class("debian"), class("redhat")]);
         let f = space.formula(&both);
-        assert_eq!(space.witness(&f, &space.constraints()), None);
+        assert_eq!(space.witness(&f, &space.constraints()).unwrap(), None);
         let one = Guard::And(vec![class("debian"), Guard::Not(Box::new(class("redhat")))]);
         let f = space.formula(&one);
         assert_eq!(
-            space.witness(&f, &space.constraints()),
+            space.witness(&f, &space.constraints()).unwrap(),
             Some(vec!["debian".to_owned()])
         );
     }
@@ -308,13 +335,13 @@ mod tests {
             fact_eq("sys.os_family", "alpine"),
         ]);
         let f = space.formula(&g);
-        assert_eq!(space.witness(&f, &space.constraints()), None);
+        assert_eq!(space.witness(&f, &space.constraints()).unwrap(), None);
         let g = Guard::And(vec![
             fact_eq("sys.os_family", "debian"),
             fact_eq("sys.arch", "x86_64"),
         ]);
         let f = space.formula(&g);
-        assert!(space.witness(&f, &space.constraints()).is_some());
+        assert!(space.witness(&f, &space.constraints()).unwrap().is_some());
     }
 
     #[test]
@@ -328,6 +355,6 @@ mod tests {
             Guard::Not(Box::new(class("apache_host"))),
         ]);
         let f = space.formula(&g);
-        assert_eq!(space.witness(&f, &space.constraints()), None);
+        assert_eq!(space.witness(&f, &space.constraints()).unwrap(), None);
     }
 }

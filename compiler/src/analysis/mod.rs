@@ -13,5 +13,6 @@
 pub mod contradictions;
 pub mod dead;
 pub mod guards;
+pub mod lines;
 pub mod ordering;
 pub mod sat;

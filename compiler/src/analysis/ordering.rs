@@ -86,28 +86,7 @@ pub fn edges(program: &Program) -> Vec<Edge> {
             _ => {}
         }
     }
-    let depends = class_dependencies(program);
-    let mut guarded_by: HashMap<&str, Vec<usize>> = HashMap::default();
-    for (i, p) in promises.iter().enumerate() {
-        if matches!(*p.guard, Guard::Const(_)) {
-            continue;
-        }
-        let mut classes = HashSet::default();
-        guard_classes(&p.guard, &mut classes);
-        let mut all: HashSet<&str> = HashSet::default();
-        for class in classes {
-            all.insert(class);
-            if let Some(deps) = depends.get(class) {
-                all.extend(deps.iter().copied());
-            }
-        }
-        let mut all: Vec<&str> = all.into_iter().collect();
-        all.sort_unstable();
-        for class in all {
-            guarded_by.entry(class).or_default().push(i);
-        }
-    }
-
+    let mut guarded = GuardedBy::new(program);
     let mut edges = Vec::new();
     for (i, p) in promises.iter().enumerate() {
         for attr in &p.attrs {
@@ -150,7 +129,7 @@ pub fn edges(program: &Program) -> Vec<Edge> {
                     let Some(class) = attr.value.as_str() else {
                         continue;
                     };
-                    for &q in guarded_by.get(class).map_or(&[][..], Vec::as_slice) {
+                    for &q in guarded.promises(class) {
                         edges.push(Edge {
                             from: i,
                             to: q,
@@ -208,38 +187,75 @@ pub fn edges(program: &Program) -> Vec<Edge> {
     edges
 }
 
-/// For every defined class, the classes its definition depends on,
-/// transitively (`class restart = changed || forced;` -> {changed, forced}).
-fn class_dependencies(program: &Program) -> HashMap<&str, Vec<&str>> {
-    let direct: HashMap<&str, Vec<&str>> = program
-        .classes
-        .iter()
-        .filter_map(|c| {
-            let expr = c.expr.as_ref()?;
-            let mut set = HashSet::default();
-            guard_classes(expr, &mut set);
-            let mut v: Vec<&str> = set.into_iter().collect();
-            v.sort_unstable();
-            Some((c.name.as_str(), v))
-        })
-        .collect();
-    let mut out = HashMap::default();
-    for &class in direct.keys() {
-        let mut seen: Vec<&str> = Vec::new();
-        let mut stack: Vec<&str> = direct.get(class).cloned().unwrap_or_default();
-        while let Some(c) = stack.pop() {
-            if seen.contains(&c) {
+/// Which promises wait for a class: those whose guard names it, or names
+/// a class whose definition depends on it, directly or not (`class restart
+/// = changed || forced;` makes a promise under `restart` wait for
+/// `changed`).
+///
+/// Built once in linear time: the classes each guard names, and for each
+/// class the classes whose definitions name it. A question walks that
+/// reverse graph once per distinct outcome class and is remembered. Before,
+/// every class's transitive closure was materialised with `Vec::contains`:
+/// a chain of 8,000 classes took 99 s, 100,000 never finished (issue 14,
+/// item 22).
+struct GuardedBy<'p> {
+    /// Class -> promises whose guard names it, ascending.
+    direct: HashMap<&'p str, Vec<usize>>,
+    /// Class -> classes whose definition names it.
+    dependents: HashMap<&'p str, Vec<&'p str>>,
+    answers: HashMap<&'p str, Vec<usize>>,
+}
+
+impl<'p> GuardedBy<'p> {
+    fn new(program: &'p Program) -> Self {
+        let mut direct: HashMap<&str, Vec<usize>> = HashMap::default();
+        for (i, p) in program.promises.iter().enumerate() {
+            if matches!(*p.guard, Guard::Const(_)) {
                 continue;
             }
-            seen.push(c);
-            if let Some(next) = direct.get(c) {
-                stack.extend(next.iter().copied());
+            let mut classes = HashSet::default();
+            guard_classes(&p.guard, &mut classes);
+            for class in classes {
+                direct.entry(class).or_default().push(i);
             }
         }
-        seen.sort_unstable();
-        out.insert(class, seen);
+        let mut dependents: HashMap<&str, Vec<&str>> = HashMap::default();
+        for c in &program.classes {
+            let Some(expr) = &c.expr else { continue };
+            let mut named = HashSet::default();
+            guard_classes(expr, &mut named);
+            for d in named {
+                dependents.entry(d).or_default().push(c.name.as_str());
+            }
+        }
+        GuardedBy {
+            direct,
+            dependents,
+            answers: HashMap::default(),
+        }
     }
-    out
+
+    /// The promises that wait for `class`, ascending, each once.
+    fn promises(&mut self, class: &'p str) -> &[usize] {
+        if !self.answers.contains_key(class) {
+            let mut seen: HashSet<&str> = HashSet::default();
+            let mut stack = vec![class];
+            let mut found: Vec<usize> = Vec::new();
+            seen.insert(class);
+            while let Some(c) = stack.pop() {
+                found.extend(self.direct.get(c).map_or(&[][..], Vec::as_slice));
+                for &d in self.dependents.get(c).map_or(&[][..], Vec::as_slice) {
+                    if seen.insert(d) {
+                        stack.push(d);
+                    }
+                }
+            }
+            found.sort_unstable();
+            found.dedup();
+            self.answers.insert(class, found);
+        }
+        self.answers.get(class).map_or(&[][..], Vec::as_slice)
+    }
 }
 
 fn guard_classes<'g>(guard: &'g Guard, out: &mut HashSet<&'g str>) {

@@ -2,7 +2,6 @@
 //! `policyc build` reads the secret one. The file format is shared with the
 //! VM's public key reader (`converge_format::bundle::keys`).
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use converge_format::bundle::keys::{
@@ -69,17 +68,12 @@ fn with_extension(out: &Path, ext: &str) -> PathBuf {
     out.with_file_name(name)
 }
 
+/// Writes a key file atomically, never replacing an existing file (or
+/// following a link planted at its name).
 fn write_new(path: &Path, text: &str, mode: u32) -> Result<(), String> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(path)
-        .map_err(|e| format!("cannot create `{}`: {e}", path.display()))?;
-    file.write_all(text.as_bytes())
-        .and_then(|()| file.sync_all())
-        .map_err(|e| format!("cannot write `{}`: {e}", path.display()))
+    use crate::cli::atomic::{write_atomically, Existing};
+    write_atomically(path, text.as_bytes(), mode, Existing::Keep)
+        .map_err(|e| format!("cannot create `{}`: {e}", path.display()))
 }
 
 /// Reads a secret key file.

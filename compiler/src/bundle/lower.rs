@@ -14,7 +14,6 @@
 //! policy says.
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use converge_format::bundle::format::{
     AttrValue, Body, Bytes, ClassEntry, Constant, Header, Item, List, Operand, Program, Promise,
@@ -505,35 +504,13 @@ impl Lowerer<'_> {
         })
     }
 
-    /// Reads a file named relative to the policy file of the promise.
+    /// Reads a file named relative to the policy file that names it, from
+    /// inside its policy tree (`super::embed`).
     fn read_beside(&mut self, p: &ir::Promise, attr: &ir::Attr) -> Option<Vec<u8>> {
-        let Some(name) = attr.value.as_str() else {
-            self.diagnostics.push(Diagnostic::new(
-                Code::EmbedFailed,
-                format!("`{}` must name a file at compile time", attr.name),
-                attr.span,
-                "depends on facts",
-            ));
-            return None;
-        };
-        let policy = self
-            .db
-            .get(p.span.file)
-            .map(|f| f.path.clone())
-            .unwrap_or_default();
-        let path = policy.parent().unwrap_or(Path::new(".")).join(name);
-        match std::fs::read(&path) {
+        match super::embed::read(self.db, p, attr) {
             Ok(bytes) => Some(bytes),
-            Err(err) => {
-                self.diagnostics.push(
-                    Diagnostic::new(
-                        Code::EmbedFailed,
-                        format!("cannot embed `{name}`: {err}"),
-                        attr.span,
-                        format!("looked for {}", path.display()),
-                    )
-                    .with_help("`source` and `template` files are read at build time, relative to the policy file"),
-                );
+            Err(d) => {
+                self.diagnostics.push(d);
                 None
             }
         }

@@ -2,6 +2,7 @@
 //! ([`keys`]), and the signed envelope ([`seal`]). The format itself is
 //! defined by the reader in `converge_format::bundle`, which this follows.
 
+pub mod embed;
 pub mod keys;
 pub mod lower;
 

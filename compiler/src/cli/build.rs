@@ -1,7 +1,8 @@
 //! `policyc keygen` and `policyc build`.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
+
+use super::atomic::{write_atomically, Existing};
 use std::process::ExitCode;
 
 use clap::Args;
@@ -42,6 +43,8 @@ pub struct BuildArgs {
     /// The bundle's name, which hosts pull it by. Defaults to the file stem.
     #[arg(long)]
     name: Option<String>,
+    #[command(flatten)]
+    tree: inputs::TreeArgs,
 }
 
 pub fn run_keygen(args: KeygenArgs) -> ExitCode {
@@ -65,11 +68,11 @@ pub fn run_build(args: BuildArgs) -> ExitCode {
         Err(e) => return fail(e),
     };
     let serial = args.serial.unwrap_or_else(now);
-    let built = match build_bundle(&args.file, &key, args.name.as_deref(), serial) {
+    let built = match build_bundle(&args.file, &args.tree, &key, args.name.as_deref(), serial) {
         Ok(built) => built,
         Err(code) => return code,
     };
-    if let Err(e) = write_atomically(&args.output, &built.bytes) {
+    if let Err(e) = write_atomically(&args.output, &built.bytes, 0o644, Existing::Replace) {
         return fail_with(
             exit::CANT_CREATE,
             format!("cannot write `{}`: {e}", args.output.display()),
@@ -113,6 +116,7 @@ pub(super) fn default_name(file: &Path) -> String {
 /// are already printed and the exit code is returned.
 pub(super) fn build_bundle(
     file: &Path,
+    tree: &inputs::TreeArgs,
     key: &SecretKey,
     name: Option<&str>,
     serial: u64,
@@ -124,7 +128,7 @@ pub(super) fn build_bundle(
             format!("`{name}` cannot name a bundle: {why}; pass `--name` with a name like `site`"),
         ));
     }
-    let ws = inputs::load(&[file.to_path_buf()]).map_err(fail)?;
+    let ws = inputs::load(&[file.to_path_buf()], tree).map_err(fail)?;
     let mut outcome = check(&ws);
     if !outcome.diagnostics.is_empty() {
         eprint!(
@@ -159,30 +163,4 @@ pub(super) fn build_bundle(
         promises: body.promises.len(),
         bytes,
     })
-}
-
-/// Writes to a temporary file in the same directory, syncs it, renames it
-/// over the target and syncs the directory: a reader sees the old file or
-/// the new one, never half of one.
-pub(super) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{file_name}.tmp{}", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        std::fs::File::open(&dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }

@@ -26,10 +26,13 @@ pub struct CheckArgs {
     /// Treat warnings as errors (exit 1 if there are any).
     #[arg(long)]
     deny_warnings: bool,
+
+    #[command(flatten)]
+    tree: inputs::TreeArgs,
 }
 
 pub fn run(args: CheckArgs) -> ExitCode {
-    let ws = match inputs::load(&args.files) {
+    let ws = match inputs::load(&args.files, &args.tree) {
         Ok(ws) => ws,
         Err(err) => return fail(err),
     };

@@ -1,11 +1,13 @@
 //! `policyc fmt [--check] FILES...`: rewrite policy files in the canonical
 //! layout (see `crate::fmt`), or with `--check` list the ones that are not.
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 
+use super::atomic::{write_atomically, Existing};
 use super::{exit, inputs, EXIT_ERRORS};
 use crate::fmt::format;
 use crate::render::render_human;
@@ -29,7 +31,7 @@ pub struct FmtArgs {
 /// when a file cannot be read, 73 when one cannot be written.
 pub fn run(args: FmtArgs) -> ExitCode {
     let paths = match inputs::policy_files(&args.files) {
-        Ok(paths) => paths,
+        Ok(paths) => paths.into_iter().map(|(path, _)| path).collect::<Vec<_>>(),
         Err(err) => return super::fail(err),
     };
     let mut failed = false;
@@ -37,6 +39,24 @@ pub fn run(args: FmtArgs) -> ExitCode {
     let mut write_failed = false;
     let mut changed = 0;
     for path in &paths {
+        // A link is not formatted through: the rewrite would replace the
+        // link by a file (or, before, write wherever it pointed).
+        let mode = match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_file() => meta.permissions().mode() & 0o7777,
+            Ok(_) => {
+                eprintln!(
+                    "error: `{}` is not a regular file (a symbolic link?); format the file itself",
+                    path.display()
+                );
+                read_failed = true;
+                continue;
+            }
+            Err(err) => {
+                eprintln!("error: cannot read `{}`: {err}", path.display());
+                read_failed = true;
+                continue;
+            }
+        };
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(err) => {
@@ -74,7 +94,9 @@ pub fn run(args: FmtArgs) -> ExitCode {
         changed += 1;
         if args.check {
             println!("{}", path.display());
-        } else if let Err(err) = std::fs::write(path, formatted) {
+        } else if let Err(err) =
+            write_atomically(path, formatted.as_bytes(), mode, Existing::Replace)
+        {
             eprintln!("error: cannot write `{}`: {err}", path.display());
             write_failed = true;
         }

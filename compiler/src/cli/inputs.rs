@@ -2,8 +2,23 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use clap::Args;
+
+use crate::policy_tree::PolicyTree;
 use crate::workspace::{FileSystem, ReadError, Workspace};
+
+/// `--policy-root`, shared by every command that reads policy.
+#[derive(Debug, Args)]
+pub struct TreeArgs {
+    /// The policy tree: every file the compiler reads (`import`, `source`,
+    /// `template`) must be inside this directory. Defaults to the directory
+    /// of each policy file named (or the directory named) on the command
+    /// line.
+    #[arg(long, value_name = "DIR")]
+    pub policy_root: Option<PathBuf>,
+}
 
 /// A problem reading input, shown as one line.
 #[derive(Debug)]
@@ -22,6 +37,14 @@ impl fmt::Display for InputError {
             } => {
                 write!(f, "cannot read `{}`: {err}", path.display())
             }
+            InputError::Read {
+                path,
+                err: ReadError::Tree(err),
+            } => write!(
+                f,
+                "cannot read `{}`: {err} (the policy tree is the directory of the file named, or `--policy-root DIR`)",
+                path.display()
+            ),
             InputError::Read { path, err } => write!(f, "`{}` is {err}", path.display()),
             InputError::ReadDir { path, err } => {
                 write!(f, "cannot read directory `{}`: {err}", path.display())
@@ -34,52 +57,71 @@ impl fmt::Display for InputError {
 }
 
 /// Loads every named file (directories are searched recursively for
-/// `*.policy`, in sorted order so output is stable) with its imports.
-pub fn load(paths: &[PathBuf]) -> Result<Workspace, InputError> {
-    let roots = policy_files(paths)?;
+/// `*.policy`, in sorted order so output is stable) with its imports. Each
+/// file's policy tree is `--policy-root`, else the directory named on the
+/// command line it was found in, else its own directory.
+pub fn load(paths: &[PathBuf], tree: &TreeArgs) -> Result<Workspace, InputError> {
     let mut ws = Workspace::new(FileSystem::new());
-    for root in &roots {
-        ws.add_root(root)
-            .map_err(|(path, err)| InputError::Read { path, err })?;
+    if let Some(dir) = &tree.policy_root {
+        ws.set_policy_root(dir);
+    }
+    for (root, dir) in policy_files(paths)? {
+        let added = match (&tree.policy_root, dir) {
+            (None, Some(dir)) => ws.add_root_in(&root, Arc::new(PolicyTree::new(&dir))),
+            _ => ws.add_root(&root),
+        };
+        added.map_err(|(path, err)| InputError::Read { path, err })?;
     }
     Ok(ws)
 }
 
 /// The named files, with directories replaced by the `*.policy` files
-/// under them (recursively, sorted).
-pub fn policy_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
+/// under them (recursively, sorted), each with the directory it was found
+/// in.
+pub fn policy_files(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Option<PathBuf>)>, InputError> {
     let mut roots = Vec::new();
     for path in paths {
         if path.is_dir() {
-            let before = roots.len();
-            collect_policy_files(path, &mut roots)?;
-            if roots.len() == before {
+            let mut found = Vec::new();
+            collect_policy_files(path, &mut found)?;
+            if found.is_empty() {
                 return Err(InputError::NoPolicyFiles { dir: path.clone() });
             }
+            roots.extend(found.into_iter().map(|f| (f, Some(path.clone()))));
         } else {
-            roots.push(path.clone());
+            roots.push((path.clone(), None));
         }
     }
     Ok(roots)
 }
 
+/// Every `*.policy` file under `dir`, sorted. Symbolic links to
+/// directories are not followed (a link loop would never end, and a link
+/// out would leave the tree); linked files are kept, and their target is
+/// checked against the tree when they are read.
 fn collect_policy_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputError> {
-    let read_err = |err| InputError::ReadDir {
-        path: dir.to_path_buf(),
-        err,
-    };
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(read_err)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()
-        .map_err(read_err)?;
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            collect_policy_files(&path, out)?;
-        } else if path.extension().is_some_and(|e| e == "policy") {
-            out.push(path);
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let read_err = |err| InputError::ReadDir {
+            path: dir.clone(),
+            err,
+        };
+        let mut entries: Vec<(PathBuf, bool)> = std::fs::read_dir(&dir)
+            .map_err(read_err)?
+            .map(|e| e.and_then(|e| Ok((e.path(), e.file_type()?.is_dir()))))
+            .collect::<Result<_, _>>()
+            .map_err(read_err)?;
+        entries.sort();
+        let mut subdirs = Vec::new();
+        for (path, is_dir) in entries {
+            if is_dir {
+                subdirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "policy") {
+                out.push(path);
+            }
         }
+        pending.extend(subdirs.into_iter().rev());
     }
+    out.sort();
     Ok(())
 }

@@ -17,6 +17,8 @@ use crate::workspace::Workspace;
 pub struct ExplainArgs {
     /// The policy file whose program to explain (it must have a `policy` block).
     file: PathBuf,
+    #[command(flatten)]
+    tree: inputs::TreeArgs,
 }
 
 #[derive(Debug, Args)]
@@ -26,6 +28,8 @@ pub struct GraphArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = GraphFormat::Dot)]
     format: GraphFormat,
+    #[command(flatten)]
+    tree: inputs::TreeArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -35,7 +39,7 @@ pub enum GraphFormat {
 }
 
 pub fn explain(args: ExplainArgs) -> ExitCode {
-    match load(&args.file) {
+    match load(&args.file, &args.tree) {
         Ok((ws, program)) => {
             out(crate::explain::explain(&ws.db, &program));
             ExitCode::SUCCESS
@@ -45,7 +49,7 @@ pub fn explain(args: ExplainArgs) -> ExitCode {
 }
 
 pub fn graph(args: GraphArgs) -> ExitCode {
-    match load(&args.file) {
+    match load(&args.file, &args.tree) {
         Ok((ws, program)) => {
             match args.format {
                 GraphFormat::Dot => out(crate::dot::dot(&ws.db, &program)),
@@ -58,8 +62,8 @@ pub fn graph(args: GraphArgs) -> ExitCode {
 
 /// Checks the file; on errors prints them (to stderr, so stdout stays the
 /// requested output) and returns exit code 1.
-fn load(file: &std::path::Path) -> Result<(Workspace, Program), ExitCode> {
-    let ws = inputs::load(&[file.to_path_buf()]).map_err(fail)?;
+fn load(file: &std::path::Path, tree: &inputs::TreeArgs) -> Result<(Workspace, Program), ExitCode> {
+    let ws = inputs::load(&[file.to_path_buf()], tree).map_err(fail)?;
     let mut outcome = check(&ws);
     if outcome.count(Severity::Error) > 0 {
         eprint!(

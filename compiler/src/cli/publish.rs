@@ -12,7 +12,8 @@ use std::process::ExitCode;
 use clap::Args;
 use ed25519_dalek::Signer as _;
 
-use super::build::{build_bundle, default_name, now, write_atomically};
+use super::atomic::{write_atomically, Existing};
+use super::build::{build_bundle, default_name, now};
 use super::{exit, fail, fail_with, out};
 use crate::bundle::keys::read_secret_key;
 use converge_format::bundle::error::hex;
@@ -43,6 +44,8 @@ pub struct PublishArgs {
     /// still sees it after that reports its policy source as stale.
     #[arg(long, default_value = "7d", value_parser = parse_duration)]
     expires: u64,
+    #[command(flatten)]
+    tree: super::inputs::TreeArgs,
 }
 
 /// Seconds of a positive duration: `30m`, `12h`, `7d`.
@@ -100,7 +103,7 @@ pub fn run(args: PublishArgs) -> ExitCode {
         (None, Some(p)) => now().max(p.saturating_add(1)),
         (None, None) => now(),
     };
-    let built = match build_bundle(&args.file, &key, Some(&name), serial) {
+    let built = match build_bundle(&args.file, &args.tree, &key, Some(&name), serial) {
         Ok(built) => built,
         Err(code) => return code,
     };
@@ -132,7 +135,7 @@ pub fn run(args: PublishArgs) -> ExitCode {
         (&bundle_path, built.bytes.as_slice()),
         (&stamp_path, stamp_text.as_bytes()),
     ] {
-        if let Err(e) = write_atomically(path, bytes) {
+        if let Err(e) = write_atomically(path, bytes, 0o644, Existing::Replace) {
             return fail_with(
                 exit::CANT_CREATE,
                 format!("cannot write `{}`: {e}", path.display()),

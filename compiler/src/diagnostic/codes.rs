@@ -157,6 +157,22 @@ codes! {
     /// An `after`/`notify` reference whose target is computed from facts:
     /// the compiler cannot tell which promise it names, so it orders nothing.
     RuntimeReference = "W0008", Warning, "reference depends on host facts";
+
+    /// An `import` of a file that is not a `.policy` file (a key, a
+    /// configuration file): refused before it is read.
+    ImportNotPolicy = "E0115", Error, "import of a file that is not policy";
+    /// An `import`, `source` or `template` path that is absolute, that `..`
+    /// takes out of the policy tree, or that a symbolic link leads out of it.
+    OutsidePolicyTree = "E0502", Error, "path outside the policy tree";
+    /// Expansion past a limit: bundle calls nested deeper than 64, or more
+    /// than 500,000 instances (promises, calls, loop iterations).
+    ExpansionLimit = "E0601", Error, "expansion limit reached";
+    /// A guard question the solver could not answer within its budget: the
+    /// policy is refused rather than passed unproven.
+    TooComplexToProve = "E0602", Error, "too complex to prove";
+    /// A `line` promise that would change its file on every run: a line
+    /// with a line break, or a replacement whose output matches again.
+    LineNeverSettles = "E0305", Error, "line promise never settles";
 }
 
 impl std::fmt::Display for Code {

@@ -88,7 +88,6 @@ pub(super) fn expr(src: &str, e: &Expr) -> String {
             op.as_str(),
             operand(src, rhs, 5)
         ),
-        ExprKind::Error => slice(src, e.span).to_owned(),
     }
 }
 

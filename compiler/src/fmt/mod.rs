@@ -21,6 +21,7 @@ mod flat;
 /// The layout rules and the printer; public for [`layout::WIDTH`].
 pub mod layout;
 
+use converge_grammar::spanless::SpanlessEq;
 use converge_grammar::{FileId, SyntaxError};
 
 use crate::diagnostic::Diagnostic;
@@ -81,14 +82,7 @@ pub fn format(src: &str) -> Result<String, FormatError> {
             "the result does not parse".to_owned(),
         ));
     }
-    // Item by item, so that a large file is never printed whole.
-    let same_tree = module.items.len() == formatted.items.len()
-        && module
-            .items
-            .iter()
-            .zip(&formatted.items)
-            .all(|(a, b)| erase_spans(&format!("{a:?}")) == erase_spans(&format!("{b:?}")));
-    if !same_tree {
+    if !module.spanless_eq(&formatted) {
         return Err(FormatError::NotPreserved(
             "the result parses to a different tree".to_owned(),
         ));
@@ -102,49 +96,4 @@ pub fn format(src: &str) -> Result<String, FormatError> {
         ));
     }
     Ok(out)
-}
-
-/// The debug form of a syntax tree without positions, so that trees parsed
-/// from differently laid-out text compare equal. Spans print as
-/// `file@start..end`; interpolations carry `start: N, end: N`.
-pub fn erase_spans(debug: &str) -> String {
-    let mut out = String::with_capacity(debug.len());
-    let mut rest = debug;
-    while !rest.is_empty() {
-        if let Some(len) = span_len(rest) {
-            out.push('_');
-            rest = rest.get(len..).unwrap_or("");
-            continue;
-        }
-        for field in ["start: ", "end: "] {
-            if let Some(after) = rest.strip_prefix(field) {
-                let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-                if digits > 0 {
-                    out.push_str(field);
-                    out.push('_');
-                    rest = after.get(digits..).unwrap_or("");
-                }
-            }
-        }
-        let mut chars = rest.chars();
-        if let Some(c) = chars.next() {
-            out.push(c);
-        }
-        rest = chars.as_str();
-    }
-    out
-}
-
-/// The length of a `1@2..3` span at the start of `s`, if there is one.
-fn span_len(s: &str) -> Option<usize> {
-    let digits = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
-    let a = digits(s);
-    if a == 0 || s.as_bytes().get(a) != Some(&b'@') {
-        return None;
-    }
-    let rest = s.get(a + 1..)?;
-    let b = digits(rest);
-    let rest = rest.get(b..)?.strip_prefix("..")?;
-    let c = digits(rest);
-    (b > 0 && c > 0).then_some(a + 1 + b + 2 + c)
 }

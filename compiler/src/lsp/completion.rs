@@ -19,6 +19,7 @@ use lsp_types::{
 use smol_str::SmolStr;
 
 use super::analysis::Analysis;
+use super::position::LspPositions;
 use super::server::Document;
 
 /// Where the cursor is, as far as completion cares.

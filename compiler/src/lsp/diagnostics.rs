@@ -10,17 +10,13 @@ use lsp_types::{DiagnosticRelatedInformation, DiagnosticSeverity, Location, Numb
 use crate::diagnostic::{Diagnostic, Severity};
 
 use super::analysis::Analysis;
-use super::position::LineIndex;
+use super::position::span_range;
 
 /// Converts one diagnostic of an analysis (primary label in a file of that
-/// analysis). `lines` caches line indexes by file.
-pub fn to_lsp(
-    analysis: &Analysis,
-    d: &Diagnostic,
-    lines: &mut LineCache,
-) -> Option<lsp_types::Diagnostic> {
+/// analysis).
+pub fn to_lsp(analysis: &Analysis, d: &Diagnostic) -> Option<lsp_types::Diagnostic> {
     let primary = d.primary_span()?;
-    let range = lines.range(analysis, primary.file, primary.start, primary.end);
+    let range = span_range(analysis, primary);
     let mut message = d.message.clone();
     for note in &d.notes {
         message.push_str("\nnote: ");
@@ -37,10 +33,7 @@ pub fn to_lsp(
         .filter_map(|l| {
             let uri = Url::from_file_path(analysis.path(l.span.file)?).ok()?;
             Some(DiagnosticRelatedInformation {
-                location: Location::new(
-                    uri,
-                    lines.range(analysis, l.span.file, l.span.start, l.span.end),
-                ),
+                location: Location::new(uri, span_range(analysis, l.span)),
                 message: if l.message.is_empty() {
                     "related".to_owned()
                 } else {
@@ -61,28 +54,4 @@ pub fn to_lsp(
         related_information: (!related.is_empty()).then_some(related),
         ..lsp_types::Diagnostic::default()
     })
-}
-
-/// Line indexes of the files of one analysis, built on first use.
-#[derive(Debug, Default)]
-pub struct LineCache {
-    lines: std::collections::HashMap<u32, LineIndex>,
-}
-
-impl LineCache {
-    /// The LSP range of a byte range of one of the analysis's files.
-    pub fn range(
-        &mut self,
-        analysis: &Analysis,
-        file: converge_grammar::FileId,
-        start: u32,
-        end: u32,
-    ) -> lsp_types::Range {
-        let text = analysis.text(file);
-        let index = self
-            .lines
-            .entry(file.0)
-            .or_insert_with(|| LineIndex::new(text));
-        index.range(text, start, end)
-    }
 }

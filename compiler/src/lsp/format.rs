@@ -3,6 +3,7 @@
 
 use lsp_types::{Position, Range, TextEdit};
 
+use super::position::LspPositions;
 use super::server::Document;
 use crate::fmt;
 

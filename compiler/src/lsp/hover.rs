@@ -2,22 +2,24 @@
 //! promise types and facts are described from the schema
 //! (`converge_format::schema`), the same text the checker's messages use;
 //! classes, lets and bodies show their definition, bundles their signature.
+//! What a name refers to is the checker's answer (its name table).
 
 use converge_format::schema::{self, AttrSpec};
 use converge_grammar::ast::{BundleDef, Item};
 use lsp_types::{Hover, HoverContents, MarkupContent, MarkupKind, Position};
 
 use super::analysis::Analysis;
-use super::index::Key;
+use super::index::Target;
+use super::position::LspPositions;
 use super::server::Document;
+use crate::sema::names::DefKind;
 
 /// The hover for the name at `pos`, with its range, or `None` where there
 /// is no name.
 pub fn hover(analysis: &Analysis, doc: &Document, pos: Position) -> Option<Hover> {
     let offset = doc.lines.offset(&doc.text, pos);
-    let occurrence = analysis.index.at(analysis.root, offset)?;
-    let text = describe(analysis, &occurrence.key)?;
-    let span = occurrence.span;
+    let (span, target) = analysis.index.at(analysis.root, offset)?;
+    let text = describe(analysis, target)?;
     Some(Hover {
         contents: HoverContents::Markup(MarkupContent {
             kind: MarkupKind::Markdown,
@@ -28,15 +30,21 @@ pub fn hover(analysis: &Analysis, doc: &Document, pos: Position) -> Option<Hover
 }
 
 /// The hover text of a name, in Markdown.
-pub fn describe(analysis: &Analysis, key: &Key) -> Option<String> {
-    match key {
-        Key::Attr { kind, name } => {
+pub fn describe(analysis: &Analysis, target: Target<'_>) -> Option<String> {
+    let def = target.def;
+    let name = def.name.as_str();
+    match def.kind {
+        DefKind::Attribute => {
+            let kind = def
+                .parent
+                .and_then(|p| target.names.definition(p))
+                .map(|p| p.name.as_str());
             let found: Option<&AttrSpec> = match kind {
                 Some(kind) => schema::promise_type(kind)?.attr(name),
                 None => schema::COMMON
                     .iter()
                     .chain(schema::PROMISE_TYPES.iter().flat_map(|t| t.attrs))
-                    .find(|a| a.name == name.as_str()),
+                    .find(|a| a.name == name),
             };
             let spec = found?;
             Some(format!(
@@ -47,7 +55,7 @@ pub fn describe(analysis: &Analysis, key: &Key) -> Option<String> {
                 spec.doc
             ))
         }
-        Key::PromiseType(name) => {
+        DefKind::PromiseType => {
             let t = schema::promise_type(name)?;
             let attrs: Vec<String> = t
                 .all_attrs()
@@ -60,7 +68,7 @@ pub fn describe(analysis: &Analysis, key: &Key) -> Option<String> {
                 attrs.join("\n")
             ))
         }
-        Key::Fact(name) => {
+        DefKind::Fact => {
             let fact = schema::fact(name)?;
             Some(format!(
                 "```policy\n{}: {}\n```\nhost fact, gathered by the VM on each run\n\n{}",
@@ -69,46 +77,37 @@ pub fn describe(analysis: &Analysis, key: &Key) -> Option<String> {
                 fact.doc
             ))
         }
-        Key::Class(name) => {
-            if let Some(text) = definition_text(analysis, |item| match item {
-                Item::Class(c) if &c.name.name == name => Some(c.span),
-                _ => None,
-            }) {
-                return Some(text);
-            }
-            schema::is_hard_class(name).then(|| {
-                format!(
-                    "```policy\nclass {name}\n```\nhard class: set by the VM from the host's facts"
-                )
-            })
+        DefKind::HardClass => Some(format!(
+            "```policy\nclass {name}\n```\nhard class: set by the VM from the host's facts"
+        )),
+        DefKind::Class | DefKind::Let | DefKind::Body => {
+            let item = def.item?;
+            let text = analysis.text(item.file).get(item.range())?;
+            Some(format!(
+                "```policy\n{text}\n```{}",
+                origin(analysis, item.file)
+            ))
         }
-        Key::Let(name) => definition_text(analysis, |item| match item {
-            Item::Let(l) if &l.name.name == name => Some(l.span),
-            _ => None,
-        }),
-        Key::Body(name) => definition_text(analysis, |item| match item {
-            Item::Body(b) if &b.name.name == name => Some(b.span),
-            _ => None,
-        }),
-        Key::Bundle(name) => {
-            let (file, bundle) = find_bundle(analysis, |b| &b.name.name == name)?;
+        DefKind::Bundle => {
+            let span = def.span?;
+            let (file, bundle) = find_bundle(analysis, |b| b.name.span == span)?;
             Some(format!(
                 "```policy\n{}\n```{}",
                 signature(analysis.text(file), bundle),
                 origin(analysis, file)
             ))
         }
-        Key::Param { bundle, name } => {
-            let (file, def) = find_bundle(analysis, |b| b.span == *bundle)?;
-            let param = def.params.iter().find(|p| &p.name.name == name)?;
+        DefKind::Param => {
+            let bundle = def.parent.and_then(|p| target.names.definition(p))?.span?;
+            let (file, bundle) = find_bundle(analysis, |b| b.name.span == bundle)?;
             let text = analysis.text(file);
             Some(format!(
                 "```policy\n{}\n```\nparameter of `{}`",
-                text.get(param.span.range()).unwrap_or(""),
-                signature(text, def)
+                text.get(def.item?.range()).unwrap_or(""),
+                signature(text, bundle)
             ))
         }
-        Key::LoopVar { name, .. } => Some(format!("```policy\n{name}\n```\nloop variable")),
+        DefKind::LoopVar => Some(format!("```policy\n{name}\n```\nloop variable")),
     }
 }
 
@@ -136,23 +135,6 @@ pub fn find_bundle(
         m.items.iter().find_map(|item| match item {
             Item::Bundle(b) if matches(b) => Some((m.file, b)),
             _ => None,
-        })
-    })
-}
-
-/// The source of the first item `pick` selects, in a code block.
-fn definition_text(
-    analysis: &Analysis,
-    pick: impl Fn(&Item) -> Option<converge_grammar::Span>,
-) -> Option<String> {
-    analysis.ws.modules.iter().find_map(|m| {
-        m.items.iter().find_map(|item| {
-            let span = pick(item)?;
-            let text = analysis.text(m.file).get(span.range())?;
-            Some(format!(
-                "```policy\n{text}\n```{}",
-                origin(analysis, m.file)
-            ))
         })
     })
 }

@@ -8,9 +8,10 @@
 //!
 //! Modules, one job each: [`server`] (the loop, documents, debouncing,
 //! publishing), [`analysis`] (checking an open document with unsaved texts),
-//! [`index`] (every name and what it refers to), [`navigation`] (definition,
-//! references, rename), [`hover`], [`completion`], [`symbols`] (document
-//! outline), [`format`] (formatting edits), [`position`] (UTF-16 positions).
+//! [`index`] (the checker's name table: the name under the cursor and its
+//! uses), [`navigation`] (definition, references, rename), [`hover`],
+//! [`completion`], [`symbols`] (document outline), [`format`] (formatting
+//! edits), [`position`] (UTF-16 positions from the source line index).
 //!
 //! [`Diagnostic`]: crate::diagnostic::Diagnostic
 
@@ -56,7 +57,9 @@ pub fn capabilities() -> ServerCapabilities {
 
 /// Runs the server until the client says `exit`. Exit status 0 after a
 /// proper `shutdown`, 1 otherwise (as the protocol asks).
-pub fn run() -> ExitCode {
+/// `policy_root` is `--policy-root`: the policy tree of every document
+/// (without it, each document's own directory, as for `policyc check`).
+pub fn run(policy_root: Option<std::path::PathBuf>) -> ExitCode {
     let (conn, io_threads) = Connection::stdio();
     let init = serde_json::json!({
         "capabilities": capabilities(),
@@ -69,7 +72,7 @@ pub fn run() -> ExitCode {
         .initialize_start()
         .and_then(|(id, _params)| conn.initialize_finish(id, init));
     let ending = match started {
-        Ok(()) => server::Server::default().run(&conn),
+        Ok(()) => server::Server::with_policy_root(policy_root).run(&conn),
         Err(err) => {
             eprintln!("policyc lsp: {err}");
             server::Ending::Abrupt

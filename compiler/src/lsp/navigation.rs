@@ -1,19 +1,22 @@
 //! Go to definition, find references and rename, all answered from the
-//! [`Index`](super::index::Index) of the document's program.
+//! checker's name table of the document's program
+//! ([`Index`](super::index::Index)).
 //!
 //! Global names (bundles, bodies, classes, lets) are also looked up in the
 //! programs of the other open documents, so a rename in a library reaches
 //! the open files that use it. Import paths lead to the imported file.
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 
 use converge_grammar::Span;
 use lsp_types::{Location, Position, Range, TextEdit, Url, WorkspaceEdit};
 
 use super::analysis::Analysis;
-use super::diagnostics::LineCache;
-use super::index::Key;
+use super::index::Target;
+use super::position::{span_range, LspPositions};
 use super::server::Document;
+use crate::sema::names::{DefKind, Definition};
 
 /// The locations a name at `pos` is defined at, or the file an import path
 /// names.
@@ -26,14 +29,14 @@ pub fn definition(analysis: &Analysis, doc: &Document, pos: Position) -> Vec<Loc
             .map(|uri| vec![Location::new(uri, Range::default())])
             .unwrap_or_default();
     }
-    let Some(occurrence) = analysis.index.at(analysis.root, offset) else {
+    let Some((_, target)) = analysis.index.at(analysis.root, offset) else {
         return Vec::new();
     };
-    let mut lines = LineCache::default();
-    analysis
-        .index
-        .definitions(&occurrence.key)
-        .filter_map(|o| location(analysis, o.span, &mut lines))
+    target
+        .def
+        .span
+        .and_then(|span| location(analysis, span))
+        .into_iter()
         .collect()
 }
 
@@ -47,7 +50,6 @@ pub fn references(
     include_declaration: bool,
 ) -> Vec<Location> {
     let offset = doc.lines.offset(&doc.text, pos);
-    let mut lines = LineCache::default();
     if let Some(target) = import_at(analysis, offset) {
         return analysis
             .ws
@@ -55,27 +57,23 @@ pub fn references(
             .iter()
             .flatten()
             .filter(|e| e.target == target)
-            .filter_map(|e| location(analysis, e.span, &mut lines))
+            .filter_map(|e| location(analysis, e.span))
             .collect();
     }
-    let Some(occurrence) = analysis.index.at(analysis.root, offset) else {
+    let Some((_, target)) = analysis.index.at(analysis.root, offset) else {
         return Vec::new();
     };
     let mut seen = HashSet::new();
     let mut out = Vec::new();
-    for (a, o) in occurrences(analysis, others, &occurrence.key) {
-        if o.def && !include_declaration {
-            continue;
-        }
-        let mut cache = LineCache::default();
-        let cache = if std::ptr::eq(a, analysis) {
-            &mut lines
-        } else {
-            &mut cache
-        };
-        if let Some(loc) = location(a, o.span, cache) {
-            if seen.insert((loc.uri.to_string(), loc.range.start, loc.range.end)) {
-                out.push(loc);
+    for (a, t) in same_targets(analysis, others, target) {
+        for o in t.uses() {
+            if !include_declaration && Some(o.span) == t.def.span {
+                continue;
+            }
+            if let Some(loc) = location(a, o.span) {
+                if seen.insert((loc.uri.to_string(), loc.range.start, loc.range.end)) {
+                    out.push(loc);
+                }
             }
         }
     }
@@ -86,28 +84,26 @@ pub fn references(
 /// first, to pre-fill the new name), or why there is nothing to rename.
 pub fn prepare_rename(analysis: &Analysis, doc: &Document, pos: Position) -> Result<Range, String> {
     let offset = doc.lines.offset(&doc.text, pos);
-    let occurrence = analysis
+    let (span, target) = analysis
         .index
         .at(analysis.root, offset)
         .ok_or("there is no name to rename here")?;
-    check_renamable(analysis, &occurrence.key)?;
-    let span = occurrence.span;
+    check_renamable(analysis, target)?;
     Ok(doc.lines.range(&doc.text, span.start, span.end))
 }
 
-/// Why the name `key` cannot be renamed, if it cannot.
-fn check_renamable(analysis: &Analysis, key: &Key) -> Result<(), String> {
-    if !key.renamable() {
+/// Why the name `target` cannot be renamed, if it cannot.
+fn check_renamable(analysis: &Analysis, target: Target<'_>) -> Result<(), String> {
+    if !target.def.kind.is_renamable() {
         return Err(
             "only bundles, bodies, classes, lets, parameters and loop variables can be renamed"
                 .to_owned(),
         );
     }
-    let defs: Vec<_> = analysis.index.definitions(key).collect();
-    if defs.is_empty() {
+    let Some(span) = target.def.span else {
         return Err("this name has no definition in the policy (a hard class?)".to_owned());
-    }
-    if defs.iter().any(|d| analysis.is_stdlib(d.span.file)) {
+    };
+    if analysis.is_stdlib(span.file) {
         return Err(
             "this name is defined in the standard library, which cannot be edited".to_owned(),
         );
@@ -125,52 +121,72 @@ pub fn rename(
     new_name: &str,
 ) -> Result<WorkspaceEdit, String> {
     let offset = doc.lines.offset(&doc.text, pos);
-    let occurrence = analysis
+    let (_, target) = analysis
         .index
         .at(analysis.root, offset)
         .ok_or("there is no name to rename here")?;
-    let key = &occurrence.key;
-    check_renamable(analysis, key)?;
+    check_renamable(analysis, target)?;
     if !is_identifier(new_name) {
         return Err(format!("`{new_name}` is not a valid name"));
     }
     let mut changes: HashMap<Url, Vec<TextEdit>> = HashMap::new();
     let mut seen = HashSet::new();
-    for (a, o) in occurrences(analysis, others, key) {
-        let mut lines = LineCache::default();
-        let Some(loc) = location(a, o.span, &mut lines) else {
-            continue;
-        };
-        if seen.insert((loc.uri.to_string(), loc.range.start, loc.range.end)) {
-            changes
-                .entry(loc.uri)
-                .or_default()
-                .push(TextEdit::new(loc.range, new_name.to_owned()));
+    for (a, t) in same_targets(analysis, others, target) {
+        for o in t.uses() {
+            let Some(loc) = location(a, o.span) else {
+                continue;
+            };
+            if seen.insert((loc.uri.to_string(), loc.range.start, loc.range.end)) {
+                changes
+                    .entry(loc.uri)
+                    .or_default()
+                    .push(TextEdit::new(loc.range, new_name.to_owned()));
+            }
         }
     }
     Ok(WorkspaceEdit::new(changes))
 }
 
-/// Every occurrence of `key`: in this program, and for global names also in
-/// the programs of the other open documents.
-fn occurrences<'a>(
+/// The definition `target` of `analysis`, and for a global name (bundle,
+/// body, class, let) the same definition in the programs of the other open
+/// documents: defined in the same file at the same place.
+fn same_targets<'a>(
     analysis: &'a Analysis,
     others: &[&'a Analysis],
-    key: &'a Key,
-) -> Vec<(&'a Analysis, &'a super::index::Occurrence)> {
-    let mut out: Vec<_> = analysis.index.all(key).map(|o| (analysis, o)).collect();
-    let global = matches!(
-        key,
-        Key::Bundle(_) | Key::Body(_) | Key::Class(_) | Key::Let(_)
-    );
-    if global {
-        for other in others {
-            if !std::ptr::eq(*other, analysis) {
-                out.extend(other.index.all(key).map(|o| (*other, o)));
-            }
+    target: Target<'a>,
+) -> Vec<(&'a Analysis, Target<'a>)> {
+    let mut out = vec![(analysis, target)];
+    if !target.def.kind.is_global() {
+        return out;
+    }
+    let wanted = identity(analysis, target.def);
+    for other in others {
+        if std::ptr::eq(*other, analysis) {
+            continue;
         }
+        out.extend(
+            other
+                .index
+                .targets()
+                .filter(|t| identity(other, t.def) == wanted)
+                .map(|t| (*other, t)),
+        );
     }
     out
+}
+
+/// What makes a definition the same in two programs: its kind, its name,
+/// and the file and place it is defined at (none for what the schema
+/// defines).
+fn identity<'a>(
+    analysis: &'a Analysis,
+    def: &'a Definition,
+) -> (DefKind, &'a str, Option<(&'a Path, u32, u32)>) {
+    let place = def.span.and_then(|span| {
+        let file = analysis.ws.db.get(span.file)?;
+        Some((file.path.as_path(), span.start, span.end))
+    });
+    (def.kind, def.name.as_str(), place)
 }
 
 /// The file imported by the import path under `offset` in the root file.
@@ -184,12 +200,9 @@ fn import_at(analysis: &Analysis, offset: u32) -> Option<converge_grammar::FileI
         .map(|e| e.target)
 }
 
-fn location(analysis: &Analysis, span: Span, lines: &mut LineCache) -> Option<Location> {
+fn location(analysis: &Analysis, span: Span) -> Option<Location> {
     let uri = Url::from_file_path(analysis.path(span.file)?).ok()?;
-    Some(Location::new(
-        uri,
-        lines.range(analysis, span.file, span.start, span.end),
-    ))
+    Some(Location::new(uri, span_range(analysis, span)))
 }
 
 /// `[A-Za-z_][A-Za-z0-9_]*` and not a keyword.

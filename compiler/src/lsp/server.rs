@@ -24,9 +24,9 @@ use lsp_types::request::{
 use lsp_types::{PublishDiagnosticsParams, Url};
 use serde::de::DeserializeOwned;
 
-use super::analysis::Analysis;
-use super::diagnostics::{to_lsp, LineCache};
-use super::position::LineIndex;
+use super::analysis::{Analysis, Settings};
+use super::diagnostics::to_lsp;
+use super::position::{LineIndex, LspPositions};
 use super::{completion, format, hover, navigation, symbols};
 
 /// An open document: the editor's text, not the disk's.
@@ -60,9 +60,27 @@ pub struct Server {
     /// A document was closed: its diagnostics must be cleared.
     republish: bool,
     shutdown: bool,
+    /// `--policy-root` and the analysis deadline.
+    settings: Settings,
 }
 
 impl Server {
+    /// A server whose documents read files inside `policy_root` (or, when
+    /// `None`, each inside its own directory).
+    pub fn with_policy_root(policy_root: Option<PathBuf>) -> Server {
+        Server::with_settings(Settings {
+            policy_root,
+            ..Settings::default()
+        })
+    }
+
+    pub fn with_settings(settings: Settings) -> Server {
+        Server {
+            settings,
+            ..Server::default()
+        }
+    }
+
     /// Serves `conn` until `exit` (or until the client goes away).
     pub fn run(mut self, conn: &Connection) -> Ending {
         while let Ok(first) = conn.receiver.recv() {
@@ -198,7 +216,7 @@ impl Server {
             let Some(doc) = self.docs.get(uri) else {
                 continue;
             };
-            match Analysis::run(&doc.path, &open) {
+            match Analysis::run(&doc.path, &open, &self.settings) {
                 Some(analysis) => {
                     self.analyses.insert(uri.clone(), analysis);
                 }
@@ -217,7 +235,6 @@ impl Server {
     fn publish(&mut self, conn: &Connection, always: &[Url]) {
         let mut by_file: HashMap<Url, Vec<lsp_types::Diagnostic>> = HashMap::new();
         for analysis in self.analyses.values() {
-            let mut lines = LineCache::default();
             for d in &analysis.diagnostics {
                 let Some(primary) = d.primary_span() else {
                     continue;
@@ -228,7 +245,7 @@ impl Server {
                 let Ok(uri) = Url::from_file_path(path) else {
                     continue;
                 };
-                if let Some(diag) = to_lsp(analysis, d, &mut lines) {
+                if let Some(diag) = to_lsp(analysis, d) {
                     let list = by_file.entry(uri).or_default();
                     if !list.contains(&diag) {
                         list.push(diag);
@@ -459,6 +476,176 @@ mod tests {
             .collect();
         assert_eq!(published.len(), 1, "{published:?}");
         assert_eq!(published[0].params["version"], text.len() + 1);
+    }
+
+    /// A file with chains long enough to overflow a recursive pass (issue
+    /// 14, items 21 and 24) is analysed on a worker thread with a large
+    /// stack, by passes that do not recurse: the server publishes its
+    /// diagnostics and answers the next request, instead of dying.
+    #[test]
+    fn a_file_with_100k_long_chains_does_not_kill_the_server() {
+        let (server, client) = Connection::memory();
+        let uri = Url::from_file_path(std::env::temp_dir().join("chains.policy")).unwrap();
+        let n = 100_000;
+        let mut text = String::from("let l0 = \"x\";\nbody b0 { mode = 0o644; }\n");
+        for i in 1..n {
+            text.push_str(&format!(
+                "let l{i} = l{};\nbody b{i} {{ use b{}; }}\n",
+                i - 1,
+                i - 1
+            ));
+        }
+        text.push_str(&format!(
+            "bundle x {{ file \"/etc/x\" {{ content = l{}; use b{}; }} }}\npolicy {{ x(); }}\n",
+            n - 1,
+            n - 1
+        ));
+        client
+            .sender
+            .send(notification(
+                DidOpenTextDocument::METHOD,
+                json!({"textDocument": {"uri": uri, "languageId": "policy", "version": 1, "text": text}}),
+            ))
+            .unwrap();
+        client
+            .sender
+            .send(Message::Request(Request::new(
+                RequestId::from(1),
+                Shutdown::METHOD.to_owned(),
+                json!(null),
+            )))
+            .unwrap();
+        client
+            .sender
+            .send(notification("exit", json!(null)))
+            .unwrap();
+        // A deadline no loaded test machine reaches: this test is about
+        // the result, not the time.
+        let settings = Settings {
+            deadline: std::time::Duration::from_secs(600),
+            ..Settings::default()
+        };
+        assert_eq!(Server::with_settings(settings).run(&server), Ending::Clean);
+        let published: Vec<lsp_server::Notification> = client
+            .receiver
+            .try_iter()
+            .filter_map(|m| match m {
+                Message::Notification(n) if n.method == PublishDiagnostics::METHOD => Some(n),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(published.len(), 1, "{published:?}");
+        assert_eq!(
+            published[0].params["diagnostics"],
+            json!([]),
+            "{published:?}"
+        );
+    }
+
+    /// `policyc lsp --policy-root DIR` reads what `policyc check
+    /// --policy-root DIR` reads; without it, a document's tree is its own
+    /// directory and an import out of it is E0502 in the editor too.
+    #[test]
+    fn the_policy_root_bounds_what_documents_import() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("policy")).unwrap();
+        std::fs::create_dir_all(dir.path().join("lib")).unwrap();
+        std::fs::write(dir.path().join("lib/common.policy"), "class web;\n").unwrap();
+        let uri = Url::from_file_path(dir.path().join("policy/site.policy")).unwrap();
+        let text = "import \"../lib/common.policy\";\nclass app = web;\n";
+        let published = |root: Option<PathBuf>| {
+            let (server, client) = Connection::memory();
+            client
+                .sender
+                .send(notification(
+                    DidOpenTextDocument::METHOD,
+                    json!({"textDocument": {"uri": uri, "languageId": "policy", "version": 1, "text": text}}),
+                ))
+                .unwrap();
+            client
+                .sender
+                .send(Message::Request(Request::new(
+                    RequestId::from(1),
+                    Shutdown::METHOD.to_owned(),
+                    json!(null),
+                )))
+                .unwrap();
+            client
+                .sender
+                .send(notification("exit", json!(null)))
+                .unwrap();
+            assert_eq!(Server::with_policy_root(root).run(&server), Ending::Clean);
+            client
+                .receiver
+                .try_iter()
+                .filter_map(|m| match m {
+                    Message::Notification(n) if n.method == PublishDiagnostics::METHOD => {
+                        Some(n.params["diagnostics"].to_string())
+                    }
+                    _ => None,
+                })
+                .collect::<Vec<String>>()
+                .join("\n")
+        };
+        assert!(published(None).contains("E0502"));
+        assert!(!published(Some(dir.path().to_path_buf())).contains("E0"));
+    }
+
+    /// An analysis past its deadline does not hold the editor up: the
+    /// server publishes a diagnostic saying so and answers the next request
+    /// (the worker finishes on its own).
+    #[test]
+    fn an_analysis_past_its_deadline_does_not_block_the_server() {
+        let (server, client) = Connection::memory();
+        let uri = Url::from_file_path(std::env::temp_dir().join("slow.policy")).unwrap();
+        let mut text = String::from("class c0;\n");
+        for i in 1..20_000 {
+            text.push_str(&format!(
+                "class c{i} = c{} || sys.hostname == \"h{i}\";\n",
+                i - 1
+            ));
+        }
+        text.push_str(
+            "bundle b { when c19999 { file \"/etc/x\" { content = \"x\"; } } }\npolicy { b(); }\n",
+        );
+        client
+            .sender
+            .send(notification(
+                DidOpenTextDocument::METHOD,
+                json!({"textDocument": {"uri": uri, "languageId": "policy", "version": 1, "text": text}}),
+            ))
+            .unwrap();
+        client
+            .sender
+            .send(Message::Request(Request::new(
+                RequestId::from(1),
+                Shutdown::METHOD.to_owned(),
+                json!(null),
+            )))
+            .unwrap();
+        client
+            .sender
+            .send(notification("exit", json!(null)))
+            .unwrap();
+        let settings = Settings {
+            deadline: std::time::Duration::from_millis(1),
+            ..Settings::default()
+        };
+        assert_eq!(Server::with_settings(settings).run(&server), Ending::Clean);
+        let messages: Vec<Message> = client.receiver.try_iter().collect();
+        let published = messages.iter().find_map(|m| match m {
+            Message::Notification(n) if n.method == PublishDiagnostics::METHOD => {
+                Some(n.params["diagnostics"].to_string())
+            }
+            _ => None,
+        });
+        assert!(
+            published
+                .as_deref()
+                .is_some_and(|d| d.contains("did not finish")),
+            "{published:?}"
+        );
+        assert!(messages.iter().any(|m| matches!(m, Message::Response(_))));
     }
 
     /// Requests are answered in order, after the edits before them.

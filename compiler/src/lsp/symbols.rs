@@ -7,6 +7,7 @@ use converge_grammar::Span;
 use lsp_types::{DocumentSymbol, SymbolKind};
 
 use super::analysis::Analysis;
+use super::position::LspPositions;
 use super::server::Document;
 
 /// The outline of an open document, from its syntax tree (whatever the

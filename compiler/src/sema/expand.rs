@@ -12,11 +12,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use converge_format::schema::{promise_type, AttrType, PromiserKind};
-use converge_grammar::ast::{self, ClassDef, Expr, ExprKind, PolicyDef, SmolStr, Stmt};
-use converge_grammar::token::{StrLit, StrPart};
+use converge_grammar::ast::{self, ClassDef, Expr, ExprKind, PolicyDef, Stmt};
+use converge_grammar::token::{interp_text, InterpName, StrLit, StrPart};
 use converge_grammar::Span;
 
 use super::check::{bind_arguments, promiser_problem, relative_path, Checker};
+use super::names::{DefId, DefKind};
 use super::symbols::Symbols;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, CallSite, Guard, RuntimeLoop, TemplatePart, Value};
@@ -28,8 +29,19 @@ pub struct Expansion {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Bundle calls nest at most this deep (recursion is reported before it).
-const MAX_CALL_DEPTH: usize = 64;
+/// Bundle calls nest at most this deep (recursion is reported before it);
+/// a deeper call is an error (E0601), never a silent drop: 70 nested calls
+/// used to print "64 promises: no errors" and lose the deepest six (issue
+/// 14, item 23).
+pub const MAX_CALL_DEPTH: usize = 64;
+
+/// The most instances one expansion makes: promises, bundle calls and
+/// iterations of compile-time loops together. A policy past it is an error
+/// (E0601) naming the call chain and loops where it ran out: bundles that
+/// call the next one twice double at every level, and ten nested loops over
+/// ten items make ten billion promises, from a few hundred bytes of source
+/// (issue 14, item 11). The 100,000-promise benchmark policy uses 160,000.
+pub const MAX_INSTANCES: usize = 500_000;
 
 pub fn expand<'a>(
     symbols: &'a Symbols<'a>,
@@ -47,6 +59,10 @@ pub fn expand<'a>(
         shared_chain: Arc::from(Vec::new()),
         shared_loops: Arc::from(Vec::new()),
         reported_recursion: HashSet::new(),
+        instances: 0,
+        exhausted: false,
+        compile_loops: Vec::new(),
+        name_hint: 0,
     };
     ex.stmts(&policy.body, &mut Vec::new(), &Arc::new(Guard::Const(true)));
     let classes = symbols
@@ -60,6 +76,12 @@ pub fn expand<'a>(
         .iter()
         .map(|g| g.classes.iter().map(|c| c.name.to_string()).collect())
         .collect();
+    // A program cut short by the instance budget is not analysed: its
+    // error says why, and contradictions found in an arbitrary part of it
+    // would only add noise (and the work the budget exists to avoid).
+    if ex.exhausted {
+        ex.promises.clear();
+    }
     let program = ir::Program {
         promises: std::mem::take(&mut ex.promises),
         classes,
@@ -73,7 +95,9 @@ pub fn expand<'a>(
     }
 }
 
-type Env<'a> = Vec<(&'a str, Value)>;
+/// The values of the variables in scope, by their definition in the
+/// checker's name table (and by name, for templates).
+type Env<'a> = Vec<(DefId, &'a str, Value)>;
 
 struct Expander<'a, 'c> {
     symbols: &'a Symbols<'a>,
@@ -88,9 +112,70 @@ struct Expander<'a, 'c> {
     shared_chain: Arc<[CallSite]>,
     shared_loops: Arc<[RuntimeLoop]>,
     reported_recursion: HashSet<Span>,
+    /// Instances made so far (see [`MAX_INSTANCES`]).
+    instances: usize,
+    /// Set once the budget is spent: expansion stops, with one error.
+    exhausted: bool,
+    /// The compile-time loops being unrolled (variable, list length), for
+    /// the message when the budget runs out.
+    compile_loops: Vec<(&'a str, usize)>,
+    /// Where in the checker's name table the last name was found (names
+    /// are read mostly in source order).
+    name_hint: usize,
 }
 
 impl<'a> Expander<'a, '_> {
+    /// Counts one instance made at `span`; false (with one error, the first
+    /// time) once the budget is spent.
+    fn spend(&mut self, span: Span) -> bool {
+        if self.exhausted {
+            return false;
+        }
+        self.instances += 1;
+        if self.instances <= MAX_INSTANCES {
+            return true;
+        }
+        self.exhausted = true;
+        let mut d = Diagnostic::new(
+            Code::ExpansionLimit,
+            format!(
+                "this policy expands to more than {MAX_INSTANCES} instances (promises, bundle calls and loop iterations)"
+            ),
+            span,
+            "the budget ran out here",
+        )
+        .with_note(format!("call chain: {}", self.chain_text(None)));
+        if !self.compile_loops.is_empty() {
+            let loops: Vec<String> = self
+                .compile_loops
+                .iter()
+                .map(|(var, len)| format!("`for {var}` over {len} items"))
+                .collect();
+            d = d.with_note(format!("inside {}", loops.join(", inside ")));
+        }
+        self.diagnostics.push(d.with_help(
+            "a bundle that calls another twice doubles the work at every level, and nested loops multiply; expand less, or move the repetition into data the host iterates (`for x in sys....`)",
+        ));
+        false
+    }
+
+    /// `policy -> a -> b -> c`, shortened in the middle when long.
+    fn chain_text(&self, next: Option<&str>) -> String {
+        let mut names: Vec<&str> = vec!["policy"];
+        names.extend(self.chain.iter().map(|c| c.bundle.as_str()));
+        names.extend(next);
+        if names.len() > 12 {
+            let skipped = names.len() - 8;
+            let head = names.get(..4).unwrap_or_default().join(" -> ");
+            let tail = names
+                .get(names.len() - 4..)
+                .unwrap_or_default()
+                .join(" -> ");
+            return format!("{head} -> ... ({skipped} more) ... -> {tail}");
+        }
+        names.join(" -> ")
+    }
+
     fn class_decl(&mut self, name: &str, def: &'a ClassDef) -> ir::ClassDecl {
         ir::ClassDecl {
             name: name.to_owned(),
@@ -101,6 +186,9 @@ impl<'a> Expander<'a, '_> {
 
     fn stmts(&mut self, stmts: &'a [Stmt], env: &mut Env<'a>, guard: &Arc<Guard>) {
         for stmt in stmts {
+            if self.exhausted {
+                return;
+            }
             match stmt {
                 Stmt::Promise(p) => self.promise(p, env, guard),
                 Stmt::When(w) => {
@@ -109,19 +197,32 @@ impl<'a> Expander<'a, '_> {
                 }
                 Stmt::For(f) => match self.eval(&f.list, env) {
                     Value::List(items) => {
+                        let Some(def) = self.resolve(f.var.span) else {
+                            self.unresolved(f.var.span, &f.var.name);
+                            continue;
+                        };
+                        self.compile_loops.push((&f.var.name, items.len()));
                         for item in items {
-                            env.push((&f.var.name, item));
+                            if !self.spend(f.span) {
+                                break;
+                            }
+                            env.push((def, &f.var.name, item));
                             self.stmts(&f.body, env, guard);
                             env.pop();
                         }
+                        self.compile_loops.pop();
                     }
                     Value::Fact(fact) => {
+                        let Some(def) = self.resolve(f.var.span) else {
+                            self.unresolved(f.var.span, &f.var.name);
+                            continue;
+                        };
                         self.loops.push(RuntimeLoop {
                             var: f.var.name.to_string(),
                             fact,
                         });
                         self.shared_loops = Arc::from(self.loops.as_slice());
-                        env.push((&f.var.name, Value::LoopVar(f.var.name.to_string())));
+                        env.push((def, &f.var.name, Value::LoopVar(f.var.name.to_string())));
                         self.stmts(&f.body, env, guard);
                         env.pop();
                         self.loops.pop();
@@ -165,6 +266,24 @@ impl<'a> Expander<'a, '_> {
             return;
         }
         if self.chain.len() >= MAX_CALL_DEPTH {
+            if self.reported_recursion.insert(call.span) {
+                let chain = self.chain_text(Some(&bundle.name.name));
+                self.diagnostics.push(
+                    Diagnostic::new(
+                        Code::ExpansionLimit,
+                        format!("bundle calls nest deeper than {MAX_CALL_DEPTH} levels"),
+                        call.span,
+                        format!("call number {} of one chain", self.chain.len() + 1),
+                    )
+                    .with_note(format!("call chain: {chain}"))
+                    .with_help(format!(
+                        "at most {MAX_CALL_DEPTH} bundle calls may be open at once; flatten the chain (call the inner bundles from an outer one in sequence)"
+                    )),
+                );
+            }
+            return;
+        }
+        if !self.spend(call.span) {
             return;
         }
         let Ok(bound) = bind_arguments(bundle, &call.args) else {
@@ -177,7 +296,11 @@ impl<'a> Expander<'a, '_> {
                 (None, Some(default)) => self.eval(default, &Vec::new()),
                 (None, None) => continue,
             };
-            inner.push((&param.name.name, value));
+            let Some(def) = self.resolve(param.name.span) else {
+                self.unresolved(param.name.span, &param.name.name);
+                continue;
+            };
+            inner.push((def, &param.name.name, value));
         }
         self.chain.push(CallSite {
             bundle: bundle.name.name.to_string(),
@@ -193,6 +316,9 @@ impl<'a> Expander<'a, '_> {
         let Some(pt) = promise_type(&p.kind.name) else {
             return;
         };
+        if !self.spend(p.span) {
+            return;
+        }
         let promiser = self.eval(&p.promiser, env);
         let span = p.kind.span.to(p.promiser.span);
         // A promiser computed from arguments is checked now that it is known
@@ -216,11 +342,18 @@ impl<'a> Expander<'a, '_> {
         }
         let sources = self.checker.promise_attrs(p);
         let mut attrs = Vec::with_capacity(sources.len());
+        // A body's values see the `let`s only (as the checker resolved them).
+        let body_env: Env<'a> = Vec::new();
         for source in sources {
             let Some(spec) = pt.attr(&source.name.name) else {
                 continue;
             };
-            let value = self.attr_value(&spec.ty, source.value, env);
+            let scope = if source.via.is_some() {
+                &body_env
+            } else {
+                &*env
+            };
+            let value = self.attr_value(&spec.ty, source.value, scope);
             self.check_value(&spec.ty, &value, source.value.span);
             attrs.push(ir::Attr {
                 name: source.name.name.to_string(),
@@ -230,7 +363,7 @@ impl<'a> Expander<'a, '_> {
         }
         let template_env = if attrs.iter().any(|a| a.name == "template") {
             env.iter()
-                .map(|(n, v)| ((*n).to_owned(), v.clone()))
+                .map(|(_, n, v)| ((*n).to_owned(), v.clone()))
                 .collect()
         } else {
             Vec::new()
@@ -251,12 +384,12 @@ impl<'a> Expander<'a, '_> {
     /// the attribute takes enum values or class names.
     fn attr_value(&mut self, ty: &AttrType, expr: &'a Expr, env: &Env<'a>) -> Value {
         match (ty, &expr.kind) {
+            // A bare word, unless the checker resolved it to a variable.
             (AttrType::Enum(_) | AttrType::Class, ExprKind::Path(path)) if path.len() == 1 => {
-                let name = path.first().map(|i| i.name.as_str()).unwrap_or("");
-                if env.iter().any(|(n, _)| *n == name) || self.symbols.lets.get(name).is_some() {
-                    self.eval(expr, env)
-                } else {
-                    Value::Word(name.to_owned())
+                match path.first() {
+                    Some(first) if self.is_variable(first.span) => self.eval(expr, env),
+                    Some(first) => Value::Word(first.name.to_string()),
+                    None => Value::Word(String::new()),
                 }
             }
             (AttrType::Enum(_), ExprKind::Str(_)) => match self.eval(expr, env) {
@@ -324,7 +457,24 @@ impl<'a> Expander<'a, '_> {
 
     // ------------------------------------------------------------ values
 
+    /// The value of a global `let`, computed on first use. The lets it
+    /// reads are computed first, in dependency order, so that a long chain
+    /// does not recurse (`super::let_order`).
     fn let_value(&mut self, name: &'a str) -> Value {
+        if let Some(v) = self.lets.get(name) {
+            return v.clone();
+        }
+        let first = super::let_order::pending(self.symbols, name, |n| self.lets.contains_key(n));
+        for dep in first {
+            self.compute_let(dep);
+        }
+        match self.lets.get(name) {
+            Some(v) => v.clone(),
+            None => self.compute_let(name),
+        }
+    }
+
+    fn compute_let(&mut self, name: &'a str) -> Value {
         if let Some(v) = self.lets.get(name) {
             return v.clone();
         }
@@ -339,14 +489,57 @@ impl<'a> Expander<'a, '_> {
         value
     }
 
-    fn lookup(&mut self, name: &'a str, env: &Env<'a>) -> Option<Value> {
-        if let Some((_, v)) = env.iter().rev().find(|(n, _)| *n == name) {
-            return Some(v.clone());
+    /// What the checker resolved the name written at `span` to.
+    fn resolve(&mut self, span: Span) -> Option<DefId> {
+        self.checker.names.resolve_near(span, &mut self.name_hint)
+    }
+
+    /// Whether the checker resolved the name written at `span` to a
+    /// variable.
+    fn is_variable(&mut self, span: Span) -> bool {
+        let id = self.resolve(span);
+        id.and_then(|id| self.checker.names.definition(id))
+            .is_some_and(|d| d.kind.is_variable())
+    }
+
+    /// The value of the variable named at `span`, as the checker resolved
+    /// it: a parameter or loop variable from `env`, or a `let`. `None` when
+    /// the name is not a variable (a class, a fact, a word).
+    fn lookup(&mut self, name: &'a str, span: Span, env: &Env<'a>) -> Option<Value> {
+        let id = self.resolve(span)?;
+        let def = self.checker.names.definition(id)?;
+        match def.kind {
+            DefKind::Param | DefKind::LoopVar => {
+                let found = env.iter().rev().find(|(d, _, _)| *d == id);
+                match found {
+                    Some((_, _, v)) => Some(v.clone()),
+                    None => {
+                        let name = def.name.clone();
+                        self.unresolved(span, &name);
+                        None
+                    }
+                }
+            }
+            DefKind::Let => Some(self.let_value(name)),
+            _ => None,
         }
-        if self.symbols.lets.get(name).is_some() {
-            return Some(self.let_value(name));
-        }
-        None
+    }
+
+    /// A name the checker did not resolve, or resolved to a variable that
+    /// expansion has no value for: a compiler bug, reported rather than
+    /// compiled into something silently wrong.
+    fn unresolved(&mut self, span: Span, name: &str) {
+        self.diagnostics.push(
+            Diagnostic::new(
+                Code::InternalError,
+                format!("internal error: no value for `{name}` during expansion"),
+                span,
+                "the checker and expansion disagree about this name",
+            )
+            .with_note(
+                "this is a bug in policyc; please report it with the policy that triggers it",
+            ),
+        );
     }
 
     fn eval(&mut self, expr: &'a Expr, env: &Env<'a>) -> Value {
@@ -373,11 +566,9 @@ impl<'a> Expander<'a, '_> {
                 kind: r.kind.name.to_string(),
                 target: Box::new(self.string(&r.target, expr.span, env)),
             },
-            ExprKind::Not(_)
-            | ExprKind::And(..)
-            | ExprKind::Or(..)
-            | ExprKind::Compare { .. }
-            | ExprKind::Error => Value::Bool(false),
+            ExprKind::Not(_) | ExprKind::And(..) | ExprKind::Or(..) | ExprKind::Compare { .. } => {
+                Value::Bool(false)
+            }
         }
     }
 
@@ -389,7 +580,7 @@ impl<'a> Expander<'a, '_> {
             let name: Vec<&str> = path.iter().map(|i| i.name.as_str()).collect();
             return Value::Fact(name.join("."));
         }
-        let Some(mut value) = self.lookup(&first.name, env) else {
+        let Some(mut value) = self.lookup(&first.name, first.span, env) else {
             return Value::Word(first.name.to_string());
         };
         for key in path.iter().skip(1) {
@@ -449,38 +640,25 @@ impl<'a> Expander<'a, '_> {
         }
     }
 
-    fn interp_value(&mut self, path: &[SmolStr], span: Span, env: &Env<'a>) -> Value {
+    fn interp_value(&mut self, path: &'a [InterpName], span: Span, env: &Env<'a>) -> Value {
         let Some(first) = path.first() else {
             return Value::Str(String::new());
         };
-        if first == "sys" {
-            return Value::Fact(path.join("."));
+        if first.name == "sys" {
+            return Value::Fact(interp_text(path));
         }
-        let name: Option<&'a str> = env
-            .iter()
-            .rev()
-            .find(|(n, _)| *n == first.as_str())
-            .map(|(n, _)| *n)
-            .or_else(|| {
-                self.symbols
-                    .lets
-                    .defs
-                    .iter()
-                    .find(|(n, _)| *n == first.as_str())
-                    .map(|(n, _)| *n)
-            });
-        let Some(name) = name else {
+        let Some(mut value) = self.lookup(&first.name, first.span(span.file), env) else {
+            self.unresolved(first.span(span.file), &first.name);
             return Value::Str(String::new());
         };
-        let mut value = self.lookup(name, env).unwrap_or(Value::Str(String::new()));
         for key in path.iter().skip(1) {
             value = match value {
-                Value::Map(entries) => match entries.into_iter().find(|(k, _)| k == key.as_str()) {
+                Value::Map(entries) => match entries.into_iter().find(|(k, _)| *k == key.name) {
                     Some((_, v)) => v,
                     None => {
                         self.report(Diagnostic::new(
                             Code::UndefinedVariable,
-                            format!("the map `{first}` has no key `{key}`"),
+                            format!("the map `{}` has no key `{}`", first.name, key.name),
                             span,
                             "no such key",
                         ));
@@ -496,16 +674,15 @@ impl<'a> Expander<'a, '_> {
     fn guard(&mut self, expr: &'a Expr, env: &Env<'a>) -> Guard {
         match &expr.kind {
             ExprKind::Bool(b) => Guard::Const(*b),
+            // A class, or a `bool` variable, as the checker resolved it.
             ExprKind::Path(path) if path.len() == 1 => {
-                let name = path.first().map(|i| i.name.as_str()).unwrap_or("");
-                if self.symbols.classes.get(name).is_none()
-                    && !converge_format::schema::is_hard_class(name)
-                {
-                    if let Some(Value::Bool(b)) = self.lookup(name, env) {
-                        return Guard::Const(b);
-                    }
+                let Some(first) = path.first() else {
+                    return Guard::Const(false);
+                };
+                if let Some(Value::Bool(b)) = self.lookup(&first.name, first.span, env) {
+                    return Guard::Const(b);
                 }
-                Guard::Class(name.to_owned())
+                Guard::Class(first.name.to_string())
             }
             ExprKind::Not(inner) => match self.guard(inner, env) {
                 Guard::Const(b) => Guard::Const(!b),

@@ -1,9 +1,12 @@
 //! Semantic analysis of one program: global names ([`symbols`]), name
-//! resolution and type checking ([`check`]), and expansion into the flat
-//! promise list later stages analyse and compile ([`expand`]).
+//! resolution and type checking ([`check`]), which records what every name
+//! refers to ([`names`]), and expansion into the flat promise list that the
+//! analyses and the bundle writer read ([`expand`]).
 
 pub mod check;
 pub mod expand;
+pub mod let_order;
+pub mod names;
 pub mod symbols;
 pub mod types;
 
@@ -23,6 +26,8 @@ pub struct Analysis {
     /// Promises counted for the summary line: expanded promises when there
     /// is a `policy` block, promise statements otherwise.
     pub promises: usize,
+    /// What every name of the program refers to.
+    pub names: names::Names,
 }
 
 /// Analyses the program made of `files` (a root and its imports).
@@ -70,7 +75,19 @@ pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
         analysis.program = Some(program);
     }
     analysis.diagnostics = diagnostics;
+    analysis.names = std::mem::take(&mut checker.names);
     analysis
+}
+
+/// The name table of a program that is not analysed (it has syntax
+/// errors): the checker resolves what the parser recovered, and its
+/// diagnostics, echoes of the syntax errors, are dropped. The language
+/// server navigates a file that is being typed with it.
+pub fn resolve_names(ws: &Workspace, files: &[FileId]) -> names::Names {
+    let symbols = symbols::Symbols::collect(ws, files, &mut Vec::new());
+    let mut checker = check::Checker::new(&symbols);
+    checker.check_program();
+    checker.names
 }
 
 /// The diagnostics of an analysis thread. A panic there is a compiler bug;

@@ -6,6 +6,7 @@
 //! and every variable-length field is a [`List`], whose decoder never
 //! reserves memory for elements it has not read.
 
+use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -13,8 +14,52 @@ use serde::de::{SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::instr::Instr;
+use super::limits::{DECODE_SLACK, MAX_DECODE_FACTOR};
 use super::wire::{read_payload, read_tag, refuse, write_tagged, TAGGED_LEN};
 use crate::ids::{constant_kind, item_kind, operand_kind};
+
+thread_local! {
+    /// Bytes of list structure the body being decoded on this thread may
+    /// still take ([`with_decode_budget`]); `None` outside of it.
+    static DECODE_BUDGET: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// Takes `bytes` from the decode budget; false when it is spent.
+fn charge_decode(bytes: usize) -> bool {
+    DECODE_BUDGET.with(|budget| match budget.get() {
+        None => true,
+        Some(left) => match left.checked_sub(bytes) {
+            Some(left) => {
+                budget.set(Some(left));
+                true
+            }
+            None => false,
+        },
+    })
+}
+
+/// Runs `decode` (of a body of `len` bytes) with a budget on the memory its
+/// lists take: [`MAX_DECODE_FACTOR`] bytes per byte of the body, plus
+/// [`DECODE_SLACK`]. Each list element is charged its in-memory size as it
+/// is read, so a body over the budget is refused before the memory is
+/// taken: an empty list is one byte on the wire and 24 in memory, and a body
+/// of them decoded to 25 times its size (issue 14, item 4). Strings and
+/// blobs decode to their own length.
+pub(crate) fn with_decode_budget<T>(len: usize, decode: impl FnOnce() -> T) -> T {
+    /// Clears the budget however decoding ends.
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            DECODE_BUDGET.with(|b| b.set(None));
+        }
+    }
+    let budget = len
+        .saturating_mul(MAX_DECODE_FACTOR)
+        .saturating_add(DECODE_SLACK);
+    DECODE_BUDGET.with(|b| b.set(Some(budget)));
+    let _reset = Reset;
+    decode()
+}
 
 /// A `Vec` whose decoder grows with the elements actually read instead of
 /// trusting the length prefix: a 10-byte body claiming a billion elements
@@ -60,6 +105,11 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut items = Vec::new();
                 while let Some(item) = seq.next_element()? {
+                    if !charge_decode(std::mem::size_of::<T>()) {
+                        return Err(refuse(format!(
+                            "it decodes to more than {MAX_DECODE_FACTOR} times its size (docs/bytecode.md, Limits)"
+                        )));
+                    }
                     items.push(item);
                 }
                 // Growth by doubling leaves up to half unused; a bundle is

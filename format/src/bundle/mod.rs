@@ -15,6 +15,7 @@ pub mod error;
 pub mod format;
 pub mod instr;
 pub mod keys;
+pub mod limits;
 pub mod verify;
 pub mod wire;
 

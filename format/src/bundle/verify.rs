@@ -7,7 +7,8 @@
 use super::error::BundleError;
 use super::format::{AttrValue, Body, Constant, Item, Operand, Program, Promise};
 use super::instr::Instr;
-use crate::schema::{attribute_by_id, fact_by_id, promise_type_by_id, AttrType};
+use super::limits::{RegexCache, MAX_LOOP_DEPTH, MAX_PROMISES};
+use crate::schema::{attribute_by_id, fact_by_id, promise_type, promise_type_by_id, AttrType};
 
 /// The longest program accepted.
 pub const MAX_CODE: usize = 1 << 16;
@@ -44,6 +45,7 @@ fn corrupt(reason: impl Into<String>) -> BundleError {
 pub fn verify_body(body: &Body) -> Result<(), BundleError> {
     let v = Verifier { body };
     v.header()?;
+    static_limits(body)?;
     let programs: Vec<ProgramInfo> = body
         .programs
         .iter()
@@ -65,6 +67,7 @@ pub fn verify_body(body: &Body) -> Result<(), BundleError> {
             .map_err(|e| corrupt(format!("promise {i}: {e}")))?;
     }
     v.order()?;
+    regexes(body)?;
     for (i, s) in body.sources.iter().enumerate() {
         match body.constants.get(s.file as usize) {
             Some(Constant::Str(_)) => {}
@@ -73,6 +76,67 @@ pub fn verify_body(body: &Body) -> Result<(), BundleError> {
                     "source {i}: file name is not a string constant"
                 )))
             }
+        }
+    }
+    Ok(())
+}
+
+/// The limits of `docs/bytecode.md` ("Limits") that a body's shape alone
+/// decides, checked before any per-item work.
+fn static_limits(body: &Body) -> Result<(), BundleError> {
+    if body.promises.len() > MAX_PROMISES {
+        return Err(corrupt(format!(
+            "{} promises, more than the limit of {MAX_PROMISES}",
+            body.promises.len()
+        )));
+    }
+    for (i, p) in body.promises.iter().enumerate() {
+        if p.loops.len() > MAX_LOOP_DEPTH {
+            return Err(corrupt(format!(
+                "promise {i}: {} nested run-time loops, more than the limit of {MAX_LOOP_DEPTH}",
+                p.loops.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Every regex — of a `match` instruction, or the constant `replace` of a
+/// `line` promise — compiles within the size limit; each distinct constant
+/// is compiled once, however many instructions or promises name it, and
+/// there are at most [`MAX_REGEXES`](super::limits::MAX_REGEXES) of them.
+fn regexes(body: &Body) -> Result<(), BundleError> {
+    let mut cache = RegexCache::default();
+    for (i, p) in body.programs.iter().enumerate() {
+        for (pc, instr) in p.code.iter().enumerate() {
+            let Instr::Match(c) = *instr else { continue };
+            let Some(Constant::Str(pattern)) = body.constants.get(c as usize) else {
+                continue; // refused by `program` already
+            };
+            cache
+                .get(&c, pattern)
+                .map_err(|e| corrupt(format!("program {i}: invalid regex at {pc}: {e}")))?;
+        }
+    }
+    let line = promise_type("line");
+    let replace = line.and_then(|t| t.all_attrs().find(|a| a.name == "replace"));
+    for (i, p) in body.promises.iter().enumerate() {
+        if Some(p.kind) != line.map(|t| t.id) {
+            continue;
+        }
+        for a in p.attrs.iter() {
+            let (Some(attr), Operand::Item(Item::Const(c))) = (replace, &a.value) else {
+                continue;
+            };
+            if a.attr != attr.id {
+                continue;
+            }
+            let Some(Constant::Str(pattern)) = body.constants.get(*c as usize) else {
+                continue; // refused by `promise` already
+            };
+            cache
+                .get(c, pattern)
+                .map_err(|e| corrupt(format!("promise {i}: invalid regex in `replace`: {e}")))?;
         }
     }
     Ok(())
@@ -171,11 +235,10 @@ impl Verifier<'_> {
                     Ty::Bool
                 }
                 Instr::Match(c) => {
-                    let Constant::Str(pattern) = self.constant(c)? else {
+                    // Compiled once per constant by `regexes`, below.
+                    let Constant::Str(_) = self.constant(c)? else {
                         return Err(format!("regex constant {c} at {pc} is not a string"));
                     };
-                    regex::Regex::new(pattern)
-                        .map_err(|e| format!("invalid regex at {pc}: {e}"))?;
                     expect(pop(&mut stack)?, Ty::Str, pc)?;
                     Ty::Bool
                 }

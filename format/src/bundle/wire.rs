@@ -75,7 +75,8 @@ pub fn encode(body: &Body) -> Result<Vec<u8>, String> {
 pub fn decode(bytes: &[u8]) -> Result<Body, BundleError> {
     REFUSAL.with(|r| r.borrow_mut().take());
     let mut de = postcard::Deserializer::from_bytes(bytes);
-    let decoded = Body::deserialize(&mut de);
+    // Lists are charged their memory as they are read (format.rs).
+    let decoded = super::format::with_decode_budget(bytes.len(), || Body::deserialize(&mut de));
     let rest = de.finalize().map_or(0, |rest| rest.len());
     let at = bytes.len().saturating_sub(rest);
     let body = decoded.map_err(|e| {

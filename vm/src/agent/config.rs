@@ -4,7 +4,7 @@
 //! hubs = ["https://hub.example.com/policy", "https://mirror.example.com/policy"]
 //! name = "site"                      # pulls site.stamp and site.bundle
 //! trust = "/etc/converge/trusted"    # pinned *.pub keys
-//! state = "/var/lib/converge"        # default
+//! state = "/var/lib/converge"        # default: ROOT/var/lib/converge
 //! root = "/"                         # default
 //! splay = "5m"                       # the most a run waits; default 0s
 //! timeout = "60s"                    # per request, default 60s
@@ -100,9 +100,10 @@ impl Config {
             hubs: file.hubs,
             name: file.name,
             trust: file.trust,
-            state: file
-                .state
-                .unwrap_or_else(|| PathBuf::from("/var/lib/converge")),
+            // LANGUAGE.md §18: `ROOT/var/lib/converge` unless given.
+            state: file.state.unwrap_or_else(|| {
+                crate::state::default_dir(file.root.as_deref().unwrap_or(Path::new("/")))
+            }),
             root: file.root.unwrap_or_else(|| PathBuf::from("/")),
             splay: duration("splay", file.splay.as_ref(), 0)?,
             http: HttpOptions {

@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use crate::bundle::keys::load_trust_dir;
 use crate::pull::fetch::HttpSource;
 use crate::pull::{pull, PullError, Pulled};
-use crate::run::lock::{LockError, RunLock};
+use crate::run::lock::LockError;
 use crate::run::operators::Outcome;
 use crate::run::{report, run, RunOptions, RunReport};
 use crate::stamp::time::format_utc;
@@ -307,26 +307,9 @@ fn describe(e: &PullError) -> String {
     format!("{class}: {e}")
 }
 
-/// Takes the root's run lock and converges it.
+/// Converges the root (the caller holds the state directory's lock, which
+/// is the run lock: [`crate::run::lock`]).
 fn converge(config: &Config, local: &Local) -> Result<RunReport, (u8, String)> {
-    let _root_lock = match RunLock::acquire(&config.root) {
-        Ok(l) => l,
-        Err(e @ LockError::Busy) => {
-            return Err((
-                EXIT_BUSY,
-                format!(
-                    "busy: {e} (`{}`); this run did nothing",
-                    config.root.display()
-                ),
-            ))
-        }
-        Err(e) => {
-            return Err((
-                EXIT_STATE,
-                format!("error: `{}`: {e}", config.root.display()),
-            ))
-        }
-    };
     let opts = RunOptions {
         root: config.root.clone(),
         dry_run: false,

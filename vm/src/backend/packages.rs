@@ -462,7 +462,13 @@ fn contained(fs: &RootFs, m: &Member<'_>, n: &Need) -> Result<(), String> {
         // What dpkg will delete: the file lists of the installed package
         // (`NAME.list`, or `NAME:ARCH.list` for a multi-arch one).
         let info = "/var/lib/dpkg/info";
-        let lists = fs.list_dir(info).map_err(|e| e.to_string())?;
+        // Names that are not UTF-8 name no package.
+        let lists: Vec<String> = fs
+            .list_dir(info)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .filter_map(|name| String::from_utf8(name).ok())
+            .collect();
         for list in lists.iter().filter(|l| {
             l.strip_suffix(".list").is_some_and(|stem| {
                 stem == m.name

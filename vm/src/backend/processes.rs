@@ -97,7 +97,10 @@ pub fn scan(root: &Path) -> Result<Vec<Proc>, String> {
     };
     let mut procs = Vec::new();
     for name in names {
-        let Ok(pid) = name.parse::<u32>() else {
+        let Some(pid) = std::str::from_utf8(&name)
+            .ok()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
         // A process may exit while it is read: it is then simply not there.

@@ -1,10 +1,11 @@
-//! `policyvm run BUNDLE --trust DIR [--root DIR] [--dry-run] [--define CLASS]...
-//! [--report FILE] [--format human|json]`
+//! `policyvm run BUNDLE --trust DIR [--root DIR] [--state DIR] [--dry-run]
+//! [--define CLASS]... [--report FILE] [--format human|json]`
 //!
 //! Exit codes: 0 converged without failures, 1 some promise failed, 2 not
 //! converged within the pass limit, 3 the bundle was refused (the reason is
 //! printed as by `policyvm verify`), 64 usage error, 66 unreadable input,
-//! 75 another run holds the root's lock (try again later).
+//! 73 the state directory cannot be created or is unsafe, 75 another run
+//! holds the state directory's lock (try again later).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,8 +13,8 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 
 use super::exit::{
-    BUSY as EXIT_BUSY, FAILED as EXIT_FAILED, NOT_CONVERGED as EXIT_NOT_CONVERGED,
-    NO_INPUT as EXIT_NO_INPUT, REFUSED as EXIT_REFUSED,
+    BUSY as EXIT_BUSY, CANT_CREATE as EXIT_STATE, FAILED as EXIT_FAILED,
+    NOT_CONVERGED as EXIT_NOT_CONVERGED, NO_INPUT as EXIT_NO_INPUT, REFUSED as EXIT_REFUSED,
 };
 use super::out;
 use crate::bundle::keys::load_trust_dir;
@@ -21,6 +22,7 @@ use crate::bundle::open;
 use crate::run::lock::{LockError, RunLock};
 use crate::run::operators::Outcome;
 use crate::run::{report, run as converge, RunOptions};
+use crate::state::{default_dir, StateDir};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -33,6 +35,11 @@ pub struct RunArgs {
     /// an image, a container root).
     #[arg(long, value_name = "DIR", default_value = "/")]
     root: PathBuf,
+    /// Where the run keeps its state and takes its lock (one run at a time
+    /// per state directory); by default `ROOT/var/lib/converge`. It must
+    /// belong to the user running policyvm and not be writable by others.
+    #[arg(long, value_name = "DIR")]
+    state: Option<PathBuf>,
     /// Check everything and report what would change; change nothing.
     #[arg(long)]
     dry_run: bool,
@@ -78,19 +85,9 @@ pub fn run(args: RunArgs) -> ExitCode {
     drop(bytes);
     // Taken after the bundle is verified (a refused bundle never waits on
     // nor blocks anyone) and held until the report is out.
-    let _lock = match RunLock::acquire(&args.root) {
+    let _lock = match lock(&args) {
         Ok(lock) => lock,
-        Err(e @ LockError::Busy) => {
-            eprintln!(
-                "busy: {e} (`{}`); this run did nothing, the next one will converge",
-                args.root.display()
-            );
-            return ExitCode::from(EXIT_BUSY);
-        }
-        Err(e) => {
-            eprintln!("error: `{}`: {e}", args.root.display());
-            return ExitCode::from(EXIT_NO_INPUT);
-        }
+        Err(code) => return ExitCode::from(code),
     };
     let opts = RunOptions {
         root: args.root.clone(),
@@ -129,6 +126,37 @@ pub fn run(args: RunArgs) -> ExitCode {
         ExitCode::from(EXIT_FAILED)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// Takes the lock of the run's state directory. A dry run changes nothing,
+/// not even the state directory: where there is none yet, it runs without
+/// the lock.
+fn lock(args: &RunArgs) -> Result<Option<RunLock>, u8> {
+    let dir = args
+        .state
+        .clone()
+        .unwrap_or_else(|| default_dir(&args.root));
+    if args.dry_run && std::fs::symlink_metadata(&dir).is_err() {
+        return Ok(None);
+    }
+    let state = StateDir::open(&dir).map_err(|e| {
+        eprintln!("error: state directory `{}`: {e}", dir.display());
+        EXIT_STATE
+    })?;
+    match state.lock() {
+        Ok(lock) => Ok(Some(lock)),
+        Err(e @ LockError::Busy) => {
+            eprintln!(
+                "busy: {e} (`{}`); this run did nothing, the next one will converge",
+                dir.display()
+            );
+            Err(EXIT_BUSY)
+        }
+        Err(e) => {
+            eprintln!("error: `{}`: {e}", dir.display());
+            Err(EXIT_STATE)
+        }
     }
 }
 

@@ -121,6 +121,9 @@ pub struct Ctx<'a> {
     pub fs: &'a RootFs,
     pub accounts: &'a Accounts,
     pub dry_run: bool,
+    /// `line` `replace` patterns, compiled once per run however many
+    /// promises and passes use them (`docs/bytecode.md`, Limits).
+    pub line_regexes: std::cell::RefCell<crate::bundle::limits::RegexCache<String>>,
 }
 
 fn digest(bytes: &[u8]) -> String {
@@ -170,29 +173,40 @@ fn attributes(
     uid: u32,
     gid: u32,
 ) -> Result<Vec<Change>, Applied> {
+    // The owner first, then the mode: `chown` clears the setuid and setgid
+    // bits, so the mode (the promised one, or the one the object had) is
+    // set after it, or those bits would be lost for good when no `mode` is
+    // promised.
     let mut changes = Vec::new();
-    if let Some(want) = inst.int("mode").and_then(|m| u32::try_from(m).ok()) {
-        if want != mode {
-            if !ctx.dry_run {
-                ctx.fs.set_mode(path, want).map_err(fs_failed)?;
-            }
-            changes.push(Change {
-                what: "mode".into(),
-                before: format!("0o{mode:o}"),
-                after: format!("0o{want:o}"),
-                diff: None,
-            });
-        }
-    }
     let (want_uid, want_gid) = owner_ids(ctx, inst).map_err(Applied::failed)?;
     let new_uid = want_uid.unwrap_or(uid);
     let new_gid = want_gid.unwrap_or(gid);
-    if new_uid != uid || new_gid != gid {
-        if !ctx.dry_run {
+    let owner_changes = new_uid != uid || new_gid != gid;
+    let want_mode = inst.int("mode").and_then(|m| u32::try_from(m).ok());
+    let target = want_mode.unwrap_or(mode);
+    if !ctx.dry_run {
+        let mut now = mode;
+        if owner_changes {
             ctx.fs
                 .set_owner(path, new_uid, new_gid)
                 .map_err(fs_failed)?;
+            if let Some(m) = ctx.fs.lstat(path).map_err(fs_failed)? {
+                now = m.mode;
+            }
         }
+        if now != target {
+            ctx.fs.set_mode(path, target).map_err(fs_failed)?;
+        }
+    }
+    if let Some(want) = want_mode.filter(|w| *w != mode) {
+        changes.push(Change {
+            what: "mode".into(),
+            before: format!("0o{mode:o}"),
+            after: format!("0o{want:o}"),
+            diff: None,
+        });
+    }
+    if owner_changes {
         changes.push(Change {
             what: "owner".into(),
             before: format!("{uid}:{gid}"),
@@ -203,7 +217,42 @@ fn attributes(
     Ok(changes)
 }
 
+/// Removes the stale temporaries (left by a run killed with SIGKILL) of
+/// the directory a promise works in, before `converge` runs; their removal
+/// is a change of that promise. Nothing is removed in a dry run.
+fn after_cleaning(
+    ctx: &Ctx<'_>,
+    inst: &Instance,
+    converge: impl FnOnce(&Ctx<'_>, &Instance) -> Applied,
+) -> Applied {
+    if ctx.dry_run {
+        return converge(ctx, inst);
+    }
+    let stale = match ctx.fs.clean_stale_temporaries(&inst.promiser) {
+        Ok(stale) => stale,
+        Err(e) => return fs_failed(e),
+    };
+    let mut applied = converge(ctx, inst);
+    if !stale.is_empty() {
+        let removed = stale.into_iter().map(|path| Change {
+            what: "removed stale temporary".into(),
+            before: path,
+            after: "absent".into(),
+            diff: None,
+        });
+        applied.changes.splice(0..0, removed);
+        if applied.outcome == Outcome::Kept {
+            applied.outcome = Outcome::Repaired;
+        }
+    }
+    applied
+}
+
 pub fn file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    after_cleaning(ctx, inst, converge_file)
+}
+
+fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let path = inst.promiser.as_str();
     let meta = match present_or_absent(ctx, inst, |k| k != Kind::Dir, "a file") {
         Ok(m) => m,
@@ -220,8 +269,8 @@ pub fn file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
         inst.get("source"),
         inst.get("template"),
     ) {
-        (Some(Value::Str(s)), _, _) | (_, _, Some(Value::Str(s))) => Some(s.clone().into_bytes()),
-        (_, Some(Value::Bytes(b)), _) => Some(b.clone()),
+        (Some(Value::Str(s)), _, _) | (_, _, Some(Value::Str(s))) => Some(s.as_bytes().to_vec()),
+        (_, Some(Value::Bytes(b)), _) => Some(b.to_vec()),
         _ => None,
     };
     let (want_uid, want_gid) = match owner_ids(ctx, inst) {
@@ -432,6 +481,10 @@ pub fn directory(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
 }
 
 pub fn link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    after_cleaning(ctx, inst, converge_link)
+}
+
+fn converge_link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let path = inst.promiser.as_str();
     let meta = match ctx.fs.lstat(path) {
         Ok(m) => m,
@@ -477,6 +530,10 @@ pub fn link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
 }
 
 pub fn line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    after_cleaning(ctx, inst, converge_line)
+}
+
+fn converge_line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let path = inst.promiser.as_str();
     let meta = match ctx.fs.lstat(path) {
         Ok(Some(m)) if m.kind == Kind::File => m,
@@ -501,46 +558,22 @@ pub fn line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let Ok(text) = String::from_utf8(bytes.clone()) else {
         return Applied::failed(format!("`{path}` is not UTF-8 text"));
     };
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    let mut what = String::new();
-    if let Some(wanted) = inst.str("present") {
-        if !lines.iter().any(|l| l == wanted) {
-            lines.push(wanted.to_owned());
-            what = format!("added line {wanted:?}");
-        }
-    } else if let Some(unwanted) = inst.str("absent") {
-        let before = lines.len();
-        lines.retain(|l| l != unwanted);
-        if lines.len() != before {
-            what = format!(
-                "removed {} line(s) {unwanted:?}",
-                before.saturating_sub(lines.len())
-            );
-        }
-    } else if let (Some(pattern), Some(with)) = (inst.str("replace"), inst.str("with")) {
-        let re = match regex::Regex::new(pattern) {
-            Ok(re) => re,
+    let replace = match inst.str("replace") {
+        Some(pattern) => match ctx
+            .line_regexes
+            .borrow_mut()
+            .get(&pattern.to_owned(), pattern)
+        {
+            Ok(re) => Some(re.clone()),
             Err(e) => return Applied::failed(format!("invalid regex: {e}")),
-        };
-        let mut count: usize = 0;
-        for l in &mut lines {
-            let replaced = re.replace_all(l, with).into_owned();
-            if replaced != *l {
-                *l = replaced;
-                count = count.saturating_add(1);
-            }
-        }
-        if count > 0 {
-            what = format!("replaced {pattern:?} on {count} line(s)");
-        }
-    }
-    if what.is_empty() {
-        return Applied::kept();
-    }
-    let mut new_text = lines.join("\n");
-    if !lines.is_empty() {
-        new_text.push('\n');
-    }
+        },
+        None => None,
+    };
+    let (what, new_text) = match settled_line_edit(&text, inst, replace.as_ref()) {
+        Some(Ok(edit)) => edit,
+        None => return Applied::kept(),
+        Some(Err(why)) => return Applied::failed(why),
+    };
     let new_bytes = new_text.into_bytes();
     if !ctx.dry_run {
         if let Err(e) = ctx
@@ -560,6 +593,74 @@ pub fn line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
             None
         },
     }])
+}
+
+/// The edit a `line` promise makes to `text` (what it did and the new
+/// text), `None` if the text already keeps it. The edit is applied a second
+/// time in memory first: a promise whose second application changes the
+/// text again (a `present` line holding a newline, a `replace` whose output
+/// matches its pattern again) could never settle and would grow the file on
+/// every run, so it fails and nothing is written (issue 14, item 13).
+fn settled_line_edit(
+    text: &str,
+    inst: &Instance,
+    replace: Option<&regex::Regex>,
+) -> Option<Result<(String, String), String>> {
+    let (what, new_text) = edit_lines(text, inst, replace)?;
+    if let Some((again, _)) = edit_lines(&new_text, inst, replace) {
+        return Some(Err(format!(
+            "this line promise never settles: after it {what}, applying it again {again}; nothing was written (a `present` line must not hold a newline, and a `replace` result must not match its pattern again)"
+        )));
+    }
+    Some(Ok((what, new_text)))
+}
+
+/// One application of a `line` promise to `text`, with its compiled
+/// `replace` pattern: what it did and the new text, `None` if nothing.
+fn edit_lines(
+    text: &str,
+    inst: &Instance,
+    replace: Option<&regex::Regex>,
+) -> Option<(String, String)> {
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let mut what = String::new();
+    if let Some(wanted) = inst.str("present") {
+        if !lines.iter().any(|l| l == wanted) {
+            lines.push(wanted.to_owned());
+            what = format!("added line {wanted:?}");
+        }
+    } else if let Some(unwanted) = inst.str("absent") {
+        let before = lines.len();
+        lines.retain(|l| l != unwanted);
+        if lines.len() != before {
+            what = format!(
+                "removed {} line(s) {unwanted:?}",
+                before.saturating_sub(lines.len())
+            );
+        }
+    } else if let (Some(pattern), Some(re), Some(with)) =
+        (inst.str("replace"), replace, inst.str("with"))
+    {
+        let mut count: usize = 0;
+        for l in &mut lines {
+            let replaced = re.replace_all(l, with).into_owned();
+            if replaced != *l {
+                *l = replaced;
+                count = count.saturating_add(1);
+            }
+        }
+        if count > 0 {
+            what = format!("replaced {pattern:?} on {count} line(s)");
+        }
+    }
+    if what.is_empty() {
+        return None;
+    }
+    let mut new_text = lines.join("\n");
+    if !lines.is_empty() {
+        new_text.push('\n');
+    }
+    Some((what, new_text))
 }
 
 /// Runs a command unless `creates` exists or `unless` succeeds; a

@@ -6,6 +6,19 @@ use serde_json::{json, Value};
 
 use super::operators::Outcome;
 use super::RunReport;
+use crate::rootfs::printable;
+
+/// Text from the host (a link's target, an error, file content in a diff)
+/// with its control characters escaped, line by line: no name or content
+/// can write a report line of its own or a terminal escape sequence.
+fn printable_lines(text: &str) -> String {
+    text.split_inclusive('\n')
+        .map(|line| match line.strip_suffix('\n') {
+            Some(line) => format!("{}\n", printable(line)),
+            None => printable(line).into_owned(),
+        })
+        .collect()
+}
 
 fn outcome_word(o: &Outcome) -> &'static str {
     match o {
@@ -97,17 +110,19 @@ pub fn human(r: &RunReport) -> String {
     for p in &r.promises {
         let head = format!("{} {:?} ({})", p.kind, p.promiser, p.source);
         match &p.outcome {
-            Outcome::Failed(e) => out.push_str(&format!("FAILED   {head}: {e}\n")),
+            Outcome::Failed(e) => {
+                out.push_str(&format!("FAILED   {head}: {}\n", printable(e)));
+            }
             Outcome::Repaired => {
                 for c in &p.changes {
                     let arrow = if c.before.is_empty() {
-                        c.after.clone()
+                        printable(&c.after).into_owned()
                     } else {
-                        format!("{} -> {}", c.before, c.after)
+                        format!("{} -> {}", printable(&c.before), printable(&c.after))
                     };
-                    out.push_str(&format!("{verb} {head}: {} {arrow}\n", c.what));
+                    out.push_str(&format!("{verb} {head}: {} {arrow}\n", printable(&c.what)));
                     if let Some(diff) = &c.diff {
-                        out.push_str(diff);
+                        out.push_str(&printable_lines(diff));
                     }
                 }
                 // The commands a backend ran (their output is in the JSON
@@ -115,12 +130,14 @@ pub fn human(r: &RunReport) -> String {
                 if BACKEND_TYPES.contains(&p.kind) {
                     for line in p.output.iter().flat_map(|o| o.lines()) {
                         if line.starts_with("$ ") {
-                            out.push_str(&format!("         {line}\n"));
+                            out.push_str(&format!("         {}\n", printable(line)));
                         }
                     }
                 }
             }
-            Outcome::Skipped(reason) => out.push_str(&format!("skipped  {head}: {reason}\n")),
+            Outcome::Skipped(reason) => {
+                out.push_str(&format!("skipped  {head}: {}\n", printable(reason)));
+            }
             Outcome::Kept => {}
         }
         if p.kind == "report" {
@@ -130,7 +147,7 @@ pub fn human(r: &RunReport) -> String {
         }
     }
     for path in &r.unmanaged {
-        out.push_str(&format!("unmanaged {path}\n"));
+        out.push_str(&format!("unmanaged {}\n", printable(path)));
     }
     if !r.converged {
         out.push_str(&format!(

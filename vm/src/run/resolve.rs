@@ -1,35 +1,57 @@
 //! Turning a promise of the bundle into what one host must converge to:
 //! its promiser and attribute values evaluated against the facts, the
 //! classes and the current elements of its run-time loops.
+//!
+//! Constants are shared, never copied per instance: a 1 MiB `content` named
+//! by a thousand promises is one allocation, not a gigabyte (issue 14, item
+//! 4). What an instance does own (values computed on the host, lists,
+//! promisers) counts against [`MAX_PASS_TEXT`].
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use crate::bundle::format::{Body, Constant, Item, Operand, Promise};
-use crate::eval::{EvalError, Evaluator, Val};
-use crate::schema::promise_type_by_id;
+use crate::eval::{Evaluator, Val};
+use crate::schema::{promise_type_by_id, AttrType};
 
-/// A resolved attribute value.
+/// A resolved attribute value. Strings and embedded files are reference
+/// counted, so every instance that names one constant shares it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
-    Str(String),
+    Str(Arc<str>),
     Int(i64),
     Bool(bool),
-    Bytes(Vec<u8>),
+    Bytes(Arc<[u8]>),
     List(Vec<String>),
 }
 
 impl Value {
     pub fn as_str(&self) -> Option<&str> {
         match self {
-            Value::Str(s) => Some(s),
+            Value::Str(s) => Some(s.as_ref()),
             _ => None,
+        }
+    }
+
+    /// The bytes of text the value holds.
+    fn bytes(&self) -> usize {
+        match self {
+            Value::Str(s) => s.len(),
+            Value::Bytes(b) => b.len(),
+            Value::List(l) => l.iter().map(String::len).sum(),
+            Value::Int(_) | Value::Bool(_) => 0,
         }
     }
 
     /// How the value is shown in reports.
     pub fn display(&self) -> String {
         match self {
-            Value::Str(s) => format!("{s:?}"),
+            Value::Str(s) => {
+                // A value may be megabytes long; a report line names it.
+                let shown: String = s.chars().take(200).collect();
+                let more = if shown.len() < s.len() { "..." } else { "" };
+                format!("{shown:?}{more}")
+            }
             Value::Int(i) => i.to_string(),
             Value::Bool(b) => b.to_string(),
             Value::Bytes(b) => format!("<{} bytes>", b.len()),
@@ -116,73 +138,177 @@ pub fn loop_combinations(facts_of: &[Vec<String>]) -> Result<Vec<Vec<String>>, S
     Ok(combos)
 }
 
-fn item(
-    body: &Body,
-    eval: &mut Evaluator<'_>,
-    item: Item,
-    classes: &BTreeSet<String>,
-    loops: &[String],
-) -> Result<Value, EvalError> {
-    match item {
-        Item::Const(c) => match body.constants.get(c as usize) {
-            Some(Constant::Str(s) | Constant::Word(s)) => Ok(Value::Str(s.clone())),
-            Some(Constant::Int(i)) => Ok(Value::Int(*i)),
-            Some(Constant::Duration(s)) => Ok(Value::Int(i64::try_from(*s).unwrap_or(i64::MAX))),
-            Some(Constant::Bool(b)) => Ok(Value::Bool(*b)),
-            Some(Constant::Blob(b)) => Ok(Value::Bytes(b.0.clone())),
-            None => Err(EvalError(format!("constant {c}"))),
-        },
-        Item::Code(p) => Ok(match eval.run(p, classes, loops)? {
-            Val::Str(s) => Value::Str(s),
-            Val::Int(i) => Value::Int(i),
-            Val::Bool(b) => Value::Bool(b),
-            Val::List(l) => Value::List(l),
-        }),
+/// The most bytes of text the instances of one pass may own (values
+/// computed on the host, list elements, promisers; shared constants do not
+/// count). Past it, the instances still to resolve fail with the reason.
+/// Twice the text one program run may produce ([`crate::eval::MAX_EVAL_BYTES`]).
+pub const MAX_PASS_TEXT: usize = 2 * crate::eval::MAX_EVAL_BYTES;
+
+/// Resolves the promises of one bundle over a run: holds the constants as
+/// shared values, and counts what the instances of the current pass own.
+#[derive(Debug)]
+pub struct Resolver<'b> {
+    body: &'b Body,
+    /// Constant `i` as a shared value, made on first use.
+    constants: Vec<Option<Value>>,
+    /// Bytes of text the instances of this pass own.
+    text: usize,
+}
+
+impl<'b> Resolver<'b> {
+    pub fn new(body: &'b Body) -> Self {
+        Resolver {
+            body,
+            constants: vec![None; body.constants.len()],
+            text: 0,
+        }
+    }
+
+    /// A new pass: its instances start from an empty [`MAX_PASS_TEXT`].
+    pub fn start_pass(&mut self) {
+        self.text = 0;
+    }
+
+    /// Counts `bytes` an instance owns against [`MAX_PASS_TEXT`].
+    fn own(&mut self, bytes: usize) -> Result<(), String> {
+        self.text = self.text.saturating_add(bytes);
+        if self.text > MAX_PASS_TEXT {
+            return Err(format!(
+                "the promises of this pass hold more than {} MiB of text computed on the host (docs/bytecode.md, Limits)",
+                MAX_PASS_TEXT >> 20
+            ));
+        }
+        Ok(())
+    }
+
+    /// Constant `c` as a shared value.
+    fn constant(&mut self, c: u32) -> Result<Value, String> {
+        let slot = self
+            .constants
+            .get_mut(c as usize)
+            .ok_or_else(|| format!("cannot evaluate: constant {c}"))?;
+        if let Some(v) = slot {
+            return Ok(v.clone());
+        }
+        let value = match self.body.constants.get(c as usize) {
+            Some(Constant::Str(s) | Constant::Word(s)) => Value::Str(Arc::from(s.as_str())),
+            Some(Constant::Int(i)) => Value::Int(*i),
+            Some(Constant::Duration(s)) => Value::Int(i64::try_from(*s).unwrap_or(i64::MAX)),
+            Some(Constant::Bool(b)) => Value::Bool(*b),
+            Some(Constant::Blob(b)) => Value::Bytes(Arc::from(b.0.as_slice())),
+            None => return Err(format!("cannot evaluate: constant {c}")),
+        };
+        *slot = Some(value.clone());
+        Ok(value)
+    }
+
+    fn item(
+        &mut self,
+        eval: &mut Evaluator<'_>,
+        item: Item,
+        classes: &BTreeSet<String>,
+        loops: &[String],
+    ) -> Result<Value, String> {
+        match item {
+            Item::Const(c) => self.constant(c),
+            Item::Code(p) => {
+                let value = match eval.run(p, classes, loops).map_err(|e| e.to_string())? {
+                    Val::Str(s) => Value::Str(Arc::from(s)),
+                    Val::Int(i) => Value::Int(i),
+                    Val::Bool(b) => Value::Bool(b),
+                    Val::List(l) => Value::List(l),
+                };
+                self.own(value.bytes())?;
+                Ok(value)
+            }
+        }
+    }
+
+    /// The text of an item as a list element or promiser.
+    fn text(
+        &mut self,
+        eval: &mut Evaluator<'_>,
+        item: Item,
+        classes: &BTreeSet<String>,
+        loops: &[String],
+    ) -> Result<String, String> {
+        let text = match self.item(eval, item, classes, loops)? {
+            Value::Str(s) => s.as_ref().to_owned(),
+            other => other.display(),
+        };
+        self.own(text.len())?;
+        Ok(text)
+    }
+
+    /// Resolves one instance of a promise: its promiser and attributes on
+    /// this host, each enum value checked against the schema (a value
+    /// computed on the host, `state = "${sys.hostname}"`, is only known
+    /// here).
+    pub fn resolve(
+        &mut self,
+        eval: &mut Evaluator<'_>,
+        index: usize,
+        promise: &Promise,
+        classes: &BTreeSet<String>,
+        loops: &[String],
+    ) -> Result<Instance, String> {
+        let pt = promise_type_by_id(promise.kind)
+            .ok_or_else(|| format!("cannot evaluate: promise type {}", promise.kind))?;
+        let promiser = self.text(eval, promise.promiser, classes, loops)?;
+        let mut attrs = Vec::with_capacity(promise.attrs.len());
+        for a in promise.attrs.iter() {
+            let spec = pt
+                .attr_by_id(a.attr)
+                .ok_or_else(|| format!("cannot evaluate: attribute {}", a.attr))?;
+            let value = match &a.value {
+                Operand::Item(i) => self.item(eval, *i, classes, loops)?,
+                Operand::List(items) => {
+                    let mut list = Vec::with_capacity(items.len());
+                    for i in items.iter() {
+                        list.push(self.text(eval, *i, classes, loops)?);
+                    }
+                    Value::List(list)
+                }
+            };
+            check_enum(spec.name, &spec.ty, &value)?;
+            attrs.push((spec.name, value));
+        }
+        Ok(Instance {
+            index,
+            kind: pt.name,
+            promiser,
+            attrs,
+        })
     }
 }
 
-/// Resolves one instance of a promise.
-pub fn resolve(
-    body: &Body,
-    eval: &mut Evaluator<'_>,
-    index: usize,
-    promise: &Promise,
-    classes: &BTreeSet<String>,
-    loops: &[String],
-) -> Result<Instance, EvalError> {
-    let pt = promise_type_by_id(promise.kind)
-        .ok_or_else(|| EvalError(format!("promise type {}", promise.kind)))?;
-    let promiser = match item(body, eval, promise.promiser, classes, loops)? {
-        Value::Str(s) => s,
-        other => other.display(),
+/// A value of an enum attribute (or a list of them) is one of its words.
+fn check_enum(name: &str, ty: &AttrType, value: &Value) -> Result<(), String> {
+    let (words, values): (&[&str], Vec<&str>) = match (ty, value) {
+        (AttrType::Enum(words), Value::Str(s)) => (words, vec![s.as_ref()]),
+        (AttrType::List(AttrType::Enum(words)), Value::List(l)) => {
+            (words, l.iter().map(String::as_str).collect())
+        }
+        (AttrType::Enum(words) | AttrType::List(AttrType::Enum(words)), other) => {
+            return Err(format!(
+                "`{name}` is {} on this host, not one of {}",
+                other.display(),
+                words.join(", ")
+            ))
+        }
+        _ => return Ok(()),
     };
-    let mut attrs = Vec::with_capacity(promise.attrs.len());
-    for a in promise.attrs.iter() {
-        let name = pt
-            .attr_by_id(a.attr)
-            .map(|s| s.name)
-            .ok_or_else(|| EvalError(format!("attribute {}", a.attr)))?;
-        let value = match &a.value {
-            Operand::Item(i) => item(body, eval, *i, classes, loops)?,
-            Operand::List(items) => {
-                let mut list = Vec::with_capacity(items.len());
-                for i in items.iter() {
-                    list.push(match item(body, eval, *i, classes, loops)? {
-                        Value::Str(s) => s,
-                        other => other.display(),
-                    });
-                }
-                Value::List(list)
-            }
-        };
-        attrs.push((name, value));
+    match values.into_iter().find(|v| !words.contains(v)) {
+        None => Ok(()),
+        Some(bad) => {
+            let shown: String = bad.chars().take(64).collect();
+            let more = if shown.len() < bad.len() { "..." } else { "" };
+            Err(format!(
+                "`{name}` is {shown:?}{more} on this host, not one of {}; the promise is not applied",
+                words.join(", ")
+            ))
+        }
     }
-    Ok(Instance {
-        index,
-        kind: pt.name,
-        promiser,
-        attrs,
-    })
 }
 
 #[cfg(test)]
@@ -213,5 +339,81 @@ mod tests {
         assert!(loop_combinations(&vec![two.clone(); 17]).is_err());
         let err = loop_combinations(&vec![two; 200]).unwrap_err();
         assert!(err.contains("more than 65536 instances"), "{err}");
+    }
+
+    /// Two instances naming one constant share it: resolving a thousand
+    /// promises of one 1 MiB `content` holds it once.
+    #[test]
+    fn instances_share_the_constants_they_name() {
+        use crate::bundle::format::{AttrValue, List, SourceLoc};
+        use crate::facts::Facts;
+        let mut body = Body::with_programs(
+            vec![
+                Constant::Str("/f".into()),
+                Constant::Str("y".repeat(1 << 20)),
+            ],
+            Vec::new(),
+        );
+        let file = crate::schema::promise_type("file").unwrap();
+        let content = file.all_attrs().find(|a| a.name == "content").unwrap();
+        let promise = Promise {
+            kind: file.id,
+            promiser: Item::Const(0),
+            attrs: List(vec![AttrValue {
+                attr: content.id,
+                value: Operand::Item(Item::Const(1)),
+            }]),
+            guard: None,
+            loops: List(Vec::new()),
+            after: List(Vec::new()),
+            notify: List(Vec::new()),
+            on_repaired: None,
+            on_kept: None,
+            on_failed: None,
+            source: 0,
+        };
+        body.sources = List(vec![SourceLoc { file: 0, line: 1 }]);
+        let facts = Facts {
+            hostname: "h".into(),
+            fqdn: "h".into(),
+            os: "linux".into(),
+            os_family: "debian".into(),
+            os_release: "12".into(),
+            arch: "x86_64".into(),
+            ipv4: Vec::new(),
+            cpus: 1,
+            memory_mb: 1,
+            weekday: "monday".into(),
+            hour: 0,
+        };
+        let mut eval = Evaluator::new(&body, &facts);
+        let mut resolver = Resolver::new(&body);
+        let a = resolver
+            .resolve(&mut eval, 0, &promise, &BTreeSet::new(), &[])
+            .unwrap();
+        let b = resolver
+            .resolve(&mut eval, 1, &promise, &BTreeSet::new(), &[])
+            .unwrap();
+        match (a.get("content"), b.get("content")) {
+            (Some(Value::Str(x)), Some(Value::Str(y))) => assert!(Arc::ptr_eq(x, y)),
+            other => panic!("{other:?}"),
+        }
+        // Constants count against no pass budget; only the promisers do.
+        assert_eq!(resolver.text, 4);
+    }
+
+    #[test]
+    fn enum_values_are_checked_against_their_words() {
+        let state = AttrType::Enum(&["present", "absent"]);
+        assert!(check_enum("ensure", &state, &Value::Str("absent".into())).is_ok());
+        let err = check_enum("ensure", &state, &Value::Str("web01\n".into())).unwrap_err();
+        assert!(
+            err.contains(r#"`ensure` is "web01\n" on this host, not one of present, absent"#),
+            "{err}"
+        );
+        let list = AttrType::List(&AttrType::Enum(&["a", "b"]));
+        assert!(check_enum("l", &list, &Value::List(vec!["a".into(), "b".into()])).is_ok());
+        assert!(check_enum("l", &list, &Value::List(vec!["a".into(), "c".into()])).is_err());
+        assert!(check_enum("s", &AttrType::String, &Value::Str("any".into())).is_ok());
     }
 }

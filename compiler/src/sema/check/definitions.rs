@@ -1,7 +1,7 @@
 //! Definitions: classes (and their cycles), exclusive groups, lets, bodies
 //! and bundle signatures.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use converge_format::schema::{self, is_hard_class, AttrType};
 use converge_grammar::ast::{AttrStmt, BodyDef, BundleDef, Ident, LetDef};
@@ -9,6 +9,7 @@ use converge_grammar::Span;
 
 use super::*;
 use crate::diagnostic::{Code, Diagnostic};
+use crate::sema::names::DefKind;
 use crate::sema::types::{self, Type};
 use crate::suggest::did_you_mean;
 
@@ -74,7 +75,12 @@ impl<'a> Checker<'a> {
                     ));
                 }
                 seen.push(&class.name);
-                if self.symbols.classes.get(&class.name).is_none() && !is_hard_class(&class.name) {
+                if let Some(id) = self.names.find(DefKind::Class, &class.name) {
+                    self.names.record(class.span, id);
+                } else if is_hard_class(&class.name) {
+                    let id = self.names.builtin(DefKind::HardClass, &class.name);
+                    self.names.record(class.span, id);
+                } else {
                     self.undefined_class(&class.name, class.span);
                 }
             }
@@ -103,12 +109,30 @@ impl<'a> Checker<'a> {
         self.push(d);
     }
 
-    /// The type of a global `let`, checking it on first use.
+    /// The type of a global `let`, checking it on first use. The lets it
+    /// reads are checked first, in dependency order, so that a long chain
+    /// of lets does not recurse (`crate::sema::let_order`).
     pub fn let_type(&mut self, name: &'a str) -> Option<Type> {
         match self.let_states.get(name) {
             Some(LetState::Done(t)) => return Some(t.clone()),
             Some(LetState::InProgress) => return None,
             None => {}
+        }
+        let first = crate::sema::let_order::pending(self.symbols, name, |n| {
+            self.let_states.contains_key(n)
+        });
+        for dep in first {
+            self.check_let(dep);
+        }
+        match self.let_states.get(name) {
+            Some(LetState::Done(t)) => Some(t.clone()),
+            _ => self.check_let(name),
+        }
+    }
+
+    fn check_let(&mut self, name: &'a str) -> Option<Type> {
+        if self.let_states.contains_key(name) {
+            return None;
         }
         let def: &'a LetDef = self.symbols.lets.get(name)?;
         self.let_states.insert(name, LetState::InProgress);
@@ -173,11 +197,13 @@ impl<'a> Checker<'a> {
                             self.value_type(&attr.value, &Vec::new());
                         }
                         [first, rest @ ..] if rest.iter().all(|t| t == first) => {
+                            self.record_body_attr(&attr.name);
                             self.check_attr_value(first, &attr.value, &Vec::new());
                         }
                         // The same name with different types on different
                         // promise types (`state`): checked where it is used.
                         _ => {
+                            self.record_body_attr(&attr.name);
                             self.value_type_or_word(&attr.value, &Vec::new());
                         }
                     }
@@ -190,10 +216,19 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// Records an attribute set in a body (not tied to one promise type).
+    fn record_body_attr(&mut self, name: &Ident) {
+        let id = self.names.builtin(DefKind::Attribute, &name.name);
+        self.names.record(name.span, id);
+    }
+
     pub(super) fn lookup_body(&mut self, name: &'a Ident) -> Option<&'a BodyDef> {
         match self.symbols.bodies.get(&name.name) {
             Some(body) => {
                 self.used_bodies.insert(&name.name);
+                if let Some(id) = self.names.find(DefKind::Body, &name.name) {
+                    self.names.record(name.span, id);
+                }
                 Some(body)
             }
             None => {
@@ -214,49 +249,71 @@ impl<'a> Checker<'a> {
     }
 
     /// The attributes a body contributes, with nested `use`s flattened
-    /// (a body that uses itself, directly or not, is reported once).
+    /// (a body that uses itself, directly or not, is reported once). The
+    /// first setting of a name wins, in the order the statements read.
+    /// Iterative, so a chain of 100,000 bodies neither overflows the stack
+    /// nor checks its path quadratically (issue 14, item 21).
     pub fn body_attrs(
         &mut self,
         body: &'a BodyDef,
         via: Span,
         stack: &mut Vec<&'a str>,
     ) -> Vec<AttrSource<'a>> {
-        if stack.contains(&body.name.name.as_str()) {
-            let chain: Vec<&str> = stack
-                .iter()
-                .copied()
-                .chain([body.name.name.as_str()])
-                .collect();
-            self.push(Diagnostic::new(
-                Code::DefinitionCycle,
-                format!("bodies use each other in a cycle: {}", chain.join(" -> ")),
-                body.name.span,
-                "this body is used inside itself",
-            ));
-            return Vec::new();
+        let mut out: Vec<AttrSource<'a>> = Vec::new();
+        let mut names: HashSet<&'a str> = HashSet::new();
+        let mut on_path: HashSet<&'a str> = stack.iter().copied().collect();
+        // (body, next statement)
+        let mut work: Vec<(&'a BodyDef, usize)> = Vec::new();
+        let enter = |this: &mut Self,
+                     body: &'a BodyDef,
+                     stack: &mut Vec<&'a str>,
+                     on_path: &mut HashSet<&'a str>,
+                     work: &mut Vec<(&'a BodyDef, usize)>| {
+            let name: &'a str = &body.name.name;
+            if !on_path.insert(name) {
+                let chain: Vec<&str> = stack.iter().copied().chain([name]).collect();
+                this.push(Diagnostic::new(
+                    Code::DefinitionCycle,
+                    format!("bodies use each other in a cycle: {}", chain.join(" -> ")),
+                    body.name.span,
+                    "this body is used inside itself",
+                ));
+                return false;
+            }
+            stack.push(name);
+            work.push((body, 0));
+            true
+        };
+        if !enter(self, body, stack, &mut on_path, &mut work) {
+            return out;
         }
-        stack.push(&body.name.name);
-        let mut out = Vec::new();
-        for stmt in &body.attrs {
+        while let Some((current, next)) = work.last_mut() {
+            let Some(stmt) = current.attrs.get(*next) else {
+                work.pop();
+                if let Some(name) = stack.pop() {
+                    on_path.remove(name);
+                }
+                continue;
+            };
+            *next += 1;
             match stmt {
-                AttrStmt::Set(attr) => out.push(AttrSource {
-                    name: &attr.name,
-                    value: &attr.value,
-                    via: Some(via),
-                }),
+                AttrStmt::Set(attr) => {
+                    if names.insert(&attr.name.name) {
+                        out.push(AttrSource {
+                            name: &attr.name,
+                            value: &attr.value,
+                            via: Some(via),
+                        });
+                    }
+                }
                 AttrStmt::Use(u) => {
                     if let Some(inner) = self.symbols.bodies.get(&u.body.name) {
-                        for a in self.body_attrs(inner, via, stack) {
-                            if !out.iter().any(|o: &AttrSource| o.name.name == a.name.name) {
-                                out.push(a);
-                            }
-                        }
+                        enter(self, inner, stack, &mut on_path, &mut work);
                     }
                 }
                 AttrStmt::Error(_) => {}
             }
         }
-        stack.pop();
         out
     }
 
@@ -305,10 +362,16 @@ impl<'a> Checker<'a> {
             if let Some(default) = &param.default {
                 self.check_against(default, &ty, &Vec::new());
             }
+            // A second parameter of one name (reported above) resolves to
+            // the first.
+            let Some(def) = param_def(&self.names, bundle, &param.name.name) else {
+                continue;
+            };
             scope.push(Var {
                 name: &param.name.name,
                 ty,
                 span: param.name.span,
+                def,
             });
         }
         self.check_stmts(&bundle.body, &mut scope);

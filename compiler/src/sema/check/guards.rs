@@ -1,17 +1,19 @@
 //! Class expressions: `when` guards and class definitions.
 
+use converge_format::bundle::limits;
 use converge_format::schema::is_hard_class;
 use converge_grammar::ast::{CompareOp, Expr, ExprKind, Ident};
 
 use super::*;
 use crate::diagnostic::{Code, Diagnostic};
+use crate::sema::names::DefKind;
 use crate::sema::types::Type;
 
 impl<'a> Checker<'a> {
     /// Checks a class expression (a `when` guard or a class definition).
     pub fn check_guard(&mut self, expr: &'a Expr, scope: &Scope<'a>) {
         match &expr.kind {
-            ExprKind::Bool(_) | ExprKind::Error => {}
+            ExprKind::Bool(_) => {}
             ExprKind::Path(path) => match path.as_slice() {
                 [one] => self.check_class_name(one, scope),
                 [first, ..] if first.name == "sys" => self.push(
@@ -53,15 +55,27 @@ impl<'a> Checker<'a> {
         if let Some(refs) = &mut self.class_refs {
             refs.push((&name.name, name.span));
         }
-        if self.symbols.classes.get(&name.name).is_some() || is_hard_class(&name.name) {
+        // A class first, then a boolean loop variable, parameter or let.
+        if let Some(id) = self.names.find(DefKind::Class, &name.name) {
+            self.names.record(name.span, id);
             return;
         }
-        // A boolean parameter, loop variable or let may guard too.
-        let var_ty = self.lookup_var(&name.name, scope).map(|v| v.ty.clone());
-        let ty = match var_ty {
-            Some(t) => Some(t),
+        if is_hard_class(&name.name) {
+            let id = self.names.builtin(DefKind::HardClass, &name.name);
+            self.names.record(name.span, id);
+            return;
+        }
+        let var = self
+            .lookup_var(&name.name, scope)
+            .map(|v| (v.ty.clone(), v.def));
+        let ty = match var {
+            Some((t, def)) => {
+                self.names.record(name.span, def);
+                Some(t)
+            }
             None if self.symbols.lets.get(&name.name).is_some() => {
                 self.used_lets.insert(&name.name);
+                self.record_let(&name.name, name.span);
                 self.let_type(&name.name)
             }
             None => None,
@@ -110,7 +124,14 @@ impl<'a> Checker<'a> {
                 match &rhs.kind {
                     ExprKind::Str(lit) => match lit.as_plain() {
                         Some(pattern) => {
-                            if let Err(err) = regex::Regex::new(&pattern) {
+                            // The limits the VM's verifier applies
+                            // (`converge_format::bundle::limits`), so a
+                            // policy that checks builds a bundle hosts run.
+                            let built = regex::RegexBuilder::new(&pattern)
+                                .size_limit(limits::MAX_REGEX_SIZE)
+                                .dfa_size_limit(limits::MAX_REGEX_DFA)
+                                .build();
+                            if let Err(err) = built {
                                 self.push(
                                     Diagnostic::new(
                                         Code::InvalidRegex,

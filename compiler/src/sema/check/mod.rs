@@ -24,9 +24,10 @@ pub use statements::{promiser_problem, promiser_text, relative_path};
 
 use std::collections::{HashMap, HashSet};
 
-use converge_grammar::ast::{Expr, Ident};
+use converge_grammar::ast::{BundleDef, Expr, Ident};
 use converge_grammar::Span;
 
+use super::names::{DefId, DefKind, Definition, Names};
 use super::symbols::Symbols;
 use super::types::Type;
 use crate::diagnostic::Diagnostic;
@@ -37,6 +38,8 @@ pub struct Var<'a> {
     pub name: &'a str,
     pub ty: Type,
     pub span: Span,
+    /// Its definition in the name table.
+    pub def: DefId,
 }
 
 pub type Scope<'a> = Vec<Var<'a>>;
@@ -71,6 +74,8 @@ pub struct Checker<'a> {
     /// Number of promise statements checked (the summary line counts them
     /// when there is no `policy` block to expand).
     pub promise_statements: usize,
+    /// What every name refers to, filled as names are resolved.
+    pub names: Names,
 }
 
 impl<'a> Checker<'a> {
@@ -85,11 +90,18 @@ impl<'a> Checker<'a> {
             param_types: HashMap::new(),
             class_refs: None,
             promise_statements: 0,
+            names: global_names(symbols),
         }
     }
 
-    /// Checks every definition of the program.
+    /// Checks every definition of the program, and completes the name
+    /// table.
     pub fn check_program(&mut self) {
+        self.check_definitions();
+        self.names.finish();
+    }
+
+    fn check_definitions(&mut self) {
         self.check_classes();
         self.check_exclusives();
         for (name, _) in self.symbols.lets.defs.clone() {
@@ -109,4 +121,66 @@ impl<'a> Checker<'a> {
     pub(super) fn push(&mut self, d: Diagnostic) {
         self.diagnostics.push(d);
     }
+}
+
+/// The name table with the program's global definitions (classes, lets,
+/// bodies, bundles and the bundles' parameters), so that a use can be
+/// recorded whatever order definitions are checked in. A bundle's
+/// parameters follow it, in order (see [`param_def`]).
+fn global_names(symbols: &Symbols<'_>) -> Names {
+    let mut names = Names::default();
+    let mut global = |kind: DefKind, name: &converge_grammar::ast::Ident, item: Span| {
+        names.define(
+            Definition {
+                kind,
+                name: name.name.clone(),
+                span: Some(name.span),
+                item: Some(item),
+                parent: None,
+            },
+            true,
+        )
+    };
+    for (_, def) in &symbols.classes.defs {
+        global(DefKind::Class, &def.name, def.span);
+    }
+    for (_, def) in &symbols.lets.defs {
+        global(DefKind::Let, &def.name, def.span);
+    }
+    for (_, def) in &symbols.bodies.defs {
+        global(DefKind::Body, &def.name, def.span);
+    }
+    for (_, bundle) in &symbols.bundles.defs {
+        let bundle_id = names.define(
+            Definition {
+                kind: DefKind::Bundle,
+                name: bundle.name.name.clone(),
+                span: Some(bundle.name.span),
+                item: Some(bundle.span),
+                parent: None,
+            },
+            true,
+        );
+        for param in &bundle.params {
+            names.define(
+                Definition {
+                    kind: DefKind::Param,
+                    name: param.name.name.clone(),
+                    span: Some(param.name.span),
+                    item: Some(param.span),
+                    parent: Some(bundle_id),
+                },
+                false,
+            );
+        }
+    }
+    names
+}
+
+/// The definition of the parameter `name` of `bundle` (the first, if two
+/// have that name): parameters are defined right after their bundle.
+pub(super) fn param_def(names: &Names, bundle: &BundleDef, name: &str) -> Option<DefId> {
+    let bundle_id = names.find(DefKind::Bundle, &bundle.name.name)?;
+    let index = bundle.params.iter().position(|p| p.name.name == name)?;
+    Some(bundle_id.offset(index + 1))
 }

@@ -3,11 +3,12 @@
 
 use converge_format::schema::{self, promise_type, PromiseType, PromiserKind, Rule};
 use converge_grammar::ast::{AttrStmt, Call, Expr, ExprKind, Promise, Stmt};
-use converge_grammar::token::StrPart;
+use converge_grammar::token::{interp_text, StrPart};
 use converge_grammar::Span;
 
 use super::*;
 use crate::diagnostic::{Code, Diagnostic};
+use crate::sema::names::{DefKind, Definition};
 use crate::sema::types::Type;
 use crate::suggest::{did_you_mean, one_of};
 
@@ -37,10 +38,21 @@ impl<'a> Checker<'a> {
                             Type::Any
                         }
                     };
+                    let def = self.names.define(
+                        Definition {
+                            kind: DefKind::LoopVar,
+                            name: f.var.name.clone(),
+                            span: Some(f.var.span),
+                            item: Some(f.span),
+                            parent: None,
+                        },
+                        false,
+                    );
                     scope.push(Var {
                         name: &f.var.name,
                         ty: elem,
                         span: f.var.span,
+                        def,
                     });
                     self.check_stmts(&f.body, scope);
                     scope.pop();
@@ -72,6 +84,14 @@ impl<'a> Checker<'a> {
             return;
         };
         self.used_bundles.insert(&bundle.name.name);
+        if let Some(id) = self.names.find(DefKind::Bundle, &bundle.name.name) {
+            self.names.record(call.bundle.span, id);
+        }
+        for name in call.args.iter().filter_map(|a| a.name.as_ref()) {
+            if let Some(id) = param_def(&self.names, bundle, &name.name) {
+                self.names.record(name.span, id);
+            }
+        }
         let types = self.param_types(bundle);
         match bind_arguments(bundle, &call.args) {
             Ok(bound) => {
@@ -111,11 +131,23 @@ impl<'a> Checker<'a> {
             self.value_type(&p.promiser, scope);
             return;
         };
+        let id = self.names.builtin(DefKind::PromiseType, pt.name);
+        self.names.record(p.kind.span, id);
         self.check_promiser(pt, &p.promiser, scope);
         let attrs = self.promise_attrs(p);
+        // A body's values are read where the body is written: they see the
+        // `let`s, never the variables of the bundle that uses the body.
+        let body_scope: Scope<'a> = Vec::new();
         for a in &attrs {
             match pt.attr(&a.name.name) {
-                Some(spec) => self.check_attr_value(&spec.ty, a.value, scope),
+                Some(spec) => {
+                    let scope = if a.via.is_some() { &body_scope } else { scope };
+                    if a.via.is_none() {
+                        let id = self.names.attribute(pt, spec);
+                        self.names.record(a.name.span, id);
+                    }
+                    self.check_attr_value(&spec.ty, a.value, scope);
+                }
                 None => self.unknown_attr(pt, a),
             }
         }
@@ -439,7 +471,7 @@ pub fn promiser_text(expr: &Expr) -> String {
             .iter()
             .map(|p| match p {
                 StrPart::Lit(t) => t.to_string(),
-                StrPart::Interp { path, .. } => format!("${{{}}}", path.join(".")),
+                StrPart::Interp { path, .. } => format!("${{{}}}", interp_text(path)),
             })
             .collect(),
         ExprKind::Path(path) => path

@@ -8,6 +8,7 @@ use converge_grammar::Span;
 
 use super::*;
 use crate::diagnostic::{Code, Diagnostic};
+use crate::sema::names::DefKind;
 use crate::sema::types::Type;
 use crate::suggest::{did_you_mean, one_of};
 
@@ -42,9 +43,7 @@ impl<'a> Checker<'a> {
 
     pub(super) fn check_enum(&mut self, words: &[&str], expr: &'a Expr, scope: &Scope<'a>) {
         let word = match &expr.kind {
-            ExprKind::Path(path)
-                if path.len() == 1 && self.lookup_var(&path[0].name, scope).is_none() =>
-            {
+            ExprKind::Path(path) if path.len() == 1 && !self.is_variable(&path[0].name, scope) => {
                 path.first().map(|i| i.name.to_string())
             }
             ExprKind::Str(lit) => lit.as_plain(),
@@ -105,6 +104,9 @@ impl<'a> Checker<'a> {
             ));
             return;
         };
+        if let Some(id) = self.names.find(DefKind::Class, &name.name) {
+            self.names.record(name.span, id);
+        }
         match self.symbols.classes.get(&name.name) {
             Some(def) if def.expr.is_some() => self.push(
                 Diagnostic::new(
@@ -215,9 +217,7 @@ impl<'a> Checker<'a> {
     pub(super) fn value_type_or_word(&mut self, expr: &'a Expr, scope: &Scope<'a>) -> Type {
         if let ExprKind::Path(path) = &expr.kind {
             if let [one] = path.as_slice() {
-                if self.lookup_var(&one.name, scope).is_none()
-                    && self.symbols.lets.get(&one.name).is_none()
-                {
+                if !self.is_variable(&one.name, scope) {
                     return Type::String;
                 }
             }
@@ -266,7 +266,10 @@ impl<'a> Checker<'a> {
             }
             ExprKind::Ref(r) => {
                 let (kind, target) = (&r.kind, &r.target);
-                if kind.name != "id" && promise_type(&kind.name).is_none() {
+                if promise_type(&kind.name).is_some() {
+                    let id = self.names.builtin(DefKind::PromiseType, &kind.name);
+                    self.names.record(kind.span, id);
+                } else if kind.name != "id" {
                     let mut names: Vec<&str> =
                         schema::PROMISE_TYPES.iter().map(|t| t.name).collect();
                     names.push("id");
@@ -296,7 +299,6 @@ impl<'a> Checker<'a> {
                 );
                 Type::Any
             }
-            ExprKind::Error => Type::Any,
         }
     }
 
@@ -321,6 +323,25 @@ impl<'a> Checker<'a> {
 
     pub(super) fn lookup_var<'s>(&self, name: &str, scope: &'s Scope<'a>) -> Option<&'s Var<'a>> {
         scope.iter().rev().find(|v| v.name == name)
+    }
+
+    /// Whether `name` is a variable here: a loop variable, a parameter or a
+    /// `let` (where a bare word could also be an enum word).
+    pub(super) fn is_variable(&self, name: &str, scope: &Scope<'a>) -> bool {
+        self.lookup_var(name, scope).is_some() || self.symbols.lets.get(name).is_some()
+    }
+
+    /// Records the `let` named at `span`.
+    pub(super) fn record_let(&mut self, name: &str, span: Span) {
+        if let Some(id) = self.names.find(DefKind::Let, name) {
+            self.names.record(span, id);
+        }
+    }
+
+    /// Records the fact a path names, over the whole path.
+    fn record_fact(&mut self, name: &str, span: Span) {
+        let id = self.names.builtin(DefKind::Fact, name);
+        self.names.record(span, id);
     }
 
     /// The type of a name: a variable, a `let` (possibly indexed as a map:
@@ -353,8 +374,10 @@ impl<'a> Checker<'a> {
             return self.fact_type(path, span);
         }
         let base = if let Some(var) = self.lookup_var(&first.name, scope) {
+            self.names.record(first.span, var.def);
             var.ty.clone()
         } else if self.symbols.lets.get(&first.name).is_some() {
+            self.record_let(&first.name, first.span);
             self.let_reference(&first.name, first.span)
         } else {
             self.undefined_variable(&first.name, first.span, scope);
@@ -387,7 +410,12 @@ impl<'a> Checker<'a> {
         let name: Vec<&str> = path.iter().map(|i| i.name.as_str()).collect();
         let name = name.join(".");
         match schema::fact(&name) {
-            Some(f) => Type::of_attr(&f.ty),
+            Some(f) => {
+                if let (Some(first), Some(last)) = (path.first(), path.last()) {
+                    self.record_fact(f.name, first.span.to(last.span));
+                }
+                Type::of_attr(&f.ty)
+            }
             None => {
                 let mut d = Diagnostic::new(
                     Code::UnknownFact,
@@ -432,24 +460,26 @@ impl<'a> Checker<'a> {
             };
             let part_span = Span::new(span.file, *start, *end);
             let Some(first) = path.first() else { continue };
-            let ty = if first == "sys" {
-                let idents: Vec<Ident> = path
-                    .iter()
-                    .map(|p| Ident {
-                        name: p.clone(),
-                        span: part_span,
-                    })
-                    .collect();
+            let first_span = first.span(span.file);
+            let ty = if first.name == "sys" {
+                let idents: Vec<Ident> = path.iter().map(|p| p.ident(span.file)).collect();
                 self.fact_type(&idents, part_span)
-            } else if let Some(var) = self.lookup_var(first, scope) {
+            } else if let Some(var) = self.lookup_var(&first.name, scope) {
+                self.names.record(first_span, var.def);
                 index_type(var.ty.clone(), path.len())
-            } else if let Some((name, _)) = self.symbols.lets.defs.iter().find(|(n, _)| *n == first)
+            } else if let Some((name, _)) = self
+                .symbols
+                .lets
+                .defs
+                .iter()
+                .find(|(n, _)| *n == first.name)
             {
                 let name: &'a str = name;
                 self.used_lets.insert(name);
+                self.record_let(name, first_span);
                 index_type(self.let_reference(name, part_span), path.len())
             } else {
-                self.undefined_variable(first, part_span, scope);
+                self.undefined_variable(&first.name, part_span, scope);
                 Type::Any
             };
             if !ty.is_scalar() {

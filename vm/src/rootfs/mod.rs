@@ -8,20 +8,30 @@
 //! Nothing here can name a file outside the root: there is no `..`, and no
 //! absolute path is ever handed to the kernel past the root itself.
 //!
-//! Writes are atomic: the new content goes to a temporary file created
-//! exclusively in the same directory, is synced, renamed over the target,
-//! and the directory is synced. Killed at any instant, a file is either its
-//! old content or its new one.
+//! Writes are atomic ([`atomic`]); a tree is removed iteratively with a
+//! bounded number of descriptors ([`remove`]); a name read from a directory
+//! is escaped before it is shown ([`names`]). This module and those are the
+//! only code of the VM that opens files (`tests/architecture.rs` checks it):
+//! the state directory ([`crate::state`]) goes through the same helpers.
+
+mod atomic;
+mod names;
+mod remove;
 
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::io::{Read as _, Write as _};
+use std::collections::{HashMap, HashSet};
+use std::io::Read as _;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
 use rustix::io::Errno;
+
+pub use atomic::{
+    is_live_temp, is_temp_name, symlink_atomic_at, sync_dir, write_atomic_at, TEMP_PREFIX,
+};
+pub use names::{escape_name, printable};
 
 /// Why a filesystem operation was refused or failed, with the policy path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,6 +52,12 @@ pub enum FsError {
     /// The object is directly in a world-writable directory (like `/tmp`),
     /// where any local user can race a change (THREATS.md case 35).
     SharedDirectory { path: String, dir: String },
+    /// A directory on the path was moved or replaced since the run walked
+    /// it (out of the root, say): nothing is written through it.
+    Moved(String),
+    /// Not a regular file where one is read (a FIFO would block the run, a
+    /// device would never end).
+    NotAFile(String),
     /// The operating system refused.
     Io {
         path: String,
@@ -58,24 +74,45 @@ impl std::fmt::Display for FsError {
                 "`{}` is not a plain absolute path (no `..`, `.`, `//` or NUL, at most 4096 bytes)",
                 p.escape_debug()
             ),
-            FsError::Symlink(p) => write!(f, "`{p}` is a symbolic link; refusing to follow it"),
-            FsError::NotADirectory(p) => write!(f, "`{p}` is not a directory"),
+            FsError::Symlink(p) => write!(
+                f,
+                "`{}` is a symbolic link; refusing to follow it",
+                printable(p)
+            ),
+            FsError::NotADirectory(p) => write!(f, "`{}` is not a directory", printable(p)),
             FsError::HardLinked(p) => write!(
                 f,
-                "`{p}` has other hard links; refusing to change it in place (its content can be replaced)"
+                "`{}` has other hard links; refusing to change it in place (its content can be replaced)",
+                printable(p)
             ),
             FsError::TooLarge { path, len } => write!(
                 f,
-                "`{path}` is {len} bytes; Converge reads and edits files of at most {} MiB",
+                "`{}` is {len} bytes; Converge reads and edits files of at most {} MiB",
+                printable(path),
                 MAX_READ >> 20
             ),
             FsError::SharedDirectory { path, dir } => write!(
                 f,
-                "`{path}` is directly in `{dir}`, a world-writable directory where any local \
+                "`{}` is directly in `{}`, a world-writable directory where any local \
                  user can race a change; Converge changes nothing there: manage it in a \
-                 directory that only its owner can write to"
+                 directory that only its owner can write to",
+                printable(path),
+                printable(dir)
             ),
-            FsError::Io { path, op, errno } => write!(f, "cannot {op} `{path}`: {errno}"),
+            FsError::Moved(p) => write!(
+                f,
+                "a directory of `{}` was moved or replaced during the run; nothing was \
+                 written through it (the next run walks the path again)",
+                printable(p)
+            ),
+            FsError::NotAFile(p) => write!(
+                f,
+                "`{}` is not a regular file (a FIFO, device or socket is never read)",
+                printable(p)
+            ),
+            FsError::Io { path, op, errno } => {
+                write!(f, "cannot {op} `{}`: {errno}", printable(path))
+            }
         }
     }
 }
@@ -107,15 +144,21 @@ pub struct Meta {
 
 /// A root directory, and every operation relative to it.
 ///
-/// Directory handles are kept once walked (`/data/d1` opens `data` and
+/// Reads reuse directory handles once walked (`/data/d1` opens `data` and
 /// `d1` once per run, not once per file in it): a handle names the
 /// directory itself, so a link planted later at its path does not redirect
-/// it. Removing a directory through this type forgets its handles.
+/// it. A change walks the path again from the root, and checks just before
+/// a new file takes its name that its directory is still the one at that
+/// path: a managed directory moved out of the root mid-run (its handle
+/// would follow it) receives no write. Removing a directory through this
+/// type forgets its handles.
 #[derive(Debug)]
 pub struct RootFs {
     root: OwnedFd,
     path: PathBuf,
     dirs: RefCell<HashMap<String, Rc<OwnedFd>>>,
+    /// Directories whose stale temporaries this run has removed.
+    cleaned: RefCell<HashSet<String>>,
 }
 
 fn io<'p>(path: &'p str, op: &'static str) -> impl FnOnce(Errno) -> FsError + 'p {
@@ -161,6 +204,7 @@ impl RootFs {
             root,
             path: path.to_path_buf(),
             dirs: RefCell::new(HashMap::new()),
+            cleaned: RefCell::new(HashSet::new()),
         })
     }
 
@@ -179,18 +223,38 @@ impl RootFs {
         let Some((name, dirs)) = comps.split_last() else {
             return Err(FsError::BadPath(path.to_owned()));
         };
-        let key = dirs.join("/");
-        if let Some(fd) = self.dirs.borrow().get(&key) {
-            return Ok(Some((Rc::clone(fd), name)));
+        Ok(self
+            .walk(path, dirs, create, Walk::Cached)?
+            .map(|fd| (fd, *name)))
+    }
+
+    /// The directory `dirs` (components below the root), opened one
+    /// component at a time without following links. [`Walk::Cached`] reuses
+    /// handles; [`Walk::Fresh`] opens every component again (and refreshes
+    /// the cache); [`Walk::Check`] opens them again and leaves the cache
+    /// alone.
+    fn walk(
+        &self,
+        path: &str,
+        dirs: &[&str],
+        create: Option<u32>,
+        how: Walk,
+    ) -> Result<Option<Rc<OwnedFd>>, FsError> {
+        if how == Walk::Cached {
+            if let Some(fd) = self.dirs.borrow().get(&dirs.join("/")) {
+                return Ok(Some(Rc::clone(fd)));
+            }
         }
         let mut current = Rc::new(
             rfs::openat(&self.root, ".", DIR_FLAGS, Mode::empty()).map_err(io(path, "open"))?,
         );
         for (i, dir) in dirs.iter().enumerate() {
             let prefix = dirs.get(..=i).unwrap_or_default().join("/");
-            if let Some(fd) = self.dirs.borrow().get(&prefix) {
-                current = Rc::clone(fd);
-                continue;
+            if how == Walk::Cached {
+                if let Some(fd) = self.dirs.borrow().get(&prefix) {
+                    current = Rc::clone(fd);
+                    continue;
+                }
             }
             let shown = || format!("/{prefix}");
             let fd = match rfs::openat(&*current, *dir, DIR_FLAGS, Mode::empty()) {
@@ -218,31 +282,57 @@ impl RootFs {
                 Err(e) => return Err(io(&shown(), "open")(e)),
             };
             current = Rc::new(fd);
-            self.dirs.borrow_mut().insert(prefix, Rc::clone(&current));
+            if how != Walk::Check {
+                self.dirs.borrow_mut().insert(prefix, Rc::clone(&current));
+            }
         }
-        Ok(Some((current, name)))
+        Ok(Some(current))
+    }
+
+    /// Whether `dir` is still the directory at `dirs` below the root (same
+    /// device and inode, reached without links): [`FsError::Moved`] if not.
+    fn still_at(&self, path: &str, dirs: &[&str], dir: &OwnedFd) -> Result<(), FsError> {
+        let now = self.walk(path, dirs, None, Walk::Check)?;
+        let held = rfs::fstat(dir).map_err(io(path, "stat the directory of"))?;
+        match now {
+            Some(now) => {
+                let st = rfs::fstat(&*now).map_err(io(path, "stat the directory of"))?;
+                if (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino) {
+                    return Ok(());
+                }
+                Err(FsError::Moved(path.to_owned()))
+            }
+            None => Err(FsError::Moved(path.to_owned())),
+        }
     }
 
     /// [`RootFs::parent`] for a change: refuses a parent directory that is
     /// world-writable (`/tmp`, sticky or not), where another user could
     /// plant, swap or delete names between the VM's steps.
+    ///
+    /// The path is walked again from the root (never through a handle
+    /// cached earlier in the run, which follows its directory wherever it
+    /// was moved).
     fn parent_to_change<'p>(
         &self,
         path: &'p str,
         create: Option<u32>,
     ) -> Result<Option<(Rc<OwnedFd>, &'p str)>, FsError> {
-        let found = self.parent(path, create)?;
-        if let Some((dir, _)) = &found {
-            let st = rfs::fstat(&**dir).map_err(io(path, "inspect the directory of"))?;
-            if st.st_mode & 0o002 != 0 {
-                let parent = path.rsplit_once('/').map_or("/", |(d, _)| d);
-                return Err(FsError::SharedDirectory {
-                    path: path.to_owned(),
-                    dir: if parent.is_empty() { "/" } else { parent }.to_owned(),
-                });
-            }
+        let comps = components(path)?;
+        let Some((name, dirs)) = comps.split_last() else {
+            return Err(FsError::BadPath(path.to_owned()));
+        };
+        let Some(dir) = self.walk(path, dirs, create, Walk::Fresh)? else {
+            return Ok(None);
+        };
+        if shared(&dir, path)? {
+            let parent = path.rsplit_once('/').map_or("/", |(d, _)| d);
+            return Err(FsError::SharedDirectory {
+                path: path.to_owned(),
+                dir: if parent.is_empty() { "/" } else { parent }.to_owned(),
+            });
         }
-        Ok(found)
+        Ok(Some((dir, name)))
     }
 
     /// Forgets the handles of `path` and everything under it (after the
@@ -272,44 +362,16 @@ impl RootFs {
     /// The content of the regular file at `path`, or `None` if there is
     /// none. A link there is refused, not followed.
     pub fn read_file(&self, path: &str) -> Result<Option<Vec<u8>>, FsError> {
+        self.read_file_limited(path, MAX_READ)
+    }
+
+    /// [`RootFs::read_file`] with a smaller bound (facts read at most a
+    /// few KiB of `/etc/hostname`).
+    pub fn read_file_limited(&self, path: &str, limit: u64) -> Result<Option<Vec<u8>>, FsError> {
         let Some((dir, name)) = self.parent(path, None)? else {
             return Ok(None);
         };
-        let fd = match rfs::openat(
-            &dir,
-            name,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
-            Mode::empty(),
-        ) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT) => return Ok(None),
-            Err(Errno::LOOP) => return Err(FsError::Symlink(path.to_owned())),
-            Err(e) => return Err(io(path, "open")(e)),
-        };
-        let st = rfs::fstat(&fd).map_err(io(path, "stat"))?;
-        let m = meta(&st);
-        if m.kind != Kind::File {
-            return Err(io(path, "read")(Errno::INVAL));
-        }
-        if m.len > MAX_READ {
-            return Err(FsError::TooLarge {
-                path: path.to_owned(),
-                len: m.len,
-            });
-        }
-        // Bounded even if the file grows after the size check.
-        let mut bytes = Vec::new();
-        std::fs::File::from(fd)
-            .take(MAX_READ.saturating_add(1))
-            .read_to_end(&mut bytes)
-            .map_err(|e| io(path, "read")(Errno::from_io_error(&e).unwrap_or(Errno::IO)))?;
-        if bytes.len() as u64 > MAX_READ {
-            return Err(FsError::TooLarge {
-                path: path.to_owned(),
-                len: bytes.len() as u64,
-            });
-        }
-        Ok(Some(bytes))
+        read_at(&dir, name, limit.min(MAX_READ), path)
     }
 
     /// Replaces (or creates) the regular file at `path` with `contents`,
@@ -333,36 +395,11 @@ impl RootFs {
             }
             _ => {}
         }
-        let tmp = temp_name(name);
-        // A run killed between creating its temporary file and renaming it
-        // leaves one behind; the name is fixed per target, so the next run
-        // clears it instead of accumulating them.
-        let _ = rfs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
-        let result = (|| {
-            let fd = rfs::openat(
-                &dir,
-                tmp.as_str(),
-                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::from_bits_truncate(0o600),
-            )
-            .map_err(io(path, "create a temporary file for"))?;
-            let mut file = std::fs::File::from(fd);
-            file.write_all(contents)
-                .map_err(|e| io(path, "write")(Errno::from_io_error(&e).unwrap_or(Errno::IO)))?;
-            rfs::fchmod(&file, Mode::from_bits_truncate(mode))
-                .map_err(io(path, "set the mode of"))?;
-            if let Some((uid, gid)) = owner {
-                rfs::fchown(&file, Some(uid_of(uid)), Some(gid_of(gid)))
-                    .map_err(io(path, "set the owner of"))?;
-            }
-            rfs::fsync(&file).map_err(io(path, "sync"))?;
-            rfs::renameat(&dir, tmp.as_str(), &dir, name).map_err(io(path, "rename into place"))?;
-            sync_dir(&dir, path)
-        })();
-        if result.is_err() {
-            let _ = rfs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
-        }
-        result
+        let comps = components(path)?;
+        let dirs = comps.split_last().map_or(&[][..], |(_, dirs)| dirs);
+        write_atomic_at(&dir, name, contents, mode, owner, path, || {
+            self.still_at(path, dirs, &dir)
+        })
     }
 
     /// Creates the directory at `path` (and missing parents) with `mode`.
@@ -393,6 +430,9 @@ impl RootFs {
 
     /// Sets owner and group of the object itself (never a link's target,
     /// never a file with other hard links).
+    ///
+    /// `chown` clears the setuid and setgid bits: a caller that sets both
+    /// owner and mode sets the owner first.
     pub fn set_owner(&self, path: &str, uid: u32, gid: u32) -> Result<(), FsError> {
         let Some((dir, name)) = self.parent_to_change(path, None)? else {
             return Err(io(path, "set the owner of")(Errno::NOENT));
@@ -422,30 +462,53 @@ impl RootFs {
         if kind_at(&dir, name) == Some(Kind::Dir) {
             return Err(io(path, "replace a directory with a link at")(Errno::ISDIR));
         }
-        let tmp = temp_name(name);
-        let _ = rfs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
-        rfs::symlinkat(target, &dir, tmp.as_str()).map_err(io(path, "create link"))?;
-        if let Err(e) = rfs::renameat(&dir, tmp.as_str(), &dir, name) {
-            let _ = rfs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
-            return Err(io(path, "rename link into place")(e));
-        }
-        sync_dir(&dir, path)
+        symlink_atomic_at(&dir, name, target, path)
     }
 
     /// Removes the object at `path`: a file or link is unlinked, a directory
-    /// removed with everything in it, links inside never followed.
+    /// removed with everything in it (iteratively, whatever its depth),
+    /// links inside never followed.
     pub fn remove(&self, path: &str) -> Result<(), FsError> {
         let Some((dir, name)) = self.parent_to_change(path, None)? else {
             return Ok(());
         };
-        remove_at(&dir, name, path)?;
+        remove_object(&dir, name.as_bytes(), path)?;
         self.forget(path);
         sync_dir(&dir, path)
     }
 
+    /// Removes the entry `name` (raw bytes, as [`RootFs::list_dir`] gives
+    /// them: not necessarily UTF-8) of the directory at `dir`.
+    pub fn remove_entry(&self, dir: &str, name: &[u8]) -> Result<(), FsError> {
+        let shown = format!("{}/{}", dir.trim_end_matches('/'), escape_name(name));
+        let handle = self.dir_to_change(dir)?;
+        remove_object(&handle, name, &shown)?;
+        if let Ok(name) = std::str::from_utf8(name) {
+            self.forget(&format!("{}/{name}", dir.trim_end_matches('/')));
+        }
+        sync_dir(&handle, &shown)
+    }
+
+    /// A handle on the directory at `path` itself, walked afresh, for a
+    /// change in it (refused if it is world-writable).
+    fn dir_to_change(&self, path: &str) -> Result<Rc<OwnedFd>, FsError> {
+        let comps = components(path)?;
+        let dir = self
+            .walk(path, &comps, None, Walk::Fresh)?
+            .ok_or_else(|| io(path, "open")(Errno::NOENT))?;
+        if shared(&dir, path)? {
+            return Err(FsError::SharedDirectory {
+                path: path.to_owned(),
+                dir: path.to_owned(),
+            });
+        }
+        Ok(dir)
+    }
+
     /// The names in the directory at `path`, sorted (empty if it is not
-    /// there).
-    pub fn list_dir(&self, path: &str) -> Result<Vec<String>, FsError> {
+    /// there), as raw bytes: a name need not be UTF-8. Show one with
+    /// [`escape_name`].
+    pub fn list_dir(&self, path: &str) -> Result<Vec<Vec<u8>>, FsError> {
         let fd = if components(path)?.is_empty() {
             rfs::openat(
                 &self.root,
@@ -472,53 +535,159 @@ impl RootFs {
                 Err(e) => return Err(io(path, "open")(e)),
             }
         };
-        let mut names = entries(fd, path)?;
+        let mut names = entries(&fd, path)?;
         names.sort();
         Ok(names)
     }
+
+    /// Removes the stale temporaries (see [`atomic`]) of the directory
+    /// holding `path`, once per run and directory, and returns their
+    /// escaped names. A temporary left by a run killed with SIGKILL would
+    /// otherwise stay for good when the target it was for ends unchanged.
+    /// Nothing is done in a world-writable directory (nothing is changed
+    /// there) or one that does not exist.
+    pub fn clean_stale_temporaries(&self, path: &str) -> Result<Vec<String>, FsError> {
+        let comps = components(path)?;
+        let Some((_, dirs)) = comps.split_last() else {
+            return Ok(Vec::new());
+        };
+        if !self.cleaned.borrow_mut().insert(dirs.join("/")) {
+            return Ok(Vec::new());
+        }
+        let dir = match self.walk(path, dirs, None, Walk::Fresh) {
+            Ok(Some(dir)) => dir,
+            Ok(None) => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        if shared(&dir, path)? {
+            return Ok(Vec::new());
+        }
+        let listing = rfs::openat(
+            &*dir,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(io(path, "open the directory of"))?;
+        let mut removed = Vec::new();
+        for name in entries(&listing, path)? {
+            if is_temp_name(&name) && !is_live_temp(&name) {
+                let shown = format!("/{}/{}", dirs.join("/"), escape_name(&name));
+                remove_object(&dir, &name, &shown)?;
+                removed.push(shown);
+            }
+        }
+        if !removed.is_empty() {
+            sync_dir(&dir, path)?;
+        }
+        Ok(removed)
+    }
 }
 
-/// The temporary name a write to `name` goes through.
-fn temp_name(name: &str) -> String {
-    format!(".{name}{TEMP_SUFFIX}")
+/// How [`RootFs::walk`] uses the cache of directory handles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Walk {
+    Cached,
+    Fresh,
+    Check,
 }
 
-/// Ends the name of every temporary file (`.NAME.converge-tmp`): a
-/// directory listing leaves them out of its unmanaged entries.
-pub const TEMP_SUFFIX: &str = ".converge-tmp";
+/// Whether the directory `dir` is world-writable.
+fn shared(dir: &OwnedFd, path: &str) -> Result<bool, FsError> {
+    let st = rfs::fstat(dir).map_err(io(path, "inspect the directory of"))?;
+    Ok(st.st_mode & 0o002 != 0)
+}
 
-fn entries(fd: OwnedFd, path: &str) -> Result<Vec<String>, FsError> {
-    let mut dir = rfs::Dir::read_from(&fd).map_err(io(path, "list"))?;
+/// The content of the regular file `name` in `dir`, at most `limit` bytes
+/// (`None` if it does not exist). A link is refused, not followed; a FIFO,
+/// device or socket is refused without blocking on it (`O_NONBLOCK`); a
+/// file that grows past the bound while it is read is refused too. The
+/// state directory reads its files with this as well.
+pub fn read_at(
+    dir: &OwnedFd,
+    name: &str,
+    limit: u64,
+    shown: &str,
+) -> Result<Option<Vec<u8>>, FsError> {
+    let fd = match rfs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(None),
+        Err(Errno::LOOP) => return Err(FsError::Symlink(shown.to_owned())),
+        Err(e) => return Err(io(shown, "open")(e)),
+    };
+    read_regular(fd, limit, shown).map(Some)
+}
+
+/// A file of the running kernel (`/proc/meminfo`), not of the root: read
+/// with the same care (regular files only, never blocking, bounded), links
+/// followed (`/proc/net` is one). `None` if it cannot be read.
+pub fn read_system_file(path: &Path, limit: u64) -> Option<Vec<u8>> {
+    let fd = rfs::open(
+        path,
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    )
+    .ok()?;
+    read_regular(fd, limit, &path.display().to_string()).ok()
+}
+
+fn read_regular(fd: OwnedFd, limit: u64, shown: &str) -> Result<Vec<u8>, FsError> {
+    let st = rfs::fstat(&fd).map_err(io(shown, "stat"))?;
+    let m = meta(&st);
+    if m.kind != Kind::File {
+        return Err(FsError::NotAFile(shown.to_owned()));
+    }
+    if m.len > limit {
+        return Err(FsError::TooLarge {
+            path: shown.to_owned(),
+            len: m.len,
+        });
+    }
+    // Bounded even if the file grows after the size check.
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| io(shown, "read")(Errno::from_io_error(&e).unwrap_or(Errno::IO)))?;
+    if bytes.len() as u64 > limit {
+        return Err(FsError::TooLarge {
+            path: shown.to_owned(),
+            len: bytes.len() as u64,
+        });
+    }
+    Ok(bytes)
+}
+
+/// The names in the directory `fd` (opened for reading), raw.
+fn entries(fd: &OwnedFd, path: &str) -> Result<Vec<Vec<u8>>, FsError> {
+    let mut dir = rfs::Dir::read_from(fd).map_err(io(path, "list"))?;
     let mut names = Vec::new();
     while let Some(entry) = dir.read() {
         let entry = entry.map_err(io(path, "list"))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name != "." && name != ".." {
-            names.push(name);
+        let name = entry.file_name().to_bytes();
+        if name != b"." && name != b".." {
+            names.push(name.to_vec());
         }
     }
     Ok(names)
 }
 
-fn remove_at(dir: &OwnedFd, name: &str, shown: &str) -> Result<(), FsError> {
-    match kind_at(dir, name) {
-        None => Ok(()),
-        Some(Kind::Dir) => {
-            let fd = rfs::openat(
-                dir,
-                name,
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(io(shown, "open"))?;
-            let inner =
-                rfs::openat(&fd, ".", DIR_FLAGS, Mode::empty()).map_err(io(shown, "open"))?;
-            for entry in entries(fd, shown)? {
-                remove_at(&inner, &entry, &format!("{shown}/{entry}"))?;
-            }
-            rfs::unlinkat(dir, name, AtFlags::REMOVEDIR).map_err(io(shown, "remove directory"))
-        }
-        Some(_) => rfs::unlinkat(dir, name, AtFlags::empty()).map_err(io(shown, "remove")),
+/// Removes `name` in `dir`: a directory with everything in it, anything
+/// else unlinked; nothing there is not an error.
+fn remove_object(dir: &OwnedFd, name: &[u8], shown: &str) -> Result<(), FsError> {
+    match rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map(|st| meta(&st).kind) {
+        Err(Errno::NOENT) => Ok(()),
+        Err(e) => Err(io(shown, "stat")(e)),
+        Ok(Kind::Dir) => remove::remove_tree(dir, name, shown),
+        Ok(_) => match rfs::unlinkat(dir, name, AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Err(e) => Err(io(shown, "remove")(e)),
+        },
     }
 }
 
@@ -553,17 +722,6 @@ fn open_object(dir: &OwnedFd, name: &str, shown: &str) -> Result<OwnedFd, FsErro
 fn set_mode_at(dir: &OwnedFd, name: &str, mode: u32, shown: &str) -> Result<(), FsError> {
     let fd = open_object(dir, name, shown)?;
     rfs::fchmod(&fd, Mode::from_bits_truncate(mode)).map_err(io(shown, "set the mode of"))
-}
-
-fn sync_dir(dir: &OwnedFd, shown: &str) -> Result<(), FsError> {
-    let fd = rfs::openat(
-        dir,
-        ".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(io(shown, "open the directory of"))?;
-    rfs::fsync(&fd).map_err(io(shown, "sync the directory of"))
 }
 
 fn meta(st: &rfs::Stat) -> Meta {

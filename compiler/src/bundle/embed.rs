@@ -1,0 +1,96 @@
+//! Files a promise embeds in the bundle (`source`, `template`): named
+//! relative to the policy file that names them, and read only from inside
+//! that file's policy tree ([`crate::policy_tree`]). `policyc check`
+//! applies the same rule without reading ([`check_embeds`]), so a path
+//! that leaves the tree is an error before anyone builds.
+
+use std::path::PathBuf;
+
+use converge_format::bundle::envelope::MAX_BUNDLE_LEN;
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::ir::{self, Value};
+use crate::policy_tree::PolicyTree;
+use crate::source::SourceDb;
+use crate::workspace::outside_tree;
+
+/// Attributes whose value names a file to embed.
+pub const EMBEDDED: &[&str] = &["source", "template"];
+
+/// The path an embedding attribute names, checked against the policy tree
+/// of the file it is written in (by name and through links).
+fn resolve(
+    db: &SourceDb,
+    p: &ir::Promise,
+    attr: &ir::Attr,
+) -> Result<(PathBuf, PolicyTree), Diagnostic> {
+    let Some(name) = attr.value.as_str() else {
+        return Err(Diagnostic::new(
+            Code::EmbedFailed,
+            format!("`{}` must name a file at compile time", attr.name),
+            attr.span,
+            "depends on facts",
+        ));
+    };
+    let file = db.get(attr.span.file).or_else(|| db.get(p.span.file));
+    let (from, tree) = match file.and_then(|f| Some((f.path.clone(), f.tree.as_deref()?.clone()))) {
+        Some(found) => found,
+        // Written in the standard library, which has no tree on disk.
+        None => {
+            return Err(Diagnostic::new(
+                Code::EmbedFailed,
+                format!("cannot embed `{name}`: the standard library embeds no files"),
+                attr.span,
+                "named here",
+            ))
+        }
+    };
+    match tree.resolve(&from, name) {
+        Ok(path) => Ok((path, tree)),
+        Err(err) => Err(outside_tree(&attr.name, name, &err, &tree, attr.span)),
+    }
+}
+
+/// Reads the file an embedding attribute names, from inside its tree.
+pub fn read(db: &SourceDb, p: &ir::Promise, attr: &ir::Attr) -> Result<Vec<u8>, Diagnostic> {
+    let (path, tree) = resolve(db, p, attr)?;
+    let name = attr.value.as_str().unwrap_or_default();
+    tree.read(&path, MAX_BUNDLE_LEN).map_err(|err| {
+        if err.is_escape() {
+            return outside_tree(&attr.name, name, &err, &tree, attr.span);
+        }
+        Diagnostic::new(
+            Code::EmbedFailed,
+            format!("cannot embed `{name}`: {err}"),
+            attr.span,
+            format!("looked for {}", path.display()),
+        )
+        .with_help(
+            "`source` and `template` files are read at build time, relative to the policy file",
+        )
+    })
+}
+
+/// Every constant `source`/`template` path of the program that leaves its
+/// policy tree (what `policyc check` says before a build would refuse).
+/// Missing files are left to the build, which reads them.
+pub fn check_embeds(db: &SourceDb, program: &ir::Program) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = Vec::new();
+    for p in &program.promises {
+        for attr in p
+            .attrs
+            .iter()
+            .filter(|a| EMBEDDED.contains(&a.name.as_str()))
+        {
+            if !matches!(attr.value, Value::Str(_)) {
+                continue;
+            }
+            if let Err(d) = resolve(db, p, attr) {
+                if d.code == Code::OutsidePolicyTree && !out.contains(&d) {
+                    out.push(d);
+                }
+            }
+        }
+    }
+    out
+}
