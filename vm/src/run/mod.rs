@@ -475,7 +475,9 @@ fn mount_states(
     instances: &[(usize, Vec<String>, Result<Instance, String>)],
     out: &mut HashMap<(usize, Vec<String>), String>,
 ) {
-    let mut by_point: HashMap<&str, Vec<(usize, &Vec<String>, &str)>> = HashMap::new();
+    // mount point -> (promise index, loop elements, state) of each instance.
+    type States<'i> = Vec<(usize, &'i Vec<String>, &'i str)>;
+    let mut by_point: HashMap<&str, States<'_>> = HashMap::new();
     for (_, combo, inst) in instances {
         let Ok(inst) = inst else { continue };
         if inst.kind == "mount" {
@@ -729,7 +731,10 @@ mod tests {
             let members: Vec<(usize, &str)> = (0..n)
                 .map(|k| {
                     let digit = code / 12u32.pow(k) % 12;
-                    ((digit / 4) as usize, STATES[(digit % 4) as usize])
+                    (
+                        (digit / 4) as usize,
+                        *STATES.get((digit % 4) as usize).unwrap(),
+                    )
                 })
                 .collect();
             let instances: Vec<(usize, Vec<String>, Result<Instance, String>)> = members
