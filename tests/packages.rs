@@ -567,7 +567,7 @@ fn a_dry_run_runs_no_tool_that_changes_packages_or_accounts() {
   package "cvg-gamma" { deb = "/pkgs/cvg-gamma_1.0.deb"; }
   package "cvg-delta" { state = removed; }
   group "web" { gid = 1500; }
-  user "carol" { uid = 1600; groups = ["web"]; }
+  user "carol" { uid = 1600; groups = ["users"]; }
   user "old" { ensure = absent; }
 }
 policy { b(); }"#,

@@ -31,6 +31,7 @@ pub fn dot(db: &SourceDb, program: &Program) -> String {
                 quote(e.class.as_deref().unwrap_or(""))
             ),
             EdgeKind::Contains => "style=dotted".to_owned(),
+            EdgeKind::Account => "style=dotted, label=\"account\"".to_owned(),
         };
         let _ = writeln!(out, "  p{} -> p{} [{style}];", e.from, e.to);
     }

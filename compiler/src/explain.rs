@@ -135,5 +135,6 @@ fn edge_word(kind: EdgeKind) -> &'static str {
         EdgeKind::Notify => "notified by",
         EdgeKind::Outcome => "outcome of",
         EdgeKind::Contains => "inside",
+        EdgeKind::Account => "needs the account",
     }
 }

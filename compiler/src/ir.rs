@@ -50,6 +50,10 @@ pub enum EdgeKind {
     Outcome,
     /// `from` is a directory containing `to`, or the file a `line` edits.
     Contains,
+    /// Accounts: `from` is a `group` that user `to` has as its primary
+    /// (`group`) or supplementary (`groups`) group, or `from` is a user
+    /// that group `to` lists in `members`: the tools need it to exist.
+    Account,
 }
 
 #[derive(Clone, Debug)]

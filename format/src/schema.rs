@@ -174,9 +174,20 @@ impl PromiseType {
         self.attrs.iter().chain(COMMON).find(|a| a.name == name)
     }
 
-    /// Every attribute valid on this type: its own, then the common ones.
+    /// Every attribute valid on this type: its own, then the common ones
+    /// it does not override (`comment` on `user`).
     pub fn all_attrs(&self) -> impl Iterator<Item = &'static AttrSpec> {
-        self.attrs.iter().chain(COMMON)
+        let own = self.attrs;
+        own.iter().chain(
+            COMMON
+                .iter()
+                .filter(|c| !own.iter().any(|a| a.name == c.name)),
+        )
+    }
+
+    /// The role of one of its attributes (its own overrides a common one).
+    pub fn role(&self, name: &str) -> Option<AttrRole> {
+        self.attr(name).map(|a| a.role)
     }
 
     /// An attribute of this type, or a common attribute, by its bundle id.
@@ -229,6 +240,25 @@ pub fn attr_role(name: &str) -> Option<AttrRole> {
 /// [`AttrRole::State`]), as opposed to relating promises or annotating one.
 pub fn describes_state(name: &str) -> bool {
     attr_role(name) == Some(AttrRole::State)
+}
+
+/// Whether the attribute says what an object of promise type `kind` looks
+/// like: as [`describes_state`], with the type's own overrides (`comment` is
+/// state on `user`, an annotation elsewhere).
+pub fn describes_state_in(kind: &str, name: &str) -> bool {
+    promise_type(kind).and_then(|t| t.role(name)) == Some(AttrRole::State)
+}
+
+/// Attributes whose value no report, dry-run line or diagnostic may show
+/// (THREATS.md T24): they are shown as [`HIDDEN_VALUE`].
+pub const HIDDEN_ATTRS: &[&str] = &["password"];
+
+/// What is shown instead of a hidden attribute's value.
+pub const HIDDEN_VALUE: &str = "<password>";
+
+/// Whether the value of attribute `name` must never be shown.
+pub fn hides_value(name: &str) -> bool {
+    HIDDEN_ATTRS.contains(&name)
 }
 
 const ENSURE_VALUES: &[&str] = &["present", "absent"];
@@ -290,6 +320,18 @@ const GROUP: AttrSpec = attr(
     AttrType::String,
     DefaultValue::Unmanaged,
     "Owning group name; new objects get the VM's group, existing ones are left alone unless set.",
+);
+
+/// `comment` on a `user` is the account's GECOS field (LANGUAGE.md section
+/// 13, as in Puppet and Ansible): there it says what the object looks like,
+/// so it overrides the common annotation of the same name and id with the
+/// state role (two promises giving one user different comments contradict).
+const USER_COMMENT: AttrSpec = attr(
+    11,
+    "comment",
+    AttrType::String,
+    DefaultValue::Unmanaged,
+    "The GECOS field of /etc/passwd (the user's full name); on `user` this is state, not only a note about the promise.",
 );
 
 /// Attributes every promise type accepts.
@@ -507,6 +549,12 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
                 DefaultValue::Unmanaged,
                 "A `.deb` file inside the root to install with `dpkg --install` instead of from the apt repositories (as Ansible's `apt: deb=`).",
             ),
+            attr(
+                193, "update_cache_age",
+                AttrType::Duration,
+                DefaultValue::Unmanaged,
+                "Refresh the apt index (`apt-get update`, at most once per run, before the batch) when its newest file in /var/lib/apt/lists is older than this, or missing (as Ansible's `cache_valid_time`).",
+            ),
         ],
         rules: &[],
     },
@@ -610,8 +658,33 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
                 DefaultValue::Unmanaged,
                 "Supplementary groups, converged as a set.",
             ),
+            attr(
+                39, "gid",
+                AttrType::Int,
+                DefaultValue::Unmanaged,
+                "Primary group, by id (or `group`, by name; not both).",
+            ),
+            attr(
+                4, "group",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "Primary group, by name (or `gid`); a `group` promise of the policy for it is applied first.",
+            ),
+            attr(
+                190, "password",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "The password as a crypt(3) hash (`$y$...`, `$6$...`, `!` to lock), set with `chpasswd -e`; never shown in reports (a `secret` once secrets exist).",
+            ),
+            attr(
+                191, "system",
+                AttrType::Bool,
+                DefaultValue::Bool(false),
+                "Create it as a system account (`--system`: an id from the system range, no password aging); only read when it is created.",
+            ),
+            USER_COMMENT,
         ],
-        rules: &[],
+        rules: &[Rule::AtMostOne(&["gid", "group"])],
     },
     PromiseType {
         id: 9,
@@ -621,6 +694,18 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
         attrs: &[
             ENSURE,
             attr(39, "gid", AttrType::Int, DefaultValue::Unmanaged, "Numeric group id."),
+            attr(
+                191, "system",
+                AttrType::Bool,
+                DefaultValue::Bool(false),
+                "Create it as a system group (`--system`: an id from the system range); only read when it is created.",
+            ),
+            attr(
+                192, "members",
+                AttrType::List(&AttrType::String),
+                DefaultValue::Unmanaged,
+                "Its supplementary members, converged as a set (`gpasswd -M`): missing ones added, others removed; each must be an existing user.",
+            ),
         ],
         rules: &[],
     },
@@ -943,7 +1028,15 @@ mod tests {
             assert_ne!(a.id, 0, "{}", a.name);
             assert_eq!(*by_name.entry(a.name).or_insert(a.id), a.id, "{}", a.name);
             assert_eq!(*by_id.entry(a.id).or_insert(a.name), a.name, "id {}", a.id);
-            assert_eq!(attr_role(a.name), Some(a.role), "{} has one role", a.name);
+            // One role per name, but a type's own attribute may override
+            // a common annotation (`comment` is GECOS on `user`).
+            let overrides =
+                COMMON.iter().any(|c| c.name == a.name && c.id == a.id) && !COMMON.contains(a);
+            assert!(
+                overrides || attr_role(a.name) == Some(a.role),
+                "{} has one role",
+                a.name
+            );
         }
         assert_eq!(attributes().len(), by_name.len());
         for t in PROMISE_TYPES {

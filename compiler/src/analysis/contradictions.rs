@@ -157,7 +157,7 @@ impl<'p> Finder<'p> {
                 let name = attr.name.as_str();
                 // Relations and annotations (the schema's attribute roles)
                 // never contradict; `ensure` has its own rule.
-                if !schema::describes_state(name) || name == "ensure" {
+                if !schema::describes_state_in(p.kind, name) || name == "ensure" {
                     continue;
                 }
                 // Mount states are not all exclusive: see `system`.
@@ -289,6 +289,10 @@ impl<'p> Finder<'p> {
         let object = describe_object(pa);
         let shown = |s: &Setting| match (s.attr, s.value) {
             ("mode", Value::Int(m)) if *m >= 0 => format!("mode = 0o{m:o}"),
+            // A password hash is never shown, not even in a diagnostic.
+            (attr, _) if schema::hides_value(attr) => {
+                format!("{attr} = {}", schema::HIDDEN_VALUE)
+            }
             _ => format!("{} = {}", s.attr, s.value.display()),
         };
         let (code, message) = if runtime {

@@ -8,7 +8,14 @@
 //!   and `b`'s guard depends on `c` (directly or through class
 //!   definitions): `b` can only become active after `a` ran;
 //! - containment: a directory comes before what lies inside it (the
-//!   nearest promised ancestor), a file before the `line`s that edit it.
+//!   nearest promised ancestor), a file before the `line`s that edit it;
+//! - accounts: a `group` comes before a `user` that has it as its primary
+//!   group (`group`, or `gid` equal to the group's constant `gid`) or in
+//!   `groups` (`useradd -g`/`-G` need it to exist), a
+//!   `user` before a `group` that lists it in `members` (`gpasswd -M` needs
+//!   it) unless that group is one of the user's own (then the group comes
+//!   first, and `useradd -G` adds the user to it anyway). Promises with
+//!   `ensure = absent` get no such edge.
 //!
 //! A cycle is an error listing every step. Without cycles, the promises are
 //! sorted topologically (ties by source order, so runs are deterministic),
@@ -184,7 +191,92 @@ pub fn edges(program: &Program) -> Vec<Edge> {
             }
         }
     }
+    account_edges(program, &mut edges);
     edges
+}
+
+/// The account edges (see the module doc), appended to `edges`.
+fn account_edges<'p>(program: &'p Program, edges: &mut Vec<Edge>) {
+    let present =
+        |p: &crate::ir::Promise| p.attr("ensure").and_then(Value::as_str) != Some("absent");
+    let mut by_name: HashMap<(&str, &'p str), Vec<usize>> = HashMap::default();
+    for (i, p) in program.promises.iter().enumerate() {
+        if let (kind @ ("user" | "group"), Some(name)) = (p.kind, p.promiser.as_str()) {
+            if present(p) {
+                by_name.entry((kind, name)).or_default().push(i);
+            }
+        }
+    }
+    let named = |kind: &'static str, value: &'p Value| -> Vec<&'p str> {
+        let names: Vec<&str> = match value {
+            Value::List(items) => items.iter().filter_map(Value::as_str).collect(),
+            other => other.as_str().into_iter().collect(),
+        };
+        names
+            .into_iter()
+            .filter(|n| by_name.contains_key(&(kind, *n)))
+            .collect()
+    };
+    // Groups by a constant `gid`, for users that name theirs by id.
+    let mut by_gid: HashMap<i64, Vec<usize>> = HashMap::default();
+    for (i, p) in program.promises.iter().enumerate() {
+        if let (true, Some(Value::Int(gid))) = (p.kind == "group" && present(p), p.attr("gid")) {
+            by_gid.entry(*gid).or_default().push(i);
+        }
+    }
+    let mut needs_group: HashSet<(usize, usize)> = HashSet::default();
+    for (u, p) in program.promises.iter().enumerate() {
+        if p.kind != "user" || !present(p) {
+            continue;
+        }
+        for attr in p
+            .attrs
+            .iter()
+            .filter(|a| matches!(a.name.as_str(), "group" | "groups" | "gid"))
+        {
+            let mut groups: Vec<usize> = Vec::new();
+            if let Value::Int(gid) = attr.value {
+                groups.extend(by_gid.get(&gid).map_or(&[][..], Vec::as_slice));
+            }
+            for group in named("group", &attr.value) {
+                groups.extend(
+                    by_name
+                        .get(&("group", group))
+                        .map_or(&[][..], Vec::as_slice),
+                );
+            }
+            for g in groups {
+                needs_group.insert((g, u));
+                edges.push(Edge {
+                    from: g,
+                    to: u,
+                    kind: EdgeKind::Account,
+                    span: attr.span,
+                    class: None,
+                });
+            }
+        }
+    }
+    for (g, p) in program.promises.iter().enumerate() {
+        if p.kind != "group" || !present(p) {
+            continue;
+        }
+        for attr in p.attrs.iter().filter(|a| a.name == "members") {
+            for user in named("user", &attr.value) {
+                for &u in by_name.get(&("user", user)).map_or(&[][..], Vec::as_slice) {
+                    if !needs_group.contains(&(g, u)) {
+                        edges.push(Edge {
+                            from: u,
+                            to: g,
+                            kind: EdgeKind::Account,
+                            span: attr.span,
+                            class: None,
+                        });
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Which promises wait for a class: those whose guard names it, or names
@@ -414,5 +506,9 @@ fn step_label(edge: &Edge, from: &str, to: &str) -> String {
             edge.class.as_deref().unwrap_or("?")
         ),
         EdgeKind::Contains => format!("{to} lies inside {from}"),
+        EdgeKind::Account if from.starts_with("group") => {
+            format!("{to} is in {from}, which must exist first")
+        }
+        EdgeKind::Account => format!("{to} lists {from} as a member, who must exist first"),
     }
 }

@@ -68,7 +68,7 @@ pub fn lower(
     for e in &program.edges {
         let (from, to) = (e.from as u32, e.to as u32);
         match e.kind {
-            EdgeKind::After | EdgeKind::Contains => {
+            EdgeKind::After | EdgeKind::Contains | EdgeKind::Account => {
                 if let Some(list) = after.get_mut(e.to) {
                     if !list.contains(&from) {
                         list.push(from);

@@ -8,7 +8,9 @@
 //! - install a `.deb` named by `deb`: `dpkg --install`;
 //! - remove: `dpkg --remove`, which never removes anything but what it is
 //!   told to (`apt-get remove` would also remove every package that
-//!   depends on it).
+//!   depends on it);
+//! - refresh the index (`update_cache_age`): `apt-get update`, when the
+//!   newest file of `/var/lib/apt/lists` is older than asked ([`stale`]).
 //!
 //! Under `--root DIR` dpkg gets `--root=DIR` (maintainer scripts run
 //! chrooted into the root, never on the host), and apt gets `Dir=DIR/`
@@ -233,6 +235,58 @@ pub fn listed_dirs(listing: &str) -> Vec<String> {
     dirs.into_iter().collect()
 }
 
+/// `apt-get update`, unattended, pointed at the root like every apt
+/// command: it reads the root's sources and writes the root's lists.
+pub fn apt_update(root: Option<&Path>) -> Cmd {
+    let mut argv = vec!["apt-get".to_owned()];
+    argv.extend(apt_options(root));
+    argv.extend(["-q", "update"].map(str::to_owned));
+    quiet(Cmd::new(&argv, CHANGE_TIMEOUT))
+}
+
+/// Where apt keeps its index, inside the root.
+pub const LISTS: &str = "/var/lib/apt/lists";
+
+/// The newest modification time (seconds since the epoch) of the index
+/// files in `files` (name, kind, mtime), `None` when there is none. apt's
+/// `lock` and its `partial` directory are not index files.
+pub fn newest_index(files: impl IntoIterator<Item = (String, bool, i64)>) -> Option<i64> {
+    files
+        .into_iter()
+        .filter(|(name, is_file, _)| *is_file && name != "lock")
+        .map(|(_, _, mtime)| mtime)
+        .max()
+}
+
+/// Whether an index last written at `newest` (`None`: no index at all) is
+/// older than `max_age` seconds at `now`. A time in the future (a clock
+/// set back) counts as fresh, as apt itself would not refetch.
+pub fn stale(newest: Option<i64>, now: i64, max_age: u64) -> bool {
+    match newest {
+        None => true,
+        Some(t) => {
+            let age = now.saturating_sub(t);
+            age > 0 && u64::try_from(age).is_ok_and(|a| a > max_age)
+        }
+    }
+}
+
+/// How old the index is, for the report: `missing`, `2h 5m old`.
+pub fn describe_age(newest: Option<i64>, now: i64) -> String {
+    let Some(t) = newest else {
+        return "missing".to_owned();
+    };
+    let secs = u64::try_from(now.saturating_sub(t)).unwrap_or(0);
+    let (d, h, m) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60);
+    let text = match (d, h, m) {
+        (0, 0, 0) => format!("{secs}s"),
+        (0, 0, m) => format!("{m}m"),
+        (0, h, m) => format!("{h}h {m}m"),
+        (d, h, _) => format!("{d}d {h}h"),
+    };
+    format!("{text} old")
+}
+
 /// `dpkg --remove -- NAME...`, unattended.
 pub fn dpkg_remove(names: &[String], root: Option<&Path>) -> Cmd {
     let mut argv = dpkg_root("dpkg", root);
@@ -287,6 +341,60 @@ pub fn version_problem(version: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn update_is_argv_with_the_root_options() {
+        let cmd = apt_update(Some(Path::new("/tmp/r")));
+        let shown = cmd.shown();
+        assert!(
+            shown.starts_with(
+                "apt-get -o Dir=/tmp/r/ -o Dir::State::status=/tmp/r/var/lib/dpkg/status "
+            ),
+            "{shown}"
+        );
+        assert!(shown.ends_with(" -q update"), "{shown}");
+        assert!(cmd
+            .env
+            .iter()
+            .any(|(k, v)| k == "DEBIAN_FRONTEND" && v == "noninteractive"));
+        assert_eq!(
+            apt_update(None)
+                .argv
+                .iter()
+                .filter(|w| w.starts_with("Dir="))
+                .count(),
+            0
+        );
+    }
+
+    #[test]
+    fn the_index_age_decides_the_update() {
+        let files = vec![
+            ("lock".to_owned(), true, 5000),
+            ("partial".to_owned(), false, 4000),
+            ("deb.example_dists_x_InRelease".to_owned(), true, 1000),
+            (
+                "deb.example_dists_x_main_binary-amd64_Packages".to_owned(),
+                true,
+                2000,
+            ),
+        ];
+        let newest = newest_index(files);
+        assert_eq!(newest, Some(2000));
+        assert_eq!(newest_index(vec![("lock".to_owned(), true, 9)]), None);
+        // Older than the age: stale; exactly the age or younger: fresh.
+        assert!(stale(newest, 2000 + 3601, 3600));
+        assert!(!stale(newest, 2000 + 3600, 3600));
+        assert!(!stale(newest, 2000, 0));
+        assert!(stale(newest, 2001, 0));
+        assert!(stale(None, 0, u64::MAX));
+        // A clock set back: fresh, never an overflow.
+        assert!(!stale(Some(i64::MAX), i64::MIN, 0));
+        assert_eq!(describe_age(Some(0), 7500), "2h 5m old");
+        assert_eq!(describe_age(Some(0), 90_000), "1d 1h old");
+        assert_eq!(describe_age(Some(10), 40), "30s old");
+        assert_eq!(describe_age(None, 40), "missing");
+    }
 
     #[test]
     fn the_directories_of_a_deb_come_from_its_file_list() {

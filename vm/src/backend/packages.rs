@@ -14,6 +14,11 @@
 //! When a batch command fails and it held more than one package, each
 //! package is tried again on its own: one bad package fails alone, with
 //! its own command and output, and the rest of the run goes on.
+//!
+//! A promise with `update_cache_age` refreshes apt's index first
+//! (`apt-get update`) when it is older than that ([`IndexRefresh`]): at
+//! most once per run, before the batch's own commands; its failure fails
+//! every promise of the batch, with apt's reason.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -39,14 +44,87 @@ pub struct Entry<'a> {
     pub blocked: bool,
 }
 
-/// The package promises of one pass: results of the batches already run,
-/// by position in the pass.
+/// The package promises of a run: results of the batches already run in
+/// this pass, by position in the pass, and the index refresh of the run.
 #[derive(Debug, Default)]
 pub struct Batcher {
     results: HashMap<usize, Applied>,
+    index: IndexRefresh,
+}
+
+/// apt's index refresh (`update_cache_age`), at most once per run: after
+/// it ran (or failed, or a dry run said it would), later batches of the run
+/// take that answer instead of running it again.
+#[derive(Clone, Debug, Default)]
+pub struct IndexRefresh {
+    done: Option<Result<(), String>>,
+}
+
+impl IndexRefresh {
+    /// Brings the index to at most `max_age` seconds old. `Ok(None)`: it
+    /// was fresh, or was already refreshed this run; `Ok(Some)`: the
+    /// change made (or, in a dry run, that would be made) and apt's log;
+    /// `Err`: why the refresh failed (this run, now or earlier).
+    fn ensure(
+        &mut self,
+        fs: &RootFs,
+        dry_run: bool,
+        max_age: u64,
+    ) -> Result<Option<(Change, String)>, String> {
+        if let Some(done) = &self.done {
+            return done.clone().map(|()| None);
+        }
+        // Names that are not UTF-8 are no index apt wrote.
+        let entries: Vec<String> = fs
+            .list_dir(apt::LISTS)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .filter_map(|name| String::from_utf8(name).ok())
+            .collect();
+        let mut files = Vec::with_capacity(entries.len());
+        for name in entries {
+            let path = format!("{}/{name}", apt::LISTS);
+            if let Some(meta) = fs.lstat(&path).map_err(|e| e.to_string())? {
+                files.push((name, meta.kind == Kind::File, meta.mtime));
+            }
+        }
+        let newest = apt::newest_index(files);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        if !apt::stale(newest, now, max_age) {
+            return Ok(None);
+        }
+        let cmd = apt::apt_update(sandbox(fs.path()));
+        let before = apt::describe_age(newest, now);
+        if dry_run {
+            self.done = Some(Ok(()));
+            let after = format!("refreshed (would run `{}`)", cmd.shown());
+            return Ok(Some((change("index", before, after), String::new())));
+        }
+        let ran = process::run(&cmd).and_then(|r| if r.ok() { Ok(r) } else { Err(r.failure()) });
+        match ran {
+            Ok(r) => {
+                self.done = Some(Ok(()));
+                let log = format!("$ {}\n{}", r.shown, r.output());
+                Ok(Some((change("index", before, "refreshed"), log)))
+            }
+            Err(why) => {
+                let why = format!("refreshing the apt index failed: {why}");
+                self.done = Some(Err(why.clone()));
+                Err(why)
+            }
+        }
+    }
 }
 
 impl Batcher {
+    /// Forgets the batches of the previous pass (positions are per pass);
+    /// the index refresh of the run is kept.
+    pub fn next_pass(&mut self) {
+        self.results.clear();
+    }
+
     /// The outcome of the package instance at `position`: from the batch
     /// that already handled it, or from a new batch that starts with it.
     pub fn apply<'a>(
@@ -65,7 +143,7 @@ impl Batcher {
             .iter()
             .filter_map(|p| entries.get(*p).and_then(|e| e.inst))
             .collect();
-        let outcomes = converge(fs, dry_run, &insts);
+        let outcomes = converge(fs, dry_run, &insts, &mut self.index);
         for (p, a) in members.into_iter().zip(outcomes) {
             self.results.insert(p, a);
         }
@@ -113,6 +191,8 @@ struct Member<'i> {
     state: &'i str,
     version: Option<&'i str>,
     deb: Option<&'i str>,
+    /// `update_cache_age`, in seconds.
+    update_cache_age: Option<u64>,
 }
 
 fn check<'i>(fs: &RootFs, inst: &'i Instance) -> Result<Member<'i>, Applied> {
@@ -174,11 +254,18 @@ fn check<'i>(fs: &RootFs, inst: &'i Instance) -> Result<Member<'i>, Applied> {
             }
         }
     }
+    let update_cache_age = match inst.int("update_cache_age") {
+        None => None,
+        Some(secs) => Some(u64::try_from(secs).map_err(|_| {
+            Applied::failed(format!("`update_cache_age = {secs}s` is not a duration"))
+        })?),
+    };
     Ok(Member {
         name,
         state,
         version,
         deb,
+        update_cache_age,
     })
 }
 
@@ -260,7 +347,12 @@ fn query(names: &[&str], root: Option<&Path>) -> Result<HashMap<String, Known>, 
 
 /// Converges a batch of package promises; one outcome per instance, in
 /// order.
-pub fn converge(fs: &RootFs, dry_run: bool, insts: &[&Instance]) -> Vec<Applied> {
+pub fn converge(
+    fs: &RootFs,
+    dry_run: bool,
+    insts: &[&Instance],
+    index: &mut IndexRefresh,
+) -> Vec<Applied> {
     let root_path = fs.path();
     let root = sandbox(root_path);
     let mut out: Vec<Option<Applied>> = vec![None; insts.len()];
@@ -271,12 +363,60 @@ pub fn converge(fs: &RootFs, dry_run: bool, insts: &[&Instance]) -> Vec<Applied>
             Err(failed) => set(&mut out, i, failed),
         }
     }
+    // The index first, for the youngest age any member asks for.
+    let asking: Vec<usize> = members
+        .iter()
+        .filter(|(_, m)| m.update_cache_age.is_some())
+        .map(|(i, _)| *i)
+        .collect();
+    let refreshed = match members.iter().filter_map(|(_, m)| m.update_cache_age).min() {
+        None => None,
+        Some(age) => match index.ensure(fs, dry_run, age) {
+            Ok(r) => r,
+            Err(why) => return fail_all(out, &members, &why),
+        },
+    };
+    // A dry run cannot see the index a refresh would bring: what it does
+    // not know yet is taken to come from it.
+    let assume_candidates = dry_run && refreshed.is_some();
+    let out = converge_members(fs, dry_run, root, out, &members, assume_candidates);
+    // The refresh is a change of every promise that asked for it; apt's
+    // log goes with the first.
+    let Some((refresh, log)) = refreshed else {
+        return out;
+    };
+    out.into_iter()
+        .enumerate()
+        .map(|(i, mut a)| {
+            if !asking.contains(&i) || matches!(a.outcome, Outcome::Failed(_)) {
+                return a;
+            }
+            a.changes.insert(0, refresh.clone());
+            a.outcome = Outcome::Repaired;
+            if asking.first() == Some(&i) && !log.is_empty() {
+                a.output = Some(format!("{log}{}", a.output.unwrap_or_default()));
+            }
+            a
+        })
+        .collect()
+}
+
+/// Converges the checked members of a batch (the index already handled).
+fn converge_members(
+    fs: &RootFs,
+    dry_run: bool,
+    root: Option<&Path>,
+    mut out: Vec<Option<Applied>>,
+    members: &[(usize, Member<'_>)],
+    assume_candidates: bool,
+) -> Vec<Applied> {
+    let root_path = fs.path();
     let mut names: Vec<&str> = members.iter().map(|(_, m)| m.name).collect();
     names.sort_unstable();
     names.dedup();
     let known = match query(&names, root) {
         Ok(k) => k,
-        Err(e) => return fail_all(out, &members, &e),
+        Err(e) => return fail_all(out, members, &e),
     };
     // Candidates, only for what may come from the repositories.
     let mut wanted: Vec<&str> = members
@@ -295,16 +435,24 @@ pub fn converge(fs: &RootFs, dry_run: bool, insts: &[&Instance]) -> Vec<Applied>
         .collect();
     wanted.sort_unstable();
     wanted.dedup();
-    let candidates = if wanted.is_empty() {
+    let mut candidates = if wanted.is_empty() {
         HashMap::new()
     } else {
         match ask(&apt::policy(&wanted, root)) {
             Ok(text) => apt::parse_policy(&text),
-            Err(e) => return fail_all(out, &members, &e),
+            Err(e) => return fail_all(out, members, &e),
         }
     };
+    if assume_candidates {
+        for name in &wanted {
+            let known = candidates.entry((*name).to_owned()).or_insert(None);
+            if known.is_none() {
+                *known = Some("(from the refreshed index)".to_owned());
+            }
+        }
+    }
     let mut plan: Vec<(usize, &Member<'_>, Need)> = Vec::new();
-    for (i, m) in &members {
+    for (i, m) in members {
         let k = known.get(m.name);
         match need(m, k, &candidates, root_path) {
             Ok(Need::Nothing) => set(&mut out, *i, Applied::kept()),
@@ -686,6 +834,7 @@ mod tests {
             state,
             version,
             deb: None,
+            update_cache_age: None,
         };
         let k = |status: &str, version: &str| Known {
             status: status.into(),

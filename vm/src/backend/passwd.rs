@@ -1,7 +1,8 @@
 //! The account databases of a root, `ROOT/etc/passwd` and
-//! `ROOT/etc/group`, read through [`RootFs`] (no link followed) and parsed
-//! in one place: the `user` and `group` backends read them to plan, the
-//! file operators to turn `owner` and `group` names into ids.
+//! `ROOT/etc/group` (and, for a `user` promise that manages its password,
+//! `ROOT/etc/shadow`), read through [`RootFs`] (no link followed) and
+//! parsed in one place: the `user` and `group` backends read them to plan,
+//! the file operators to turn `owner` and `group` names into ids.
 //!
 //! A line that is not a well-formed entry (a comment, an NIS `+` line, a
 //! non-numeric id) names no account; it is skipped, not an error, as the C
@@ -16,6 +17,10 @@ use crate::rootfs::{FsError, RootFs};
 pub struct User {
     pub name: String,
     pub uid: u32,
+    /// The primary group's id (the fourth field).
+    pub gid: u32,
+    /// The GECOS field (the fifth): the full name, written by `comment`.
+    pub gecos: String,
     pub home: String,
     pub shell: String,
 }
@@ -60,6 +65,8 @@ impl AccountDb {
                 Some(User {
                     name: non_empty(f.first())?,
                     uid: f.get(2)?.parse().ok()?,
+                    gid: f.get(3)?.parse().ok()?,
+                    gecos: f.get(4).copied().unwrap_or_default().to_owned(),
                     home: f.get(5).copied().unwrap_or_default().to_owned(),
                     shell: f.get(6).copied().unwrap_or_default().to_owned(),
                 })
@@ -87,6 +94,18 @@ impl AccountDb {
         AccountDb { users, groups }
     }
 
+    /// The password hash of user `name` in `ROOT/etc/shadow` (the second
+    /// field of its first entry), `None` when it has no entry. Read only
+    /// when a promise manages the password, and never kept beyond the
+    /// comparison: the hash is not part of [`AccountDb`].
+    pub fn password_hash(fs: &RootFs, name: &str) -> Result<Option<String>, FsError> {
+        let text = fs
+            .read_file("/etc/shadow")?
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default();
+        Ok(shadow_hash(&text, name))
+    }
+
     /// The first entry of user `name`, as `getpwnam` finds it.
     pub fn user(&self, name: &str) -> Option<&User> {
         self.users.iter().find(|u| u.name == name)
@@ -105,6 +124,14 @@ impl AccountDb {
             .map(|g| g.name.clone())
             .collect()
     }
+}
+
+/// The hash field of `name`'s first line in the text of `/etc/shadow`.
+fn shadow_hash(shadow: &str, name: &str) -> Option<String> {
+    shadow.lines().find_map(|line| {
+        let mut f = line.split(':');
+        (f.next() == Some(name)).then(|| f.next().unwrap_or_default().to_owned())
+    })
 }
 
 fn non_empty(field: Option<&&str>) -> Option<String> {
@@ -129,6 +156,8 @@ mod tests {
             Some(&User {
                 name: "bob".into(),
                 uid: 1001,
+                gid: 1001,
+                gecos: "Bob".into(),
                 home: "/home/bob".into(),
                 shell: "/bin/sh".into(),
             })
@@ -142,5 +171,14 @@ mod tests {
             db.groups_of("bob").into_iter().collect::<Vec<_>>(),
             ["ops", "wheel"]
         );
+    }
+
+    #[test]
+    fn shadow_hash_of_the_first_entry() {
+        let shadow = "root:*:19000:0:99999:7:::\nbob:$6$s$h:19000::::::\nbob:other:1::::::\nlocked:!:1::::::\nbo\n";
+        assert_eq!(shadow_hash(shadow, "bob").as_deref(), Some("$6$s$h"));
+        assert_eq!(shadow_hash(shadow, "locked").as_deref(), Some("!"));
+        assert_eq!(shadow_hash(shadow, "bo").as_deref(), Some(""));
+        assert_eq!(shadow_hash(shadow, "b"), None);
     }
 }

@@ -46,6 +46,21 @@ pub struct Cmd {
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
     pub timeout: Duration,
+    /// What the program reads on its standard input (closed when `None`):
+    /// data that must not be in the argv, which every local user can read
+    /// in `/proc/PID/cmdline` (a password hash for `chpasswd -e`).
+    pub stdin: Option<Input>,
+}
+
+/// The standard input of a [`Cmd`]; its `Debug` shows only its length, so
+/// that no log of a command shows what it was fed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Input(pub Vec<u8>);
+
+impl std::fmt::Debug for Input {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<{} bytes>", self.0.len())
+    }
 }
 
 impl Cmd {
@@ -56,7 +71,14 @@ impl Cmd {
             env: Vec::new(),
             cwd: None,
             timeout,
+            stdin: None,
         }
+    }
+
+    /// Feeds `bytes` to the program's standard input.
+    pub fn stdin(mut self, bytes: Vec<u8>) -> Cmd {
+        self.stdin = Some(Input(bytes));
+        self
     }
 
     /// Adds an environment variable.
@@ -168,7 +190,11 @@ fn run_with(cmd: &Cmd, capture: bool) -> Result<Ran, String> {
         .args(args)
         .env_clear()
         .envs(ENVIRONMENT.iter().copied())
-        .stdin(Stdio::null())
+        .stdin(if cmd.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(output())
         .stderr(output())
         // Its own process group, so that a deadline kills what it started
@@ -183,6 +209,14 @@ fn run_with(cmd: &Cmd, capture: bool) -> Result<Ran, String> {
     let mut child = command
         .spawn()
         .map_err(|e| format!("cannot run `{shown}`: {e}"))?;
+    if let (Some(mut pipe), Some(Input(bytes))) = (child.stdin.take(), cmd.stdin.clone()) {
+        // On its own thread: a program that does not read its input must
+        // not block us; the pipe closes when the thread ends.
+        std::thread::spawn(move || {
+            use std::io::Write as _;
+            let _ = pipe.write_all(&bytes);
+        });
+    }
     let out = drain(child.stdout.take().map(|s| Box::new(s) as Stream));
     let err = drain(child.stderr.take().map(|s| Box::new(s) as Stream));
     // A thread waits for the exit (and reaps it), so a short command is
@@ -306,6 +340,19 @@ mod tests {
             Duration::ZERO,
         );
         assert_eq!(cmd.shown(), r"dpkg --root=/tmp/r -i -- 'a b' 'x'\''y' ''");
+    }
+
+    #[test]
+    fn stdin_reaches_the_program_and_is_never_shown() {
+        let cmd = Cmd::new(&["cat"], Duration::from_secs(10)).stdin(b"bob:$6$s$h\n".to_vec());
+        assert_eq!(cmd.shown(), "cat");
+        assert!(!format!("{cmd:?}").contains("$6$"));
+        let ran = run(&cmd).unwrap();
+        assert_eq!(ran.stdout, "bob:$6$s$h\n");
+        // A program that never reads its input still finishes.
+        let ran =
+            run(&Cmd::new(&["true"], Duration::from_secs(10)).stdin(vec![b'x'; 1 << 20])).unwrap();
+        assert!(ran.ok());
     }
 
     #[test]

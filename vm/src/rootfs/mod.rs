@@ -140,6 +140,9 @@ pub struct Meta {
     pub len: u64,
     /// Number of hard links.
     pub nlink: u64,
+    /// Last modification, in seconds since the epoch (how old apt's index
+    /// is, for `update_cache_age`).
+    pub mtime: i64,
 }
 
 /// A root directory, and every operation relative to it.
@@ -739,6 +742,8 @@ fn meta(st: &rfs::Stat) -> Meta {
         gid: st.st_gid,
         len: u64::try_from(st.st_size).unwrap_or(0),
         nlink: nlink(st),
+        #[allow(clippy::useless_conversion, reason = "st_mtime is i32 on some targets")]
+        mtime: i64::from(st.st_mtime),
     }
 }
 

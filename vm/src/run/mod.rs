@@ -29,7 +29,10 @@ use crate::bundle::Verified;
 use crate::eval::{Evaluator, Val};
 use crate::facts::{FactValue, Facts};
 use crate::rootfs::RootFs;
-use crate::schema::{describes_state, fact_by_id, name_problem, promise_type, PromiserKind};
+use crate::schema::{
+    describes_state_in, fact_by_id, hides_value, name_problem, promise_type, PromiserKind,
+    HIDDEN_VALUE,
+};
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -107,6 +110,8 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     let mut passes = 0;
     let mut converged = false;
 
+    // Package batches; it also keeps apt's index refresh to once a run.
+    let mut packages = Batcher::default();
     for pass in 1..=limit {
         passes = pass;
         let mut repaired_any = false;
@@ -167,7 +172,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             }
         }
         let contradictions = runtime_contradictions(&instances);
-        let mut packages = Batcher::default();
+        packages.next_pass();
 
         for (position, (index, combo, inst)) in instances.iter().enumerate() {
             let inst = match inst {
@@ -376,9 +381,14 @@ fn apply(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
             changes: Vec::new(),
             output: inst.str("message").map(str::to_owned),
         },
-        "package" => backend::packages::converge(ctx.fs, ctx.dry_run, &[inst])
-            .pop()
-            .unwrap_or_else(|| Applied::failed("no outcome for this package")),
+        "package" => backend::packages::converge(
+            ctx.fs,
+            ctx.dry_run,
+            &[inst],
+            &mut backend::packages::IndexRefresh::default(),
+        )
+        .pop()
+        .unwrap_or_else(|| Applied::failed("no outcome for this package")),
         "service" => backend::service::service(ctx.fs, ctx.dry_run, inst, notified),
         "process" => backend::processes::converge(ctx.fs, ctx.dry_run, inst),
         "mount" => backend::mount::converge(ctx.fs, ctx.dry_run, inst),
@@ -428,7 +438,7 @@ fn runtime_contradictions(
         for (name, value) in &inst.attrs {
             // Relations and annotations never contradict (the schema's
             // roles); `ensure` has its own rule.
-            if !describes_state(name) || *name == "ensure" {
+            if !describes_state_in(inst.kind, name) || *name == "ensure" {
                 continue;
             }
             // Mount states are not all exclusive: `mount_states`.
@@ -454,10 +464,18 @@ fn runtime_contradictions(
                     continue;
                 };
                 let (first, second) = if m.index < w.index { (m, w) } else { (w, m) };
+                // A password hash is never shown (THREATS.md T24).
+                let shown = |v: &crate::run::resolve::Value| {
+                    if hides_value(name) {
+                        HIDDEN_VALUE.to_owned()
+                    } else {
+                        v.display()
+                    }
+                };
                 let reason = format!(
                     "contradiction at run time: {kind} {promiser:?} gets {name} = {} and {name} = {}",
-                    first.value.display(),
-                    second.value.display()
+                    shown(first.value),
+                    shown(second.value)
                 );
                 out.entry((m.index, m.combo.clone())).or_insert(reason);
             }

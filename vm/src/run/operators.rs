@@ -744,6 +744,7 @@ fn execute(
         env: vec![("CONVERGE_ROOT".to_owned(), root.display().to_string())],
         cwd: Some(cwd.to_path_buf()),
         timeout,
+        stdin: None,
     };
     let ran = process::run(&cmd).map_err(std::io::Error::other)?;
     let mut output = ran.stdout;

@@ -292,6 +292,9 @@ impl<'a> Checker<'a> {
                     if let [first, second, ..] = set.as_slice() {
                         let what = if pt.name == "file" {
                             "a file has one content source".to_owned()
+                        } else if pt.name == "user" {
+                            "a user has one primary group: `gid` names it by id, `group` by name"
+                                .to_owned()
                         } else {
                             format!("only one of {} may be set", one_of(names))
                         };
