@@ -14,3 +14,4 @@ pub mod paths;
 pub mod schema;
 pub mod stamp;
 pub mod tree;
+pub mod system;

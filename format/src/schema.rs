@@ -265,6 +265,12 @@ const ENSURE_VALUES: &[&str] = &["present", "absent"];
 const PACKAGE_STATES: &[&str] = &["installed", "removed", "latest"];
 const SERVICE_STATES: &[&str] = &["running", "stopped"];
 const NOTIFY_ACTIONS: &[&str] = &["restart", "reload"];
+const PROCESS_STATES: &[&str] = &["running", "absent"];
+const MOUNT_STATES: &[&str] = &["mounted", "unmounted", "present", "absent"];
+const MODULE_STATES: &[&str] = &["loaded", "absent"];
+/// Signals a `process` promise may send: each ends a process that does not
+/// handle it.
+pub const SIGNALS: &[&str] = &["TERM", "INT", "QUIT", "HUP", "KILL", "USR1", "USR2", "ALRM"];
 
 const fn attr(
     id: u16,
@@ -770,6 +776,126 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
             "The text to report.",
         )],
         rules: &[Rule::Required("message")],
+    },
+    PromiseType {
+        id: 13,
+        name: "process",
+        promiser: PromiserKind::Label,
+        doc: "Processes whose command line matches a regex: running (started with an argv) or absent (signalled).",
+        attrs: &[
+            attr(
+                160, "match",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "A regex matched against each process's command line (arguments joined by spaces); the VM and its ancestors never match.",
+            ),
+            attr(
+                22, "state",
+                AttrType::Enum(PROCESS_STATES),
+                DefaultValue::Word("running"),
+                "`running`: at least one (or `count`) matching process; `absent`: none (each is sent `signal`).",
+            ),
+            attr(
+                161, "start",
+                AttrType::List(&AttrType::String),
+                DefaultValue::Unmanaged,
+                "The argv that starts a missing process, detached (own session, stdio on /dev/null); chrooted into `--root`.",
+            ),
+            attr(
+                162, "signal",
+                AttrType::Enum(SIGNALS),
+                DefaultValue::Word("TERM"),
+                "The signal that makes a matching process exit (`state = absent`, or a surplus over `count`).",
+            ),
+            attr(
+                163, "count",
+                AttrType::Int,
+                DefaultValue::Unmanaged,
+                "With `state = running`: exactly this many matching processes (missing ones started, the newest surplus signalled).",
+            ),
+            attr(
+                33, "timeout",
+                AttrType::Duration,
+                DefaultValue::Duration(10),
+                "How long a started process may take to appear, and a signalled one to exit, before the promise fails.",
+            ),
+        ],
+        rules: &[Rule::Required("match")],
+    },
+    PromiseType {
+        id: 14,
+        name: "mount",
+        promiser: PromiserKind::AbsolutePath,
+        doc: "A filesystem mount: its /etc/fstab entry and, on the real system, the live mount.",
+        attrs: &[
+            attr(
+                165, "device",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "What is mounted: a device path, `UUID=...`, `LABEL=...`, `server:/export`, or a name such as `tmpfs`.",
+            ),
+            attr(
+                166, "fstype",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "The filesystem type (`ext4`, `xfs`, `tmpfs`, `nfs`, ...); an unknown type is refused.",
+            ),
+            attr(
+                167, "options",
+                AttrType::List(&AttrType::String),
+                DefaultValue::EmptyList,
+                "Mount options, one per item (`[\"noatime\", \"nodev\"]`); none means `defaults`.",
+            ),
+            attr(
+                22, "state",
+                AttrType::Enum(MOUNT_STATES),
+                DefaultValue::Word("mounted"),
+                "`mounted` (fstab entry and live mount), `present` (fstab entry only), `unmounted` (not mounted, fstab untouched), `absent` (neither).",
+            ),
+        ],
+        rules: &[],
+    },
+    PromiseType {
+        id: 15,
+        name: "kernel_module",
+        promiser: PromiserKind::Name,
+        doc: "A loadable kernel module: loaded or not, and whether that survives a reboot.",
+        attrs: &[
+            attr(
+                22, "state",
+                AttrType::Enum(MODULE_STATES),
+                DefaultValue::Word("loaded"),
+                "`loaded` (`modprobe`) or `absent` (`modprobe -r`).",
+            ),
+            attr(
+                168, "persistent",
+                AttrType::Bool,
+                DefaultValue::Bool(true),
+                "Also at boot: `/etc/modules-load.d/converge-NAME.conf` when loaded, a blacklist in `/etc/modprobe.d/converge-blacklist-NAME.conf` when absent; false leaves those files alone.",
+            ),
+        ],
+        rules: &[],
+    },
+    PromiseType {
+        id: 16,
+        name: "sysctl",
+        promiser: PromiserKind::Label,
+        doc: "A kernel parameter (`net.ipv4.ip_forward`): its live value in /proc/sys and its value at boot.",
+        attrs: &[
+            attr(
+                169, "value",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "The value, as `sysctl` shows it (blanks between fields are compared as one space).",
+            ),
+            attr(
+                168, "persistent",
+                AttrType::Bool,
+                DefaultValue::Bool(true),
+                "Also at boot: the key's own file `/etc/sysctl.d/60-converge-KEY.conf`; false leaves it alone.",
+            ),
+        ],
+        rules: &[Rule::Required("value")],
     },
 ];
 

@@ -83,6 +83,7 @@ pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
     }
     finder.absent();
     finder.fixed_content_lines(&objects, &index);
+    finder.system();
     finder
         .diagnostics
         .extend(super::lines::never_settling(program));
@@ -157,6 +158,10 @@ impl<'p> Finder<'p> {
                 // Relations and annotations (the schema's attribute roles)
                 // never contradict; `ensure` has its own rule.
                 if !schema::describes_state_in(p.kind, name) || name == "ensure" {
+                    continue;
+                }
+                // Mount states are not all exclusive: see `system`.
+                if p.kind == "mount" && name == "state" {
                     continue;
                 }
                 let property = if p.kind == "file" && CONTENT.contains(&name) {
@@ -539,6 +544,144 @@ impl<'p> Finder<'p> {
                     .push(d.with_help("remove one of them, or make their guards exclusive"));
             }
         }
+    }
+}
+
+/// One promise's say on a shared object of the kernel-facing types.
+struct Say {
+    promise: usize,
+    /// The object as shown: `mount "/srv"`, `process match "^nginx"`.
+    object: String,
+    /// The property and the value as shown (`state = absent`).
+    property: &'static str,
+    value: String,
+    span: Span,
+}
+
+impl Finder<'_> {
+    /// The contradictions of `mount`, `process` and `sysctl` that the
+    /// per-attribute rule does not see: mount states that exclude each
+    /// other (`converge_format::system::mount_states_agree`: `present`
+    /// agrees with `mounted`), `process` promises under different labels
+    /// that want one regex `running` and `absent` (an unset state is
+    /// `running`), and one sysctl key written two ways
+    /// (`net.ipv4.ip_forward`, `net/ipv4/ip_forward`) with two values.
+    fn system(&mut self) {
+        let mut groups: BTreeMap<(String, &'static str), Vec<Say>> = BTreeMap::new();
+        for (i, p) in self.program.promises.iter().enumerate() {
+            let Some(promiser) = p.promiser.as_str() else {
+                continue;
+            };
+            let said = |name: &str| p.attrs.iter().find(|a| a.name == name);
+            let (key, object, property, attr, default) = match p.kind {
+                "mount" => (
+                    promiser.to_owned(),
+                    format!("mount {promiser:?}"),
+                    "state",
+                    said("state"),
+                    "mounted",
+                ),
+                "process" => {
+                    let Some(pattern) = said("match").and_then(|a| a.value.as_str()) else {
+                        continue;
+                    };
+                    (
+                        pattern.to_owned(),
+                        format!("the processes matching {pattern:?}"),
+                        "state",
+                        said("state"),
+                        "running",
+                    )
+                }
+                "sysctl" => (
+                    converge_format::system::sysctl_path(promiser),
+                    format!("sysctl {promiser:?}"),
+                    "value",
+                    said("value"),
+                    "",
+                ),
+                _ => continue,
+            };
+            let value = match attr {
+                Some(a) if a.value.is_constant() => match a.value.as_str() {
+                    Some(v) => v.to_owned(),
+                    None => continue,
+                },
+                Some(_) => continue,
+                None if default.is_empty() => continue,
+                None => default.to_owned(),
+            };
+            let value = if p.kind == "sysctl" {
+                converge_format::system::sysctl_normalised(&value)
+            } else {
+                value
+            };
+            groups.entry((key, p.kind)).or_default().push(Say {
+                promise: i,
+                object,
+                property,
+                value,
+                span: attr.map_or(p.span, |a| a.span),
+            });
+        }
+        for ((_, kind), says) in &groups {
+            let mut budget = MAX_PER_OBJECT;
+            for (n, a) in says.iter().enumerate() {
+                for b in says.iter().skip(n.saturating_add(1)) {
+                    if budget == 0 {
+                        break;
+                    }
+                    let agree = match *kind {
+                        "mount" => converge_format::system::mount_states_agree(&a.value, &b.value),
+                        // Promises on one label, or one key spelt alike,
+                        // were compared by the per-attribute rule.
+                        _ => {
+                            a.value == b.value
+                                || self.promise(a.promise).map(|p| &p.promiser)
+                                    == self.promise(b.promise).map(|p| &p.promiser)
+                        }
+                    };
+                    if agree {
+                        continue;
+                    }
+                    if let Some(witness) = self.both_active(a.promise, b.promise) {
+                        if self.report_say(a, b, &witness) {
+                            budget -= 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn report_say(&mut self, a: &Say, b: &Say, witness: &[String]) -> bool {
+        let (Some(pa), Some(pb)) = (self.promise(a.promise), self.promise(b.promise)) else {
+            return false;
+        };
+        if !self
+            .reported
+            .insert((pa.span, pb.span, a.property.to_owned()))
+        {
+            return false;
+        }
+        let shown = |s: &Say| format!("{} = {}", s.property, s.value);
+        let mut d = Diagnostic::new(
+            Code::Contradiction,
+            format!(
+                "{} is promised two different `{}` values",
+                a.object, a.property
+            ),
+            b.span,
+            shown(b),
+        )
+        .with_secondary(a.span, shown(a))
+        .with_note(witness_note(witness, &self.atoms_of(a.promise, b.promise)));
+        d = add_chain(d, pa, "first");
+        d = add_chain(d, pb, "second");
+        self.diagnostics.push(d.with_help(
+            "make the guards exclusive (`exclusive { ... }`, or different values of one fact), or promise one state",
+        ));
+        true
     }
 }
 

@@ -24,11 +24,16 @@
 pub mod accounts;
 pub mod apt;
 pub mod contain;
+pub mod fstab;
+pub mod kmod;
+pub mod mount;
 pub mod packages;
 pub mod passwd;
 pub mod process;
+pub mod processes;
 pub mod runit;
 pub mod service;
+pub mod sysctl;
 pub mod systemd;
 
 use std::path::Path;

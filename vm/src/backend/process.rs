@@ -186,6 +186,25 @@ impl Ran {
 /// Runs `cmd` to completion or to its deadline. `Err` only when it could
 /// not be started at all (no such program, ...), with the command named.
 pub fn run(cmd: &Cmd) -> Result<Ran, String> {
+    run_with(cmd, true)
+}
+
+/// Runs `cmd` like [`run`], but with stdout and stderr on `/dev/null`
+/// instead of captured: for a command that leaves a daemon behind
+/// (`setsid --fork ...`, `process` promises), which must not inherit a pipe
+/// the VM stops reading (its first write would kill it with SIGPIPE).
+pub fn run_detached(cmd: &Cmd) -> Result<Ran, String> {
+    run_with(cmd, false)
+}
+
+fn run_with(cmd: &Cmd, capture: bool) -> Result<Ran, String> {
+    let output = || {
+        if capture {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        }
+    };
     let shown = cmd.shown();
     if cmd.argv.is_empty() {
         return Err("empty command".to_owned());
@@ -219,8 +238,8 @@ pub fn run(cmd: &Cmd) -> Result<Ran, String> {
         } else {
             Stdio::null()
         })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(output())
+        .stderr(output())
         // Its own process group, so that a deadline kills what it started
         // too (apt-get's dpkg, a shell's children).
         .process_group(0);

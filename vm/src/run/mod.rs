@@ -594,6 +594,10 @@ fn apply(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
         .pop()
         .unwrap_or_else(|| Applied::failed("no outcome for this package")),
         "service" => backend::service::service(ctx.fs, ctx.dry_run, inst, notified),
+        "process" => backend::processes::converge(ctx.fs, ctx.dry_run, inst),
+        "mount" => backend::mount::converge(ctx.fs, ctx.dry_run, inst),
+        "kernel_module" => backend::kmod::converge(ctx.fs, ctx.dry_run, inst),
+        "sysctl" => backend::sysctl::converge(ctx.fs, ctx.dry_run, inst),
         "user" | "group" => {
             let applied = if inst.kind == "user" {
                 backend::accounts::user(ctx.fs, ctx.dry_run, inst)
@@ -641,6 +645,10 @@ fn runtime_contradictions(
             if !describes_state_in(inst.kind, name) || *name == "ensure" {
                 continue;
             }
+            // Mount states are not all exclusive: `mount_states`.
+            if inst.kind == "mount" && *name == "state" {
+                continue;
+            }
             attrs.entry(name).or_default().push(Member {
                 index: inst.index,
                 combo,
@@ -677,7 +685,50 @@ fn runtime_contradictions(
             }
         }
     }
+    mount_states(instances, &mut out);
     out
+}
+
+/// Mount states that exclude each other on one mount point
+/// (`converge_format::system::mount_states_agree`: `present` agrees with
+/// `mounted`). Each instance is compared with at most two instances per
+/// state (the first two of different promises), so this stays linear.
+fn mount_states(
+    instances: &[(usize, Vec<String>, Result<Instance, String>)],
+    out: &mut HashMap<(usize, Vec<String>), String>,
+) {
+    // mount point -> (promise index, loop elements, state) of each instance.
+    type States<'i> = Vec<(usize, &'i Vec<String>, &'i str)>;
+    let mut by_point: HashMap<&str, States<'_>> = HashMap::new();
+    for (_, combo, inst) in instances {
+        let Ok(inst) = inst else { continue };
+        if inst.kind == "mount" {
+            let state = inst.str("state").unwrap_or("mounted");
+            by_point
+                .entry(inst.promiser.as_str())
+                .or_default()
+                .push((inst.index, combo, state));
+        }
+    }
+    for (point, members) in by_point {
+        let mut witnesses: Vec<(usize, &str)> = Vec::new();
+        for (index, _, state) in &members {
+            let same_state = witnesses.iter().filter(|(_, s)| s == state).count();
+            if same_state < 2 && !witnesses.contains(&(*index, *state)) {
+                witnesses.push((*index, state));
+            }
+        }
+        for (index, combo, state) in &members {
+            let clash = witnesses.iter().find(|(i, s)| {
+                i != index && !converge_format::system::mount_states_agree(state, s)
+            });
+            if let Some((_, other)) = clash {
+                out.entry((*index, (*combo).clone())).or_insert(format!(
+                    "contradiction at run time: mount {point:?} gets state = {state} and state = {other}"
+                ));
+            }
+        }
+    }
 }
 
 /// One instance's value for one attribute of one object.
@@ -907,6 +958,52 @@ mod tests {
             let found = runtime_contradictions(&instances);
             for (k, &(index, mode)) in members.iter().enumerate() {
                 let expected = members.iter().any(|&(i, m)| i != index && m != mode);
+                let key = (index, vec![k.to_string()]);
+                assert_eq!(
+                    found.contains_key(&key),
+                    expected,
+                    "{members:?}, member {k}"
+                );
+            }
+        }
+    }
+
+    /// Mount states against the pairwise definition: an instance
+    /// contradicts when another promise's state does not agree with its
+    /// own (`mount_states_agree`), over every assignment of four instances
+    /// to three promises and four states.
+    #[test]
+    fn mount_state_contradictions_match_the_pairwise_definition() {
+        const STATES: [&str; 4] = ["mounted", "present", "unmounted", "absent"];
+        let n = 4u32;
+        for code in 0..12u32.pow(n) {
+            let members: Vec<(usize, &str)> = (0..n)
+                .map(|k| {
+                    let digit = code / 12u32.pow(k) % 12;
+                    (
+                        (digit / 4) as usize,
+                        *STATES.get((digit % 4) as usize).unwrap(),
+                    )
+                })
+                .collect();
+            let instances: Vec<(usize, Vec<String>, Result<Instance, String>)> = members
+                .iter()
+                .enumerate()
+                .map(|(k, &(index, state))| {
+                    let inst = Instance {
+                        index,
+                        kind: "mount",
+                        promiser: "/srv".into(),
+                        attrs: vec![("state", Value::Str(state.into()))],
+                    };
+                    (index, vec![k.to_string()], Ok(inst))
+                })
+                .collect();
+            let found = runtime_contradictions(&instances);
+            for (k, &(index, state)) in members.iter().enumerate() {
+                let expected = members.iter().any(|&(i, s)| {
+                    i != index && !converge_format::system::mount_states_agree(state, s)
+                });
                 let key = (index, vec![k.to_string()]);
                 assert_eq!(
                     found.contains_key(&key),

@@ -100,7 +100,16 @@ pub fn json(r: &RunReport) -> Value {
 }
 
 /// Promise types converged through the host's tools (`crate::backend`).
-const BACKEND_TYPES: &[&str] = &["package", "service", "user", "group"];
+const BACKEND_TYPES: &[&str] = &[
+    "package",
+    "service",
+    "user",
+    "group",
+    "process",
+    "mount",
+    "kernel_module",
+    "sysctl",
+];
 
 /// One line per change, failure or report message, then the summary line:
 /// `142 kept, 3 repaired, 0 failed in 2 passes, 18 ms`.

@@ -17,6 +17,7 @@ mod definitions;
 mod guards;
 mod statements;
 mod validate;
+mod system;
 mod values;
 
 pub use arguments::{bind_arguments, ArgError};

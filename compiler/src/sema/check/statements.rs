@@ -152,6 +152,7 @@ impl<'a> Checker<'a> {
             }
         }
         self.check_rules(pt, p, &attrs);
+        self.check_system_promise(pt, p, &attrs);
         if let Some(cwd) = attrs.iter().find(|a| a.name.name == "cwd") {
             if pt.name == "command" {
                 self.check_cwd(cwd.value);
@@ -478,6 +479,34 @@ pub fn promiser_problem(pt: &PromiseType, span: Span, text: &str) -> Option<Diag
         }),
         PromiserKind::Label => None,
     }
+    .or_else(|| kernel_name_problem(pt, span, text))
+}
+
+/// A `kernel_module` or `sysctl` promiser that the kernel's grammar
+/// refuses (`converge_format::system`; the VM checks it again).
+fn kernel_name_problem(pt: &PromiseType, span: Span, text: &str) -> Option<Diagnostic> {
+    let (why, what, example) = match pt.name {
+        "kernel_module" => (
+            converge_format::system::module_name_problem(text)?,
+            "kernel module name",
+            "br_netfilter",
+        ),
+        "sysctl" => (
+            converge_format::system::sysctl_key_problem(text)?,
+            "sysctl key",
+            "net.ipv4.ip_forward",
+        ),
+        _ => return None,
+    };
+    Some(
+        Diagnostic::new(
+            Code::InvalidName,
+            format!("`{}` is not a valid {what}: {why}", text.escape_debug()),
+            span,
+            "invalid name",
+        )
+        .with_help(format!("for example `{example}`")),
+    )
 }
 
 fn is_word(expr: &Expr, word: &str) -> bool {
