@@ -9,6 +9,7 @@
 //! the bundle's pass limit: then the run is *not converged*, and the
 //! promises that were repaired in every pass are named as oscillating.
 
+pub mod editing;
 pub mod lock;
 pub mod operators;
 pub mod report;
