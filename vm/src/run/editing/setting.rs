@@ -150,6 +150,18 @@ fn check_format(s: &Setting<'_>, t: &Text) -> Result<(), String> {
 
 /// Converges `text` to hold `s.key` with `s.value` in its section.
 pub fn apply(text: &str, s: &Setting<'_>) -> EditResult {
+    if s.key.trim().is_empty() || s.key.contains(char::is_whitespace) {
+        return Err(format!(
+            "the key {:?} is empty or holds blanks; nothing was written",
+            s.key
+        ));
+    }
+    if s.comment.trim().is_empty() {
+        return Err(
+            "`comment` is empty: without a comment prefix extra copies of the key cannot be commented out; nothing was written"
+                .to_owned(),
+        );
+    }
     let mut t = Text::parse(text);
     check_format(s, &t)?;
     let all = regions(s, &t.lines);
