@@ -38,7 +38,9 @@ fn sections(src: &str) -> BTreeMap<String, String> {
 
 fn parse(src: &str) -> Case {
     let s = sections(src);
-    let promise = s["promise"]
+    let promise = s
+        .get("promise")
+        .expect("a case has `=== promise`")
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
@@ -103,7 +105,9 @@ fn run(case: &Case) -> EditResult {
             settled(&case.input, |t| setting::apply(t, &s))
         }
         "block" => {
-            let lines: Vec<String> = p["lines"]
+            let lines: Vec<String> = p
+                .get("lines")
+                .expect("`lines`")
                 .as_array()
                 .expect("`lines` is a list")
                 .iter()

@@ -29,7 +29,7 @@ impl Setting<'_> {
 
     fn is_active(&self, line: &str) -> bool {
         let t = line.trim_start();
-        !t.is_empty() && !(!self.comment.is_empty() && t.starts_with(self.comment))
+        !t.is_empty() && !t.starts_with(self.comment)
     }
 
     /// The section a header line opens, if it is one: `[name]`, and with a
