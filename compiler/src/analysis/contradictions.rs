@@ -91,6 +91,7 @@ pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
     finder.absent();
     finder.fixed_content_lines(&objects, &index);
     finder.fixed_content_parts(&objects, &index);
+    finder.absent_lines_in_blocks(&objects, &index);
     finder
         .diagnostics
         .extend(super::lines::never_settling(program));
@@ -421,6 +422,74 @@ impl<'p> Finder<'p> {
                         "put these lines in the file's `{}` itself, or drop it and manage the file by parts",
                         content_attr.name
                     )));
+                }
+            }
+        }
+    }
+
+    /// `line absent X` on a file whose `block` holds the line X: the block
+    /// puts it back on every pass after the line promise removes it.
+    fn absent_lines_in_blocks(
+        &mut self,
+        objects: &[((&str, &Value), Vec<usize>)],
+        index: &HashMap<(&str, &Value), usize>,
+    ) {
+        for ((kind, path), line_promises) in objects {
+            if *kind != "line" {
+                continue;
+            }
+            let Some((_, blocks)) = index.get(&("block", *path)).and_then(|i| objects.get(*i))
+            else {
+                continue;
+            };
+            for &l in line_promises {
+                let Some(line) = self.promise(l) else {
+                    continue;
+                };
+                let Some(absent) = line.attrs.iter().find(|a| a.name == "absent") else {
+                    continue;
+                };
+                let Some(text) = absent.value.as_str() else {
+                    continue;
+                };
+                for &b in blocks {
+                    let Some(block) = self.promise(b) else {
+                        continue;
+                    };
+                    let Some(lines_attr) = block.attrs.iter().find(|a| a.name == "lines") else {
+                        continue;
+                    };
+                    let Value::List(items) = &lines_attr.value else {
+                        continue;
+                    };
+                    if !items.iter().any(|v| v.as_str() == Some(text)) {
+                        continue;
+                    }
+                    let Some(witness) = self.both_active(b, l) else {
+                        continue;
+                    };
+                    if !self
+                        .reported
+                        .insert((block.span, line.span, "block line".to_owned()))
+                    {
+                        continue;
+                    }
+                    let mut d = Diagnostic::new(
+                        Code::LineContradiction,
+                        format!(
+                            "line {text:?} must be absent from {}, but a block there holds it",
+                            path.display()
+                        ),
+                        absent.span,
+                        "absent here",
+                    )
+                    .with_secondary(lines_attr.span, "the block holds it")
+                    .with_note(witness_note(&witness, &self.atoms_of(b, l)));
+                    d = add_chain(d, block, "block");
+                    d = add_chain(d, line, "line");
+                    self.diagnostics.push(d.with_help(
+                        "remove the line from the block, or drop the `line absent` promise",
+                    ));
                 }
             }
         }
