@@ -250,3 +250,35 @@ policy { b(); }"#,
         "#PermitRootLogin no\nPermitRootLogin no\n"
     );
 }
+
+/// Settings are one object per key and section: two giving one key
+/// different values (one computed on the host) both fail at run time with
+/// nothing written; a third, of another key, computed the same way, is
+/// applied. (Before settings had a part identity, every two settings of one
+/// file contradicted each other at run time.)
+#[test]
+fn a_run_time_contradiction_is_per_key() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    write(r, "/etc/hostname", "web01\n");
+    write(r, "/etc/app.conf", "name=old\n");
+    let report = converge(
+        &verified(&compile(
+            r#"bundle b {
+  setting "/etc/app.conf" { key = "name"; value = "static"; }
+  setting "/etc/app.conf" { key = "name"; value = "${sys.hostname}"; }
+  setting "/etc/app.conf" { key = "host"; value = "${sys.hostname}"; }
+}
+policy { b(); }"#,
+        )),
+        r,
+        false,
+    );
+    let f = failed(&report);
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert!(
+        f.iter().all(|m| m.contains("contradiction at run time")),
+        "{f:?}"
+    );
+    assert_eq!(read(r, "/etc/app.conf"), "name=old\nhost=web01\n");
+}
