@@ -282,3 +282,29 @@ policy { b(); }"#,
     );
     assert_eq!(read(r, "/etc/app.conf"), "name=old\nhost=web01\n");
 }
+
+/// A `setting` and a `block` on a file another promise creates, written
+/// before it in the source, converge in one run with nothing failed.
+#[test]
+fn edits_run_after_the_file_promise_that_creates_the_file() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    std::fs::create_dir_all(r.join("etc")).unwrap();
+    let report = converge(
+        &verified(&compile(
+            r#"bundle b {
+  setting "/etc/app.conf" { key = "port"; value = "8080"; }
+  block "/etc/app.conf" { marker = "extra"; lines = ["debug=0"]; }
+  file "/etc/app.conf" { mode = 0o640; }
+}
+policy { b(); }"#,
+        )),
+        r,
+        false,
+    );
+    assert!(failed(&report).is_empty(), "{:?}", failed(&report));
+    assert_eq!(
+        read(r, "/etc/app.conf"),
+        "port=8080\n# BEGIN extra\ndebug=0\n# END extra\n"
+    );
+}
