@@ -249,6 +249,23 @@ pub fn describes_state_in(kind: &str, name: &str) -> bool {
     promise_type(kind).and_then(|t| t.role(name)) == Some(AttrRole::State)
 }
 
+/// Promise types that edit one part of a file, and the attributes naming
+/// that part: two `setting`s of different keys (`block`s of different
+/// markers) on one file are different objects and never contradict; two of
+/// the same part must agree on everything else. The compiler's and the
+/// VM's contradiction checks share this table.
+pub const PART_IDENTITY: &[(&str, &[&str])] =
+    &[("setting", &["section", "key"]), ("block", &["marker"])];
+
+/// The attributes naming the part of a file a promise of type `kind`
+/// edits (empty for types whose promiser names the whole object).
+pub fn part_identity(kind: &str) -> &'static [&'static str] {
+    PART_IDENTITY
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map_or(&[], |(_, attrs)| attrs)
+}
+
 /// Attributes whose value no report, dry-run line or diagnostic may show
 /// (THREATS.md T24): they are shown as [`HIDDEN_VALUE`].
 pub const HIDDEN_ATTRS: &[&str] = &["password"];
@@ -262,6 +279,7 @@ pub fn hides_value(name: &str) -> bool {
 }
 
 const ENSURE_VALUES: &[&str] = &["present", "absent"];
+const LINE_PLACES: &[&str] = &["top", "bottom"];
 const PACKAGE_STATES: &[&str] = &["installed", "removed", "latest"];
 const SERVICE_STATES: &[&str] = &["running", "stopped"];
 const NOTIFY_ACTIONS: &[&str] = &["restart", "reload"];
@@ -343,6 +361,18 @@ const USER_COMMENT: AttrSpec = attr(
     AttrType::String,
     DefaultValue::Unmanaged,
     "The GECOS field of /etc/passwd (the user's full name); on `user` this is state, not only a note about the promise.",
+);
+
+/// `comment` on a `setting` is the comment prefix of the file's format
+/// (`#`, `;` in php.ini): it decides which lines are active, so it is state
+/// there and overrides the common annotation of the same name and id, as
+/// [`USER_COMMENT`] does.
+const SETTING_COMMENT: AttrSpec = attr(
+    11,
+    "comment",
+    AttrType::String,
+    DefaultValue::Str("#"),
+    "The comment prefix of the file's format (`;` in php.ini): lines starting with it (after blanks) are not active and are left alone; extra active copies of the key get it prepended.",
 );
 
 /// Attributes every promise type accepts.
@@ -566,11 +596,40 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
                 DefaultValue::Unmanaged,
                 "The replacement for `replace`; `$1`/`${name}` are capture groups (write it as r\"...\").",
             ),
+            attr(
+                140, "insert_after",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "A regex: a missing `present` line goes right after the LAST line it matches; appended at the end when none does.",
+            ),
+            attr(
+                141, "insert_before",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "A regex: a missing `present` line goes right before the LAST line it matches; appended at the end when none does.",
+            ),
+            attr(
+                142, "at",
+                AttrType::Enum(LINE_PLACES),
+                DefaultValue::Unmanaged,
+                "Where a missing `present` line goes: `top` (line 1) or `bottom` (appended, the default).",
+            ),
+            attr(
+                143, "replace_comments",
+                AttrType::Bool,
+                DefaultValue::Bool(false),
+                "Let `replace` rewrite commented-out lines too (first non-blank character `#` or `;`); by default they are left alone.",
+            ),
         ],
         rules: &[
             Rule::ExactlyOne(&["present", "absent", "replace"]),
             Rule::Requires("replace", "with"),
             Rule::Requires("with", "replace"),
+            Rule::AtMostOne(&["insert_after", "insert_before", "at"]),
+            Rule::Requires("insert_after", "present"),
+            Rule::Requires("insert_before", "present"),
+            Rule::Requires("at", "present"),
+            Rule::Requires("replace_comments", "replace"),
         ],
     },
     PromiseType {
@@ -778,6 +837,61 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
         rules: &[Rule::Required("message")],
     },
     PromiseType {
+        id: 11,
+        name: "setting",
+        promiser: PromiserKind::AbsolutePath,
+        doc: "One key's value in a keyword or key=value file (sshd_config, sysctl.conf, login.defs, php.ini, systemd drop-ins), optionally in an ini `[section]`; only active lines count, other active copies of the key are commented out.",
+        attrs: &[
+            attr(
+                144, "key",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "The key (a keyword in sshd_config/login.defs, compared case-insensitively there; exact otherwise).",
+            ),
+            attr(
+                145, "value",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "The key's value; an active `key = value` line (blanks around the separator allowed) holding it is kept.",
+            ),
+            attr(
+                146, "separator",
+                AttrType::String,
+                DefaultValue::Str("="),
+                "Written between key and value in a new line: `\" \"` for sshd_config and login.defs (a `Match`/`Host` line is then a header too), `=` or `\" = \"` for sysctl.conf, ini files and systemd drop-ins.",
+            ),
+            attr(
+                147, "section",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "The ini `[section]` (its name, without brackets) the key belongs to; unset means the part before the first header. A missing section is appended at the end.",
+            ),
+            SETTING_COMMENT,
+        ],
+        rules: &[Rule::Required("key"), Rule::Required("value")],
+    },
+    PromiseType {
+        id: 12,
+        name: "block",
+        promiser: PromiserKind::AbsolutePath,
+        doc: "Exactly these lines between `# BEGIN marker` and `# END marker` (whole lines at column 0), as Ansible's blockinfile: a present block is rewritten in place, a missing one appended at the end.",
+        attrs: &[
+            attr(
+                148, "lines",
+                AttrType::List(&AttrType::String),
+                DefaultValue::Unmanaged,
+                "The block's lines, in order; a line removed from the list disappears from the file.",
+            ),
+            attr(
+                149, "marker",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "The text after `# BEGIN ` and `# END ` on the marker lines; one file can hold several blocks with different markers.",
+            ),
+        ],
+        rules: &[Rule::Required("lines"), Rule::Required("marker")],
+    },
+    PromiseType {
         id: 13,
         name: "process",
         promiser: PromiserKind::Label,
@@ -883,7 +997,7 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
         doc: "A kernel parameter (`net.ipv4.ip_forward`): its live value in /proc/sys and its value at boot.",
         attrs: &[
             attr(
-                169, "value",
+                145, "value",
                 AttrType::String,
                 DefaultValue::Unmanaged,
                 "The value, as `sysctl` shows it (blanks between fields are compared as one space).",

@@ -37,7 +37,12 @@ const MAX_PER_OBJECT: usize = 10;
 const CONTENT: &[&str] = &["content", "source", "template"];
 
 /// Types whose promiser is a path (for the "absent" rule below a path).
-const PATH_TYPES: &[&str] = &["file", "directory", "link", "line"];
+const PATH_TYPES: &[&str] = &["file", "directory", "link", "line", "setting", "block"];
+
+/// Text-editing types that edit part of a file (their own contradictions:
+/// [`Finder::parts`]); a file whose whole content is fixed cannot also have
+/// a part edited ([`Finder::fixed_content_parts`]).
+const PART_TYPES: &[(&str, &[&str])] = schema::PART_IDENTITY;
 
 /// Finds every contradiction of an expanded program.
 pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
@@ -77,6 +82,8 @@ pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
     for (key, members) in &objects {
         if key.0 == "line" {
             finder.lines(members);
+        } else if let Some((_, identity)) = PART_TYPES.iter().find(|(k, _)| *k == key.0) {
+            finder.parts(identity, members);
         } else if members.len() > 1 {
             finder.attributes(members);
         }
@@ -84,6 +91,8 @@ pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
     finder.absent();
     finder.fixed_content_lines(&objects, &index);
     finder.system();
+    finder.fixed_content_parts(&objects, &index);
+    finder.absent_lines_in_blocks(&objects, &index);
     finder
         .diagnostics
         .extend(super::lines::never_settling(program));
@@ -331,6 +340,164 @@ impl<'p> Finder<'p> {
         atoms.sort();
         atoms.dedup();
         atoms
+    }
+
+    /// `setting`s of one key in one section (`block`s of one marker) on one
+    /// file are one object: they must agree on its value (lines), by the
+    /// generic rule. Settings of different keys never contradict. An
+    /// identity computed at run time cannot be grouped here.
+    fn parts(&mut self, identity: &[&str], members: &[usize]) {
+        let mut groups: Vec<(Vec<Option<&'p Value>>, Vec<usize>)> = Vec::new();
+        for &i in members {
+            let Some(p) = self.promise(i) else { continue };
+            let id: Vec<Option<&'p Value>> = identity.iter().map(|n| p.attr(n)).collect();
+            if id.iter().flatten().any(|v| !v.is_constant()) {
+                continue;
+            }
+            match groups.iter_mut().find(|(g, _)| *g == id) {
+                Some((_, group)) => group.push(i),
+                None => groups.push((id, vec![i])),
+            }
+        }
+        for (_, group) in groups {
+            if group.len() > 1 {
+                self.attributes(&group);
+            }
+        }
+    }
+
+    /// A `setting` or `block` on a file whose whole content (`content`,
+    /// `source` or `template`) is promised: the two would undo each other
+    /// (the file promise rewrites the whole text, the edit changes part of
+    /// it), so the part belongs in that content.
+    fn fixed_content_parts(
+        &mut self,
+        objects: &[((&str, &Value), Vec<usize>)],
+        index: &HashMap<(&str, &Value), usize>,
+    ) {
+        for ((kind, path), parts) in objects {
+            if !PART_TYPES.iter().any(|(k, _)| k == kind) {
+                continue;
+            }
+            let Some((_, files)) = index.get(&("file", *path)).and_then(|i| objects.get(*i)) else {
+                continue;
+            };
+            for &f in files {
+                let Some(file) = self.promise(f) else {
+                    continue;
+                };
+                let Some(content_attr) = file
+                    .attrs
+                    .iter()
+                    .find(|a| CONTENT.contains(&a.name.as_str()))
+                else {
+                    continue;
+                };
+                for &e in parts {
+                    let Some(edit) = self.promise(e) else {
+                        continue;
+                    };
+                    let Some(witness) = self.both_active(f, e) else {
+                        continue;
+                    };
+                    if !self
+                        .reported
+                        .insert((file.span, edit.span, "content".to_owned()))
+                    {
+                        continue;
+                    }
+                    let mut d = Diagnostic::new(
+                        Code::LineContradiction,
+                        format!(
+                            "{} {} edits part of a file whose whole content is promised",
+                            edit.kind,
+                            path.display()
+                        ),
+                        edit.span,
+                        format!("this {} edits part of it", edit.kind),
+                    )
+                    .with_secondary(
+                        content_attr.span,
+                        format!("the whole content is fixed here (`{}`)", content_attr.name),
+                    )
+                    .with_note(witness_note(&witness, &self.atoms_of(f, e)));
+                    d = add_chain(d, file, "file");
+                    d = add_chain(d, edit, kind);
+                    self.diagnostics.push(d.with_help(format!(
+                        "put these lines in the file's `{}` itself, or drop it and manage the file by parts",
+                        content_attr.name
+                    )));
+                }
+            }
+        }
+    }
+
+    /// `line absent X` on a file whose `block` holds the line X: the block
+    /// puts it back on every pass after the line promise removes it.
+    fn absent_lines_in_blocks(
+        &mut self,
+        objects: &[((&str, &Value), Vec<usize>)],
+        index: &HashMap<(&str, &Value), usize>,
+    ) {
+        for ((kind, path), line_promises) in objects {
+            if *kind != "line" {
+                continue;
+            }
+            let Some((_, blocks)) = index.get(&("block", *path)).and_then(|i| objects.get(*i))
+            else {
+                continue;
+            };
+            for &l in line_promises {
+                let Some(line) = self.promise(l) else {
+                    continue;
+                };
+                let Some(absent) = line.attrs.iter().find(|a| a.name == "absent") else {
+                    continue;
+                };
+                let Some(text) = absent.value.as_str() else {
+                    continue;
+                };
+                for &b in blocks {
+                    let Some(block) = self.promise(b) else {
+                        continue;
+                    };
+                    let Some(lines_attr) = block.attrs.iter().find(|a| a.name == "lines") else {
+                        continue;
+                    };
+                    let Value::List(items) = &lines_attr.value else {
+                        continue;
+                    };
+                    if !items.iter().any(|v| v.as_str() == Some(text)) {
+                        continue;
+                    }
+                    let Some(witness) = self.both_active(b, l) else {
+                        continue;
+                    };
+                    if !self
+                        .reported
+                        .insert((block.span, line.span, "block line".to_owned()))
+                    {
+                        continue;
+                    }
+                    let mut d = Diagnostic::new(
+                        Code::LineContradiction,
+                        format!(
+                            "line {text:?} must be absent from {}, but a block there holds it",
+                            path.display()
+                        ),
+                        absent.span,
+                        "absent here",
+                    )
+                    .with_secondary(lines_attr.span, "the block holds it")
+                    .with_note(witness_note(&witness, &self.atoms_of(b, l)));
+                    d = add_chain(d, block, "block");
+                    d = add_chain(d, line, "line");
+                    self.diagnostics.push(d.with_help(
+                        "remove the line from the block, or drop the `line absent` promise",
+                    ));
+                }
+            }
+        }
     }
 
     /// `line present X` and `line absent X` on one file.

@@ -153,7 +153,7 @@ pub fn edges(program: &Program) -> Vec<Edge> {
         let Some(path) = p.promiser.as_str() else {
             continue;
         };
-        if p.kind == "line" {
+        if matches!(p.kind, "line" | "setting" | "block") {
             for &f in files.get(path).map_or(&[][..], Vec::as_slice) {
                 edges.push(Edge {
                     from: f,
@@ -164,7 +164,10 @@ pub fn edges(program: &Program) -> Vec<Edge> {
                 });
             }
         }
-        if matches!(p.kind, "file" | "directory" | "link" | "line") {
+        if matches!(
+            p.kind,
+            "file" | "directory" | "link" | "line" | "setting" | "block"
+        ) {
             let mut rest = path.trim_end_matches('/');
             while let Some(slash) = rest.rfind('/') {
                 let dir = if slash == 0 {

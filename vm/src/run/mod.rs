@@ -9,6 +9,7 @@
 //! the bundle's pass limit: then the run is *not converged*, and the
 //! promises that were repaired in every pass are named as oscillating.
 
+pub mod editing;
 pub mod lock;
 pub mod operators;
 pub mod owed;
@@ -579,6 +580,8 @@ fn apply(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
         "directory" => operators::directory(ctx, inst, &operators::Others::default()),
         "link" => operators::link(ctx, inst),
         "line" => operators::line(ctx, inst),
+        "setting" => operators::setting(ctx, inst),
+        "block" => operators::block(ctx, inst),
         "command" => operators::command(ctx, inst, false),
         "report" => Applied {
             outcome: Outcome::Kept,
@@ -629,15 +632,22 @@ fn runtime_contradictions(
     instances: &[(usize, Vec<String>, Result<Instance, String>)],
 ) -> HashMap<(usize, Vec<String>), String> {
     // (kind, promiser) -> attribute -> the instances that set it.
-    type Buckets<'i> = HashMap<(&'i str, &'i str), BTreeMap<&'static str, Vec<Member<'i>>>>;
+    // The part of the file a `setting` or `block` edits is part of its
+    // object: settings of different keys never contradict.
+    type Object<'i> = (&'i str, &'i str, Vec<Option<&'i str>>);
+    type Buckets<'i> = HashMap<Object<'i>, BTreeMap<&'static str, Vec<Member<'i>>>>;
     let mut by_object: Buckets<'_> = HashMap::new();
     for (_, combo, inst) in instances {
         let Ok(inst) = inst else { continue };
         if inst.kind == "line" {
             continue;
         }
+        let part = crate::schema::part_identity(inst.kind)
+            .iter()
+            .map(|a| inst.str(a))
+            .collect();
         let attrs = by_object
-            .entry((inst.kind, inst.promiser.as_str()))
+            .entry((inst.kind, inst.promiser.as_str(), part))
             .or_default();
         for (name, value) in &inst.attrs {
             // Relations and annotations never contradict (the schema's
@@ -657,7 +667,7 @@ fn runtime_contradictions(
         }
     }
     let mut out = HashMap::new();
-    for ((kind, promiser), attrs) in by_object {
+    for ((kind, promiser, _), attrs) in by_object {
         for (name, members) in attrs {
             let witnesses = witnesses(&members);
             for m in &members {

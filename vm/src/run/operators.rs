@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use super::editing;
 use super::resolve::{Instance, Value};
 use crate::backend::passwd::AccountDb;
 use crate::backend::process::{self, Cmd};
@@ -653,10 +654,102 @@ fn converge_link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
 }
 
 pub fn line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
-    after_cleaning(ctx, inst, converge_line)
+    after_cleaning(ctx, inst, |ctx, inst| {
+        let edit = match line_edit(ctx, inst) {
+            Ok(edit) => edit,
+            Err(why) => return Applied::failed(why),
+        };
+        converge_text(ctx, inst, edit)
+    })
 }
 
-fn converge_line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+/// A `setting` promise: one key's value in a keyword or key=value file.
+pub fn setting(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    let (Some(key), Some(value)) = (inst.str("key"), inst.str("value")) else {
+        return Applied::failed("a setting needs `key` and `value`");
+    };
+    let wanted = editing::setting::Setting {
+        key,
+        value,
+        separator: inst.str("separator").unwrap_or("="),
+        section: inst.str("section"),
+        comment: inst.str("comment").unwrap_or("#"),
+    };
+    after_cleaning(ctx, inst, |ctx, inst| {
+        converge_text(
+            ctx,
+            inst,
+            Box::new(move |t| editing::setting::apply(t, &wanted)),
+        )
+    })
+}
+
+/// A `block` promise: exactly these lines between its marker lines.
+pub fn block(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
+    let (Some(marker), Some(lines)) = (inst.str("marker"), inst.list("lines")) else {
+        return Applied::failed("a block needs `marker` and `lines`");
+    };
+    after_cleaning(ctx, inst, |ctx, inst| {
+        converge_text(
+            ctx,
+            inst,
+            Box::new(move |t| editing::block::apply(t, marker, lines)),
+        )
+    })
+}
+
+/// One application of a text promise's edit (see [`editing`]).
+type TextEdit<'a> = Box<dyn Fn(&str) -> editing::EditResult + 'a>;
+
+/// The edit a `line` promise makes, with its regexes compiled once per run.
+fn line_edit<'a>(ctx: &Ctx<'_>, inst: &'a Instance) -> Result<TextEdit<'a>, String> {
+    let regex = |name: &str| -> Result<Option<regex::Regex>, String> {
+        let Some(pattern) = inst.str(name) else {
+            return Ok(None);
+        };
+        match ctx
+            .line_regexes
+            .borrow_mut()
+            .get(&pattern.to_owned(), pattern)
+        {
+            Ok(re) => Ok(Some(re.clone())),
+            Err(e) => Err(format!("invalid regex in `{name}`: {e}")),
+        }
+    };
+    if let Some(wanted) = inst.str("present") {
+        let anchor = match (
+            regex("insert_after")?,
+            regex("insert_before")?,
+            inst.str("at"),
+        ) {
+            (Some(re), _, _) => editing::line::Anchor::After(re),
+            (_, Some(re), _) => editing::line::Anchor::Before(re),
+            (_, _, Some("top")) => editing::line::Anchor::Top,
+            _ => editing::line::Anchor::Bottom,
+        };
+        return Ok(Box::new(move |t| {
+            editing::line::present(t, wanted, &anchor)
+        }));
+    }
+    if let Some(unwanted) = inst.str("absent") {
+        return Ok(Box::new(move |t| editing::line::absent(t, unwanted)));
+    }
+    match (inst.str("replace"), regex("replace")?, inst.str("with")) {
+        (Some(pattern), Some(re), Some(with)) => {
+            let comments = inst.bool("replace_comments").unwrap_or(false);
+            Ok(Box::new(move |t| {
+                editing::line::replace(t, pattern, &re, with, comments)
+            }))
+        }
+        _ => Err("a line needs `present`, `absent` or `replace` with `with`".to_owned()),
+    }
+}
+
+/// Reads the promised text file, applies `edit` (twice in memory: an edit
+/// that would change the text again never settles, issue 14 item 13) and
+/// writes the result in place, keeping mode and owner; a dry run shows the
+/// diff and writes nothing. A failed edit writes nothing.
+fn converge_text(ctx: &Ctx<'_>, inst: &Instance, edit: TextEdit<'_>) -> Applied {
     let path = inst.promiser.as_str();
     let meta = match ctx.fs.lstat(path) {
         Ok(Some(m)) if m.kind == Kind::File => m,
@@ -679,23 +772,14 @@ fn converge_line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
         Err(e) => return fs_failed(e),
     };
     let Ok(text) = String::from_utf8(bytes.clone()) else {
-        return Applied::failed(format!("`{path}` is not UTF-8 text"));
+        return Applied::failed(format!(
+            "`{path}` is not UTF-8 text (a binary file?); nothing was written"
+        ));
     };
-    let replace = match inst.str("replace") {
-        Some(pattern) => match ctx
-            .line_regexes
-            .borrow_mut()
-            .get(&pattern.to_owned(), pattern)
-        {
-            Ok(re) => Some(re.clone()),
-            Err(e) => return Applied::failed(format!("invalid regex: {e}")),
-        },
-        None => None,
-    };
-    let (what, new_text) = match settled_line_edit(&text, inst, replace.as_ref()) {
-        Some(Ok(edit)) => edit,
-        None => return Applied::kept(),
-        Some(Err(why)) => return Applied::failed(why),
+    let (what, new_text) = match editing::settled(&text, &edit) {
+        Ok(Some(done)) => (done.what, done.text),
+        Ok(None) => return Applied::kept(),
+        Err(why) => return Applied::failed(format!("`{path}`: {why}")),
     };
     let new_bytes = new_text.into_bytes();
     if !ctx.dry_run {
@@ -716,74 +800,6 @@ fn converge_line(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
             None
         },
     }])
-}
-
-/// The edit a `line` promise makes to `text` (what it did and the new
-/// text), `None` if the text already keeps it. The edit is applied a second
-/// time in memory first: a promise whose second application changes the
-/// text again (a `present` line holding a newline, a `replace` whose output
-/// matches its pattern again) could never settle and would grow the file on
-/// every run, so it fails and nothing is written (issue 14, item 13).
-fn settled_line_edit(
-    text: &str,
-    inst: &Instance,
-    replace: Option<&regex::Regex>,
-) -> Option<Result<(String, String), String>> {
-    let (what, new_text) = edit_lines(text, inst, replace)?;
-    if let Some((again, _)) = edit_lines(&new_text, inst, replace) {
-        return Some(Err(format!(
-            "this line promise never settles: after it {what}, applying it again {again}; nothing was written (a `present` line must not hold a newline, and a `replace` result must not match its pattern again)"
-        )));
-    }
-    Some(Ok((what, new_text)))
-}
-
-/// One application of a `line` promise to `text`, with its compiled
-/// `replace` pattern: what it did and the new text, `None` if nothing.
-fn edit_lines(
-    text: &str,
-    inst: &Instance,
-    replace: Option<&regex::Regex>,
-) -> Option<(String, String)> {
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    let mut what = String::new();
-    if let Some(wanted) = inst.str("present") {
-        if !lines.iter().any(|l| l == wanted) {
-            lines.push(wanted.to_owned());
-            what = format!("added line {wanted:?}");
-        }
-    } else if let Some(unwanted) = inst.str("absent") {
-        let before = lines.len();
-        lines.retain(|l| l != unwanted);
-        if lines.len() != before {
-            what = format!(
-                "removed {} line(s) {unwanted:?}",
-                before.saturating_sub(lines.len())
-            );
-        }
-    } else if let (Some(pattern), Some(re), Some(with)) =
-        (inst.str("replace"), replace, inst.str("with"))
-    {
-        let mut count: usize = 0;
-        for l in &mut lines {
-            let replaced = re.replace_all(l, with).into_owned();
-            if replaced != *l {
-                *l = replaced;
-                count = count.saturating_add(1);
-            }
-        }
-        if count > 0 {
-            what = format!("replaced {pattern:?} on {count} line(s)");
-        }
-    }
-    if what.is_empty() {
-        return None;
-    }
-    let mut new_text = lines.join("\n");
-    if !lines.is_empty() {
-        new_text.push('\n');
-    }
-    Some((what, new_text))
 }
 
 /// Runs a command unless `creates` exists or `unless` succeeds; a
