@@ -81,6 +81,7 @@ pub fn converge(bundle: &Verified, root: &Path, dry_run: bool) -> RunReport {
             root: root.to_path_buf(),
             dry_run,
             defines: Vec::new(),
+            state: None,
         },
     )
     .unwrap()

@@ -369,7 +369,7 @@ impl Host {
 
         let slow = self.bundle(
             "slow.bundle",
-            "bundle b { command \"wait\" { run = [\"/bin/sleep\", \"5\"]; } }\npolicy { b(); }\n",
+            "bundle b { command \"wait\" { run = [\"/bin/sleep\", \"5\"]; host = true; } }\npolicy { b(); }\n",
         );
         let child = self.start(&slow);
         let deadline = Instant::now() + Duration::from_secs(20);

@@ -166,7 +166,7 @@ fn every_documented_exit_code_is_what_policyvm_returns() {
     let failing = f.file(
         "failing.bundle",
         &compile(
-            r#"bundle b { command "no" { run = ["/bin/false"]; creates = "/never"; } }
+            r#"bundle b { command "no" { run = ["/bin/false"]; creates = "/never"; host = true; } }
 policy { b(); }"#,
         ),
     );

@@ -277,7 +277,7 @@ policy { b(); }"#,
 /// A bundle whose `command` has `cwd = CWD`, forged past the compiler
 /// (which refuses a bad one) and signed with the trusted key.
 fn command_with_cwd(cwd: &str) -> Vec<u8> {
-    let good = r#"bundle b { command "where" { run = ["/bin/pwd"]; cwd = "/placeholder"; creates = "/done"; } }
+    let good = r#"bundle b { command "where" { run = ["/bin/pwd"]; cwd = "/placeholder"; creates = "/done"; host = true; } }
 policy { b(); }"#;
     let mut forged = body(good);
     for c in forged.constants.0.iter_mut() {
@@ -341,7 +341,7 @@ policy { b(); }"#;
 fn item20_commands_never_see_the_environment_of_policyvm() {
     let w = Work::new();
     let bundle = compile(
-        r#"bundle b { command "env" { run = ["/usr/bin/env"]; creates = "/done"; } }
+        r#"bundle b { command "env" { run = ["/usr/bin/env"]; creates = "/done"; host = true; } }
 policy { b(); }"#,
     );
     let (out, report) = w.run(&bundle, &[("CVG_SECRET_TOKEN", "hunter2")]);

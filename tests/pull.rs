@@ -601,7 +601,7 @@ fn t6_t7_endless_trickling_and_lying_responses_are_cut_off_within_bounds() {
 #[ignore = "needs nginx"]
 fn t20_t22_two_agents_at_once_one_runs_and_neither_listens() {
     let hub = Hub::start();
-    let slow = "bundle site {\n  command \"wait\" { run = [\"/bin/sleep\", \"2\"]; }\n}\npolicy { site(); }\n";
+    let slow = "bundle site {\n  command \"wait\" { run = [\"/bin/sleep\", \"2\"]; host = true; }\n}\npolicy { site(); }\n";
     hub.publish_to(&hub.pubdir, "site", slow, "hub", &["--serial", "100"]);
     let host = hub.host("web01");
     let config = hub.config(&host, &[hub.server.url()], "");

@@ -243,8 +243,8 @@ fn commands_run_in_the_root_once_and_respect_creates() {
     let root = root_with_etc();
     let bundle = verified(&compile(
         r#"bundle b {
-  command "stamp" { run = ["/bin/sh", "-c", "echo ran >> \"$CONVERGE_ROOT/stamp\""]; creates = "/stamp"; }
-  command "fails" { run = ["/bin/sh", "-c", "exit 3"]; creates = "/never"; }
+  command "stamp" { run = ["/bin/sh", "-c", "echo ran >> \"$CONVERGE_ROOT/stamp\""]; creates = "/stamp"; host = true; }
+  command "fails" { run = ["/bin/sh", "-c", "exit 3"]; creates = "/never"; host = true; }
 }
 policy { b(); }"#,
     ));
@@ -394,7 +394,7 @@ fn cli_exit_codes() {
     assert_eq!(out.status.code(), Some(3));
 
     let failing = work.path().join("failing.bundle");
-    std::fs::write(&failing, compile("bundle b { command \"x\" { run = [\"/bin/false\"]; creates = \"/nope\"; } }\npolicy { b(); }\n")).unwrap();
+    std::fs::write(&failing, compile("bundle b { command \"x\" { run = [\"/bin/false\"]; creates = \"/nope\"; host = true; } }\npolicy { b(); }\n")).unwrap();
     assert_eq!(run(&failing, &[]).status.code(), Some(1));
 }
 
@@ -467,7 +467,7 @@ fn a_repaired_promise_runs_the_commands_it_notifies() {
     let bundle = verified(&compile(
         r#"bundle b {
   file "/etc/app.conf" { content = "v1\n"; notify = [command "reload"]; }
-  command "reload" { run = ["/bin/sh", "-c", "echo reload >> \"$CONVERGE_ROOT/reloads\""]; creates = "/etc/app.conf"; }
+  command "reload" { run = ["/bin/sh", "-c", "echo reload >> \"$CONVERGE_ROOT/reloads\""]; creates = "/etc/app.conf"; host = true; }
 }
 policy { b(); }"#,
     ));
@@ -542,12 +542,21 @@ fn operators_in_detail() {
   file "/etc/app.conf" { content = "new on ${sys.hostname}\n"; owner = "app"; group = "app"; backup = true; }
   line "/etc/ssh_config" { replace = r"^PermitRootLogin\s+\w+$"; with = r"PermitRootLogin no"; }
   line "/etc/ssh_config" { absent = "X11Forwarding yes"; }
-  command "chatty" { run = ["/bin/sh", "-c", "echo to-stdout; echo to-stderr >&2"]; creates = "/never"; }
-  command "slow" { run = ["/bin/sleep", "5"]; creates = "/never"; timeout = 1s; }
+  command "chatty" { run = ["/bin/sh", "-c", "echo to-stdout; echo to-stderr >&2"]; creates = "/never"; host = true; }
+  command "slow" { run = ["/bin/sleep", "5"]; creates = "/never"; timeout = 1s; host = true; }
 }
 policy { b(); }"#,
     ));
-    let r = converge(&bundle, root.path(), false);
+    let state = converge_vm::state::StateDir::open(&root.path().join("var/lib/converge")).unwrap();
+    let r = converge_vm::run::run(
+        &bundle,
+        &converge_vm::run::RunOptions {
+            root: root.path().to_path_buf(),
+            state: Some(state.clone()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     // purge = true removes what no promise manages.
     assert!(!root.path().join("srv/purged/stray").exists());
     assert!(root.path().join("srv/purged/kept").exists());
@@ -559,10 +568,12 @@ policy { b(); }"#,
     );
     let meta = std::fs::metadata(root.path().join("etc/app.conf")).unwrap();
     assert_eq!((meta.uid(), meta.gid()), (1234, 1234));
+    // The backup is in the state directory, never beside the file (issue 17).
     assert_eq!(
-        std::fs::read_to_string(root.path().join("etc/app.conf.converge-backup")).unwrap(),
-        "old\n"
+        state.backups_of("/etc/app.conf").unwrap(),
+        [b"old\n".to_vec()]
     );
+    assert!(!root.path().join("etc/app.conf.converge-backup").exists());
     // Line replacement and removal.
     assert_eq!(
         std::fs::read_to_string(root.path().join("etc/ssh_config")).unwrap(),

@@ -437,7 +437,7 @@ policy { b(); }"#;
     assert_eq!(run(up), ["is-enabled -- cvgweb", "is-active -- cvgweb"]);
     // A repaired promise notifies it: one restart, and in the next run none.
     let notified = r#"bundle b {
-  command "poke" { run = ["true"]; notify = [service "cvgweb"]; }
+  command "poke" { run = ["true"]; notify = [service "cvgweb"]; host = true; }
   service "cvgweb" { manager = "systemd"; state = running; }
 }
 policy { b(); }"#;

@@ -316,6 +316,17 @@ const GROUP: AttrSpec = attr(
     "Owning group name; new objects get the VM's group, existing ones are left alone unless set.",
 );
 
+const HOST: AttrSpec = with_role(
+    attr(
+        102,
+        "host",
+        AttrType::Bool,
+        DefaultValue::Bool(false),
+        "Under `--root`, run the command (a `command`'s argv, a `file`'s `validate`) on the host rather than chrooted into the root.",
+    ),
+    AttrRole::Annotation,
+);
+
 /// `comment` on a `user` is the account's GECOS field (LANGUAGE.md section
 /// 13, as in Puppet and Ansible): there it says what the object looks like,
 /// so it overrides the common annotation of the same name and id with the
@@ -436,8 +447,21 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
                 15, "backup",
                 AttrType::Bool,
                 DefaultValue::Bool(false),
-                "Keep the previous content as a backup when the file is rewritten.",
+                "Keep the previous content as a backup when the file is rewritten: in the VM's state directory (`backups/`, the newest 5 per file, at most 16 MiB each), never beside the file.",
             ),
+            attr(
+                100, "create",
+                AttrType::Bool,
+                DefaultValue::Bool(true),
+                "Create the file when it is missing; `false` only manages an existing file (a missing one is skipped: \"absent and create = false\").",
+            ),
+            attr(
+                101, "validate",
+                AttrType::List(&AttrType::String),
+                DefaultValue::Unmanaged,
+                "An argv run on the staged new content before it replaces the file; the argv element `%s` is the staged copy's path. A non-zero exit fails the promise: the file is untouched and nothing is notified.",
+            ),
+            HOST,
         ],
         rules: &[Rule::AtMostOne(&["content", "source", "template"])],
     },
@@ -633,6 +657,7 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
                 DefaultValue::Unmanaged,
                 "Working directory (inside the root).",
             ),
+            HOST,
         ],
         rules: &[Rule::Required("run")],
     },
@@ -938,7 +963,8 @@ mod tests {
                 "on_repaired",
                 "on_kept",
                 "on_failed",
-                "comment"
+                "comment",
+                "host"
             ]
         );
         assert!(describes_state("mode") && !describes_state("after"));

@@ -9,6 +9,8 @@
 //! lock               flock'ed by `policyvm run`, `agent` and `pull`
 //! reports/last.json  the last agent run (older ones beside it)
 //! metrics.prom       Prometheus textfile metrics of the last agent run
+//! owed.json          notifications owed until delivered ([`owed`])
+//! backups/           `backup = true` copies, rotated ([`backups`])
 //! ```
 //!
 //! The directory must belong to the user the VM runs as and not be
@@ -23,6 +25,12 @@
 //! a crash before the bundle is in place leaves the new stamp recorded, so
 //! the next pull fetches that very bundle again as a repair. The mark is
 //! the larger of `serial` and the serial of a verified `current.bundle`.
+
+mod backups;
+mod owed;
+
+pub use backups::{BACKUPS, KEEP_BACKUPS, MAX_BACKUP};
+pub use owed::{Debt, OWED};
 
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::DirBuilderExt as _;
@@ -246,7 +254,7 @@ impl StateDir {
     /// Replaces `file` atomically and durably (mode 0600).
     pub fn write(&self, file: &str, bytes: &[u8]) -> std::io::Result<()> {
         let shown = self.path(file).display().to_string();
-        write_atomic_at(&self.fd, file, bytes, 0o600, None, &shown, || Ok(()))
+        write_atomic_at(&self.fd, file, bytes, 0o600, None, &shown, |_| Ok(()))
             .map_err(std::io::Error::other)
     }
 }
@@ -282,7 +290,8 @@ fn guarded(fd: &OwnedFd, dir: &Path) -> std::io::Result<()> {
 pub fn write_atomically(dir: &Path, file: &str, bytes: &[u8]) -> std::io::Result<()> {
     let fd = rfs::open(dir, DIR_FLAGS, Mode::empty())?;
     let shown = dir.join(file).display().to_string();
-    write_atomic_at(&fd, file, bytes, 0o600, None, &shown, || Ok(())).map_err(std::io::Error::other)
+    write_atomic_at(&fd, file, bytes, 0o600, None, &shown, |_| Ok(()))
+        .map_err(std::io::Error::other)
 }
 
 #[cfg(test)]

@@ -119,6 +119,9 @@ codes! {
     NotAnOutcomeClass = "E0212", Error, "class cannot be set by an outcome";
     /// A package, service, user or group name that such names never are.
     InvalidName = "E0213", Error, "invalid name";
+    /// A `file` promise's `validate` argv without an element that is
+    /// exactly `%s` (the staged copy's path).
+    ValidateWithoutStagedPath = "E0230", Error, "validate without %s";
 
     /// Two promises on one object want different values for one attribute,
     /// and some host can make both active.

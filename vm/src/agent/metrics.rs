@@ -32,6 +32,9 @@ pub struct Metrics {
     pub stale: bool,
     /// Expiry of the stamp in force.
     pub stamp_expires: Option<u64>,
+    /// Notifications still owed after the run (a restart that failed or
+    /// never came: LANGUAGE.md §13).
+    pub owed_notifications: usize,
 }
 
 /// The value of an unlabelled sample in a previous file.
@@ -111,6 +114,11 @@ impl Metrics {
             "Expiry of the stamp in force (0: none).",
             &[("", self.stamp_expires.unwrap_or(0).to_string())],
         );
+        gauge(
+            "converge_owed_notifications",
+            "Notifications (restarts, reloads, notified commands) still owed after the last run.",
+            &[("", self.owed_notifications.to_string())],
+        );
         out
     }
 }
@@ -132,6 +140,7 @@ mod tests {
             last_success: Some(1_795_309_000),
             pull_failures_total: 3,
             stamp_expires: Some(1_795_900_000),
+            owed_notifications: 1,
             ..Metrics::default()
         };
         let text = m.render();
@@ -142,6 +151,7 @@ mod tests {
             Some(1_795_309_000)
         );
         assert_eq!(previous(&text, "converge_bundle"), None);
+        assert_eq!(previous(&text, "converge_owed_notifications"), Some(1));
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let (name, value) = line.rsplit_once(' ').unwrap();
             assert!(name.starts_with("converge_"), "{line}");

@@ -229,7 +229,7 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
     };
 
     let (result, report_value) = match chosen {
-        Ok(local) => match converge(config, &local) {
+        Ok(local) => match converge(config, &local, &state) {
             Ok(r) => {
                 let value = agent_report(report::json(&r), &local, pull_value, stale);
                 (Ok(r), value)
@@ -260,6 +260,7 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
             m.repaired = r.count(|o| matches!(o, Outcome::Repaired));
             m.failed = r.count(|o| matches!(o, Outcome::Failed(_)));
             m.skipped = r.count(|o| matches!(o, Outcome::Skipped(_)));
+            m.owed_notifications = r.owed.len();
             m.serial = r.serial;
             m.duration_seconds = r.duration_ms as f64 / 1000.0;
             a.out.push_str(&report::human(r));
@@ -309,11 +310,12 @@ fn describe(e: &PullError) -> String {
 
 /// Converges the root (the caller holds the state directory's lock, which
 /// is the run lock: [`crate::run::lock`]).
-fn converge(config: &Config, local: &Local) -> Result<RunReport, (u8, String)> {
+fn converge(config: &Config, local: &Local, state: &StateDir) -> Result<RunReport, (u8, String)> {
     let opts = RunOptions {
         root: config.root.clone(),
         dry_run: false,
         defines: Vec::new(),
+        state: Some(state.clone()),
     };
     run(&local.bundle, &opts).map_err(|e| (EXIT_CONFIG, format!("error: {e}")))
 }

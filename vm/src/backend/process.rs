@@ -46,6 +46,10 @@ pub struct Cmd {
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
     pub timeout: Duration,
+    /// Run chrooted into this directory (a `command` promise or a `file`'s
+    /// `validate` under `--root`, LANGUAGE.md §13): `cwd` is then a path
+    /// inside it, and the program is looked up on [`PATH`] inside it.
+    pub chroot: Option<PathBuf>,
     /// What the program reads on its standard input (closed when `None`):
     /// data that must not be in the argv, which every local user can read
     /// in `/proc/PID/cmdline` (a password hash for `chpasswd -e`).
@@ -71,6 +75,7 @@ impl Cmd {
             env: Vec::new(),
             cwd: None,
             timeout,
+            chroot: None,
             stdin: None,
         }
     }
@@ -79,6 +84,29 @@ impl Cmd {
     pub fn stdin(mut self, bytes: Vec<u8>) -> Cmd {
         self.stdin = Some(Input(bytes));
         self
+    }
+
+    /// The argv actually executed: the promised one, or, chrooted, the
+    /// promised one behind util-linux `unshare --root=DIR --wd=CWD --`
+    /// (which chroots, changes to `CWD` inside the new root, and looks the
+    /// program up there; no namespace is created). The VM forbids unsafe
+    /// code, so it does not call chroot(2) itself between fork and exec.
+    pub fn executed_argv(&self) -> Vec<String> {
+        let Some(root) = &self.chroot else {
+            return self.argv.clone();
+        };
+        let wd = self
+            .cwd
+            .as_ref()
+            .map_or_else(|| "/".to_owned(), |c| c.display().to_string());
+        let mut argv = vec![
+            "unshare".to_owned(),
+            format!("--root={}", root.display()),
+            format!("--wd={wd}"),
+            "--".to_owned(),
+        ];
+        argv.extend(self.argv.iter().cloned());
+        argv
     }
 
     /// Adds an environment variable.
@@ -159,7 +187,22 @@ impl Ran {
 /// not be started at all (no such program, ...), with the command named.
 pub fn run(cmd: &Cmd) -> Result<Ran, String> {
     let shown = cmd.shown();
-    let Some((program, args)) = cmd.argv.split_first() else {
+    if cmd.argv.is_empty() {
+        return Err("empty command".to_owned());
+    }
+    if let Some(root) = &cmd.chroot {
+        chroot_problem(root, cmd.argv.first().map_or("", String::as_str)).map_or(
+            Ok(()),
+            |why| {
+                Err(format!(
+                    "cannot run `{shown}` chrooted into `{}`: {why}",
+                    root.display()
+                ))
+            },
+        )?;
+    }
+    let argv = cmd.executed_argv();
+    let Some((program, args)) = argv.split_first() else {
         return Err("empty command".to_owned());
     };
     let path = locate(program).ok_or_else(|| {
@@ -184,7 +227,7 @@ pub fn run(cmd: &Cmd) -> Result<Ran, String> {
     for (k, v) in &cmd.env {
         command.env(k, v);
     }
-    if let Some(cwd) = &cmd.cwd {
+    if let Some(cwd) = cmd.cwd.as_ref().filter(|_| cmd.chroot.is_none()) {
         command.current_dir(cwd);
     }
     let mut child = command
@@ -228,6 +271,36 @@ pub fn run(cmd: &Cmd) -> Result<Ran, String> {
         stderr,
         timeout: cmd.timeout,
     })
+}
+
+/// Why a program cannot run chrooted into `root`, checked before anything
+/// runs so that the reason is the same on every machine: only root may
+/// chroot, and the program must be inside the root (a bare name on
+/// [`PATH`] there). A link is taken as present (it is resolved inside the
+/// root when the program starts).
+fn chroot_problem(root: &std::path::Path, program: &str) -> Option<String> {
+    let present = |path: &str| {
+        let host = root.join(path.trim_start_matches('/'));
+        rustix::fs::lstat(&host).is_ok()
+    };
+    let found = if program.contains('/') {
+        present(program)
+    } else {
+        PATH.split(':')
+            .any(|dir| present(&format!("{dir}/{program}")))
+    };
+    if !found {
+        return Some(format!(
+            "there is no program `{program}` inside the root (under `--root`, commands run chrooted into it: install it there, or say `host = true` to run it on the host)"
+        ));
+    }
+    if !rustix::process::geteuid().is_root() {
+        return Some(
+            "only root can chroot (under `--root`, commands run chrooted into it: run policyvm as root, or say `host = true` to run it on the host)"
+                .to_owned(),
+        );
+    }
+    None
 }
 
 /// The program a word names: itself when it holds a `/`, else the first
@@ -408,6 +481,54 @@ mod tests {
             "{}",
             ran.stdout
         );
+    }
+
+    /// Issue 17 item 8: a chrooted command is the promised argv behind
+    /// `unshare --root`, with its working directory inside the root.
+    #[test]
+    fn a_chrooted_command_runs_behind_unshare_root() {
+        let mut cmd = Cmd::new(&["/bin/sh", "-c", "pwd"], Duration::from_secs(1));
+        assert_eq!(cmd.executed_argv(), ["/bin/sh", "-c", "pwd"]);
+        cmd.chroot = Some(PathBuf::from("/srv/root"));
+        assert_eq!(
+            cmd.executed_argv(),
+            [
+                "unshare",
+                "--root=/srv/root",
+                "--wd=/",
+                "--",
+                "/bin/sh",
+                "-c",
+                "pwd"
+            ]
+        );
+        cmd.cwd = Some(PathBuf::from("/var/lib/app"));
+        assert_eq!(
+            cmd.executed_argv(),
+            [
+                "unshare",
+                "--root=/srv/root",
+                "--wd=/var/lib/app",
+                "--",
+                "/bin/sh",
+                "-c",
+                "pwd"
+            ]
+        );
+        assert_eq!(
+            cmd.shown(),
+            "/bin/sh -c pwd",
+            "reports show the promised argv"
+        );
+        // A program missing from the root is refused before anything runs.
+        let empty = tempfile::tempdir().unwrap();
+        cmd.chroot = Some(empty.path().to_path_buf());
+        let err = run(&cmd).unwrap_err();
+        assert!(
+            err.contains("there is no program `/bin/sh` inside the root"),
+            "{err}"
+        );
+        assert!(err.contains("host = true"), "{err}");
     }
 
     #[test]

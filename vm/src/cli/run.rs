@@ -85,14 +85,16 @@ pub fn run(args: RunArgs) -> ExitCode {
     drop(bytes);
     // Taken after the bundle is verified (a refused bundle never waits on
     // nor blocks anyone) and held until the report is out.
-    let _lock = match lock(&args) {
-        Ok(lock) => lock,
+    let (_lock, state) = match lock(&args) {
+        Ok(Some((lock, state))) => (Some(lock), Some(state)),
+        Ok(None) => (None, None),
         Err(code) => return ExitCode::from(code),
     };
     let opts = RunOptions {
         root: args.root.clone(),
         dry_run: args.dry_run,
         defines: args.defines.clone(),
+        state,
     };
     let result = match converge(&verified, &opts) {
         Ok(r) => r,
@@ -129,10 +131,11 @@ pub fn run(args: RunArgs) -> ExitCode {
     }
 }
 
-/// Takes the lock of the run's state directory. A dry run changes nothing,
-/// not even the state directory: where there is none yet, it runs without
-/// the lock.
-fn lock(args: &RunArgs) -> Result<Option<RunLock>, u8> {
+/// Takes the lock of the run's state directory, and returns it with the
+/// directory (owed notifications and backups live there). A dry run
+/// changes nothing, not even the state directory: where there is none
+/// yet, it runs without the lock (and nothing is owed).
+fn lock(args: &RunArgs) -> Result<Option<(RunLock, StateDir)>, u8> {
     let dir = args
         .state
         .clone()
@@ -145,7 +148,7 @@ fn lock(args: &RunArgs) -> Result<Option<RunLock>, u8> {
         EXIT_STATE
     })?;
     match state.lock() {
-        Ok(lock) => Ok(Some(lock)),
+        Ok(lock) => Ok(Some((lock, state))),
         Err(e @ LockError::Busy) => {
             eprintln!(
                 "busy: {e} (`{}`); this run did nothing, the next one will converge",

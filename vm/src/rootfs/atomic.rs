@@ -114,9 +114,10 @@ fn create_temp(dir: &OwnedFd, shown: &str) -> Result<(Temp, OwnedFd), FsError> {
 /// Replaces (or creates) `name` in `dir` with `contents`, atomically (see
 /// the module comment). The owner is set before the mode: `fchown` clears
 /// the setuid and setgid bits, so the other order loses them.
-/// `before_rename` runs last, just before the new file takes the name: it
-/// may refuse (the directory was moved out of the root, say), and then
-/// nothing is replaced.
+/// `before_rename` runs last, just before the new file takes the name,
+/// with the temporary's name (the staged copy a `validate` command checks):
+/// it may refuse (the directory was moved out of the root, the new content
+/// failed validation), and then nothing is replaced.
 pub fn write_atomic_at(
     dir: &OwnedFd,
     name: &str,
@@ -124,7 +125,7 @@ pub fn write_atomic_at(
     mode: u32,
     owner: Option<(u32, u32)>,
     shown: &str,
-    before_rename: impl FnOnce() -> Result<(), FsError>,
+    before_rename: impl FnOnce(&str) -> Result<(), FsError>,
 ) -> Result<(), FsError> {
     let (temp, fd) = create_temp(dir, shown)?;
     let result = (|| {
@@ -137,7 +138,7 @@ pub fn write_atomic_at(
         }
         rfs::fchmod(&file, Mode::from_bits_truncate(mode)).map_err(io(shown, "set the mode of"))?;
         rfs::fsync(&file).map_err(io(shown, "sync"))?;
-        before_rename()?;
+        before_rename(&temp.name)?;
         rfs::renameat(dir, temp.name.as_str(), dir, name).map_err(io(shown, "rename into place"))
     })();
     if result.is_err() {

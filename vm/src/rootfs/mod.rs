@@ -58,6 +58,9 @@ pub enum FsError {
     /// Not a regular file where one is read (a FIFO would block the run, a
     /// device would never end).
     NotAFile(String),
+    /// The staged new content was refused before it took the file's name
+    /// (a `validate` command failed): the file is untouched.
+    Rejected(String),
     /// The operating system refused.
     Io {
         path: String,
@@ -110,6 +113,7 @@ impl std::fmt::Display for FsError {
                 "`{}` is not a regular file (a FIFO, device or socket is never read)",
                 printable(p)
             ),
+            FsError::Rejected(why) => f.write_str(why),
             FsError::Io { path, op, errno } => {
                 write!(f, "cannot {op} `{}`: {errno}", printable(path))
             }
@@ -388,6 +392,21 @@ impl RootFs {
         mode: u32,
         owner: Option<(u32, u32)>,
     ) -> Result<(), FsError> {
+        self.write_file_checked(path, contents, mode, owner, |_| Ok(()))
+    }
+
+    /// [`RootFs::write_file`], with `check` run on the staged copy (given
+    /// its policy path: a temporary in the file's own directory, with the
+    /// final content, owner and mode) just before it replaces the file; a
+    /// refusal leaves the file untouched and the copy removed.
+    pub fn write_file_checked(
+        &self,
+        path: &str,
+        contents: &[u8],
+        mode: u32,
+        owner: Option<(u32, u32)>,
+        check: impl FnOnce(&str) -> Result<(), String>,
+    ) -> Result<(), FsError> {
         let Some((dir, name)) = self.parent_to_change(path, Some(0o755))? else {
             return Err(io(path, "write")(Errno::NOENT));
         };
@@ -400,8 +419,10 @@ impl RootFs {
         }
         let comps = components(path)?;
         let dirs = comps.split_last().map_or(&[][..], |(_, dirs)| dirs);
-        write_atomic_at(&dir, name, contents, mode, owner, path, || {
-            self.still_at(path, dirs, &dir)
+        let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
+        write_atomic_at(&dir, name, contents, mode, owner, path, |temp| {
+            self.still_at(path, dirs, &dir)?;
+            check(&format!("{parent}/{temp}")).map_err(FsError::Rejected)
         })
     }
 

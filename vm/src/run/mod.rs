@@ -11,6 +11,7 @@
 
 pub mod lock;
 pub mod operators;
+pub mod owed;
 pub mod report;
 pub mod resolve;
 
@@ -33,6 +34,7 @@ use crate::schema::{
     describes_state_in, fact_by_id, hides_value, name_problem, promise_type, PromiserKind,
     HIDDEN_VALUE,
 };
+use crate::state::{Debt, StateDir};
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -42,6 +44,22 @@ pub struct RunOptions {
     pub dry_run: bool,
     /// Classes set from the command line (`--define`).
     pub defines: Vec<String>,
+    /// The state directory: owed notifications and `backup = true` copies
+    /// live there. `None` (a dry run without one, a library caller):
+    /// nothing is owed from earlier runs, and `backup = true` fails.
+    pub state: Option<StateDir>,
+}
+
+/// A command a dry run would run (issue 17 item 8): its argv, and the
+/// root it would be chrooted into (`None`: on the host).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedCommand {
+    /// `file:line` of the promise.
+    pub source: String,
+    /// What the command is for: `run`, `validate`.
+    pub role: &'static str,
+    pub argv: Vec<String>,
+    pub chroot: Option<String>,
 }
 
 /// The result of one promise instance over the whole run.
@@ -75,6 +93,10 @@ pub struct RunReport {
     pub unmanaged: Vec<String>,
     /// Promises repaired in every pass of a run that did not converge.
     pub oscillating: Vec<String>,
+    /// Notifications still owed at the end of the run (LANGUAGE.md §13).
+    pub owed: Vec<Debt>,
+    /// In a dry run: every command a real run would run.
+    pub planned: Vec<PlannedCommand>,
 }
 
 pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
@@ -87,12 +109,21 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     let fs = RootFs::open(&root).map_err(|e| e.to_string())?;
     let facts = Facts::gather(&root);
     let accounts = Accounts::read(&fs);
+    // Under `--root`, commands run chrooted into it (LANGUAGE.md §13). A
+    // bundle of format 2.0 could not say `host = true` (added in 2.1), and
+    // a minor version only adds: its commands keep running on the host, as
+    // they did when it was built (docs/bytecode.md, "Compatibility").
+    let chroot = (root != std::path::Path::new("/") && v.version >= (2, 1)).then(|| root.clone());
     let ctx = Ctx {
         fs: &fs,
         accounts: &accounts,
         dry_run: opts.dry_run,
+        state: opts.state.as_ref(),
+        chroot: chroot.as_deref(),
         line_regexes: Default::default(),
     };
+    let mut ledger = owed::Ledger::load(opts.state.as_ref(), opts.dry_run)?;
+    let mut planned: Vec<PlannedCommand> = Vec::new();
     let mut eval = Evaluator::new(body, &facts);
     let mut resolver = Resolver::new(body);
     let mut outcome_classes: Vec<String> = opts.defines.clone();
@@ -172,6 +203,9 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             }
         }
         let contradictions = runtime_contradictions(&instances);
+        // Debts incurred for the package promises of this pass (the batch
+        // converges them all when its first one comes up).
+        let mut package_debts: Option<HashMap<InstanceKey, Vec<Debt>>> = None;
         packages.next_pass();
 
         for (position, (index, combo, inst)) in instances.iter().enumerate() {
@@ -201,7 +235,46 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             };
             let key = (inst.index, combo.clone());
             let p = body.promises.get(inst.index);
-            let applied = if let Some(reason) = contradictions.get(&key) {
+            let blocked = contradictions.contains_key(&key)
+                || p.is_some_and(|p| p.after.iter().any(|a| failed.contains(&(*a as usize))))
+                || (inst.kind == "command" && commands_run.contains(&key));
+            // Owed notifications are recorded before the change is made.
+            let mut incurred: Vec<Debt> = Vec::new();
+            let mut not_recorded: Option<String> = None;
+            if !blocked && !opts.dry_run {
+                if inst.kind == "package" {
+                    if package_debts.is_none() {
+                        let mut all = HashMap::new();
+                        for (i, c, other) in &instances {
+                            let Ok(other) = other else { continue };
+                            if other.kind != "package" {
+                                continue;
+                            }
+                            let debts = debts_of(v, &instances, other);
+                            match ledger.incur(debts) {
+                                Ok(added) => {
+                                    all.insert((*i, c.clone()), added);
+                                }
+                                Err(e) => not_recorded = Some(e),
+                            }
+                        }
+                        package_debts = Some(all);
+                    }
+                    incurred = package_debts
+                        .as_mut()
+                        .and_then(|all| all.remove(&key))
+                        .unwrap_or_default();
+                } else {
+                    match ledger.incur(debts_of(v, &instances, inst)) {
+                        Ok(added) => incurred = added,
+                        Err(e) => not_recorded = Some(e),
+                    }
+                }
+            }
+            let mut delivered = false;
+            let applied = if let Some(e) = not_recorded {
+                Applied::failed(e)
+            } else if let Some(reason) = contradictions.get(&key) {
                 Applied {
                     outcome: Outcome::Failed(reason.clone()),
                     changes: Vec::new(),
@@ -219,8 +292,11 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                 continue;
             } else if inst.kind == "command" {
                 // A notified command runs even if `creates`/`unless` would
-                // skip it: that is what notifying it means.
-                operators::command(&ctx, inst, notified.contains(&inst.index))
+                // skip it: that is what notifying it means. So does one an
+                // earlier run still owes a notification.
+                let owed = ledger.deliver_now("command", &inst.promiser);
+                delivered = notified.contains(&inst.index) || owed;
+                operators::command(&ctx, inst, delivered)
             } else if inst.kind == "package" {
                 // Every package promise of the batch this one starts is
                 // converged now; the others take their outcome from it.
@@ -228,7 +304,9 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                     batch_entries(body, &instances, &failed, &contradictions)
                 })
             } else {
-                apply(&ctx, inst, restart.remove(&inst.index))
+                let owed = inst.kind == "service" && ledger.deliver_now("service", &inst.promiser);
+                delivered = restart.remove(&inst.index) || owed;
+                apply(&ctx, inst, delivered)
             };
             let applied =
                 if inst.kind == "directory" && !matches!(applied.outcome, Outcome::Failed(_)) {
@@ -240,6 +318,29 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                 && matches!(applied.outcome, Outcome::Repaired | Outcome::Failed(_))
             {
                 commands_run.insert(key.clone());
+            }
+            if applied.outcome == Outcome::Repaired {
+                ledger.confirm(&incurred);
+            } else {
+                ledger.retract(&incurred);
+            }
+            let paid = matches!(
+                (&applied.outcome, inst.kind),
+                (Outcome::Repaired, "command") | (Outcome::Repaired | Outcome::Kept, "service")
+            );
+            let applied = if delivered && paid {
+                match ledger.pay(inst.kind, &inst.promiser) {
+                    Ok(()) => applied,
+                    Err(e) => Applied {
+                        outcome: Outcome::Failed(e),
+                        ..applied
+                    },
+                }
+            } else {
+                applied
+            };
+            if opts.dry_run {
+                planned.extend(planned_commands(v, &ctx, inst, &applied));
             }
             if applied.outcome == Outcome::Repaired {
                 if let Some(p) = p {
@@ -308,7 +409,101 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         promises: results,
         unmanaged: unmanaged.into_iter().collect(),
         oscillating,
+        owed: ledger.owed().to_vec(),
+        planned,
     })
+}
+
+/// A promise instance of a pass: its index and loop combination.
+type InstanceKey = (usize, Vec<String>);
+
+/// The notifications a promise would owe if it changed something: one per
+/// service or command it notifies that is active in this pass.
+fn debts_of(
+    v: &Verified,
+    instances: &[(usize, Vec<String>, Result<Instance, String>)],
+    inst: &Instance,
+) -> Vec<Debt> {
+    let Some(p) = v.body.promises.get(inst.index) else {
+        return Vec::new();
+    };
+    if p.notify.is_empty() {
+        return Vec::new();
+    }
+    let by = format!(
+        "{} {:?} ({})",
+        inst.kind,
+        inst.promiser,
+        source_of(v, inst.index)
+    );
+    let mut debts: Vec<Debt> = Vec::new();
+    for target in p.notify.iter().map(|t| *t as usize) {
+        for (_, _, other) in instances {
+            let Ok(other) = other else { continue };
+            if other.index != target || !matches!(other.kind, "service" | "command") {
+                continue;
+            }
+            if !debts.iter().any(|d| d.is_for(other.kind, &other.promiser)) {
+                debts.push(Debt {
+                    kind: other.kind.to_owned(),
+                    promiser: other.promiser.clone(),
+                    by: by.clone(),
+                });
+            }
+        }
+    }
+    debts
+}
+
+/// The commands a dry run found a promise would run: a `command`'s argv,
+/// a `file`'s `validate` (with the staged copy's path left as `%s`).
+fn planned_commands(
+    v: &Verified,
+    ctx: &Ctx<'_>,
+    inst: &Instance,
+    applied: &Applied,
+) -> Vec<PlannedCommand> {
+    let role = match inst.kind {
+        "command" if applied.changes.iter().any(|c| c.what == "run") => "run",
+        "file"
+            if applied
+                .changes
+                .iter()
+                .any(|c| c.what == "content" || c.what == "created") =>
+        {
+            "validate"
+        }
+        _ => return Vec::new(),
+    };
+    let Some(argv) = inst.list(role).filter(|a| !a.is_empty()) else {
+        return Vec::new();
+    };
+    let chroot = ctx
+        .chroot
+        .filter(|_| inst.bool("host") != Some(true))
+        .map(|r| r.display().to_string());
+    vec![PlannedCommand {
+        source: source_of(v, inst.index),
+        role,
+        argv: argv.to_vec(),
+        chroot,
+    }]
+}
+
+/// `file:line` of a promise.
+fn source_of(v: &Verified, index: usize) -> String {
+    v.body
+        .promises
+        .get(index)
+        .and_then(|p| v.body.sources.get(p.source as usize))
+        .map(|s| {
+            let file = match v.body.constants.get(s.file as usize) {
+                Some(Constant::Str(f)) => f.clone(),
+                _ => String::new(),
+            };
+            format!("{file}:{}", s.line)
+        })
+        .unwrap_or_default()
 }
 
 /// The instances of a pass as the package batcher sees them.
@@ -604,19 +799,7 @@ fn record(
             }
         }
         None => {
-            let source = v
-                .body
-                .promises
-                .get(inst.index)
-                .and_then(|p| v.body.sources.get(p.source as usize))
-                .map(|s| {
-                    let file = match v.body.constants.get(s.file as usize) {
-                        Some(Constant::Str(f)) => f.clone(),
-                        _ => String::new(),
-                    };
-                    format!("{file}:{}", s.line)
-                })
-                .unwrap_or_default();
+            let source = source_of(v, inst.index);
             slot.insert(key, results.len());
             results.push(PromiseResult {
                 index: inst.index,

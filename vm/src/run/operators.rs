@@ -121,6 +121,11 @@ pub struct Ctx<'a> {
     pub fs: &'a RootFs,
     pub accounts: &'a Accounts,
     pub dry_run: bool,
+    /// Where backups go (`None`: `backup = true` fails).
+    pub state: Option<&'a crate::state::StateDir>,
+    /// The root commands are chrooted into, unless a promise says
+    /// `host = true` (`None`: the root is `/`).
+    pub chroot: Option<&'a Path>,
     /// `line` `replace` patterns, compiled once per run however many
     /// promises and passes use them (`docs/bytecode.md`, Limits).
     pub line_regexes: std::cell::RefCell<crate::bundle::limits::RegexCache<String>>,
@@ -278,6 +283,15 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
         Err(e) => return Applied::failed(e),
     };
     let Some(meta) = meta else {
+        if inst.bool("create") == Some(false) {
+            // Only an existing file is managed: a permissions-only promise
+            // on a missing key must not create an empty one (issue 17).
+            return Applied {
+                outcome: Outcome::Skipped("absent and create = false".into()),
+                changes: Vec::new(),
+                output: None,
+            };
+        }
         // Create it: content (or empty), mode 0644 unless promised.
         let bytes = desired.unwrap_or_default();
         let mode = inst
@@ -289,8 +303,8 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
             (u, g) => Some((u.unwrap_or_else(current_uid), g.unwrap_or_else(current_gid))),
         };
         if !ctx.dry_run {
-            if let Err(e) = ctx.fs.write_file(path, &bytes, mode, owner) {
-                return fs_failed(e);
+            if let Err(e) = write_validated(ctx, inst, &bytes, mode, owner) {
+                return e;
             }
             if let Err(e) = confirm(ctx, path, &bytes) {
                 return e;
@@ -320,17 +334,20 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
                 .unwrap_or(meta.mode);
             if !ctx.dry_run {
                 if inst.bool("backup") == Some(true) {
-                    let backup = format!("{path}.converge-backup");
-                    if let Err(e) =
-                        ctx.fs
-                            .write_file(&backup, &current, meta.mode, Some((meta.uid, meta.gid)))
-                    {
-                        return fs_failed(e);
+                    // In the state directory, never beside the file
+                    // (issue 17 item 7).
+                    let Some(state) = ctx.state else {
+                        return Applied::failed(
+                            "`backup = true` needs the VM's state directory (`--state`), where backups are kept; not rewritten",
+                        );
+                    };
+                    if let Err(e) = state.backup(path, &current) {
+                        return Applied::failed(format!("cannot back it up: {e}"));
                     }
                 }
                 let owner = Some((want_uid.unwrap_or(meta.uid), want_gid.unwrap_or(meta.gid)));
-                if let Err(e) = ctx.fs.write_file(path, &want, mode, owner) {
-                    return fs_failed(e);
+                if let Err(e) = write_validated(ctx, inst, &want, mode, owner) {
+                    return e;
                 }
                 if let Err(e) = confirm(ctx, path, &want) {
                     return e;
@@ -363,6 +380,96 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
         Err(failed) => return failed,
     }
     Applied::from_changes(changes)
+}
+
+/// Writes the file's new content; with `validate`, the staged copy (in the
+/// file's directory, with its final owner and mode) is checked first and
+/// replaces the file only if the command exits 0. A refusal fails the
+/// promise with the command's output; the file is untouched, so the next
+/// run stages, validates and fails again until the policy is fixed.
+fn write_validated(
+    ctx: &Ctx<'_>,
+    inst: &Instance,
+    bytes: &[u8],
+    mode: u32,
+    owner: Option<(u32, u32)>,
+) -> Result<(), Applied> {
+    let path = inst.promiser.as_str();
+    let Some(validate) = inst.list("validate") else {
+        return ctx
+            .fs
+            .write_file(path, bytes, mode, owner)
+            .map_err(fs_failed);
+    };
+    if !validate.iter().any(|a| a == "%s") {
+        return Err(Applied::failed(
+            "`validate` has no argument that is exactly `%s` (the staged copy's path); not written",
+        ));
+    }
+    let chroot = chroot_of(ctx, inst);
+    let timeout = timeout_of(inst);
+    let mut output = String::new();
+    let written = ctx
+        .fs
+        .write_file_checked(path, bytes, mode, owner, |staged| {
+            // The path as the command sees it: inside the chroot, the
+            // policy path; on the host, the path under the root.
+            let seen = match chroot {
+                Some(_) => staged.to_owned(),
+                None => crate::backend::host_path(ctx.fs.path(), staged)
+                    .display()
+                    .to_string(),
+            };
+            let argv: Vec<String> = validate
+                .iter()
+                .map(|a| if a == "%s" { seen.clone() } else { a.clone() })
+                .collect();
+            let cwd = chroot.map_or_else(|| ctx.fs.path().to_path_buf(), |_| "/".into());
+            match execute(&argv, &cwd, ctx.fs.path(), timeout, chroot) {
+                Ok((Some(0), _)) => Ok(()),
+                Ok((code, out)) => {
+                    output = out;
+                    let shown = validate.join(" ");
+                    let said = output.trim_end();
+                    let said = if said.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", said.lines().next().unwrap_or_default())
+                    };
+                    Err(match code {
+                        Some(c) => format!(
+                            "the new content failed validation: `{shown}` exited with status {c}{said}; the file was not changed"
+                        ),
+                        None => format!(
+                            "the new content failed validation: `{shown}` was killed (timeout of {}s, or a signal); the file was not changed",
+                            timeout.as_secs()
+                        ),
+                    })
+                }
+                Err(e) => Err(format!(
+                    "the new content could not be validated: {e}; the file was not changed"
+                )),
+            }
+        });
+    written.map_err(|e| Applied {
+        outcome: Outcome::Failed(e.to_string()),
+        changes: Vec::new(),
+        output: (!output.is_empty()).then_some(output),
+    })
+}
+
+/// The root a promise's commands are chrooted into: the run's `--root`
+/// unless the promise says `host = true`.
+fn chroot_of<'a>(ctx: &Ctx<'a>, inst: &Instance) -> Option<&'a Path> {
+    ctx.chroot.filter(|_| inst.bool("host") != Some(true))
+}
+
+fn timeout_of(inst: &Instance) -> Duration {
+    Duration::from_secs(
+        inst.int("timeout")
+            .and_then(|t| u64::try_from(t).ok())
+            .unwrap_or(60),
+    )
 }
 
 /// Re-reads what was written: a repair is only a repair if it stuck.
@@ -676,20 +783,24 @@ pub fn command(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
             Err(e) => return fs_failed(e),
         }
     }
-    let timeout = Duration::from_secs(
-        inst.int("timeout")
-            .and_then(|t| u64::try_from(t).ok())
-            .unwrap_or(60),
-    );
-    let cwd = match inst.str("cwd") {
-        Some(dir) => match crate::backend::contain::working_dir(ctx.fs, dir) {
+    let timeout = timeout_of(inst);
+    let chroot = chroot_of(ctx, inst);
+    let cwd = match (inst.str("cwd"), chroot) {
+        // Chrooted: the working directory is a path inside the root
+        // (checked like any other path of the root first).
+        (Some(dir), Some(_)) => match crate::backend::contain::working_dir(ctx.fs, dir) {
+            Ok(_) => dir.into(),
+            Err(why) => return Applied::failed(why),
+        },
+        (Some(dir), None) => match crate::backend::contain::working_dir(ctx.fs, dir) {
             Ok(cwd) => cwd,
             Err(why) => return Applied::failed(why),
         },
-        None => ctx.fs.path().to_path_buf(),
+        (None, Some(_)) => "/".into(),
+        (None, None) => ctx.fs.path().to_path_buf(),
     };
     if let Some(unless) = inst.list("unless").filter(|u| !u.is_empty() && !notified) {
-        match execute(unless, &cwd, ctx.fs.path(), timeout) {
+        match execute(unless, &cwd, ctx.fs.path(), timeout, chroot) {
             Ok((Some(0), _)) => return Applied::kept(),
             Ok(_) => {}
             Err(e) => return Applied::failed(format!("`unless` could not run: {e}")),
@@ -704,7 +815,7 @@ pub fn command(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
             diff: None,
         }]);
     }
-    match execute(run, &cwd, ctx.fs.path(), timeout) {
+    match execute(run, &cwd, ctx.fs.path(), timeout, chroot) {
         Ok((Some(0), output)) => Applied {
             outcome: Outcome::Repaired,
             changes: vec![Change {
@@ -730,20 +841,28 @@ pub fn command(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
     }
 }
 
-/// Runs an argv without a shell, in `cwd`, with `CONVERGE_ROOT` set; kills
-/// it (and what it started) after `timeout`. Returns the exit code (`None`
-/// if killed) and the captured output (bounded).
+/// Runs an argv without a shell, in `cwd`, with `CONVERGE_ROOT` set
+/// (`/` when chrooted into the root: that is where the root is then);
+/// kills it (and what it started) after `timeout`. Returns the exit code
+/// (`None` if killed) and the captured output (bounded).
 fn execute(
     argv: &[String],
     cwd: &Path,
     root: &Path,
     timeout: Duration,
+    chroot: Option<&Path>,
 ) -> std::io::Result<(Option<i32>, String)> {
+    let seen_root = if chroot.is_some() {
+        Path::new("/")
+    } else {
+        root
+    };
     let cmd = Cmd {
         argv: argv.to_vec(),
-        env: vec![("CONVERGE_ROOT".to_owned(), root.display().to_string())],
+        env: vec![("CONVERGE_ROOT".to_owned(), seen_root.display().to_string())],
         cwd: Some(cwd.to_path_buf()),
         timeout,
+        chroot: chroot.map(Path::to_path_buf),
         stdin: None,
     };
     let ran = process::run(&cmd).map_err(std::io::Error::other)?;

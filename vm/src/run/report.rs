@@ -60,6 +60,16 @@ pub fn json(r: &RunReport) -> Value {
             })
         })
         .collect();
+    let owed: Vec<Value> = r
+        .owed
+        .iter()
+        .map(|d| json!({ "type": d.kind, "promiser": d.promiser, "notified_by": d.by }))
+        .collect();
+    let commands: Vec<Value> = r
+        .planned
+        .iter()
+        .map(|c| json!({ "source": c.source, "role": c.role, "argv": c.argv, "chroot": c.chroot }))
+        .collect();
     json!({
         "bundle": { "name": r.bundle_name, "serial": r.serial, "digest": r.digest },
         "host": {
@@ -80,9 +90,12 @@ pub fn json(r: &RunReport) -> Value {
             "failed": count("failed"),
             "skipped": count("skipped"),
             "unmanaged": r.unmanaged.len(),
+            "owed_notifications": r.owed.len(),
         },
         "promises": promises,
         "unmanaged": r.unmanaged,
+        "owed_notifications": owed,
+        "commands": commands,
     })
 }
 
@@ -140,6 +153,23 @@ pub fn human(r: &RunReport) -> String {
     for path in &r.unmanaged {
         out.push_str(&format!("unmanaged {}\n", printable(path)));
     }
+    // Every command a real run would run, with its argv (issue 17 item 8).
+    for c in &r.planned {
+        let argv: Vec<String> = c.argv.iter().map(|a| format!("{:?}", a)).collect();
+        let place = match &c.chroot {
+            Some(root) => format!("chrooted into {}", printable(root)),
+            None => "on the host".to_owned(),
+        };
+        out.push_str(&format!(
+            "would run ({}, {}, {place}): [{}]\n",
+            c.role,
+            c.source,
+            printable(&argv.join(", "))
+        ));
+    }
+    for d in &r.owed {
+        out.push_str(&format!("OWED     {}\n", printable(&d.to_string())));
+    }
     if !r.converged {
         out.push_str(&format!(
             "NOT CONVERGED after {} passes; still changing: {}\n",
@@ -153,8 +183,13 @@ pub fn human(r: &RunReport) -> String {
             .filter(|p| outcome_word(&p.outcome) == w)
             .count()
     };
+    let owed = if r.owed.is_empty() {
+        String::new()
+    } else {
+        format!(", {} notification(s) owed", r.owed.len())
+    };
     out.push_str(&format!(
-        "{}{} kept, {} repaired, {} failed, {} skipped in {} pass{}, {} ms\n",
+        "{}{} kept, {} repaired, {} failed, {} skipped{owed} in {} pass{}, {} ms\n",
         if r.dry_run { "dry run: " } else { "" },
         count("kept"),
         count("repaired"),

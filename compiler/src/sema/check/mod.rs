@@ -16,6 +16,7 @@ mod arguments;
 mod definitions;
 mod guards;
 mod statements;
+mod validate;
 mod values;
 
 pub use arguments::{bind_arguments, ArgError};

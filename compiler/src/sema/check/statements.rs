@@ -166,6 +166,9 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        if let Some(validate) = attrs.iter().find(|a| a.name.name == "validate") {
+            self.check_validate(validate.value);
+        }
         if pt.name == "command"
             && !attrs
                 .iter()
