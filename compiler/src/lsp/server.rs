@@ -25,7 +25,7 @@ use lsp_types::{PublishDiagnosticsParams, Url};
 use serde::de::DeserializeOwned;
 
 use super::analysis::{Analysis, Settings};
-use super::diagnostics::to_lsp;
+use super::diagnostics::{shown_in, to_lsp};
 use super::position::{LineIndex, LspPositions};
 use super::{completion, format, hover, navigation, symbols};
 
@@ -236,10 +236,7 @@ impl Server {
         let mut by_file: HashMap<Url, Vec<lsp_types::Diagnostic>> = HashMap::new();
         for analysis in self.analyses.values() {
             for d in &analysis.diagnostics {
-                let Some(primary) = d.primary_span() else {
-                    continue;
-                };
-                let Some(path) = analysis.path(primary.file) else {
+                let Some(path) = analysis.path(shown_in(analysis, d)) else {
                     continue;
                 };
                 let Ok(uri) = Url::from_file_path(path) else {

@@ -217,6 +217,24 @@ impl<'a> Expander<'a, '_> {
                             self.unresolved(f.var.span, &f.var.name);
                             continue;
                         };
+                        if self.loops.len() >= converge_format::bundle::limits::MAX_LOOP_DEPTH {
+                            // The VM's verifier refuses a promise nested
+                            // deeper: refuse it here, where it is written.
+                            self.diagnostics.push(
+                                Diagnostic::new(
+                                    Code::NestingTooDeep,
+                                    format!(
+                                        "more than {} nested run-time loops",
+                                        converge_format::bundle::limits::MAX_LOOP_DEPTH
+                                    ),
+                                    f.var.span,
+                                    "one loop too many",
+                                )
+                                .with_note("hosts refuse a bundle with a promise inside more run-time loops (`for x in sys....`) than that")
+                                .with_help("loop over fewer facts at once; iterate over a combined list instead"),
+                            );
+                            continue;
+                        }
                         self.loops.push(RuntimeLoop {
                             var: f.var.name.to_string(),
                             fact,

@@ -123,27 +123,7 @@ impl<'a> Checker<'a> {
                 }
                 match &rhs.kind {
                     ExprKind::Str(lit) => match lit.as_plain() {
-                        Some(pattern) => {
-                            // The limits the VM's verifier applies
-                            // (`converge_format::bundle::limits`), so a
-                            // policy that checks builds a bundle hosts run.
-                            let built = regex::RegexBuilder::new(&pattern)
-                                .size_limit(limits::MAX_REGEX_SIZE)
-                                .dfa_size_limit(limits::MAX_REGEX_DFA)
-                                .build();
-                            if let Err(err) = built {
-                                self.push(
-                                    Diagnostic::new(
-                                        Code::InvalidRegex,
-                                        "invalid regular expression",
-                                        rhs.span,
-                                        "the regex engine rejects this pattern",
-                                    )
-                                    .with_note(regex_error_text(&err))
-                                    .with_help("regexes follow the syntax of Rust's regex crate; write them as raw strings r\"...\""),
-                                );
-                            }
-                        }
+                        Some(pattern) => self.check_regex(&pattern, rhs.span),
                         None => self.push(
                             Diagnostic::new(
                                 Code::InvalidExpression,
@@ -188,6 +168,30 @@ impl<'a> Checker<'a> {
                     )),
                 }
             }
+        }
+    }
+}
+
+impl Checker<'_> {
+    /// A regex literal (`=~`, `line`'s `replace`) must compile under the
+    /// limits the VM's verifier applies (`converge_format::bundle::limits`),
+    /// so a policy that checks builds a bundle hosts run (E0206).
+    pub(super) fn check_regex(&mut self, pattern: &str, span: converge_grammar::Span) {
+        let built = regex::RegexBuilder::new(pattern)
+            .size_limit(limits::MAX_REGEX_SIZE)
+            .dfa_size_limit(limits::MAX_REGEX_DFA)
+            .build();
+        if let Err(err) = built {
+            self.push(
+                Diagnostic::new(
+                    Code::InvalidRegex,
+                    "invalid regular expression",
+                    span,
+                    "the regex engine rejects this pattern",
+                )
+                .with_note(regex_error_text(&err))
+                .with_help("regexes follow the syntax of Rust's regex crate; write them as raw strings r\"...\""),
+            );
         }
     }
 }

@@ -158,6 +158,15 @@ impl<'a> Checker<'a> {
                 self.check_cwd(cwd.value);
             }
         }
+        if pt.name == "line" {
+            if let Some(replace) = attrs.iter().find(|a| a.name.name == "replace") {
+                if let ExprKind::Str(lit) = &replace.value.kind {
+                    if let Some(pattern) = lit.as_plain() {
+                        self.check_regex(&pattern, replace.value.span);
+                    }
+                }
+            }
+        }
         if let Some(validate) = attrs.iter().find(|a| a.name.name == "validate") {
             self.check_validate(validate.value);
         }
