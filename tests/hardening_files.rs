@@ -540,3 +540,55 @@ fn item08_a_directory_moved_out_mid_run_receives_no_write() {
         text(&out)
     );
 }
+
+/// A review of issue 14: the default state directory of a sandbox run is
+/// `ROOT/var/lib/converge`; it was created following links, so a planted
+/// `ROOT/var/lib -> OUTSIDE` put the lock and the owed notifications
+/// outside the root.
+#[test]
+fn a_link_on_the_way_to_the_state_directory_is_refused_not_followed() {
+    let host = Host::new();
+    std::fs::create_dir_all(host.root().join("var")).unwrap();
+    symlink(host.outside(), host.root().join("var/lib")).unwrap();
+    let out = host.run(MOTD, &[], &[]);
+    assert_eq!(out.status.code(), Some(73), "{}", text(&out));
+    assert!(
+        text(&out).contains("symbolic link is not followed"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        !host.outside().join("converge").exists(),
+        "state written outside the root"
+    );
+    assert!(
+        !host.root().join("etc/motd").exists(),
+        "a refused run changes nothing"
+    );
+}
+
+/// A review of issue 14: a purge of a directory holding the state
+/// directory (`/var/lib` in a sandbox) deleted the run's own lock, owed
+/// notifications and backups. It is kept and named in the report.
+#[test]
+fn a_purge_never_deletes_the_state_directory() {
+    let host = Host::new();
+    std::fs::create_dir_all(host.root().join("var/lib/dpkg")).unwrap();
+    let policy = r#"bundle b { directory "/var/lib" { purge = true; } }
+policy { b(); }
+"#;
+    let out = host.run(policy, &[], &["--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        !host.root().join("var/lib/dpkg").exists(),
+        "unmanaged entries are purged"
+    );
+    assert!(
+        host.root().join("var/lib/converge/lock").is_file(),
+        "{}",
+        text(&out)
+    );
+    let out = host.run(policy, &[], &["--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(json(&out)["summary"]["repaired"], 0, "{}", text(&out));
+}

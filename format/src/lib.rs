@@ -13,5 +13,5 @@ pub mod ids;
 pub mod paths;
 pub mod schema;
 pub mod stamp;
-pub mod tree;
 pub mod system;
+pub mod tree;

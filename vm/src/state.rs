@@ -34,7 +34,7 @@ pub use owed::{Debt, OWED};
 
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::DirBuilderExt as _;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
@@ -116,6 +116,57 @@ impl StateDir {
             }
             Err(e) => return Err(e.into()),
         };
+        StateDir::from_fd(dir, fd)
+    }
+
+    /// Opens the state directory `dir` of a run on `root`. When `dir` lies
+    /// inside a sandbox root (the default, `ROOT/var/lib/converge`), every
+    /// component below the root is created and opened without following a
+    /// link: a planted `ROOT/var/lib -> /elsewhere` would otherwise make
+    /// the VM create and write its state outside the root. The root itself,
+    /// and a `--state` outside it, are the operator's own paths
+    /// ([`StateDir::open`]).
+    pub fn open_under(root: &Path, dir: &Path) -> std::io::Result<StateDir> {
+        let rel = match dir.strip_prefix(root) {
+            Ok(rel) if root != Path::new("/") && !rel.as_os_str().is_empty() => rel,
+            _ => return StateDir::open(dir),
+        };
+        let mut fd = rfs::open(
+            root,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let parts: Vec<Component<'_>> = rel.components().collect();
+        for (i, part) in parts.iter().enumerate() {
+            let Component::Normal(name) = part else {
+                return Err(std::io::Error::other(format!(
+                    "`{}`: a state directory inside the root is a plain path below it",
+                    dir.display()
+                )));
+            };
+            let mode = if i + 1 == parts.len() { 0o700 } else { 0o755 };
+            match rfs::mkdirat(&fd, *name, Mode::from_bits_truncate(mode)) {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(e) => return Err(e.into()),
+            }
+            fd = match rfs::openat(&fd, *name, DIR_FLAGS, Mode::empty()) {
+                Ok(next) => next,
+                Err(Errno::LOOP | Errno::NOTDIR) => {
+                    return Err(std::io::Error::other(format!(
+                        "`{}` is not a directory inside the root (a symbolic link is not followed)",
+                        root.join(parts.iter().take(i + 1).collect::<PathBuf>())
+                            .display()
+                    )))
+                }
+                Err(e) => return Err(e.into()),
+            };
+        }
+        StateDir::from_fd(dir, fd)
+    }
+
+    /// The checks and the `reports/` directory of a state directory opened
+    /// as `fd`.
+    fn from_fd(dir: &Path, fd: OwnedFd) -> std::io::Result<StateDir> {
         guarded(&fd, dir)?;
         match rfs::mkdirat(&fd, REPORTS, Mode::from_bits_truncate(0o700)) {
             Ok(()) | Err(Errno::EXIST) => {}
@@ -331,6 +382,36 @@ mod tests {
         state.write(SERIAL, &[b'9'; 40]).unwrap();
         assert!(state.read(SERIAL, 32).is_err());
         assert_eq!(state.serial(), None);
+    }
+
+    /// A review of issue 14: the default state directory of a sandbox run,
+    /// `ROOT/var/lib/converge`, was created through `std::fs` following
+    /// links, so a planted `ROOT/var/lib -> /elsewhere` put the VM's state
+    /// (lock, owed notifications, backups) outside the root.
+    #[test]
+    fn a_link_planted_on_the_way_to_the_state_directory_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(root.join("var")).unwrap();
+        std::fs::create_dir(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("var/lib")).unwrap();
+        let err = StateDir::open_under(&root, &default_dir(&root))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("symbolic link is not followed"), "{err}");
+        assert!(
+            !outside.join("converge").exists(),
+            "state created outside the root"
+        );
+
+        // Without the link, every missing component is created, the last 0700.
+        std::fs::remove_file(root.join("var/lib")).unwrap();
+        let state = StateDir::open_under(&root, &default_dir(&root)).unwrap();
+        state.write(SERIAL, b"1\n").unwrap();
+        assert!(root.join("var/lib/converge/serial").is_file());
+        // A `--state` outside the root is the operator's own path.
+        StateDir::open_under(&root, &dir.path().join("elsewhere")).unwrap();
     }
 
     /// Issue 14 item 19: the state directory's mode and owner were never

@@ -70,7 +70,7 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     let now = since_epoch.as_secs();
-    let state = match StateDir::open(&config.state) {
+    let state = match StateDir::open_under(&config.root, &config.state) {
         Ok(s) => s,
         Err(e) => {
             return a.fail(

@@ -143,7 +143,7 @@ fn lock(args: &RunArgs) -> Result<Option<(RunLock, StateDir)>, u8> {
     if args.dry_run && std::fs::symlink_metadata(&dir).is_err() {
         return Ok(None);
     }
-    let state = StateDir::open(&dir).map_err(|e| {
+    let state = StateDir::open_under(&args.root, &dir).map_err(|e| {
         eprintln!("error: state directory `{}`: {e}", dir.display());
         EXIT_STATE
     })?;

@@ -51,7 +51,7 @@ impl RunLock {
     /// The lock a `policyvm run --root ROOT` without `--state` takes: that
     /// of `ROOT/var/lib/converge` (created if missing).
     pub fn acquire(root: &Path) -> Result<RunLock, LockError> {
-        StateDir::open(&default_dir(root))
+        StateDir::open_under(root, &default_dir(root))
             .map_err(LockError::Io)?
             .lock()
     }

@@ -17,7 +17,7 @@ pub mod report;
 pub mod resolve;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use operators::{Accounts, Applied, Change, Ctx, Outcome};
@@ -824,6 +824,17 @@ fn purge(
 /// [`purge`] of one directory `base`: `copied` are the names its `source`
 /// has there.
 #[allow(clippy::too_many_arguments, reason = "the state of one purge")]
+/// The state directory as a policy path, when it lies inside the root: a
+/// purge must never delete the run's own lock, owed notifications and
+/// backups (a `directory "/var/lib" { purge = true; }` in a sandbox would).
+fn state_in_root(ctx: &Ctx<'_>) -> Option<String> {
+    let root = ctx.chroot.unwrap_or(Path::new("/"));
+    let state = ctx.state?.path("");
+    let rel = state.strip_prefix(root).ok()?;
+    let rel = rel.to_str()?.trim_end_matches('/');
+    (!rel.is_empty()).then(|| format!("/{rel}"))
+}
+
 fn purge_one(
     ctx: &Ctx<'_>,
     base: &str,
@@ -849,12 +860,23 @@ fn purge_one(
             return;
         }
     };
+    let state = state_in_root(ctx);
     for entry in entries {
         if managed.contains(entry.as_slice())
             || copied.contains(&entry)
             || crate::rootfs::is_live_temp(&entry)
         {
             continue;
+        }
+        if let Some(state) = &state {
+            let below = format!("{}/", state);
+            let entry_path = format!("{base}/{}", String::from_utf8_lossy(&entry));
+            if *state == entry_path || below.starts_with(&format!("{entry_path}/")) {
+                // The run's own state directory (lock, owed notifications,
+                // backups), or a directory holding it: never purged.
+                unmanaged.insert(format!("{entry_path} (the VM's state directory: kept)"));
+                continue;
+            }
         }
         let path = format!("{base}/{}", crate::rootfs::escape_name(&entry));
         if !purging {

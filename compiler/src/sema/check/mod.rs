@@ -16,8 +16,8 @@ mod arguments;
 mod definitions;
 mod guards;
 mod statements;
-mod validate;
 mod system;
+mod validate;
 mod values;
 
 pub use arguments::{bind_arguments, ArgError};

@@ -12,7 +12,7 @@ pub mod setting;
 mod text;
 
 #[cfg(test)]
-mod cases;
+mod case_tests;
 
 pub use text::Text;
 
