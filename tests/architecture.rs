@@ -151,3 +151,26 @@ fn the_walk_finds_real_dependencies() {
         assert!(vm.contains(expected), "converge-vm should link {expected}");
     }
 }
+
+/// The system backends sit below the run: they produce outcomes
+/// (`converge_vm::outcome`) for resolved instances (`converge_vm::instance`)
+/// and never reach into `run`, which calls them (issue 15 item 6: the
+/// `run` <-> `backend` cycle).
+#[test]
+fn vm_backends_do_not_depend_on_the_run() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("vm/src/backend");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            seen += 1;
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(
+                !text.contains("crate::run"),
+                "{} depends on crate::run",
+                path.display()
+            );
+        }
+    }
+    assert!(seen > 5, "the backend directory was not found");
+}

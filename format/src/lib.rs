@@ -8,6 +8,7 @@
 //! (`tests/architecture.rs` checks the real dependency graph).
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
+pub mod atomic;
 pub mod bundle;
 pub mod ids;
 pub mod paths;

@@ -20,6 +20,8 @@ pub mod backend;
 pub mod cli;
 pub mod eval;
 pub mod facts;
+pub mod instance;
+pub mod outcome;
 pub mod pull;
 pub mod rootfs;
 pub mod run;

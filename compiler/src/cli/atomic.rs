@@ -1,26 +1,18 @@
 //! The one way `policyc` writes a file (bundles, stamps, keys, formatted
-//! policy): a fresh temporary file in the target's directory, created
-//! exclusively under a random name (`O_CREAT|O_EXCL`, which never follows a
-//! link: the `tempfile` crate), written, given its mode, synced, then
-//! renamed over the target (or linked to it, when an existing file must not
-//! be replaced) and the directory synced. A reader sees the old file or the
-//! new one, never half of one; a link planted at the temporary's name or at
-//! the target is never written through (a rename replaces a link, it does
-//! not follow it). Before, the temporary was `.NAME.tmpPID`, created with
+//! policy): the workspace's one atomic write, [`converge_format::atomic`],
+//! which the VM uses too. A fresh temporary in the target's directory,
+//! created exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`), given its mode,
+//! written, synced, then renamed over the target (or renamed only if the
+//! name is free, when an existing file must not be replaced) and the
+//! directory synced. A reader sees the old file or the new one, never half
+//! of one; a link planted at the temporary's name or at the target is never
+//! written through. Before, the temporary was `.NAME.tmpPID`, created with
 //! `File::create`: a link planted at that name in a shared publish
 //! directory made `policyc` overwrite the link's target.
 
-use std::io::Write as _;
-use std::os::unix::fs::PermissionsExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// Whether an existing file at the target may be replaced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Existing {
-    Replace,
-    /// Fail with `AlreadyExists` (a link at the target counts as a file).
-    Keep,
-}
+pub use converge_format::atomic::Existing;
 
 /// Writes `bytes` to `path` atomically with permission bits `mode`.
 pub fn write_atomically(
@@ -29,36 +21,12 @@ pub fn write_atomically(
     mode: u32,
     existing: Existing,
 ) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    if path.file_name().is_none() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "the path names no file",
-        ));
-    }
-    // A short fixed prefix, not the target's name: a 250-byte target name
-    // must not make the temporary's name too long.
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".policyc-")
-        .suffix(".tmp")
-        .tempfile_in(&dir)?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    match existing {
-        Existing::Replace => tmp.persist(path).map(drop).map_err(|e| e.error)?,
-        Existing::Keep => tmp.persist_noclobber(path).map(drop).map_err(|e| e.error)?,
-    }
-    std::fs::File::open(&dir)?.sync_all()
+    converge_format::atomic::write_path(path, bytes, mode, existing)
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
 
     #[test]
     fn replaces_a_link_instead_of_following_it() {

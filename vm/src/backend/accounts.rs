@@ -12,9 +12,9 @@ use std::time::Duration;
 use super::passwd::AccountDb;
 use super::process::Cmd;
 use super::{applied, check_name, check_path, perform, sandbox, Step};
+use crate::instance::Instance;
+use crate::outcome::{Applied, Outcome};
 use crate::rootfs::RootFs;
-use crate::run::operators::{Applied, Outcome};
-use crate::run::resolve::Instance;
 use crate::schema::{hides_value, HIDDEN_VALUE};
 
 /// The deadline of one account tool.
@@ -566,7 +566,7 @@ fn removal(exists: bool, command: &str, root: &Path, name: &str) -> Vec<Step> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::resolve::Value;
+    use crate::instance::Value;
 
     fn inst(kind: &'static str, name: &str, attrs: Vec<(&'static str, Value)>) -> Instance {
         Instance {

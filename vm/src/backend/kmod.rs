@@ -21,9 +21,9 @@ use converge_format::system::module_name_problem;
 
 use super::process::Cmd;
 use super::{applied, change, perform, sandbox, Step};
+use crate::instance::Instance;
+use crate::outcome::{Applied, Change, Outcome};
 use crate::rootfs::RootFs;
-use crate::run::operators::{Applied, Change, Outcome};
-use crate::run::resolve::Instance;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 

@@ -40,7 +40,7 @@ use std::path::Path;
 
 use process::Cmd;
 
-use crate::run::operators::{Applied, Change, Outcome};
+use crate::outcome::{Applied, Change, Outcome};
 use crate::schema::name_problem;
 
 /// One planned change and the command that makes it (`None` when the

@@ -31,9 +31,9 @@ use converge_format::system::{fstab_field_problem, fstype_problem};
 use super::fstab::{self, Entry, Line};
 use super::process::{self, Cmd};
 use super::{applied, change, perform, sandbox, Step};
+use crate::instance::Instance;
+use crate::outcome::{Applied, Change, Outcome};
 use crate::rootfs::RootFs;
-use crate::run::operators::{Applied, Change, Outcome};
-use crate::run::resolve::Instance;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 pub const FSTAB: &str = "/etc/fstab";

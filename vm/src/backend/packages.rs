@@ -26,9 +26,9 @@ use std::path::Path;
 use super::apt::{self, Known};
 use super::process::{self, Cmd};
 use super::{change, check_path, host_path, sandbox};
+use crate::instance::Instance;
+use crate::outcome::{Applied, Change, Outcome};
 use crate::rootfs::{Kind, RootFs};
-use crate::run::operators::{Applied, Change, Outcome};
-use crate::run::resolve::Instance;
 use crate::schema::name_problem;
 
 /// One instance of a pass, as the batcher sees it.

@@ -41,9 +41,9 @@ use rustix::process::{Pid, PidfdFlags, Signal};
 
 use super::process::{self, Cmd};
 use super::{change, sandbox};
+use crate::instance::Instance;
+use crate::outcome::{Applied, Change};
 use crate::rootfs::RootFs;
-use crate::run::operators::{Applied, Change};
-use crate::run::resolve::Instance;
 
 /// The most processes one promise may ask for (`count`) or start at once.
 pub const MAX_COUNT: i64 = 256;

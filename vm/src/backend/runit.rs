@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 use super::process::{self, Cmd};
 use super::service::{OnNotify, Wanted};
 use super::{applied, change, host_path, perform, Step};
+use crate::instance::Instance;
+use crate::outcome::{Applied, Outcome};
 use crate::rootfs::{Kind, RootFs};
-use crate::run::operators::{Applied, Outcome};
-use crate::run::resolve::Instance;
 
 /// The deadline of one `sv` call; `sv` itself waits at most 30 s.
 pub const TIMEOUT: Duration = Duration::from_secs(60);
@@ -360,7 +360,7 @@ fn settled(dir: &Path, running: Option<bool>, old: Option<u32>) -> Result<Status
 /// How long a service may take to show the state `sv` reported.
 const SETTLE: Duration = Duration::from_secs(10);
 
-fn done(changes: Vec<crate::run::operators::Change>, log: String) -> Applied {
+fn done(changes: Vec<crate::outcome::Change>, log: String) -> Applied {
     applied(changes, log)
 }
 

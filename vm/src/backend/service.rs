@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
+use crate::instance::Instance;
+use crate::outcome::Applied;
 use crate::rootfs::RootFs;
-use crate::run::operators::Applied;
-use crate::run::resolve::Instance;
 
 /// What a notification does to a running service (`on_notify`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

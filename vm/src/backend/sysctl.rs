@@ -18,9 +18,9 @@ use std::time::Duration;
 
 use super::process::Cmd;
 use super::{applied, change, perform, sandbox, Step};
+use crate::instance::Instance;
+use crate::outcome::{Applied, Change};
 use crate::rootfs::RootFs;
-use crate::run::operators::{Applied, Change};
-use crate::run::resolve::Instance;
 use converge_format::system::{
     sysctl_key_problem, sysctl_normalised, sysctl_path, sysctl_value_problem,
 };

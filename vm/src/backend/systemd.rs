@@ -14,8 +14,8 @@ use std::time::Duration;
 use super::process::{self, Cmd};
 use super::service::Wanted;
 use super::{applied, change, perform, sandbox, Step};
+use crate::outcome::{Applied, Outcome};
 use crate::rootfs::RootFs;
-use crate::run::operators::{Applied, Outcome};
 
 /// The deadline of one `systemctl` call (systemd's default stop timeout is
 /// 90 s).

@@ -1,4 +1,5 @@
-//! The VM's one atomic-write helper, used for files of the root
+//! The VM's side of the one atomic write (`converge_format::atomic`),
+//! used for files of the root
 //! ([`super::RootFs::write_file`]) and of the state directory
 //! ([`crate::state`]) alike: the new content goes to a temporary file
 //! created exclusively (`O_EXCL|O_NOFOLLOW`) in the target's directory, is
@@ -16,16 +17,17 @@
 //! it manages ([`super::RootFs::clean_stale_temporaries`]).
 
 use std::collections::HashSet;
-use std::io::Write as _;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
+use rustix::fs::{self as rfs, AtFlags};
 use rustix::io::Errno;
 
-use super::{gid_of, io, uid_of, FsError};
+use converge_format::atomic::{write_in, Existing, Failure, NewFile};
+
+use super::{io, FsError};
 
 /// Starts the name of every temporary file or link the VM creates.
 pub const TEMP_PREFIX: &str = ".converge-tmp.";
@@ -91,26 +93,6 @@ fn next_temp() -> Temp {
     Temp { name }
 }
 
-/// Creates a temporary regular file (mode 0600) in `dir`, never over an
-/// existing name and never through a link.
-fn create_temp(dir: &OwnedFd, shown: &str) -> Result<(Temp, OwnedFd), FsError> {
-    let mut last = Errno::EXIST;
-    for _ in 0..16 {
-        let temp = next_temp();
-        match rfs::openat(
-            dir,
-            temp.name.as_str(),
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_bits_truncate(0o600),
-        ) {
-            Ok(fd) => return Ok((temp, fd)),
-            Err(Errno::EXIST) => last = Errno::EXIST,
-            Err(e) => return Err(io(shown, "create a temporary file for")(e)),
-        }
-    }
-    Err(io(shown, "create a temporary file for")(last))
-}
-
 /// Replaces (or creates) `name` in `dir` with `contents`, atomically (see
 /// the module comment). The owner is set before the mode: `fchown` clears
 /// the setuid and setgid bits, so the other order loses them.
@@ -127,25 +109,31 @@ pub fn write_atomic_at(
     shown: &str,
     before_rename: impl FnOnce(&str) -> Result<(), FsError>,
 ) -> Result<(), FsError> {
-    let (temp, fd) = create_temp(dir, shown)?;
-    let result = (|| {
-        let mut file = std::fs::File::from(fd);
-        file.write_all(contents)
-            .map_err(|e| io(shown, "write")(Errno::from_io_error(&e).unwrap_or(Errno::IO)))?;
-        if let Some((uid, gid)) = owner {
-            rfs::fchown(&file, Some(uid_of(uid)), Some(gid_of(gid)))
-                .map_err(io(shown, "set the owner of"))?;
-        }
-        rfs::fchmod(&file, Mode::from_bits_truncate(mode)).map_err(io(shown, "set the mode of"))?;
-        rfs::fsync(&file).map_err(io(shown, "sync"))?;
-        before_rename(&temp.name)?;
-        rfs::renameat(dir, temp.name.as_str(), dir, name).map_err(io(shown, "rename into place"))
-    })();
-    if result.is_err() {
-        let _ = rfs::unlinkat(dir, temp.name.as_str(), AtFlags::empty());
-        return result;
+    // The temporaries stay registered as live until the write is over.
+    let mut temps: Vec<Temp> = Vec::new();
+    let file = NewFile {
+        contents,
+        mode,
+        owner,
+        existing: Existing::Replace,
+    };
+    let result = write_in(
+        dir,
+        name,
+        &file,
+        || {
+            let temp = next_temp();
+            let name = temp.name.clone();
+            temps.push(temp);
+            name
+        },
+        before_rename,
+    );
+    match result {
+        Ok(()) => Ok(()),
+        Err(Failure::Refused(e)) => Err(e),
+        Err(Failure::Io { step, errno }) => Err(io(shown, step)(errno)),
     }
-    sync_dir(dir, shown)
 }
 
 /// Makes `name` in `dir` a link to `target`, replacing what is there
@@ -180,14 +168,7 @@ pub fn symlink_atomic_at(
 
 /// `fsync` of a directory, so that a rename in it is durable.
 pub fn sync_dir(dir: &OwnedFd, shown: &str) -> Result<(), FsError> {
-    let fd = rfs::openat(
-        dir,
-        ".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(io(shown, "open the directory of"))?;
-    rfs::fsync(&fd).map_err(io(shown, "sync the directory of"))
+    converge_format::atomic::sync_dir(dir).map_err(io(shown, "sync the directory of"))
 }
 
 #[cfg(test)]

@@ -1,0 +1,94 @@
+//! A promise resolved for this host: its kind, promiser and attribute
+//! values. Made by the run (`crate::run::resolve`), read by the operators
+//! and the system backends; it lives below both.
+
+use std::sync::Arc;
+
+/// A resolved attribute value. Strings and embedded files are reference
+/// counted, so every instance that names one constant shares it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    Str(Arc<str>),
+    Int(i64),
+    Bool(bool),
+    Bytes(Arc<[u8]>),
+    List(Vec<String>),
+}
+
+impl Value {
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s.as_ref()),
+            _ => None,
+        }
+    }
+
+    /// The bytes of text the value holds.
+    pub(crate) fn bytes(&self) -> usize {
+        match self {
+            Value::Str(s) => s.len(),
+            Value::Bytes(b) => b.len(),
+            Value::List(l) => l.iter().map(String::len).sum(),
+            Value::Int(_) | Value::Bool(_) => 0,
+        }
+    }
+
+    /// How the value is shown in reports.
+    pub fn display(&self) -> String {
+        match self {
+            Value::Str(s) => {
+                // A value may be megabytes long; a report line names it.
+                let shown: String = s.chars().take(200).collect();
+                let more = if shown.len() < s.len() { "..." } else { "" };
+                format!("{shown:?}{more}")
+            }
+            Value::Int(i) => i.to_string(),
+            Value::Bool(b) => b.to_string(),
+            Value::Bytes(b) => format!("<{} bytes>", b.len()),
+            Value::List(l) => format!("{l:?}"),
+        }
+    }
+}
+
+/// One instance of a promise on this host (a promise inside a run-time
+/// loop has one instance per element).
+#[derive(Clone, Debug)]
+pub struct Instance {
+    /// Index of the promise in the bundle.
+    pub index: usize,
+    pub kind: &'static str,
+    pub promiser: String,
+    /// Attribute name and value, in the bundle's order.
+    pub attrs: Vec<(&'static str, Value)>,
+}
+
+impl Instance {
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.attrs.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+
+    pub fn str(&self, name: &str) -> Option<&str> {
+        self.get(name).and_then(Value::as_str)
+    }
+
+    pub fn int(&self, name: &str) -> Option<i64> {
+        match self.get(name) {
+            Some(Value::Int(i)) => Some(*i),
+            _ => None,
+        }
+    }
+
+    pub fn bool(&self, name: &str) -> Option<bool> {
+        match self.get(name) {
+            Some(Value::Bool(b)) => Some(*b),
+            _ => None,
+        }
+    }
+
+    pub fn list(&self, name: &str) -> Option<&[String]> {
+        match self.get(name) {
+            Some(Value::List(l)) => Some(l),
+            _ => None,
+        }
+    }
+}
