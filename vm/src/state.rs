@@ -144,7 +144,8 @@ impl StateDir {
                     dir.display()
                 )));
             };
-            let mode = if i + 1 == parts.len() { 0o700 } else { 0o755 };
+            let depth = i.saturating_add(1);
+            let mode = if depth == parts.len() { 0o700 } else { 0o755 };
             match rfs::mkdirat(&fd, *name, Mode::from_bits_truncate(mode)) {
                 Ok(()) | Err(Errno::EXIST) => {}
                 Err(e) => return Err(e.into()),
@@ -154,7 +155,7 @@ impl StateDir {
                 Err(Errno::LOOP | Errno::NOTDIR) => {
                     return Err(std::io::Error::other(format!(
                         "`{}` is not a directory inside the root (a symbolic link is not followed)",
-                        root.join(parts.iter().take(i + 1).collect::<PathBuf>())
+                        root.join(parts.iter().take(depth).collect::<PathBuf>())
                             .display()
                     )))
                 }

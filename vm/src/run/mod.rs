@@ -835,6 +835,9 @@ fn state_in_root(ctx: &Ctx<'_>) -> Option<String> {
     (!rel.is_empty()).then(|| format!("/{rel}"))
 }
 
+// The purge of one directory reads the run's context and writes three
+// accumulators of its caller; a struct for them would only rename them.
+#[allow(clippy::too_many_arguments)]
 fn purge_one(
     ctx: &Ctx<'_>,
     base: &str,
