@@ -767,8 +767,29 @@ impl Finder<'_> {
                     said("value"),
                     "",
                 ),
+                // A key of a sysctl.d file is the boot value of that
+                // sysctl: a `sysctl` promise of another value contradicts
+                // it (whichever file sorts last would win at boot, and the
+                // live value would flip back on every run).
+                "setting" if promiser.starts_with("/etc/sysctl.d/") || promiser == "/etc/sysctl.conf" => {
+                    let Some(key) = said("key")
+                        .filter(|a| a.value.is_constant())
+                        .and_then(|a| a.value.as_str())
+                    else {
+                        continue;
+                    };
+                    (
+                        converge_format::system::sysctl_path(key),
+                        format!("sysctl {key:?}"),
+                        "value",
+                        said("value"),
+                        "",
+                    )
+                }
                 _ => continue,
             };
+            // A sysctl.d setting is compared with the sysctl promises.
+            let kind = if p.kind == "setting" { "sysctl" } else { p.kind };
             let value = match attr {
                 Some(a) if a.value.is_constant() => match a.value.as_str() {
                     Some(v) => v.to_owned(),
@@ -778,12 +799,12 @@ impl Finder<'_> {
                 None if default.is_empty() => continue,
                 None => default.to_owned(),
             };
-            let value = if p.kind == "sysctl" {
+            let value = if kind == "sysctl" {
                 converge_format::system::sysctl_normalised(&value)
             } else {
                 value
             };
-            groups.entry((key, p.kind)).or_default().push(Say {
+            groups.entry((key, kind)).or_default().push(Say {
                 promise: i,
                 object,
                 property,
