@@ -771,7 +771,9 @@ impl Finder<'_> {
                 // sysctl: a `sysctl` promise of another value contradicts
                 // it (whichever file sorts last would win at boot, and the
                 // live value would flip back on every run).
-                "setting" if promiser.starts_with("/etc/sysctl.d/") || promiser == "/etc/sysctl.conf" => {
+                "setting"
+                    if promiser.starts_with("/etc/sysctl.d/") || promiser == "/etc/sysctl.conf" =>
+                {
                     let Some(key) = said("key")
                         .filter(|a| a.value.is_constant())
                         .and_then(|a| a.value.as_str())
@@ -789,7 +791,11 @@ impl Finder<'_> {
                 _ => continue,
             };
             // A sysctl.d setting is compared with the sysctl promises.
-            let kind = if p.kind == "setting" { "sysctl" } else { p.kind };
+            let kind = if p.kind == "setting" {
+                "sysctl"
+            } else {
+                p.kind
+            };
             let value = match attr {
                 Some(a) if a.value.is_constant() => match a.value.as_str() {
                     Some(v) => v.to_owned(),
