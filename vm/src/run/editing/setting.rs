@@ -175,13 +175,16 @@ pub fn apply(text: &str, s: &Setting<'_>) -> EditResult {
             text: t.render(),
         }));
     };
+    let in_block = block_lines(&t.lines);
+    let inside = |i: usize| in_block.get(i).copied().unwrap_or(false);
     let keys: Vec<usize> = region
         .body
         .clone()
         .filter(|&i| {
-            t.lines
-                .get(i)
-                .is_some_and(|l| s.is_active(l) && s.is_key_line(l))
+            !inside(i)
+                && t.lines
+                    .get(i)
+                    .is_some_and(|l| s.is_active(l) && s.is_key_line(l))
         })
         .collect();
     let mut what = Vec::new();
@@ -202,7 +205,14 @@ pub fn apply(text: &str, s: &Setting<'_>) -> EditResult {
             }
         }
     } else {
-        let at = insertion_point(s, &t.lines, region, all.get(1).and_then(|r| r.header));
+        let mut at = insertion_point(s, &t.lines, region, all.get(1).and_then(|r| r.header));
+        // Never inside a `block`'s markers: the block would remove the
+        // line on every pass, and the setting add it back.
+        if at.checked_sub(1).is_some_and(inside) {
+            at = (at..t.lines.len())
+                .find(|&i| t.lines.get(i).is_some_and(|l| l.starts_with("# END ")))
+                .map_or(t.lines.len(), |end| end.saturating_add(1));
+        }
         let indent = at
             .checked_sub(1)
             .and_then(|i| t.lines.get(i))
@@ -223,6 +233,26 @@ pub fn apply(text: &str, s: &Setting<'_>) -> EditResult {
         what: what.join(", "),
         text: t.render(),
     }))
+}
+
+/// Which lines lie inside a `block` promise's markers (`# BEGIN ...` up to
+/// its `# END ...`, the markers included): they belong to the block, so a
+/// `setting` neither rewrites a key there nor inserts one among them.
+fn block_lines(lines: &[String]) -> Vec<bool> {
+    let mut out = vec![false; lines.len()];
+    let mut open = false;
+    for (i, l) in lines.iter().enumerate() {
+        if l.starts_with("# BEGIN ") {
+            open = true;
+        }
+        if let Some(slot) = out.get_mut(i) {
+            *slot = open;
+        }
+        if l.starts_with("# END ") {
+            open = false;
+        }
+    }
+    out
 }
 
 /// Where a missing key goes: right after the last active line of its
