@@ -525,6 +525,7 @@ policy { b(); }
 /// evaluated fail its promise (item 18): guards are now evaluated per
 /// element.
 #[test]
+#[ignore = "needs a non-loopback IPv4 address on this host (sys.ipv4)"]
 fn item18_a_guard_that_reads_a_loop_variable_is_evaluated_per_element() {
     let v = support::verified(&support::compile(
         r#"bundle b {
@@ -538,16 +539,12 @@ policy { b(); }
     ));
     let root = root();
     let report = converge(&v, root.path(), true);
-    if report.facts.ipv4.is_empty() {
-        // Fails where the tools are required (`.ci/run`), never passes
-        // silently there.
-        assert!(
-            std::env::var_os("CONVERGE_REQUIRE_TOOLS").is_none_or(|v| v != "1"),
-            "this host has no IPv4 address (other than loopback) to loop over"
-        );
-        eprintln!("skipped: this host has no IPv4 address to loop over");
-        return;
-    }
+    // Ignored by default; run (`--include-ignored`, as `.ci/run` does) on a
+    // host without one, it fails instead of passing having checked nothing.
+    assert!(
+        !report.facts.ipv4.is_empty(),
+        "this host has no IPv4 address (other than loopback) to loop over"
+    );
     assert!(failed(&report).is_empty(), "{:?}", failed(&report));
     let messages: Vec<&str> = report
         .promises
