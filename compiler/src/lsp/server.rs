@@ -475,6 +475,30 @@ mod tests {
         assert_eq!(published[0].params["version"], text.len() + 1);
     }
 
+    /// Queues, for a server on the other end of `client`: open `text` as
+    /// `uri`, then shut down and exit (the server runs until it reads them).
+    fn open_then_exit(client: &Connection, uri: &Url, text: &str) {
+        client
+            .sender
+            .send(notification(
+                DidOpenTextDocument::METHOD,
+                json!({"textDocument": {"uri": uri, "languageId": "policy", "version": 1, "text": text}}),
+            ))
+            .unwrap();
+        client
+            .sender
+            .send(Message::Request(Request::new(
+                RequestId::from(1),
+                Shutdown::METHOD.to_owned(),
+                json!(null),
+            )))
+            .unwrap();
+        client
+            .sender
+            .send(notification("exit", json!(null)))
+            .unwrap();
+    }
+
     /// A file with chains long enough to overflow a recursive pass (issue
     /// 14, items 21 and 24) is analysed on a worker thread with a large
     /// stack, by passes that do not recurse: the server publishes its
@@ -497,25 +521,7 @@ mod tests {
             n - 1,
             n - 1
         ));
-        client
-            .sender
-            .send(notification(
-                DidOpenTextDocument::METHOD,
-                json!({"textDocument": {"uri": uri, "languageId": "policy", "version": 1, "text": text}}),
-            ))
-            .unwrap();
-        client
-            .sender
-            .send(Message::Request(Request::new(
-                RequestId::from(1),
-                Shutdown::METHOD.to_owned(),
-                json!(null),
-            )))
-            .unwrap();
-        client
-            .sender
-            .send(notification("exit", json!(null)))
-            .unwrap();
+        open_then_exit(&client, &uri, &text);
         // A deadline no loaded test machine reaches: this test is about
         // the result, not the time.
         let settings = Settings {
@@ -605,25 +611,7 @@ mod tests {
         text.push_str(
             "bundle b { when c19999 { file \"/etc/x\" { content = \"x\"; } } }\npolicy { b(); }\n",
         );
-        client
-            .sender
-            .send(notification(
-                DidOpenTextDocument::METHOD,
-                json!({"textDocument": {"uri": uri, "languageId": "policy", "version": 1, "text": text}}),
-            ))
-            .unwrap();
-        client
-            .sender
-            .send(Message::Request(Request::new(
-                RequestId::from(1),
-                Shutdown::METHOD.to_owned(),
-                json!(null),
-            )))
-            .unwrap();
-        client
-            .sender
-            .send(notification("exit", json!(null)))
-            .unwrap();
+        open_then_exit(&client, &uri, &text);
         let settings = Settings {
             deadline: std::time::Duration::from_millis(1),
             ..Settings::default()
