@@ -16,7 +16,8 @@ use converge_vm::bundle::envelope::{signed_prefix, signing_digest};
 use converge_vm::cli::exit;
 use ed25519_dalek::Signer as _;
 
-/// The rows of the `## `NAME`` table of docs/exit-codes.md.
+/// The rows of the `## `NAME`` table of docs/exit-codes.md (for `policyc`
+/// and `policyvm` alike).
 fn documented_codes(binary: &str) -> Vec<(u8, String)> {
     let doc = std::fs::read_to_string(converge::repo_root().join("docs/exit-codes.md")).unwrap();
     let section = doc
@@ -321,4 +322,62 @@ policy { b(); }"#,
     let _ = holder.kill();
     let _ = holder.wait();
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Issue 15, item 6: one exit-code table for `policyc`. Every code the
+/// documentation lists is in the binary's table with the same meaning,
+/// and a real case returns it.
+#[test]
+fn every_documented_exit_code_is_what_policyc_returns() {
+    use converge_compiler::cli::exit;
+    let documented = documented_codes("policyc");
+    let table: Vec<(u8, String)> = exit::TABLE
+        .iter()
+        .map(|(c, m)| (*c, (*m).to_owned()))
+        .collect();
+    assert_eq!(
+        documented, table,
+        "docs/exit-codes.md and cli/exit.rs disagree"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("clean.policy"),
+        "bundle motd {\n  file \"/etc/motd\" { content = \"hi\\n\"; mode = 0o644; }\n}\npolicy { motd(); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("bad.policy"),
+        "bundle b { file \"/x\" { mode = \"rw\"; } }\npolicy { b(); }\n",
+    )
+    .unwrap();
+    let d = |name: &str| dir.path().join(name).display().to_string();
+    let cases: Vec<(u8, Vec<String>)> = vec![
+        (exit::OK, vec!["check".into(), d("clean.policy")]),
+        (exit::ERRORS, vec!["check".into(), d("bad.policy")]),
+        (exit::USAGE, vec!["frobnicate".into()]),
+        (exit::NO_INPUT, vec!["check".into(), d("missing.policy")]),
+        (
+            exit::CANT_CREATE,
+            vec!["keygen".into(), "--out".into(), d("no/such/dir/key")],
+        ),
+        (exit::IO_ERROR, vec!["lsp".into()]),
+    ];
+    let tried: Vec<u8> = cases.iter().map(|(c, _)| *c).collect();
+    let listed: Vec<u8> = table.iter().map(|(c, _)| *c).collect();
+    assert_eq!(tried, listed, "every documented code needs a case");
+    for (code, args) in cases {
+        // `lsp` with nothing on standard input: the session never starts.
+        let out = Command::new(binary("policyc"))
+            .args(&args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(i32::from(code)),
+            "policyc {args:?}: {}",
+            text(&out)
+        );
+    }
 }
