@@ -137,7 +137,11 @@ pub enum Value {
     /// A bare word: an enum value (`installed`) or a class name.
     Word(String),
     List(Vec<Value>),
+    /// A map, its entries sorted by key (keys are unique).
     Map(Vec<(String, Value)>),
+    /// A record value: every field of its type, in declaration order
+    /// (omitted fields already given their defaults).
+    Record(Vec<(String, Value)>),
     /// A reference to a promise: `file "/x"` (kind `file`) or `id "h"`.
     Ref {
         kind: String,
@@ -157,7 +161,9 @@ impl Value {
         match self {
             Value::Template(_) | Value::Fact(_) | Value::LoopVar(_) => false,
             Value::List(items) => items.iter().all(Value::is_constant),
-            Value::Map(entries) => entries.iter().all(|(_, v)| v.is_constant()),
+            Value::Map(entries) | Value::Record(entries) => {
+                entries.iter().all(|(_, v)| v.is_constant())
+            }
             Value::Ref { target, .. } => target.is_constant(),
             _ => true,
         }
@@ -189,6 +195,13 @@ impl Value {
                     .map(|(k, v)| format!("{k:?}: {}", v.display()))
                     .collect();
                 format!("{{{}}}", items.join(", "))
+            }
+            Value::Record(fields) => {
+                let items: Vec<String> = fields
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {}", v.display()))
+                    .collect();
+                format!("{{ {} }}", items.join(", "))
             }
             Value::Ref { kind, target } => format!("{kind} {}", target.display()),
             Value::Template(parts) => {

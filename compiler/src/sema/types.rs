@@ -1,7 +1,12 @@
 //! The types of policy values (LANGUAGE.md section 3, "Types").
 
+use std::sync::Arc;
+
 use converge_format::schema::AttrType;
 use converge_grammar::ast::TypeExpr;
+use converge_grammar::Span;
+
+use crate::ir::Value;
 
 /// The type of a value. `Any` stands for "unknown because of an earlier
 /// error" (so one mistake is reported once) and for the element type of an
@@ -15,8 +20,47 @@ pub enum Type {
     Duration,
     List(Box<Type>),
     Map(Box<Type>),
+    /// A record type declared with `type NAME = { ... };` (LANGUAGE.md
+    /// section 10). Two record types are the same type only when they are
+    /// the same declaration (compared by name: names are global).
+    Record(Arc<RecordType>),
     Ref,
     Any,
+}
+
+/// A declared record type: its fields in declaration order.
+#[derive(Clone, Debug)]
+pub struct RecordType {
+    pub name: String,
+    pub fields: Vec<FieldType>,
+    /// The `type` declaration.
+    pub span: Span,
+}
+
+impl PartialEq for RecordType {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for RecordType {}
+
+impl RecordType {
+    pub fn field(&self, name: &str) -> Option<&FieldType> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+}
+
+/// One field of a record type.
+#[derive(Clone, Debug)]
+pub struct FieldType {
+    pub name: String,
+    pub ty: Type,
+    /// The value used when a literal or a data file omits the field; a
+    /// field without one is required.
+    pub default: Option<Value>,
+    /// The field's declaration.
+    pub span: Span,
 }
 
 impl Type {
@@ -29,6 +73,7 @@ impl Type {
             Type::Duration => "duration".to_owned(),
             Type::List(inner) => format!("list<{}>", inner.describe()),
             Type::Map(inner) => format!("map<string, {}>", inner.describe()),
+            Type::Record(record) => record.name.clone(),
             Type::Ref => "ref".to_owned(),
             Type::Any => "any".to_owned(),
         }
