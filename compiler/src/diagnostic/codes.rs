@@ -52,7 +52,9 @@ codes! {
     InvalidEscape = "E0006", Error, "invalid escape sequence";
     /// `${` without a closing `}` in the same string.
     UnterminatedInterpolation = "E0007", Error, "unterminated interpolation";
-    /// `${...}` whose inside is not a dotted name.
+    /// `${...}` whose inside was not a dotted name. Since v0.2 `${...}` takes
+    /// any expression and a malformed one is reported as `E0001`; the code
+    /// stays reserved.
     InvalidInterpolation = "E0008", Error, "invalid interpolation";
     /// A malformed integer literal (`0o9`, `0x`, `12ab`).
     InvalidNumber = "E0009", Error, "invalid number";
@@ -62,6 +64,15 @@ codes! {
     InvalidDurationUnit = "E0011", Error, "invalid duration unit";
     /// Brackets, braces, parentheses or `!` nested deeper than the limit.
     NestingTooDeep = "E0012", Error, "nesting too deep";
+    /// A template tag `{%` or comment `{#` without its `%}` or `#}`.
+    UnterminatedTag = "E0013", Error, "unterminated template tag";
+    /// `{% word %}` where `word` is none of `for`, `if`, `elif`, `else`,
+    /// `endfor`, `endif`.
+    UnknownTag = "E0014", Error, "unknown template tag";
+    /// Template tags that do not nest: an unclosed `{% for %}`/`{% if %}`, a
+    /// stray `{% endif %}`/`{% else %}`/`{% elif %}`/`{% endfor %}`, a second
+    /// `{% else %}`, an `{% elif %}` after `{% else %}`.
+    UnbalancedTags = "E0015", Error, "unbalanced template tags";
 
     /// An imported file that does not exist (or a `std/` file the stdlib lacks).
     ImportNotFound = "E0101", Error, "imported file not found";

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use converge_format::schema::{promise_type, AttrType, PromiserKind};
 use converge_grammar::ast::{self, ClassDef, Expr, ExprKind, PolicyDef, Stmt};
-use converge_grammar::token::{interp_text, InterpName, StrLit, StrPart};
+use converge_grammar::token::{StrLit, StrPart};
 use converge_grammar::Span;
 
 use super::check::{bind_arguments, promiser_problem, relative_path, Checker};
@@ -587,6 +587,12 @@ impl<'a> Expander<'a, '_> {
             ExprKind::Not(_) | ExprKind::And(..) | ExprKind::Or(..) | ExprKind::Compare { .. } => {
                 Value::Bool(false)
             }
+            // r3-grammar: placeholder (records, lookups, `??` and functions)
+            ExprKind::Record(_)
+            | ExprKind::Field { .. }
+            | ExprKind::Index { .. }
+            | ExprKind::Coalesce(_)
+            | ExprKind::Call { .. } => Value::Str(String::new()),
         }
     }
 
@@ -633,7 +639,13 @@ impl<'a> Expander<'a, '_> {
         for part in &lit.parts {
             match part {
                 StrPart::Lit(text) => push_lit(&mut parts, text),
-                StrPart::Interp { path, .. } => {
+                // r3-grammar: placeholder (template tags are not expanded yet)
+                StrPart::Tag(_) => {}
+                StrPart::Interp(inner) => {
+                    let ExprKind::Path(path) = &inner.kind else {
+                        // r3-grammar: placeholder (`${expr}` other than a dotted name)
+                        continue;
+                    };
                     let value = self.interp_value(path, span, env);
                     match value {
                         Value::Fact(f) => parts.push(TemplatePart::Fact(f)),
@@ -658,15 +670,16 @@ impl<'a> Expander<'a, '_> {
         }
     }
 
-    fn interp_value(&mut self, path: &'a [InterpName], span: Span, env: &Env<'a>) -> Value {
+    fn interp_value(&mut self, path: &'a [ast::Ident], span: Span, env: &Env<'a>) -> Value {
         let Some(first) = path.first() else {
             return Value::Str(String::new());
         };
         if first.name == "sys" {
-            return Value::Fact(interp_text(path));
+            let name: Vec<&str> = path.iter().map(|i| i.name.as_str()).collect();
+            return Value::Fact(name.join("."));
         }
-        let Some(mut value) = self.lookup(&first.name, first.span(span.file), env) else {
-            self.unresolved(first.span(span.file), &first.name);
+        let Some(mut value) = self.lookup(&first.name, first.span, env) else {
+            self.unresolved(first.span, &first.name);
             return Value::Str(String::new());
         };
         for key in path.iter().skip(1) {

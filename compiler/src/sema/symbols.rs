@@ -94,6 +94,8 @@ impl<'a> Symbols<'a> {
                         symbols.exclusives.push(def);
                         None
                     }
+                    // r3-grammar: placeholder (record types are collected by the integrator)
+                    Item::Type(_) => None,
                     Item::Policy(def) => match symbols.policy {
                         Some(old) => {
                             diagnostics.push(

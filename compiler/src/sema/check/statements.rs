@@ -3,7 +3,7 @@
 
 use converge_format::schema::{self, promise_type, PromiseType, PromiserKind, Rule};
 use converge_grammar::ast::{AttrStmt, Call, Expr, ExprKind, Promise, Stmt};
-use converge_grammar::token::{interp_text, StrPart};
+use converge_grammar::token::StrPart;
 use converge_grammar::Span;
 
 use super::*;
@@ -533,16 +533,26 @@ pub fn promiser_text(expr: &Expr) -> String {
             .iter()
             .map(|p| match p {
                 StrPart::Lit(t) => t.to_string(),
-                StrPart::Interp { path, .. } => format!("${{{}}}", interp_text(path)),
+                StrPart::Interp(inner) => match &inner.kind {
+                    ExprKind::Path(path) => format!("${{{}}}", dotted(path)),
+                    // r3-grammar: placeholder (any other `${expr}`)
+                    _ => "${...}".to_owned(),
+                },
+                // r3-grammar: placeholder (template tags)
+                StrPart::Tag(_) => String::new(),
             })
             .collect(),
-        ExprKind::Path(path) => path
-            .iter()
-            .map(|i| i.name.as_str())
-            .collect::<Vec<_>>()
-            .join("."),
+        ExprKind::Path(path) => dotted(path),
         _ => String::new(),
     }
+}
+
+/// `a.b.c` as written.
+fn dotted(path: &[converge_grammar::ast::Ident]) -> String {
+    path.iter()
+        .map(|i| i.name.as_str())
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 pub fn relative_path(pt: &PromiseType, span: Span, text: &str) -> Diagnostic {
