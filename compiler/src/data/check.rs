@@ -187,25 +187,27 @@ impl Checker<'_> {
                 None if present => {}
                 None => {
                     ok = false;
-                    self.report(
-                        Diagnostic::new(
-                            Code::DataMissingField,
-                            format!(
-                                "`{}` needs `{}` ({})",
-                                record.name,
-                                field.name,
-                                field.ty.describe()
-                            ),
-                            holder,
-                            format!("this {} has no `{}`", record.name, field.name),
-                        )
-                        .with_secondary(field.span, "declared here, without a default")
-                        .with_help(format!(
-                            "add the key `{}` with a {} value to this record, or give the field a default in the type",
+                    let mut d = Diagnostic::new(
+                        Code::DataMissingField,
+                        format!(
+                            "`{}` needs `{}` ({})",
+                            record.name,
                             field.name,
                             field.ty.describe()
-                        )),
+                        ),
+                        holder,
+                        format!("this {} has no `{}`", record.name, field.name),
                     );
+                    // A field built without a declaration (no span) has
+                    // nothing to show.
+                    if field.span != Span::default() {
+                        d = d.with_secondary(field.span, "declared here, without a default");
+                    }
+                    self.report(d.with_help(format!(
+                        "add the key `{}` with a {} value to this record, or give the field a default in the type",
+                        field.name,
+                        field.ty.describe()
+                    )));
                 }
             }
         }

@@ -568,3 +568,149 @@ fn too_many_errors_are_cut_with_a_note() {
     assert_eq!(d.len(), super::MAX_ERRORS);
     assert!(d.last().unwrap().notes[0].contains("only the first 50 errors"));
 }
+
+mod load {
+    //! `load`: reading from inside the policy tree, by path.
+
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use converge_grammar::{FileId, Span};
+
+    use super::super::{load, MAX_DATA_BYTES};
+    use super::{s, site};
+    use crate::diagnostic::Code;
+    use crate::ir::Value;
+    use crate::policy_tree::PolicyTree;
+    use crate::sema::types::Type;
+    use crate::source::SourceDb;
+
+    /// A policy file `site.policy` in a temp dir, the tree's root.
+    fn setup() -> (tempfile::TempDir, SourceDb, FileId) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("data")).unwrap();
+        let mut db = SourceDb::new();
+        let policy = dir.path().join("site.policy");
+        let from = db.add(&policy, "let x: any = data(\"...\");\n".to_owned());
+        db.set_tree(from, Arc::new(PolicyTree::new(dir.path())));
+        (dir, db, from)
+    }
+
+    fn path_span(from: FileId) -> Span {
+        Span::new(from, 18, 23)
+    }
+
+    fn write(dir: &Path, name: &str, text: &[u8]) {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+
+    fn code(
+        result: Result<(FileId, Value), Vec<crate::diagnostic::Diagnostic>>,
+    ) -> (Code, String, Span) {
+        let d = result.unwrap_err();
+        assert_eq!(d.len(), 1, "{d:#?}");
+        let label = d[0].labels[0].clone();
+        (d[0].code, d[0].message.clone(), label.span)
+    }
+
+    #[test]
+    fn a_data_file_is_read_relative_to_the_policy_and_added_once() {
+        let (dir, mut db, from) = setup();
+        write(
+            dir.path(),
+            "data/sites.yaml",
+            b"web:\n  server_name: w\n  backends: []\n",
+        );
+        let ty = Type::Map(Box::new(site()));
+        let (file, value) = load(&mut db, from, "data/sites.yaml", path_span(from), &ty).unwrap();
+        assert!(db.name(file).ends_with("data/sites.yaml"));
+        let Value::Map(entries) = value else { panic!() };
+        assert_eq!(entries[0].0, "web");
+        // Again, by another path to the same file, with another type: the
+        // same FileId, checked against the new type.
+        let again = load(
+            &mut db,
+            from,
+            "./data/../data/sites.yaml",
+            path_span(from),
+            &Type::Any,
+        )
+        .unwrap();
+        assert_eq!(again.0, file);
+        assert_eq!(db.len(), 2);
+        // Errors inside the file are labelled in the file.
+        write(
+            dir.path(),
+            "data/bad.json",
+            b"{\"web\": {\"server_name\": 1, \"backends\": []}}",
+        );
+        let (c, _, span) = code(load(&mut db, from, "data/bad.json", path_span(from), &ty));
+        assert_eq!(c, Code::DataTypeMismatch);
+        assert_ne!(span.file, from);
+        assert_eq!(db.get(span.file).unwrap().line_col(span.start), (1, 25));
+    }
+
+    #[test]
+    fn paths_leaving_the_policy_tree_are_refused_before_reading() {
+        let (dir, mut db, from) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        write(outside.path(), "secret.yaml", b"key: hunter2\n");
+        std::os::unix::fs::symlink(
+            outside.path().join("secret.yaml"),
+            dir.path().join("data/link.yaml"),
+        )
+        .unwrap();
+        let abs = outside
+            .path()
+            .join("secret.yaml")
+            .to_string_lossy()
+            .into_owned();
+        for request in [
+            "../secret.yaml",
+            "data/../../x.yaml",
+            abs.as_str(),
+            "data/link.yaml",
+        ] {
+            let (c, message, span) =
+                code(load(&mut db, from, request, path_span(from), &Type::Any));
+            assert_eq!(c, Code::OutsidePolicyTree, "{request}");
+            assert!(!message.contains("hunter2"));
+            assert_eq!(span, path_span(from));
+        }
+        assert_eq!(db.len(), 1, "nothing from outside was added");
+    }
+
+    #[test]
+    fn files_that_cannot_be_read_are_reported_at_the_path() {
+        let (dir, mut db, from) = setup();
+        write(dir.path(), "data/x.ini", b"a=1\n");
+        write(dir.path(), "data/latin1.yaml", b"name: caf\xe9\n");
+        let big = vec![b' '; MAX_DATA_BYTES + 1];
+        write(dir.path(), "data/big.json", &big);
+        std::fs::create_dir(dir.path().join("data/dir.toml")).unwrap();
+        for (request, why) in [
+            ("data/x.ini", "unsupported extension"),
+            ("data/missing.yaml", "No such file"),
+            (
+                "data/latin1.yaml",
+                "not valid UTF-8 (first bad byte at offset 9)",
+            ),
+            ("data/big.json", "larger than 16 MiB"),
+            ("data/dir.toml", "not a regular file"),
+        ] {
+            let (c, message, span) =
+                code(load(&mut db, from, request, path_span(from), &Type::Any));
+            assert_eq!(c, Code::DataUnreadable, "{request}");
+            assert!(message.contains(why), "{request}: {message}");
+            assert_eq!(span, path_span(from));
+        }
+    }
+
+    #[test]
+    fn uppercase_and_yml_extensions_are_formats_too() {
+        let (dir, mut db, from) = setup();
+        write(dir.path(), "data/a.YML", b"- x\n");
+        let (_, value) = load(&mut db, from, "data/a.YML", path_span(from), &Type::Any).unwrap();
+        assert_eq!(value, Value::List(vec![s("x")]));
+    }
+}
