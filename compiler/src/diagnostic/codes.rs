@@ -1,7 +1,7 @@
 //! The registry of diagnostic codes. A code is stable forever: it is never
 //! renumbered or reused, because CI configurations and SARIF baselines refer
 //! to it. Ranges: `E00xx` syntax, `E01xx` names and imports, `E02xx` types,
-//! `E03xx` contradictions and cycles, `W0xxx` warnings. Every code has a page
+//! `E03xx` contradictions and cycles, `E07xx` data files, `W0xxx` warnings. Every code has a page
 //! in `docs/src/diagnostics.md` (a test checks this).
 
 use super::Severity;
@@ -187,6 +187,26 @@ codes! {
     /// A `line` promise that would change its file on every run: a line
     /// with a line break, or a replacement whose output matches again.
     LineNeverSettles = "E0305", Error, "line promise never settles";
+
+    /// A data file (`data("x.yaml")`) that is not valid TOML, YAML or JSON,
+    /// nests too deeply, or holds too many values.
+    DataSyntax = "E0701", Error, "malformed data file";
+    /// A record in a data file without a field that has no default.
+    DataMissingField = "E0702", Error, "missing field in data file";
+    /// A key in a data file record that its type does not declare.
+    DataUnknownField = "E0703", Error, "unknown field in data file";
+    /// A value in a data file of another type than the declared one.
+    DataTypeMismatch = "E0704", Error, "wrong type in data file";
+    /// A key written twice in one map of a data file.
+    DataDuplicateKey = "E0705", Error, "duplicate key in data file";
+    /// A mode, duration or int in a data file that is of the right kind
+    /// but not a valid value (out of range, not octal, unknown unit).
+    DataInvalidValue = "E0706", Error, "invalid value in data file";
+    /// A null or empty value in a data file where a value is required.
+    DataMissingValue = "E0707", Error, "empty value in data file";
+    /// A data file that cannot be read: unsupported extension, missing,
+    /// not UTF-8, too large.
+    DataUnreadable = "E0708", Error, "cannot read data file";
 }
 
 impl std::fmt::Display for Code {
