@@ -118,7 +118,10 @@ pub fn tables() -> Vec<IdTable> {
         ),
         table(
             "Functions",
-            functions::FUNCTIONS.iter().map(|f| (f.id, f.name)).collect(),
+            functions::FUNCTIONS
+                .iter()
+                .map(|f| (f.id, f.name))
+                .collect(),
         ),
         table(
             "Facts",

@@ -330,11 +330,13 @@ impl<'b> Evaluator<'b> {
                 Instr::And | Instr::Or => match take::<2>(&mut stack)? {
                     None => None,
                     Some([Val::Bool(a), Val::Bool(b)]) => {
-                        Some(Val::Bool(if *instr == Instr::And { a && b } else { a || b }))
+                        Some(Val::Bool(if *instr == Instr::And {
+                            a && b
+                        } else {
+                            a || b
+                        }))
                     }
-                    Some(other) => {
-                        return Err(EvalError(format!("boolean operator on {other:?}")))
-                    }
+                    Some(other) => return Err(EvalError(format!("boolean operator on {other:?}"))),
                 },
                 Instr::Eq | Instr::Ne => match take::<2>(&mut stack)? {
                     None => None,
@@ -359,9 +361,8 @@ impl<'b> Evaluator<'b> {
                     }
                     Some(other) => return Err(EvalError(format!("in of {other:?}"))),
                 },
-                Instr::Concat(n) => {
-                    take_n(&mut stack, n as usize)?.map(|parts| Val::Str(parts.iter().map(Val::text).collect()))
-                }
+                Instr::Concat(n) => take_n(&mut stack, n as usize)?
+                    .map(|parts| Val::Str(parts.iter().map(Val::text).collect())),
                 Instr::Select => match take::<3>(&mut stack)? {
                     None => None,
                     Some([Val::Bool(c), a, b]) => Some(if c { a } else { b }),
@@ -469,7 +470,9 @@ fn take_n(stack: &mut Vec<Slot>, n: usize) -> Result<Option<Vec<Val>>, EvalError
 fn take<const N: usize>(stack: &mut Vec<Slot>) -> Result<Option<[Val; N]>, EvalError> {
     match take_n(stack, N)? {
         None => Ok(None),
-        Some(values) => <[Val; N]>::try_from(values).map(Some).map_err(|_| underflow()),
+        Some(values) => <[Val; N]>::try_from(values)
+            .map(Some)
+            .map_err(|_| underflow()),
     }
 }
 
@@ -719,18 +722,56 @@ mod tests {
             vec![
                 vec![Const(0), Const(2), Const(3), Select],
                 vec![Const(1), Const(2), Const(3), Select],
-                vec![Const(1), Const(4), Const(4), Select, Const(2), func("contains_list")],
+                vec![
+                    Const(1),
+                    Const(4),
+                    Const(4),
+                    Select,
+                    Const(2),
+                    func("contains_list"),
+                ],
                 vec![Const(0), Const(5), Const(6), Select],
                 // index 5 of ["a","b"]: missing, through upper, to the fallback.
-                vec![Const(4), Const(5), func("index"), func("upper"), Const(7), Coalesce],
+                vec![
+                    Const(4),
+                    Const(5),
+                    func("index"),
+                    func("upper"),
+                    Const(7),
+                    Coalesce,
+                ],
                 // index 1: present, upper-cased; the fallback is not used.
-                vec![Const(4), Const(0), Const(5), Const(8), Select, func("index"), Const(7), Coalesce],
+                vec![
+                    Const(4),
+                    Const(0),
+                    Const(5),
+                    Const(8),
+                    Select,
+                    func("index"),
+                    Const(7),
+                    Coalesce,
+                ],
                 vec![Const(4), Const(8), func("index"), Const(7), Coalesce],
                 // missing through eq and not: coalesced to true.
-                vec![Const(4), Const(6), func("index"), Const(2), Eq, Not, Const(0), Coalesce],
+                vec![
+                    Const(4),
+                    Const(6),
+                    func("index"),
+                    Const(2),
+                    Eq,
+                    Not,
+                    Const(0),
+                    Coalesce,
+                ],
                 // missing through concat and the condition of select.
                 vec![
-                    Const(2), Const(4), Const(6), func("index"), Concat(2), Const(3), Coalesce,
+                    Const(2),
+                    Const(4),
+                    Const(6),
+                    func("index"),
+                    Concat(2),
+                    Const(3),
+                    Coalesce,
                 ],
             ],
         );
@@ -762,9 +803,32 @@ mod tests {
                 list(&["10.0.0.2", "192.168.1.1"]),
             ],
             vec![
-                vec![Fact(fact("sys.ipv4")), Const(3), func("concat"), func("sort"), func("unique"), Const(0), func("join")],
-                vec![Fact(fact("sys.fqdn")), Const(1), func("split"), Const(2), func("index"), Const(1), Coalesce, func("upper")],
-                vec![Fact(fact("sys.ipv4")), Const(3), func("concat"), func("len_list"), func("to_string")],
+                vec![
+                    Fact(fact("sys.ipv4")),
+                    Const(3),
+                    func("concat"),
+                    func("sort"),
+                    func("unique"),
+                    Const(0),
+                    func("join"),
+                ],
+                vec![
+                    Fact(fact("sys.fqdn")),
+                    Const(1),
+                    func("split"),
+                    Const(2),
+                    func("index"),
+                    Const(1),
+                    Coalesce,
+                    func("upper"),
+                ],
+                vec![
+                    Fact(fact("sys.ipv4")),
+                    Const(3),
+                    func("concat"),
+                    func("len_list"),
+                    func("to_string"),
+                ],
                 vec![Fact(fact("sys.hostname")), Const(3), In],
             ],
         );
@@ -812,8 +876,14 @@ mod tests {
                 // p6: each over a missing list (the split of index 9) is
                 // missing; coalesced.
                 vec![
-                    Const(0), Const(5), func("index"), Const(2), func("split"), Each(2),
-                    Const(4), Coalesce,
+                    Const(0),
+                    Const(5),
+                    func("index"),
+                    Const(2),
+                    func("split"),
+                    Each(2),
+                    Const(4),
+                    Coalesce,
                 ],
             ],
         );
@@ -840,9 +910,19 @@ mod tests {
                 vec![Const(0), Const(1), Const(0), func("replace")],
             ],
         );
-        let reasons: Vec<String> = results.into_iter().map(|r| r.unwrap_err().to_string()).collect();
-        assert_eq!(reasons[0], "cannot evaluate: `split` with an empty separator");
-        assert!(reasons[1].contains("`replace` of an empty string"), "{}", reasons[1]);
+        let reasons: Vec<String> = results
+            .into_iter()
+            .map(|r| r.unwrap_err().to_string())
+            .collect();
+        assert_eq!(
+            reasons[0],
+            "cannot evaluate: `split` with an empty separator"
+        );
+        assert!(
+            reasons[1].contains("`replace` of an empty string"),
+            "{}",
+            reasons[1]
+        );
     }
 
     /// What `each` produces counts toward the text budget: each result as
@@ -852,11 +932,22 @@ mod tests {
         use Instr::*;
         let items = vec![""; 300];
         let results = run_all(
-            vec![Constant::Str("x".repeat(1 << 20)), list(&items), list(&items[..100])],
-            vec![vec![Const(0)], vec![Const(1), Each(0)], vec![Const(2), Each(0)]],
+            vec![
+                Constant::Str("x".repeat(1 << 20)),
+                list(&items),
+                list(&items[..100]),
+            ],
+            vec![
+                vec![Const(0)],
+                vec![Const(1), Each(0)],
+                vec![Const(2), Each(0)],
+            ],
         );
         let err = results[1].clone().unwrap_err();
-        assert!(err.0.contains("program 1 produces more than 256 MiB"), "{err}");
+        assert!(
+            err.0.contains("program 1 produces more than 256 MiB"),
+            "{err}"
+        );
         assert!(matches!(&results[2], Ok(Val::Str(s)) if s.len() == 100 << 20));
     }
 
@@ -881,7 +972,8 @@ mod tests {
         );
         let err = results[2].clone().unwrap_err();
         assert!(
-            err.0.contains("program 2 executes more than 16777216 instructions"),
+            err.0
+                .contains("program 2 executes more than 16777216 instructions"),
             "{err}"
         );
         assert!(matches!(&results[3], Ok(Val::Str(s)) if s.len() == 16 * 1024 * 4));

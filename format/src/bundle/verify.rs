@@ -453,9 +453,7 @@ impl Verifier<'_> {
             ));
         }
         if info.elem_need > 0 {
-            return Err(format!(
-                "program {p} reads `elem` outside any `each`"
-            ));
+            return Err(format!("program {p} reads `elem` outside any `each`"));
         }
         if info.loop_vars > loops {
             return Err(format!(
@@ -818,7 +816,10 @@ mod tests {
                 vec![vec![Elem(1)], vec![Const(1), Each(0), Const(0), Eq]],
                 "reads `elem` outside any `each`",
             ),
-            (vec![vec![Elem(16)]], "elem 16 at 0: more than the limit of 16"),
+            (
+                vec![vec![Elem(16)]],
+                "elem 16 at 0: more than the limit of 16",
+            ),
             // An index that may fail, used as a guard without `coalesce`.
             (
                 vec![[index_a.clone(), vec![Const(0), Eq]].concat()],
@@ -875,11 +876,19 @@ mod tests {
             ),
             // Both sides of `coalesce` optional: still optional.
             (
-                vec![[index_a.clone(), index_a.clone(), vec![Coalesce, Const(0), Eq]].concat()],
+                vec![[
+                    index_a.clone(),
+                    index_a.clone(),
+                    vec![Coalesce, Const(0), Eq],
+                ]
+                .concat()],
                 "may give a missing value",
             ),
             // A list constant is a list, nothing else.
-            (vec![vec![Const(1), Const(0), Eq]], "comparison of List with Str"),
+            (
+                vec![vec![Const(1), Const(0), Eq]],
+                "comparison of List with Str",
+            ),
             (vec![vec![Const(1), Concat(1)]], "concat of a list"),
         ];
         for (programs, reason) in cases {
@@ -916,7 +925,10 @@ mod tests {
         );
         // c1 = p1 reads itself through p0.
         let err = verify_used(constants_2_2(), reading(5), &[2, 1]).unwrap_err();
-        assert!(err.to_string().contains("class 1 reads class `c1`"), "{err}");
+        assert!(
+            err.to_string().contains("class 1 reads class `c1`"),
+            "{err}"
+        );
         // c1 = p1 reads c0, defined before it: fine.
         verify_used(constants_2_2(), reading(4), &[2, 1]).unwrap();
     }
@@ -942,9 +954,8 @@ mod tests {
         ));
         let err = verify_used(constants, vec![vec![Const(4)]], &[]).unwrap_err();
         assert!(
-            err.to_string().contains(
-                "constant 4: a list of 65537 elements, more than the limit of 65536"
-            ),
+            err.to_string()
+                .contains("constant 4: a list of 65537 elements, more than the limit of 65536"),
             "{err}"
         );
     }

@@ -105,13 +105,11 @@ pub(super) fn apply(f: &Function, args: Vec<Val>, left: usize) -> Result<Applied
                 ));
             }
             let found = s.matches(from.as_str()).count();
-            let size = found
-                .checked_mul(to.len())
-                .and_then(|added| {
-                    s.len()
-                        .saturating_sub(found.saturating_mul(from.len()))
-                        .checked_add(added)
-                });
+            let size = found.checked_mul(to.len()).and_then(|added| {
+                s.len()
+                    .saturating_sub(found.saturating_mul(from.len()))
+                    .checked_add(added)
+            });
             fits(size, left)?;
             done(Val::Str(s.replace(from.as_str(), to)), examined)
         }
@@ -232,10 +230,19 @@ mod tests {
 
     #[test]
     fn contains_of_lists_and_strings() {
-        assert_eq!(ok("contains_list", vec![l(&["a", "b"]), s("b")]), Val::Bool(true));
-        assert_eq!(ok("contains_list", vec![l(&["ab"]), s("a")]), Val::Bool(false));
+        assert_eq!(
+            ok("contains_list", vec![l(&["a", "b"]), s("b")]),
+            Val::Bool(true)
+        );
+        assert_eq!(
+            ok("contains_list", vec![l(&["ab"]), s("a")]),
+            Val::Bool(false)
+        );
         assert_eq!(ok("contains_list", vec![l(&[]), s("")]), Val::Bool(false));
-        assert_eq!(ok("contains_str", vec![s("web01"), s("eb0")]), Val::Bool(true));
+        assert_eq!(
+            ok("contains_str", vec![s("web01"), s("eb0")]),
+            Val::Bool(true)
+        );
         assert_eq!(ok("contains_str", vec![s("web01"), s("")]), Val::Bool(true));
         assert_eq!(ok("contains_str", vec![s("wéb"), s("e")]), Val::Bool(false));
     }
@@ -252,7 +259,10 @@ mod tests {
 
     #[test]
     fn replace_is_literal_and_total() {
-        assert_eq!(ok("replace", vec![s("a.b.c"), s("."), s("::")]), s("a::b::c"));
+        assert_eq!(
+            ok("replace", vec![s("a.b.c"), s("."), s("::")]),
+            s("a::b::c")
+        );
         assert_eq!(ok("replace", vec![s("aaa"), s("aa"), s("b")]), s("ba"));
         assert_eq!(ok("replace", vec![s("x"), s("y"), s("z")]), s("x"));
         assert_eq!(ok("replace", vec![s("é-é"), s("é"), s("")]), s("-"));
@@ -264,12 +274,21 @@ mod tests {
 
     #[test]
     fn list_functions() {
-        assert_eq!(ok("concat", vec![l(&["a"]), l(&["b", "a"])]), l(&["a", "b", "a"]));
+        assert_eq!(
+            ok("concat", vec![l(&["a"]), l(&["b", "a"])]),
+            l(&["a", "b", "a"])
+        );
         assert_eq!(ok("concat", vec![l(&[]), l(&[])]), l(&[]));
         // By bytes: upper case before lower case, `é` after `z`.
-        assert_eq!(ok("sort", vec![l(&["b", "é", "a", "B", "z"])]), l(&["B", "a", "b", "z", "é"]));
+        assert_eq!(
+            ok("sort", vec![l(&["b", "é", "a", "B", "z"])]),
+            l(&["B", "a", "b", "z", "é"])
+        );
         assert_eq!(ok("sort", vec![l(&[])]), l(&[]));
-        assert_eq!(ok("unique", vec![l(&["b", "a", "b", "c", "a"])]), l(&["b", "a", "c"]));
+        assert_eq!(
+            ok("unique", vec![l(&["b", "a", "b", "c", "a"])]),
+            l(&["b", "a", "c"])
+        );
         assert_eq!(ok("unique", vec![l(&[])]), l(&[]));
     }
 
@@ -299,7 +318,9 @@ mod tests {
                 if let Ok(a) = apply(f, args.clone(), PLENTY) {
                     // `concat`, `sort`... take lists: a list of lists fits.
                     assert!(
-                        f.params.iter().all(|p| p.accepts(converge_format::bundle::verify::Ty::List)),
+                        f.params
+                            .iter()
+                            .all(|p| p.accepts(converge_format::bundle::verify::Ty::List)),
                         "{} accepted {args:?}: {a:?}",
                         f.name
                     );
