@@ -698,8 +698,8 @@ impl<'a> Expander<'a, '_> {
             ExprKind::Bool(b) => Value::Bool(*b),
             ExprKind::Path(path) => self.path(path, env),
             ExprKind::List(items) => Value::List(items.iter().map(|i| self.eval(i, env)).collect()),
-            ExprKind::Map(entries) => Value::Map(
-                entries
+            ExprKind::Map(entries) => {
+                let mut entries: Vec<(String, Value)> = entries
                     .iter()
                     .map(|(k, v)| {
                         let key = match self.eval(k, env) {
@@ -708,8 +708,14 @@ impl<'a> Expander<'a, '_> {
                         };
                         (key, self.eval(v, env))
                     })
-                    .collect(),
-            ),
+                    .collect();
+                // A map is kept sorted by key (`for k, v` runs in key order,
+                // lookups search it); of a key written twice the last wins.
+                entries.reverse();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                entries.dedup_by(|later, first| later.0 == first.0);
+                Value::Map(entries)
+            }
             ExprKind::Ref(r) => Value::Ref {
                 kind: r.kind.name.to_string(),
                 target: Box::new(self.string(&r.target, expr.span, env)),
@@ -1112,8 +1118,21 @@ fn bool_guard(value: Value) -> Guard {
     }
 }
 
-/// Folds a comparison whose two sides are known.
+/// Folds a comparison whose two sides are known. A side chosen by a key
+/// only the host knows (`name == (hosts[sys.hostname].group ?? "web")`)
+/// compares case by case, so the guard names the keys (`sys.hostname in
+/// [...]`) and no choice is left inside it for the writer.
 fn fold_compare(op: ir::CompareOp, lhs: Value, rhs: Value) -> Guard {
+    if let Value::Choice(c) = lhs {
+        return bool_guard(lookups::map_choice(*c, &mut |case| {
+            compare_value(op, case, rhs.clone())
+        }));
+    }
+    if let Value::Choice(c) = rhs {
+        return bool_guard(lookups::map_choice(*c, &mut |case| {
+            compare_value(op, lhs.clone(), case)
+        }));
+    }
     if lhs.is_constant() && rhs.is_constant() {
         let result = match op {
             ir::CompareOp::Eq => Some(lhs == rhs),
@@ -1134,4 +1153,23 @@ fn fold_compare(op: ir::CompareOp, lhs: Value, rhs: Value) -> Guard {
         }
     }
     Guard::Compare { op, lhs, rhs }
+}
+
+/// One case of a comparison chosen by a key, as a bool value; a missing
+/// side stays missing (reported where it was looked up).
+fn compare_value(op: ir::CompareOp, lhs: Value, rhs: Value) -> Value {
+    if let Value::Missing(span) = lhs {
+        return Value::Missing(span);
+    }
+    if let Value::Missing(span) = rhs {
+        return Value::Missing(span);
+    }
+    match fold_compare(op, lhs, rhs) {
+        Guard::Const(b) => Value::Bool(b),
+        g => Value::Select {
+            cond: Box::new(g),
+            then: Box::new(Value::Bool(true)),
+            otherwise: Box::new(Value::Bool(false)),
+        },
+    }
 }
