@@ -348,6 +348,23 @@ impl<'a> Expander<'a, '_> {
         }
     }
 
+    /// A condition on a lookup that finds nothing on some host, with no
+    /// `??` (`when hosts[sys.hostname].group == "web"`): the guard would be
+    /// silently false there, so it is an error, as in a value.
+    fn missing_in_guard(&mut self, value: &Value) {
+        if let Some(span) = split::first_missing(value) {
+            self.report(
+                Diagnostic::new(
+                    Code::MaybeMissing,
+                    "this lookup may be missing on a host; add `?? default`",
+                    span,
+                    "no `??` default",
+                )
+                .with_help("write `(... ?? default)` in the condition: the host takes the default where the key is absent"),
+            );
+        }
+    }
+
     /// A `for` over a lookup that may find nothing on some host: the loop
     /// body is promised nowhere there, which is almost never meant.
     fn maybe_missing_loop(&mut self, span: Span, guard: &Arc<Guard>) {
@@ -698,6 +715,12 @@ impl<'a> Expander<'a, '_> {
             ExprKind::Bool(b) => Value::Bool(*b),
             ExprKind::Path(path) => self.path(path, env),
             ExprKind::List(items) => Value::List(items.iter().map(|i| self.eval(i, env)).collect()),
+            // `{}` where a record stands: every field's default.
+            ExprKind::Map(entries)
+                if entries.is_empty() && self.checker.record_literals.contains_key(&expr.span) =>
+            {
+                self.record(&[], expr.span, env)
+            }
             ExprKind::Map(entries) => {
                 let mut entries: Vec<(String, Value)> = entries
                     .iter()
@@ -946,12 +969,15 @@ impl<'a> Expander<'a, '_> {
                 let op = *op;
                 let lhs = self.eval(lhs, env);
                 let rhs = self.eval(rhs, env);
+                self.missing_in_guard(&lhs);
+                self.missing_in_guard(&rhs);
                 fold_compare(op, lhs, rhs)
             }
             // A bool value (a field, a lookup, a function call): known now,
             // chosen by a key only the host knows, or computed on the host.
             _ => {
                 let value = self.eval(expr, env);
+                self.missing_in_guard(&value);
                 bool_guard(value)
             }
         }
