@@ -70,6 +70,7 @@ pub fn expand<'a>(
         compile_loops: Vec::new(),
         name_hint: 0,
         optional: 0,
+        guard_missing: None,
         by_name: false,
     };
     ex.stmts(&policy.body, &mut Vec::new(), &Arc::new(Guard::Const(true)));
@@ -133,6 +134,11 @@ struct Expander<'a, 'c> {
     /// Inside the left side of a `??` (how deep): a lookup that finds
     /// nothing is a value the `??` replaces, not an error.
     optional: usize,
+    /// While a `when` condition is evaluated: where each lookup in it finds
+    /// nothing (its span, and the guard of the hosts where it is missing),
+    /// for [`Expander::mark_missing_regions`]. `None` elsewhere: a missing
+    /// lookup in a condition is reported at once.
+    guard_missing: Option<Vec<(Span, Guard)>>,
     /// While rendering a template file: names are found by name in the
     /// environment (one template may serve several bundles, whose
     /// parameters are different definitions).
@@ -212,8 +218,13 @@ impl<'a> Expander<'a, '_> {
             match stmt {
                 Stmt::Promise(p) => self.promise(p, env, guard),
                 Stmt::When(w) => {
-                    let inner = Arc::new(Guard::clone(guard).and(self.guard(&w.guard, env)));
+                    let outer = self.guard_missing.replace(Vec::new());
+                    let condition = self.guard(&w.guard, env);
+                    let regions = std::mem::replace(&mut self.guard_missing, outer);
+                    let inner = Arc::new(Guard::clone(guard).and(condition));
+                    let start = self.promises.len();
                     self.stmts(&w.body, env, &inner);
+                    self.mark_missing_regions(regions.unwrap_or_default(), guard, start);
                 }
                 Stmt::For(f) => {
                     let list = self.eval(&f.list, env);
@@ -353,6 +364,10 @@ impl<'a> Expander<'a, '_> {
     /// silently false there, so it is an error, as in a value.
     fn missing_in_guard(&mut self, value: &Value) {
         if let Some(span) = split::first_missing(value) {
+            if let Some(regions) = &mut self.guard_missing {
+                regions.push((span, missing_region(value)));
+                return;
+            }
             self.report(
                 Diagnostic::new(
                     Code::MaybeMissing,
@@ -362,6 +377,25 @@ impl<'a> Expander<'a, '_> {
                 )
                 .with_help("write `(... ?? default)` in the condition: the host takes the default where the key is absent"),
             );
+        }
+    }
+
+    /// A `when` whose condition looks up a key some hosts lack: the body's
+    /// promises are guarded false there, which is only right if no host
+    /// reaches it. A marked copy of the body's first promise, guarded by
+    /// the `when`'s outer guard and the hosts where the lookup is missing,
+    /// lets `analysis::missing` decide that exactly (and name a host).
+    fn mark_missing_regions(&mut self, regions: Vec<(Span, Guard)>, outer: &Arc<Guard>, start: usize) {
+        for (span, region) in regions {
+            if region == Guard::Const(false) {
+                continue;
+            }
+            if let Some(first) = self.promises.get(start) {
+                let mut marked = first.clone();
+                marked.guard = Arc::new(Guard::clone(outer).and(region));
+                marked.missing = Some(span);
+                self.promises.push(marked);
+            }
         }
     }
 
@@ -1197,5 +1231,25 @@ fn compare_value(op: ir::CompareOp, lhs: Value, rhs: Value) -> Value {
             then: Box::new(Value::Bool(true)),
             otherwise: Box::new(Value::Bool(false)),
         },
+    }
+}
+
+/// The hosts on which `value` (a condition's operand) is missing.
+fn missing_region(value: &Value) -> Guard {
+    match value {
+        Value::Missing(_) => Guard::Const(true),
+        Value::Choice(c) => bool_guard(lookups::map_choice(ir::Choice::clone(c), &mut |case| {
+            match missing_region(&case) {
+                Guard::Const(b) => Value::Bool(b),
+                g => Value::Select {
+                    cond: Box::new(g),
+                    then: Box::new(Value::Bool(true)),
+                    otherwise: Box::new(Value::Bool(false)),
+                },
+            }
+        })),
+        v if !lookups::has_missing(v) => Guard::Const(false),
+        // Missing somewhere inside a value the host computes: anywhere.
+        _ => Guard::Const(true),
     }
 }

@@ -122,7 +122,9 @@ impl<'a> Checker<'a> {
             let default = field.default.as_ref().and_then(|d| {
                 self.check_against(d, &ty, &Vec::new());
                 let value = literal_value(d, &ty);
-                if value.is_none() {
+                // A field whose type is in error (reported) has no default
+                // worth a second error.
+                if value.is_none() && !matches!(ty, Type::Any) {
                     self.push(
                         Diagnostic::new(
                             Code::InvalidExpression,

@@ -199,6 +199,32 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// A literal `source = "..."` path that leaves the policy tree, said
+    /// by the checker as for a template: after any checker error nothing is
+    /// expanded, and the build's own check of computed paths
+    /// (`bundle::embed::check_embeds`) would not run.
+    pub(super) fn check_source_path(&mut self, value: &'a Expr) {
+        let ExprKind::Str(lit) = &value.kind else {
+            return;
+        };
+        let (Some(path), Some(ws)) = (lit.as_plain(), self.symbols.ws) else {
+            return;
+        };
+        let Some(tree) = ws.tree(value.span.file) else {
+            return;
+        };
+        let from = ws
+            .db
+            .get(value.span.file)
+            .map(|f| f.path.clone())
+            .unwrap_or_default();
+        if let Err(err) = tree.resolve(&from, &path) {
+            self.push(crate::workspace::outside_tree(
+                "source", &path, &err, tree, value.span,
+            ));
+        }
+    }
+
     fn template_not_literal(&mut self, span: Span) {
         self.push(
             Diagnostic::new(
