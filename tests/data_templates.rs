@@ -278,3 +278,85 @@ fn every_case_converges_each_host_to_its_exact_end_state() {
         converge_case(&case);
     }
 }
+
+/// Every `.policy` file below `dir`, sorted.
+fn policy_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            policy_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "policy") {
+            out.push(path);
+        }
+    }
+    out.sort();
+}
+
+/// `policyc check == policyc build` minus signing (issue 16): on every
+/// valid case above and every file of the diagnostic corpus (`tests/ui`),
+/// check and build succeed together or fail together, with the same
+/// diagnostics. A build that refused what check passed (a template
+/// variable, a lookup that reached the writer unsplit) fails here.
+#[test]
+fn check_and_build_agree_on_every_case_and_every_ui_file() {
+    let work = tempfile::tempdir().unwrap();
+    let key = work.path().join("site");
+    ok(
+        &Command::new(binary("policyc"))
+            .arg("keygen")
+            .arg("--out")
+            .arg(&key)
+            .output()
+            .unwrap(),
+        "policyc keygen",
+    );
+    let mut files: Vec<PathBuf> = cases().iter().map(|c| c.join("site.policy")).collect();
+    policy_files(&repo_root().join("tests/ui"), &mut files);
+    let mut checked_errors = 0;
+    for file in files {
+        let check = Command::new(binary("policyc"))
+            .current_dir(repo_root())
+            .arg("check")
+            .arg(&file)
+            .output()
+            .unwrap();
+        let build = Command::new(binary("policyc"))
+            .current_dir(repo_root())
+            .arg("build")
+            .arg("--output")
+            .arg(work.path().join("out.bundle"))
+            .arg("--key")
+            .arg(key.with_extension("key"))
+            .arg("--serial")
+            .arg("1")
+            .arg(&file)
+            .output()
+            .unwrap();
+        let what = file.display();
+        let check_text = String::from_utf8_lossy(&check.stdout).into_owned();
+        let build_text = String::from_utf8_lossy(&build.stderr).into_owned();
+        assert_eq!(
+            check.status.success(),
+            build.status.success(),
+            "{what}: check and build disagree\n--- check\n{check_text}\n--- build\n{build_text}"
+        );
+        if check.status.success() {
+            continue;
+        }
+        checked_errors += 1;
+        // check prints the diagnostics and a summary on stdout; build
+        // prints the same diagnostics and summary, then its refusal, on
+        // stderr.
+        let refusal = "error: not building a bundle from a policy with errors\n";
+        assert!(
+            build_text.ends_with(refusal),
+            "{what}: build did not refuse\n{build_text}"
+        );
+        assert_eq!(
+            check_text,
+            build_text.trim_end_matches(refusal),
+            "{what}: check and build report differently"
+        );
+    }
+    assert!(checked_errors >= 20, "the corpus lost its invalid files");
+}
