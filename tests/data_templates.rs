@@ -10,6 +10,8 @@
 //! - the root holds exactly the expected files, byte for byte (nothing
 //!   more: `etc/hostname`, `etc/os-release` and the state directory
 //!   `var/lib/converge` aside);
+//! - the files named in `modes/<hostname>` (`PATH MODE` lines) have those
+//!   permission bits;
 //! - a second run repairs nothing (idempotence);
 //! - a dry run on a fresh root changes nothing, and one on the converged
 //!   root has nothing to repair.
@@ -258,6 +260,8 @@ fn converge_case(case: &Path) {
             show(&found)
         );
 
+        check_modes(case, &host, root.path(), &what);
+
         let second = run(&built, root.path(), false);
         assert_eq!(
             second["summary"]["repaired"], 0,
@@ -268,6 +272,25 @@ fn converge_case(case: &Path) {
         assert_eq!(
             dry["summary"]["repaired"], 0,
             "{what}: a dry run on the converged root would repair\n{dry:#}"
+        );
+    }
+}
+
+/// `modes/<host>` of a case, when present: one `PATH MODE` (octal) per
+/// line, each the permission bits the file must have.
+fn check_modes(case: &Path, host: &str, root: &Path, what: &str) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Ok(text) = std::fs::read_to_string(case.join("modes").join(host)) else {
+        return;
+    };
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let (path, mode) = line.split_once(' ').unwrap();
+        let want = u32::from_str_radix(mode.trim(), 8).unwrap();
+        let meta = std::fs::metadata(root.join(path.trim_start_matches('/'))).unwrap();
+        assert_eq!(
+            meta.permissions().mode() & 0o7777,
+            want,
+            "{what}: the mode of {path}"
         );
     }
 }

@@ -79,7 +79,7 @@ impl<'a> Checker<'a> {
                             self.push(
                                 Diagnostic::new(
                                     Code::TemplateType,
-                                    format!("cannot loop over a {}", other.describe()),
+                                    format!("cannot loop over a value of type {}", other.describe()),
                                     iter.span,
                                     "not a list or a map",
                                 )
