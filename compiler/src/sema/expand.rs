@@ -1215,6 +1215,18 @@ fn fold_compare(op: ir::CompareOp, lhs: Value, rhs: Value) -> Guard {
     Guard::Compare { op, lhs, rhs }
 }
 
+/// A comparison as a bool value, a [`ir::Choice`] of them where a side is
+/// chosen by a key (a missing case stays missing).
+fn compare_choice(op: ir::CompareOp, lhs: Value, rhs: Value) -> Value {
+    if let Value::Choice(c) = lhs {
+        return lookups::map_choice(*c, &mut |case| compare_choice(op, case, rhs.clone()));
+    }
+    if let Value::Choice(c) = rhs {
+        return lookups::map_choice(*c, &mut |case| compare_choice(op, lhs.clone(), case));
+    }
+    compare_value(op, lhs, rhs)
+}
+
 /// One case of a comparison chosen by a key, as a bool value; a missing
 /// side stays missing (reported where it was looked up).
 fn compare_value(op: ir::CompareOp, lhs: Value, rhs: Value) -> Value {
