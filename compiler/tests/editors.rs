@@ -86,20 +86,33 @@ fn textmate_grammar_covers_records_lookups_and_templates() {
     assert!(operators.starts_with(r"\?\?|"), "{operators}");
     let calls = repo["function-calls"]["match"].as_str().unwrap();
     assert!(calls.contains(r"(?=\()"), "{calls}");
-    assert_eq!(repo["template-tag"]["begin"].as_str().unwrap().get(..4), Some(r"\{%\"));
+    assert_eq!(
+        repo["template-tag"]["begin"].as_str().unwrap().get(..4),
+        Some(r"\{%\")
+    );
     assert_eq!(repo["template-tag"]["end"], r"%\}");
     assert_eq!(repo["template-comment"]["begin"], r"\{#");
     assert_eq!(repo["interpolation"]["begin"], r"\$\{");
-    assert_eq!(repo["interpolation"]["patterns"][0]["include"], "#expression");
+    assert_eq!(
+        repo["interpolation"]["patterns"][0]["include"],
+        "#expression"
+    );
     // Both interpolating string forms include tags, comments and `${...}`.
     for form in [0, 2] {
         let inner = repo["strings"]["patterns"][form]["patterns"].to_string();
-        for part in ["#template-tag", "#template-comment", "#interpolation", "#escapes"] {
+        for part in [
+            "#template-tag",
+            "#template-comment",
+            "#interpolation",
+            "#escapes",
+        ] {
             assert!(inner.contains(part), "string form {form} lacks {part}");
         }
     }
     // The raw string form has none of them.
     assert!(repo["strings"]["patterns"][1].get("patterns").is_none());
-    let definitions = repo["definitions"]["patterns"][0]["match"].as_str().unwrap();
+    let definitions = repo["definitions"]["patterns"][0]["match"]
+        .as_str()
+        .unwrap();
     assert!(definitions.contains("|type)"), "{definitions}");
 }

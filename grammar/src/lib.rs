@@ -30,6 +30,6 @@ lalrpop_util::lalrpop_mod!(
 );
 
 pub use parse::{parse, SyntaxError, SyntaxErrorKind};
-pub use template::{nodes, parse_template, Node};
 pub use span::{FileId, Span};
+pub use template::{nodes, parse_template, Node};
 pub use trivia::{comments, Comment};

@@ -259,9 +259,7 @@ fn convert(file: FileId, src: &str, err: ParseError<u32, Token, LexError>) -> Sy
 /// expected, and everything else expected would only extend an expression
 /// (`x = 1 mode = 2` lacks a `;`, it does not lack an `==`).
 fn only_semicolon_fits(expected: &[String]) -> bool {
-    const CONTINUATIONS: [&str; 10] = [
-        "in", "==", "!=", "=~", "&&", "||", "??", ".", "[", "(",
-    ];
+    const CONTINUATIONS: [&str; 10] = ["in", "==", "!=", "=~", "&&", "||", "??", ".", "[", "("];
     let mut has_semicolon = false;
     for name in expected {
         let bare = name.trim_matches('"');

@@ -3,14 +3,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use converge_grammar::lexer::{Lexer, SpannedLexError};
 use converge_grammar::ast::{Expr, ExprKind, Ident};
+use converge_grammar::lexer::{Lexer, SpannedLexError};
 use converge_grammar::token::{LexErrorKind, Number, StrLit, StrPart, Token};
 use converge_grammar::{FileId, Span, SyntaxError};
 
 fn lex(src: &str) -> (Vec<Token>, Vec<SpannedLexError>) {
     let (tokens, errors, nested) = lex_all(src);
-    assert!(nested.is_empty(), "unexpected syntax errors in strings of {src:?}: {nested:?}");
+    assert!(
+        nested.is_empty(),
+        "unexpected syntax errors in strings of {src:?}: {nested:?}"
+    );
     (tokens, errors)
 }
 

@@ -157,8 +157,14 @@ fn type_declarations() {
     assert_eq!(site.fields[2].ty.name.name, "list");
     assert_eq!(site.fields[2].ty.args[0].name.name, "string");
     let port = &site.fields[1];
-    assert_eq!(&src[port.span.start as usize..port.span.end as usize], "port: int = 80");
-    assert_eq!((site.span.start, site.span.end), (0, src.find(";\ntype Empty").unwrap() as u32 + 1));
+    assert_eq!(
+        &src[port.span.start as usize..port.span.end as usize],
+        "port: int = 80"
+    );
+    assert_eq!(
+        (site.span.start, site.span.end),
+        (0, src.find(";\ntype Empty").unwrap() as u32 + 1)
+    );
     assert!(empty.fields.is_empty());
     assert_eq!(one.fields[0].ty.args.len(), 2);
 }
@@ -176,7 +182,8 @@ fn type_is_a_keyword() {
 
 #[test]
 fn for_over_a_map_and_a_list() {
-    let items = module("bundle b { for k, v in m { file \"/${k}\" { content = v; } } for x in xs { } }");
+    let items =
+        module("bundle b { for k, v in m { file \"/${k}\" { content = v; } } for x in xs { } }");
     let Some(Item::Bundle(b)) = items.first() else {
         panic!()
     };
@@ -229,7 +236,10 @@ fn malformed_new_forms_are_errors_at_the_right_place() {
 fn a_missing_semicolon_after_a_lookup_is_reported_as_such() {
     let errs = errors("let x = a[0]\nlet y = 1;");
     assert!(
-        matches!(errs.first().map(|e| &e.kind), Some(SyntaxErrorKind::MissingSemicolon { .. })),
+        matches!(
+            errs.first().map(|e| &e.kind),
+            Some(SyntaxErrorKind::MissingSemicolon { .. })
+        ),
         "{errs:?}"
     );
 }

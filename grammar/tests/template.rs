@@ -67,7 +67,10 @@ fn tags_in_a_string_are_parts_with_spans() {
     // 0123456789012345678901234567890123456
     // let x = "a{% if web %}b{% endif %}c";
     let s = string(r#""a{% if web %}b{% endif %}c""#);
-    assert_eq!(show(&s.parts), ["\"a\"", "{% if %}", "\"b\"", "{% endif %}", "\"c\""]);
+    assert_eq!(
+        show(&s.parts),
+        ["\"a\"", "{% if %}", "\"b\"", "{% endif %}", "\"c\""]
+    );
     let StrPart::Tag(tag) = &s.parts[1] else {
         panic!()
     };
@@ -81,23 +84,22 @@ fn tags_in_a_string_are_parts_with_spans() {
 
 #[test]
 fn for_tags_with_one_or_two_names() {
-    let parts = template("{% for k, v in sites %}{% endfor %}{% for b in site.backends %}{% endfor %}");
+    let parts =
+        template("{% for k, v in sites %}{% endfor %}{% for b in site.backends %}{% endfor %}");
     let names: Vec<(Option<String>, String)> = parts
         .iter()
         .filter_map(|p| match p {
             StrPart::Tag(t) => match &t.kind {
-                TagKind::For { key, var, .. } => {
-                    Some((key.as_ref().map(|k| k.name.to_string()), var.name.to_string()))
-                }
+                TagKind::For { key, var, .. } => Some((
+                    key.as_ref().map(|k| k.name.to_string()),
+                    var.name.to_string(),
+                )),
                 _ => None,
             },
             _ => None,
         })
         .collect();
-    assert_eq!(
-        names,
-        [(Some("k".into()), "v".into()), (None, "b".into())]
-    );
+    assert_eq!(names, [(Some("k".into()), "v".into()), (None, "b".into())]);
 }
 
 #[test]
@@ -119,24 +121,45 @@ fn escapes_write_the_openers_literally() {
 
 #[test]
 fn a_line_holding_only_tags_produces_no_line() {
-    let text = "upstream {\n{% for b in backends %}\n    server ${b};\n  {% endfor %}  {# done #}\n}\n";
+    let text =
+        "upstream {\n{% for b in backends %}\n    server ${b};\n  {% endfor %}  {# done #}\n}\n";
     let parts = template(text);
     assert_eq!(
         show(&parts),
-        ["\"upstream {\\n\"", "{% for %}", "\"    server \"", "${}", "\";\\n\"", "{% endfor %}", "\"}\\n\""]
+        [
+            "\"upstream {\\n\"",
+            "{% for %}",
+            "\"    server \"",
+            "${}",
+            "\";\\n\"",
+            "{% endfor %}",
+            "\"}\\n\""
+        ]
     );
     // A tag inside a line of text keeps the line.
     let parts = template("listen 80{% if tls %} ssl{% endif %};\n");
     assert_eq!(
         show(&parts),
-        ["\"listen 80\"", "{% if %}", "\" ssl\"", "{% endif %}", "\";\\n\""]
+        [
+            "\"listen 80\"",
+            "{% if %}",
+            "\" ssl\"",
+            "{% endif %}",
+            "\";\\n\""
+        ]
     );
     // A line with only a comment disappears, a blank line stays.
     assert_eq!(show(&template("a\n{# c #}\n\nb")), ["\"a\\n\\nb\""]);
     // The last line, without a line break.
-    assert_eq!(show(&template("a\n{% if x %}{% endif %}")), ["\"a\\n\"", "{% if %}", "{% endif %}"]);
+    assert_eq!(
+        show(&template("a\n{% if x %}{% endif %}")),
+        ["\"a\\n\"", "{% if %}", "{% endif %}"]
+    );
     // A line holding an interpolation is output even if it is only that.
-    assert_eq!(show(&template("{% if x %}${y}\n{% endif %}")), ["{% if %}", "${}", "\"\\n\"", "{% endif %}"]);
+    assert_eq!(
+        show(&template("{% if x %}${y}\n{% endif %}")),
+        ["{% if %}", "${}", "\"\\n\"", "{% endif %}"]
+    );
 }
 
 #[test]
@@ -145,14 +168,27 @@ fn heredoc_tags_follow_the_line_rule_after_indentation_stripping() {
     let s = string(src);
     assert_eq!(
         show(&s.parts),
-        ["\"# \"", "${}", "\"\\n\"", "{% for %}", "\"  server \"", "${}", "\";\\n\"", "{% endfor %}", "\"end\\n\""]
+        [
+            "\"# \"",
+            "${}",
+            "\"\\n\"",
+            "{% for %}",
+            "\"  server \"",
+            "${}",
+            "\";\\n\"",
+            "{% endfor %}",
+            "\"end\\n\""
+        ]
     );
     // The spans stay absolute in the file (`let x = ` is 8 bytes).
     let StrPart::Interp(header) = &s.parts[1] else {
         panic!()
     };
     let file = format!("let x = {src};");
-    assert_eq!(&file[header.span.start as usize..header.span.end as usize], "header");
+    assert_eq!(
+        &file[header.span.start as usize..header.span.end as usize],
+        "header"
+    );
 }
 
 #[test]
@@ -171,14 +207,23 @@ fn template_file_spans_are_absolute_and_expressions_may_hold_braces() {
 
 #[test]
 fn nodes_nest_blocks() {
-    let text = "{% for b in bs %}{% if b == \"x\" %}X{% elif c %}C{% else %}O{% endif %}${b}{% endfor %}";
+    let text =
+        "{% for b in bs %}{% if b == \"x\" %}X{% elif c %}C{% else %}O{% endif %}${b}{% endfor %}";
     let tree = nodes(&template(text)).unwrap();
-    let [Node::For { var, body, span, .. }] = tree.as_slice() else {
+    let [Node::For {
+        var, body, span, ..
+    }] = tree.as_slice()
+    else {
         panic!("{tree:?}")
     };
     assert_eq!(var.name, "b");
     assert_eq!((span.start, span.end), (0, text.len() as u32));
-    let [Node::If { branches, otherwise, .. }, Node::Interp(_)] = body.as_slice() else {
+    let [Node::If {
+        branches,
+        otherwise,
+        ..
+    }, Node::Interp(_)] = body.as_slice()
+    else {
         panic!("{body:?}")
     };
     assert_eq!(branches.len(), 2);
@@ -186,8 +231,16 @@ fn nodes_nest_blocks() {
     assert_eq!(branches[1].1, vec![Node::Text("C".into())]);
     assert_eq!(otherwise.as_deref(), Some(&[Node::Text("O".into())][..]));
     // No else: `otherwise` is None; an empty else is Some(empty).
-    let tree = nodes(&template("{% if a %}{% endif %}{% if b %}{% else %}{% endif %}")).unwrap();
-    let [Node::If { otherwise: none, .. }, Node::If { otherwise: empty, .. }] = tree.as_slice() else {
+    let tree = nodes(&template(
+        "{% if a %}{% endif %}{% if b %}{% else %}{% endif %}",
+    ))
+    .unwrap();
+    let [Node::If {
+        otherwise: none, ..
+    }, Node::If {
+        otherwise: empty, ..
+    }] = tree.as_slice()
+    else {
         panic!("{tree:?}")
     };
     assert_eq!((none, empty), (&None, &Some(Vec::new())));
@@ -197,32 +250,119 @@ fn nodes_nest_blocks() {
 fn template_errors_point_at_the_tag() {
     use SyntaxErrorKind::*;
     for (text, kind, at) in [
-        ("a{% for x in xs %}b", UnclosedTag { opened: "for" }, "{% for x in xs %}"),
-        ("{% if a %}{% for x in xs %}{% endfor %}", UnclosedTag { opened: "if" }, "{% if a %}"),
-        ("a{% endif %}", StrayTag { word: "endif", open: None }, "{% endif %}"),
-        ("{% else %}", StrayTag { word: "else", open: None }, "{% else %}"),
-        ("{% elif x %}", StrayTag { word: "elif", open: None }, "{% elif x %}"),
-        ("{% endfor %}", StrayTag { word: "endfor", open: None }, "{% endfor %}"),
+        (
+            "a{% for x in xs %}b",
+            UnclosedTag { opened: "for" },
+            "{% for x in xs %}",
+        ),
+        (
+            "{% if a %}{% for x in xs %}{% endfor %}",
+            UnclosedTag { opened: "if" },
+            "{% if a %}",
+        ),
+        (
+            "a{% endif %}",
+            StrayTag {
+                word: "endif",
+                open: None,
+            },
+            "{% endif %}",
+        ),
+        (
+            "{% else %}",
+            StrayTag {
+                word: "else",
+                open: None,
+            },
+            "{% else %}",
+        ),
+        (
+            "{% elif x %}",
+            StrayTag {
+                word: "elif",
+                open: None,
+            },
+            "{% elif x %}",
+        ),
+        (
+            "{% endfor %}",
+            StrayTag {
+                word: "endfor",
+                open: None,
+            },
+            "{% endfor %}",
+        ),
         (
             "{% for x in xs %}{% endif %}{% endfor %}",
-            StrayTag { word: "endif", open: Some("for") },
+            StrayTag {
+                word: "endif",
+                open: Some("for"),
+            },
             "{% endif %}",
         ),
         (
             "{% if a %}{% endfor %}{% endif %}",
-            StrayTag { word: "endfor", open: Some("if") },
+            StrayTag {
+                word: "endfor",
+                open: Some("if"),
+            },
             "{% endfor %}",
         ),
-        ("{% if a %}{% else %}{% else %}{% endif %}", ElseTwice, "{% else %}"),
-        ("{% if a %}{% else %}{% elif b %}{% endif %}", ElifAfterElse, "{% elif b %}"),
-        ("{% while x %}", UnknownTag { word: "while".into() }, "while"),
-        ("{% %}", UnknownTag { word: String::new() }, "{% %}"),
+        (
+            "{% if a %}{% else %}{% else %}{% endif %}",
+            ElseTwice,
+            "{% else %}",
+        ),
+        (
+            "{% if a %}{% else %}{% elif b %}{% endif %}",
+            ElifAfterElse,
+            "{% elif b %}",
+        ),
+        (
+            "{% while x %}",
+            UnknownTag {
+                word: "while".into(),
+            },
+            "while",
+        ),
+        (
+            "{% %}",
+            UnknownTag {
+                word: String::new(),
+            },
+            "{% %}",
+        ),
         ("a ${x", Lex(LexErrorKind::UnterminatedInterpolation), "${"),
         ("a {% if x", Lex(LexErrorKind::UnterminatedTag), "{%"),
-        ("a {# note", Lex(LexErrorKind::UnterminatedTemplateComment), "{#"),
-        ("{% else x %}", UnexpectedToken { found: "identifier `x`".into(), expected: vec!["`%}`".into()] }, "x"),
-        ("{% for %}", UnexpectedToken { found: "`%}`".into(), expected: vec!["identifier".into()] }, "%}"),
-        ("{% for x xs %}", UnexpectedToken { found: "identifier `xs`".into(), expected: vec!["`in`".into(), "`,`".into()] }, "xs"),
+        (
+            "a {# note",
+            Lex(LexErrorKind::UnterminatedTemplateComment),
+            "{#",
+        ),
+        (
+            "{% else x %}",
+            UnexpectedToken {
+                found: "identifier `x`".into(),
+                expected: vec!["`%}`".into()],
+            },
+            "x",
+        ),
+        (
+            "{% for %}",
+            UnexpectedToken {
+                found: "`%}`".into(),
+                expected: vec!["identifier".into()],
+            },
+            "%}",
+        ),
+        (
+            "{% for x xs %}",
+            UnexpectedToken {
+                found: "identifier `xs`".into(),
+                expected: vec!["`in`".into(), "`,`".into()],
+            },
+            "xs",
+        ),
     ] {
         let (found, span_text) = template_error(text);
         assert_eq!(found, kind, "{text}");
@@ -245,13 +385,19 @@ fn template_errors_in_strings_are_syntax_errors_and_leave_an_empty_string() {
     let (s, errors) = string_with_errors(r#""a{% if b %}c""#);
     assert_eq!(s, StrLit::default());
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert_eq!(errors[0].kind, SyntaxErrorKind::UnclosedTag { opened: "if" });
+    assert_eq!(
+        errors[0].kind,
+        SyntaxErrorKind::UnclosedTag { opened: "if" }
+    );
     assert_eq!((errors[0].span.start, errors[0].span.end), (10, 20));
     // An unterminated tag in a `"..."` string: the string still ends at its
     // quote, so the `let` parses.
     let (_, errors) = string_with_errors(r#""a{% if b""#);
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert_eq!(errors[0].kind, SyntaxErrorKind::Lex(LexErrorKind::UnterminatedTag));
+    assert_eq!(
+        errors[0].kind,
+        SyntaxErrorKind::Lex(LexErrorKind::UnterminatedTag)
+    );
     assert_eq!((errors[0].span.start, errors[0].span.end), (10, 12));
     // Raw strings have no tags.
     let s = string(r#"r"{% if %}""#);
