@@ -13,6 +13,7 @@ pub mod analysis;
 pub mod bundle;
 pub mod check;
 pub mod cli;
+pub mod data;
 pub mod diagnostic;
 pub mod dot;
 pub mod explain;
