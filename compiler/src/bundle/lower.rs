@@ -408,7 +408,9 @@ impl Lowerer<'_> {
             {
                 match parts.first() {
                     Some(TemplatePart::Host(v)) => self.scalar(v, loops, code),
-                    Some(TemplatePart::Fact(f)) => self.scalar(&Value::Fact(f.clone()), loops, code),
+                    Some(TemplatePart::Fact(f)) => {
+                        self.scalar(&Value::Fact(f.clone()), loops, code)
+                    }
                     _ => {}
                 }
                 match functions::function("to_string") {
