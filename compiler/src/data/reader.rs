@@ -44,6 +44,12 @@ impl Reader {
         .with_help(help.to_owned())
     }
 
+    /// Records an error found while building the tree; the build goes on,
+    /// so one pass reports every such error.
+    pub fn report(&mut self, diagnostic: Diagnostic) {
+        self.errors.push(diagnostic);
+    }
+
     /// Whether a list or map at nesting `depth` may be entered; the first
     /// one too deep is reported, and its contents are dropped.
     pub fn enter(&mut self, depth: usize, start: usize, end: usize) -> bool {

@@ -714,3 +714,32 @@ mod load {
         assert_eq!(value, Value::List(vec![s("x")]));
     }
 }
+
+#[test]
+fn json_is_strict() {
+    for text in [
+        "[01]",
+        "[1.]",
+        "[+1]",
+        "{a: 1}",
+        "['a']",
+        "[0x10]",
+        "[NaN]",
+        "[1] [2]",
+        "[\"\\x41\"]",
+    ] {
+        assert!(
+            one(Format::Json, text, &Type::Any).contains("E0701 invalid JSON"),
+            "{text}"
+        );
+    }
+    // A raw control character inside a string (RFC 8259 wants `\u0001`).
+    assert_eq!(
+        one(Format::Json, "{\"a\": \"x\u{1}y\"}", &Type::Any),
+        "1:9 E0701 invalid JSON: a control character inside a string"
+    );
+    assert_eq!(
+        ok(Format::Json, "[\"x\\u0001y\"]", &Type::Any),
+        Value::List(vec![s("x\u{1}y")])
+    );
+}
