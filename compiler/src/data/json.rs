@@ -31,7 +31,7 @@ pub fn parse(file: FileId, text: &str) -> Result<DataValue, Vec<Diagnostic>> {
         comments: CommentCollectionStrategy::Off,
         tokens: false,
     };
-    let mut reader = Reader::new(file, "JSON");
+    let mut reader = Reader::new(file, "JSON", text);
     let parsed = match jsonc_parser::parse_to_ast(text, &collect, &options) {
         Ok(parsed) => parsed,
         Err(err) => {
@@ -57,7 +57,7 @@ pub fn parse(file: FileId, text: &str) -> Result<DataValue, Vec<Diagnostic>> {
     reader.finish(tree)
 }
 
-fn convert(reader: &mut Reader, text: &str, value: ast::Value<'_>, depth: usize) -> DataValue {
+fn convert(reader: &mut Reader<'_>, text: &str, value: ast::Value<'_>, depth: usize) -> DataValue {
     let (kind, range) = match value {
         ast::Value::StringLit(s) => {
             raw_control(reader, text, s.range);
@@ -105,7 +105,7 @@ fn convert(reader: &mut Reader, text: &str, value: ast::Value<'_>, depth: usize)
 /// Reports a raw control character (U+0000 to U+001F) inside a string
 /// literal, which strict JSON forbids (it must be escaped, `\u0001`) and
 /// the parser lets through.
-fn raw_control(reader: &mut Reader, text: &str, range: Range) {
+fn raw_control(reader: &mut Reader<'_>, text: &str, range: Range) {
     let literal = text.get(range.start..range.end).unwrap_or("");
     if let Some(i) = literal.bytes().position(|b| b < 0x20) {
         let at = range.start + i;
