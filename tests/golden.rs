@@ -221,8 +221,14 @@ fn used(body: &Body, into: &mut BTreeSet<(&'static str, u32)>) {
     for program in body.programs.iter() {
         for instr in program.code.iter() {
             into.insert(("Opcodes", u32::from(instr.opcode())));
-            if let converge_vm::bundle::instr::Instr::Fact(f) = instr {
-                into.insert(("Facts", *f));
+            match instr {
+                converge_vm::bundle::instr::Instr::Fact(f) => {
+                    into.insert(("Facts", *f));
+                }
+                converge_vm::bundle::instr::Instr::Func(f) => {
+                    into.insert(("Functions", *f));
+                }
+                _ => {}
             }
         }
     }

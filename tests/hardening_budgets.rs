@@ -559,3 +559,89 @@ policy { b(); }
         .collect();
     assert_eq!(messages, expected);
 }
+
+// ---- format 2.2 (issue 16): `each` and functions on the host --------------
+
+/// Computed contents that go over a run-time budget of format 2.2 — `each`
+/// rendering 300 MiB of text — or are errors of the run — a `split` with
+/// an empty separator — fail their own
+/// promise with the reason; the rest of the run goes on, and a content
+/// rendered by `each` and functions is written.
+#[test]
+fn format_2_2_programs_over_a_budget_fail_only_their_promise() {
+    let mut body = support::body(
+        r#"bundle b {
+  file "/text" { content = "t"; }
+  file "/split" { content = "p"; }
+  file "/fine" { content = "f"; }
+}
+policy { b(); }
+"#,
+    );
+    let func = |name| Instr::Func(converge_vm::bundle::functions::function(name).unwrap().id);
+    let mib = constant(&mut body, Constant::Str("x".repeat(1 << 20)));
+    let three_hundred = constant(&mut body, Constant::List(vec![String::new(); 300].into()));
+    let mib_each = program(&mut body, vec![Instr::Const(mib)]);
+    let text = program(
+        &mut body,
+        vec![Instr::Const(three_hundred), Instr::Each(mib_each)],
+    );
+    let empty = constant(&mut body, Constant::Str(String::new()));
+    let a_b = constant(&mut body, Constant::Str("a,b".into()));
+    let split = program(
+        &mut body,
+        vec![
+            Instr::Const(a_b),
+            Instr::Const(empty),
+            func("split"),
+            Instr::Const(empty),
+            func("join"),
+        ],
+    );
+    // "/fine": one line per address of ["b", "a", "b"], sorted and unique.
+    let addresses = constant(
+        &mut body,
+        Constant::List(vec!["b".to_owned(), "a".to_owned(), "b".to_owned()].into()),
+    );
+    let newline = constant(&mut body, Constant::Str("\n".into()));
+    let line = program(
+        &mut body,
+        vec![
+            Instr::Elem(0),
+            func("upper"),
+            Instr::Const(newline),
+            Instr::Concat(2),
+        ],
+    );
+    let fine = program(
+        &mut body,
+        vec![
+            Instr::Const(addresses),
+            func("sort"),
+            func("unique"),
+            Instr::Each(line),
+        ],
+    );
+    for (promiser, code) in [("/text", text), ("/split", split), ("/fine", fine)] {
+        let name = find_str(&body, promiser);
+        let p = body
+            .promises
+            .0
+            .iter_mut()
+            .find(|p| p.promiser == Item::Const(name))
+            .unwrap();
+        p.attrs.0[0].value = Operand::Item(Item::Code(code));
+    }
+    let v = support::verified(&sign(body));
+    let root = root();
+    let report = converge(&v, root.path(), false);
+    let why = failure_of(&report, "/text");
+    assert!(why.contains("produces more than 256 MiB of text"), "{why}");
+    let why = failure_of(&report, "/split");
+    assert!(why.contains("`split` with an empty separator"), "{why}");
+    for failed in ["text", "split"] {
+        assert!(!root.path().join(failed).exists());
+    }
+    assert_eq!(outcome_of(&report, "/fine"), &Outcome::Repaired);
+    assert_eq!(std::fs::read(root.path().join("fine")).unwrap(), b"A\nB\n");
+}

@@ -83,9 +83,10 @@ pub struct Promise {
     /// Loops over run-time lists (`for ip in sys.ipv4`) enclosing the
     /// promise, outermost first: the VM repeats the promise per element.
     pub runtime_loops: Arc<[RuntimeLoop]>,
-    /// For a promise with a `template`: the bundle's variables where it was
-    /// expanded, which the template may interpolate besides `sys.*`.
-    pub template_env: Vec<(String, Value)>,
+    /// Set when a lookup without `??` finds nothing in this instance (the
+    /// span of the lookup): an error if a host can make its guard true
+    /// (`analysis::missing`), never compiled.
+    pub missing: Option<Span>,
 }
 
 impl Promise {
@@ -153,13 +154,67 @@ pub enum Value {
     Fact(String),
     /// The current element of a run-time loop.
     LoopVar(String),
+    /// A value looked up in a compile-time map by a value only the host
+    /// knows (`sites[sys.hostname]`): one case per key, and what a host
+    /// whose key is none of them gets. Expansion splits every promise that
+    /// holds one into one promise per case (guarded by `on == key`), so no
+    /// choice reaches the analyses or the bundle (LANGUAGE.md section 11,
+    /// "Analysis stays exact").
+    Choice(Box<Choice>),
+    /// A lookup that found nothing, where no `??` gives a default: an error
+    /// wherever a host can reach it. The span is the lookup.
+    Missing(Span),
+    /// A built-in function applied on the host to values only the host
+    /// knows; `func` is the VM's function name
+    /// (`converge_format::bundle::functions`).
+    Call {
+        func: &'static str,
+        args: Vec<Value>,
+    },
+    /// `a ?? b ?? c` where the host decides which is present.
+    Coalesce(Vec<Value>),
+    /// `{% if c %}a{% else %}b{% endif %}` where the host decides `c`.
+    Select {
+        cond: Box<Guard>,
+        then: Box<Value>,
+        otherwise: Box<Value>,
+    },
+    /// `{% for x in LIST %}body{% endfor %}` over a list only the host
+    /// knows: `body` once per element, concatenated; inside it,
+    /// `Elem(var)` is the current element.
+    Each {
+        list: Box<Value>,
+        var: String,
+        body: Box<Value>,
+    },
+    Elem(String),
+}
+
+/// See [`Value::Choice`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Choice {
+    /// The key, a string only the host knows (usually a fact).
+    pub on: Value,
+    /// The value per key, sorted by key.
+    pub cases: Vec<(String, Value)>,
+    /// The value for any other key.
+    pub default: Value,
 }
 
 impl Value {
     /// Whether the value is fully known at compile time.
     pub fn is_constant(&self) -> bool {
         match self {
-            Value::Template(_) | Value::Fact(_) | Value::LoopVar(_) => false,
+            Value::Template(_)
+            | Value::Fact(_)
+            | Value::LoopVar(_)
+            | Value::Choice(_)
+            | Value::Missing(_)
+            | Value::Call { .. }
+            | Value::Coalesce(_)
+            | Value::Select { .. }
+            | Value::Each { .. }
+            | Value::Elem(_) => false,
             Value::List(items) => items.iter().all(Value::is_constant),
             Value::Map(entries) | Value::Record(entries) => {
                 entries.iter().all(|(_, v)| v.is_constant())
@@ -211,12 +266,48 @@ impl Value {
                         TemplatePart::Lit(t) => t.replace('$', "\\$"),
                         TemplatePart::Fact(f) => format!("${{{f}}}"),
                         TemplatePart::LoopVar(v) => format!("${{{v}}}"),
+                        TemplatePart::Host(v) => format!("${{{}}}", v.display()),
                     })
                     .collect();
                 format!("{text:?}")
             }
             Value::Fact(f) => f.clone(),
-            Value::LoopVar(v) => v.clone(),
+            Value::LoopVar(v) | Value::Elem(v) => v.clone(),
+            Value::Choice(c) => {
+                let cases: Vec<String> = c
+                    .cases
+                    .iter()
+                    .map(|(k, v)| format!("{k:?}: {}", v.display()))
+                    .collect();
+                format!(
+                    "({} one of {{{}}}, else {})",
+                    c.on.display(),
+                    cases.join(", "),
+                    c.default.display()
+                )
+            }
+            Value::Missing(_) => "(missing)".to_owned(),
+            Value::Call { func, args } => {
+                let args: Vec<String> = args.iter().map(Value::display).collect();
+                format!("{func}({})", args.join(", "))
+            }
+            Value::Coalesce(items) => {
+                let items: Vec<String> = items.iter().map(Value::display).collect();
+                items.join(" ?? ")
+            }
+            Value::Select {
+                cond,
+                then,
+                otherwise,
+            } => format!(
+                "(if {} then {} else {})",
+                cond.display(),
+                then.display(),
+                otherwise.display()
+            ),
+            Value::Each { list, var, body } => {
+                format!("(for {var} in {}: {})", list.display(), body.display())
+            }
         }
     }
 }
@@ -226,6 +317,9 @@ pub enum TemplatePart {
     Lit(String),
     Fact(String),
     LoopVar(String),
+    /// Any other single value only the host knows (a function call, a
+    /// `??`, an `{% if %}`, a loop over a host list).
+    Host(Value),
 }
 
 /// A class expression after expansion: bundle parameters and compile-time

@@ -40,8 +40,62 @@ pub fn to_diagnostic(err: &SyntaxError) -> Diagnostic {
         )
         .with_help("end the statement with `;`"),
         SyntaxErrorKind::Lex(kind) => lex_diagnostic(kind, err),
+        SyntaxErrorKind::UnknownTag { word } if word.is_empty() => Diagnostic::new(
+            Code::UnknownTag,
+            "empty template tag",
+            span,
+            "this tag has no word",
+        )
+        .with_help(TAG_WORDS),
+        SyntaxErrorKind::UnknownTag { word } => Diagnostic::new(
+            Code::UnknownTag,
+            format!("unknown template tag `{word}`"),
+            span,
+            "not a template tag",
+        )
+        .with_help(TAG_WORDS),
+        SyntaxErrorKind::UnclosedTag { opened } => Diagnostic::new(
+            Code::UnbalancedTags,
+            format!("unclosed `{{% {opened} %}}`"),
+            span,
+            format!("this `{opened}` has no `{{% end{opened} %}}`"),
+        )
+        .with_help(format!("close the block with `{{% end{opened} %}}`")),
+        SyntaxErrorKind::StrayTag { word, open } => {
+            let d = Diagnostic::new(
+                Code::UnbalancedTags,
+                format!("`{{% {word} %}}` without a matching opening tag"),
+                span,
+                match word {
+                    &"endfor" => "no `{% for %}` is open here",
+                    _ => "no `{% if %}` is open here",
+                },
+            );
+            match open {
+                Some(open) => d.with_help(format!(
+                    "the innermost open block is `{{% {open} %}}`: close it with `{{% end{open} %}}` first"
+                )),
+                None => d.with_help("remove the tag, or open the block it belongs to"),
+            }
+        }
+        SyntaxErrorKind::ElseTwice => Diagnostic::new(
+            Code::UnbalancedTags,
+            "a second `{% else %}` in one `{% if %}`",
+            span,
+            "this `{% if %}` already has an `{% else %}`",
+        )
+        .with_help("an `{% if %}` has at most one `{% else %}`, after all `{% elif %}`s"),
+        SyntaxErrorKind::ElifAfterElse => Diagnostic::new(
+            Code::UnbalancedTags,
+            "`{% elif %}` after `{% else %}`",
+            span,
+            "this `{% if %}` already reached its `{% else %}`",
+        )
+        .with_help("move the `{% elif %}` before the `{% else %}`"),
     }
 }
+
+const TAG_WORDS: &str = "the tags are `{% for x in LIST %}`, `{% for k, v in MAP %}`, `{% endfor %}`, `{% if COND %}`, `{% elif COND %}`, `{% else %}` and `{% endif %}`; write `\\{%` for a literal `{%`";
 
 fn lex_diagnostic(kind: &LexErrorKind, err: &SyntaxError) -> Diagnostic {
     let span = err.span;
@@ -93,7 +147,7 @@ fn lex_diagnostic(kind: &LexErrorKind, err: &SyntaxError) -> Diagnostic {
                 "unknown escape",
             )
             .with_help(
-                "the escapes are \\n \\t \\r \\\\ \\\" \\$; for regexes write a raw string r\"...\"",
+                "the escapes are \\n \\t \\r \\\\ \\\" \\$, and \\{% \\{# for a literal tag opener; for regexes write a raw string r\"...\"",
             )
         }
         LexErrorKind::UnterminatedInterpolation => Diagnostic::new(
@@ -103,13 +157,20 @@ fn lex_diagnostic(kind: &LexErrorKind, err: &SyntaxError) -> Diagnostic {
             "this `${` has no closing `}`",
         )
         .with_help("close it with `}`, or write `\\${` for a literal `${`"),
-        LexErrorKind::BadInterpolation => Diagnostic::new(
-            Code::InvalidInterpolation,
-            "invalid interpolation",
+        LexErrorKind::UnterminatedTag => Diagnostic::new(
+            Code::UnterminatedTag,
+            "unterminated template tag",
             span,
-            "only a dotted name may appear inside `${...}`",
+            "this `{%` has no closing `%}`",
         )
-        .with_help("write a name such as `${port}` or `${sys.hostname}`, or `\\${` for a literal `${`"),
+        .with_help("close it with `%}` (inside a `\"...\"` string, on the same line), or write `\\{%` for a literal `{%`"),
+        LexErrorKind::UnterminatedTemplateComment => Diagnostic::new(
+            Code::UnterminatedTag,
+            "unterminated template comment",
+            span,
+            "this `{#` has no closing `#}`",
+        )
+        .with_help("close it with `#}`, or write `\\{#` for a literal `{#`"),
         LexErrorKind::BadNumber => Diagnostic::new(
             Code::InvalidNumber,
             "invalid number",

@@ -12,6 +12,10 @@
 //! again on its own (`policyc check examples/` checks `site.policy`, which
 //! imports the rest, as one program).
 
+mod documents;
+
+pub use documents::{DocumentKind, DocumentRequest};
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -120,6 +124,17 @@ pub struct Workspace {
     pub diagnostics: Vec<Diagnostic>,
     /// Whether each file is part of the embedded standard library.
     pub is_stdlib: Vec<bool>,
+    /// The data files and templates each file names, indexed by `FileId`
+    /// (`documents.rs`).
+    document_edges: Vec<Vec<FileId>>,
+    /// Each document request by the file naming it and the path as
+    /// written: the document, or why it could not be read.
+    documents: HashMap<(FileId, String), Result<FileId, Diagnostic>>,
+    document_kinds: HashMap<FileId, DocumentKind>,
+    /// Every template file, nested (`grammar::template::nodes`).
+    templates: HashMap<FileId, Vec<converge_grammar::template::Node>>,
+    /// Every policy string with template tags, nested, by its span.
+    string_nodes: HashMap<Span, Vec<converge_grammar::template::Node>>,
     roots: Vec<FileId>,
     by_key: HashMap<PathBuf, FileId>,
     fs: FileSystem,
@@ -136,6 +151,11 @@ impl Workspace {
             imports: Vec::new(),
             diagnostics: Vec::new(),
             is_stdlib: Vec::new(),
+            document_edges: Vec::new(),
+            documents: HashMap::new(),
+            document_kinds: HashMap::new(),
+            templates: HashMap::new(),
+            string_nodes: HashMap::new(),
             roots: Vec::new(),
             by_key: HashMap::new(),
             fs,
@@ -228,9 +248,12 @@ impl Workspace {
                 ),
             }
         }
+        let documents = documents::requests(&module);
+        self.nest_strings(&module);
         if let Some(slot) = self.modules.get_mut(file.0 as usize) {
             *slot = module;
         }
+        self.load_documents(file, documents);
         for (request, span) in requests {
             if let Some(target) = self.resolve_import(file, &request, span, pending) {
                 if let Some(edges) = self.imports.get_mut(file.0 as usize) {
@@ -376,6 +399,7 @@ impl Workspace {
             items: Vec::new(),
         });
         self.imports.push(Vec::new());
+        self.document_edges.push(Vec::new());
         self.is_stdlib.push(stdlib);
         pending.push(id);
         id
@@ -391,8 +415,28 @@ impl Workspace {
     }
 
     /// Every file reachable from `root` through imports, root first, each
-    /// once.
+    /// once, then the documents (data files, templates) they name.
     pub fn closure(&self, root: FileId) -> Vec<FileId> {
+        let mut files = self.policy_closure(root);
+        let mut docs: Vec<FileId> = Vec::new();
+        for file in &files {
+            for doc in self
+                .document_edges
+                .get(file.0 as usize)
+                .into_iter()
+                .flatten()
+            {
+                if !docs.contains(doc) {
+                    docs.push(*doc);
+                }
+            }
+        }
+        files.extend(docs);
+        files
+    }
+
+    /// The policy files of [`closure`](Self::closure).
+    fn policy_closure(&self, root: FileId) -> Vec<FileId> {
         let mut seen = vec![false; self.modules.len()];
         let mut order = Vec::new();
         let mut stack = vec![root];

@@ -1,5 +1,6 @@
 //! Every numeric id of the bundle format, in one place: the opcode of each
-//! instruction, the tag of each kind of constant, item and operand, and —
+//! instruction, the tag of each kind of constant, item and operand, the id
+//! of each built-in function (from [`functions::FUNCTIONS`]), and —
 //! gathered from the schema, where each id sits beside its entry — the id of
 //! each promise type, attribute and fact.
 //!
@@ -11,6 +12,7 @@
 //! version (see "Compatibility" in `docs/bytecode.md`, where the same
 //! tables are printed and checked against these).
 
+use crate::bundle::functions;
 use crate::bundle::instr::Instr;
 use crate::schema;
 
@@ -28,6 +30,12 @@ pub mod opcode {
     pub const MATCH: u8 = 0x0a;
     pub const IN: u8 = 0x0b;
     pub const CONCAT: u8 = 0x0c;
+    // Format 2.2: logic and functions over host facts (templates, issue 16).
+    pub const SELECT: u8 = 0x0d;
+    pub const FUNC: u8 = 0x0e;
+    pub const COALESCE: u8 = 0x0f;
+    pub const EACH: u8 = 0x10;
+    pub const ELEM: u8 = 0x11;
 }
 
 /// Tags of the kinds of constant in the pool.
@@ -38,6 +46,8 @@ pub mod constant_kind {
     pub const BOOL: u8 = 4;
     pub const DURATION: u8 = 5;
     pub const BLOB: u8 = 6;
+    /// A list of strings (format 2.2).
+    pub const LIST: u8 = 7;
     /// Each tag with its name, for the id tables.
     pub const ALL: &[(u8, &str)] = &[
         (STR, "str"),
@@ -46,6 +56,7 @@ pub mod constant_kind {
         (BOOL, "bool"),
         (DURATION, "duration"),
         (BLOB, "blob"),
+        (LIST, "list"),
     ];
 }
 
@@ -103,6 +114,13 @@ pub fn tables() -> Vec<IdTable> {
             schema::attributes()
                 .iter()
                 .map(|a| (u32::from(a.id), a.name))
+                .collect(),
+        ),
+        table(
+            "Functions",
+            functions::FUNCTIONS
+                .iter()
+                .map(|f| (f.id, f.name))
                 .collect(),
         ),
         table(

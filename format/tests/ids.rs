@@ -249,6 +249,37 @@ fn the_docs_give_every_promise_type_attribute_and_fact_as_the_schema_does() {
     );
 }
 
+/// The documented row of a built-in function: id, name, parameter types,
+/// result type.
+fn function_row(f: &converge_format::bundle::functions::Function) -> String {
+    format!(
+        "| {} | `{}` | `{}` | `{}` |",
+        f.id,
+        f.name,
+        f.describe_params().replace('|', "\\|"),
+        f.describe_result()
+    )
+}
+
+/// The docs give every built-in function's signature as the table of
+/// `functions.rs` has it, so a compiler or VM written from the docs types
+/// `func` the same way.
+#[test]
+fn the_docs_give_every_function_signature_as_the_code_does() {
+    use converge_format::bundle::functions::FUNCTIONS;
+    let (_, doc) = docs();
+    let missing: Vec<String> = FUNCTIONS
+        .iter()
+        .map(function_row)
+        .filter(|r| !doc.lines().any(|l| l.trim() == r.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/bytecode.md (### Functions) lacks these rows (or has them otherwise):\n{}",
+        missing.join("\n")
+    );
+}
+
 /// The body of the worked example in `docs/bytecode.md` ("Example").
 fn example_body() -> converge_format::bundle::format::Body {
     use converge_format::bundle::format::*;

@@ -36,6 +36,7 @@ pub enum Item {
     Body(BodyDef),
     Bundle(BundleDef),
     Policy(PolicyDef),
+    Type(TypeDef),
     /// A top-level item the parser could not make sense of.
     Error(Span),
 }
@@ -50,6 +51,7 @@ impl Item {
             Item::Body(i) => i.span,
             Item::Bundle(i) => i.span,
             Item::Policy(i) => i.span,
+            Item::Type(i) => i.span,
             Item::Error(span) => *span,
         }
     }
@@ -114,6 +116,24 @@ pub struct Param {
     pub span: Span,
 }
 
+/// `type Site = { server_name: string, port: int = 80, };`: a record type
+/// (LANGUAGE.md section 10).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeDef {
+    pub name: Ident,
+    pub fields: Vec<FieldDef>,
+    pub span: Span,
+}
+
+/// One field of a record type: `port: int = 80`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldDef {
+    pub name: Ident,
+    pub ty: TypeExpr,
+    pub default: Option<Expr>,
+    pub span: Span,
+}
+
 /// `policy { statements }`: the entry point.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PolicyDef {
@@ -168,9 +188,11 @@ pub struct When {
     pub span: Span,
 }
 
-/// `for x in LIST { statements }`.
+/// `for x in LIST { statements }` or `for k, v in MAP { statements }`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct For {
+    /// `k` in `for k, v in MAP`; `None` for `for x in LIST`.
+    pub key: Option<Ident>,
     pub var: Ident,
     pub list: Expr,
     pub body: Vec<Stmt>,
@@ -216,13 +238,13 @@ pub struct Use {
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Expr {
     pub kind: ExprKind,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ExprKind {
     Str(StrLit),
     /// `octal` is true when written `0o...`.
@@ -237,8 +259,32 @@ pub enum ExprKind {
     /// resolution decides which.
     Path(Vec<Ident>),
     List(Vec<Expr>),
-    /// `{ "key": value, ... }`
+    /// `{ "key": value, ... }`; `{}` is an empty map (the checker accepts it
+    /// as a record where a record is expected).
     Map(Vec<(Expr, Expr)>),
+    /// `{ server_name: "x", port: 80 }`: a record literal, keys are bare
+    /// identifiers (LANGUAGE.md section 10).
+    Record(Vec<(Ident, Expr)>),
+    /// `base.name` where `base` is not a plain dotted name: `sites[k].port`,
+    /// `f(x).y`, `(a ?? b).c`. Plain `a.b.c` stays a `Path`.
+    Field {
+        base: Box<Expr>,
+        name: Ident,
+    },
+    /// `base[index]`: a map or list lookup.
+    Index {
+        base: Box<Expr>,
+        index: Box<Expr>,
+    },
+    /// `a ?? b ?? c`: the first operand whose lookups all succeed; flat like
+    /// `Or`, and looser than `||`.
+    Coalesce(Vec<Expr>),
+    /// `join(xs, ",")`: a built-in function called inside an expression (a
+    /// call standing as a statement is a bundle call, [`Call`]).
+    Call {
+        func: Ident,
+        args: Vec<Expr>,
+    },
     /// `file "/etc/x"` or `id "handle"`: a reference to a promise, used in
     /// `after` and `notify` (boxed: it is rare and would double the size of
     /// every expression).
@@ -257,7 +303,7 @@ pub enum ExprKind {
 }
 
 /// The parts of a reference expression.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RefExpr {
     pub kind: Ident,
     pub target: StrLit,
@@ -282,6 +328,43 @@ impl CompareOp {
             CompareOp::NotEq => "!=",
             CompareOp::Match => "=~",
             CompareOp::In => "in",
+        }
+    }
+}
+
+/// A template tag inside a string or template file (LANGUAGE.md section 12):
+/// `{% for x in xs %}`, `{% if c %}`, `{% elif c %}`, `{% else %}`,
+/// `{% endfor %}`, `{% endif %}`. The span covers `{%` to `%}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tag {
+    pub kind: TagKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TagKind {
+    For {
+        key: Option<Ident>,
+        var: Ident,
+        iter: Expr,
+    },
+    If(Expr),
+    Elif(Expr),
+    Else,
+    EndFor,
+    EndIf,
+}
+
+impl TagKind {
+    /// The tag's word as written: `for`, `if`, `endif`...
+    pub fn word(&self) -> &'static str {
+        match self {
+            TagKind::For { .. } => "for",
+            TagKind::If(_) => "if",
+            TagKind::Elif(_) => "elif",
+            TagKind::Else => "else",
+            TagKind::EndFor => "endfor",
+            TagKind::EndIf => "endif",
         }
     }
 }

@@ -9,7 +9,9 @@
 
 use logos::Logos;
 
-use crate::token::{LexError, LexErrorKind, Number, StrLit, Token};
+use crate::parse::{SyntaxError, SyntaxErrorKind};
+use crate::span::FileId;
+use crate::token::{LexContext, LexError, LexErrorKind, Number, StrLit, Token};
 
 /// A lexical error with its absolute byte range.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,9 +28,19 @@ pub type Triple = (u32, Token, u32);
 /// instead of building a tree so deep that walking it overflows the stack.
 pub const MAX_NESTING: u32 = 256;
 
+/// How deeply `${...}` and template tags may nest inside strings inside
+/// `${...}` (`"${f("${g("${x}")}")}"`). Each level lexes and parses its own
+/// text, so this is kept far below [`MAX_NESTING`]; real templates use one
+/// or two.
+pub const MAX_INTERP_NESTING: u32 = 16;
+
 pub struct Lexer<'src> {
     inner: logos::Lexer<'src, Token>,
     pub errors: Vec<SpannedLexError>,
+    /// Syntax errors found inside string literals that are not lexical
+    /// (an expression in `${...}` that does not parse, an unclosed
+    /// `{% if %}`); already free of cascades.
+    pub nested: Vec<SyntaxError>,
     depth: u32,
     bangs: u32,
     stopped: bool,
@@ -44,13 +56,52 @@ impl std::fmt::Debug for Lexer<'_> {
 }
 
 impl<'src> Lexer<'src> {
+    /// A lexer for a file whose id does not matter (tests, tools).
     pub fn new(src: &'src str) -> Self {
+        Self::for_file(src, FileId::default())
+    }
+
+    /// A lexer for `src`, the text of `file`.
+    pub fn for_file(src: &'src str, file: FileId) -> Self {
+        let context = LexContext {
+            file,
+            ..LexContext::default()
+        };
+        Self::nested(src, 0, context)
+    }
+
+    /// A lexer that starts at byte `start` of `src` (the text inside a
+    /// `${...}` or a tag), inside `context`'s nesting. Positions stay
+    /// absolute in `src`, and the lexer never reads past the end of `src`.
+    pub(crate) fn nested(src: &'src str, start: usize, context: LexContext) -> Self {
+        let depth = context.depth;
+        let mut inner = Token::lexer_with_extras(src, context);
+        // `start` is a char boundary inside `src` (the scanner found it).
+        if start <= src.len() && src.is_char_boundary(start) {
+            inner.bump(start);
+        }
         Lexer {
-            inner: Token::lexer(src),
+            inner,
             errors: Vec::new(),
-            depth: 0,
+            nested: Vec::new(),
+            depth,
             bangs: 0,
             stopped: false,
+        }
+    }
+
+    /// Moves the errors that strings left in the lexer's context to
+    /// [`Self::errors`] (lexical ones) or [`Self::nested`].
+    fn collect_string_errors(&mut self) {
+        for err in std::mem::take(&mut self.inner.extras.errors) {
+            match err.kind {
+                SyntaxErrorKind::Lex(kind) => self.errors.push(SpannedLexError {
+                    kind,
+                    start: err.span.start,
+                    end: err.span.end,
+                }),
+                _ => self.nested.push(err),
+            }
         }
     }
 }
@@ -63,7 +114,10 @@ impl Iterator for Lexer<'_> {
             return None;
         }
         loop {
-            let result = self.inner.next()?;
+            self.inner.extras.depth = self.depth;
+            let result = self.inner.next();
+            self.collect_string_errors();
+            let result = result?;
             let span = self.inner.span();
             let (start, end) = (span.start as u32, span.end as u32);
             match result {
@@ -124,7 +178,8 @@ fn stand_in(kind: &LexErrorKind) -> Option<Token> {
         | LexErrorKind::NestingTooDeep => None,
         LexErrorKind::UnterminatedString
         | LexErrorKind::UnterminatedInterpolation
-        | LexErrorKind::BadInterpolation
+        | LexErrorKind::UnterminatedTag
+        | LexErrorKind::UnterminatedTemplateComment
         | LexErrorKind::InvalidEscape(_) => Some(Token::Str(StrLit::default())),
         LexErrorKind::UnterminatedRawString => Some(Token::RawStr(StrLit {
             parts: Vec::new(),

@@ -12,6 +12,7 @@ pub mod parse;
 pub mod span;
 pub mod spanless;
 pub mod strings;
+pub mod template;
 pub mod token;
 pub mod trivia;
 
@@ -30,4 +31,5 @@ lalrpop_util::lalrpop_mod!(
 
 pub use parse::{parse, SyntaxError, SyntaxErrorKind};
 pub use span::{FileId, Span};
+pub use template::{nodes, parse_template, Node};
 pub use trivia::{comments, Comment};

@@ -7,9 +7,9 @@
 
 use lalrpop_util::{ErrorRecovery, ParseError};
 
-use crate::ast::{Expr, ExprKind, Module};
-use crate::grammar::ModuleParser;
-use crate::lexer::Lexer;
+use crate::ast::{Expr, ExprKind, Ident, Module};
+use crate::grammar::{ExpressionParser, ModuleParser};
+use crate::lexer::{Lexer, Triple};
 use crate::span::{FileId, Span};
 use crate::token::{LexError, LexErrorKind, Number, Token};
 
@@ -36,11 +36,28 @@ pub enum SyntaxErrorKind {
     /// empty position right after it (where the `;` belongs), and `found` is
     /// the token that came instead.
     MissingSemicolon { found: String },
+    /// A template tag word that is none of `for`, `if`, `elif`, `else`,
+    /// `endfor`, `endif` (`{% while x %}`); empty when the tag is empty.
+    UnknownTag { word: String },
+    /// `{% for %}` or `{% if %}` (`opened`) never closed by `{% endfor %}`
+    /// or `{% endif %}`; the span is the opening tag.
+    UnclosedTag { opened: &'static str },
+    /// `{% endif %}`, `{% else %}`, `{% elif %}` or `{% endfor %}` with no
+    /// open block it could belong to. `open` is the innermost open block
+    /// (`for` or `if`), if any.
+    StrayTag {
+        word: &'static str,
+        open: Option<&'static str>,
+    },
+    /// A second `{% else %}` in one `{% if %}`.
+    ElseTwice,
+    /// `{% elif %}` after the `{% else %}` of its `{% if %}`.
+    ElifAfterElse,
 }
 
 /// Parses one file. Syntax errors come back sorted by position.
 pub fn parse(file: FileId, src: &str) -> (Module, Vec<SyntaxError>) {
-    let mut lexer = Lexer::new(src);
+    let mut lexer = Lexer::for_file(src, file);
     let mut recovered = Vec::new();
     let result = ModuleParser::new().parse(file, &mut recovered, lexer.by_ref());
     let mut errors: Vec<SyntaxError> = Vec::new();
@@ -62,7 +79,55 @@ pub fn parse(file: FileId, src: &str) -> (Module, Vec<SyntaxError>) {
     }));
     errors.sort_by_key(|e| (e.span.start, e.span.end));
     errors.dedup();
-    (Module { file, items }, drop_cascades(src, errors))
+    let mut errors = drop_cascades(src, errors);
+    // Errors inside strings were already filtered by their own parse.
+    errors.extend(lexer.nested);
+    errors.sort_by_key(|e| (e.span.start, e.span.end));
+    (Module { file, items }, errors)
+}
+
+/// Where an embedded expression ends: the `}` of `${...}` or the `%}` of a
+/// tag, as the token a user would see there.
+#[derive(Clone, Debug)]
+pub(crate) struct Closer {
+    pub text: &'static str,
+    pub at: u32,
+}
+
+/// Parses the tokens of one embedded expression (inside `${...}` or a tag),
+/// already lexed with absolute positions. `None` when it is not an
+/// expression; the errors say why.
+pub(crate) fn parse_embedded_expr(
+    file: FileId,
+    src: &str,
+    tokens: Vec<Triple>,
+    closer: &Closer,
+) -> (Option<Expr>, Vec<SyntaxError>) {
+    let mut recovered = Vec::new();
+    let result = ExpressionParser::new().parse(file, &mut recovered, tokens.into_iter().map(Ok));
+    let mut errors: Vec<SyntaxError> = recovered
+        .into_iter()
+        .map(|ErrorRecovery { error, .. }| convert(file, src, error))
+        .collect();
+    let expr = match result {
+        Ok(expr) => Some(expr),
+        // The embedded text ended early: what was found there is the closer.
+        Err(ParseError::UnrecognizedEof { expected, .. }) => {
+            errors.push(SyntaxError {
+                kind: SyntaxErrorKind::UnexpectedToken {
+                    found: format!("`{}`", closer.text),
+                    expected: describe_expected(expected),
+                },
+                span: Span::new(file, closer.at, closer.at + closer.text.len() as u32),
+            });
+            None
+        }
+        Err(err) => {
+            errors.push(convert(file, src, err));
+            None
+        }
+    };
+    (expr, errors)
 }
 
 /// Drops parse errors that are only echoes of an earlier error:
@@ -194,7 +259,7 @@ fn convert(file: FileId, src: &str, err: ParseError<u32, Token, LexError>) -> Sy
 /// expected, and everything else expected would only extend an expression
 /// (`x = 1 mode = 2` lacks a `;`, it does not lack an `==`).
 fn only_semicolon_fits(expected: &[String]) -> bool {
-    const CONTINUATIONS: [&str; 7] = ["in", "==", "!=", "=~", "&&", "||", "."];
+    const CONTINUATIONS: [&str; 10] = ["in", "==", "!=", "=~", "&&", "||", "??", ".", "[", "("];
     let mut has_semicolon = false;
     for name in expected {
         let bare = name.trim_matches('"');
@@ -279,6 +344,79 @@ pub(crate) fn chain(left: Expr, right: Expr, and: bool, span: Span) -> Expr {
         ExprKind::And(operands)
     } else {
         ExprKind::Or(operands)
+    };
+    Expr { kind, span }
+}
+
+/// Extends a `??` chain with one more operand, flat like [`chain`].
+pub(crate) fn coalesce(left: Expr, right: Expr, span: Span) -> Expr {
+    let operands = match left.kind {
+        ExprKind::Coalesce(mut items) if left.span.start == span.start => {
+            items.push(right);
+            items
+        }
+        kind => vec![
+            Expr {
+                kind,
+                span: left.span,
+            },
+            right,
+        ],
+    };
+    Expr {
+        kind: ExprKind::Coalesce(operands),
+        span,
+    }
+}
+
+/// `base.name`: a plain dotted name grows its `Path` (resolution decides
+/// what `a.b` is); after anything else, or a parenthesised name, it is a
+/// field access.
+pub(crate) fn dot(base: Expr, name: Ident, span: Span) -> Expr {
+    match base.kind {
+        ExprKind::Path(mut path) if base.span.start == span.start => {
+            path.push(name);
+            Expr {
+                kind: ExprKind::Path(path),
+                span,
+            }
+        }
+        kind => Expr {
+            kind: ExprKind::Field {
+                base: Box::new(Expr {
+                    kind,
+                    span: base.span,
+                }),
+                name,
+            },
+            span,
+        },
+    }
+}
+
+/// `{ ... }`: a record literal when every key is a bare identifier (not
+/// parenthesised, not dotted), otherwise a map literal. `{}` is a map.
+pub(crate) fn map_or_record(entries: Vec<(u32, Expr, Expr)>, span: Span) -> Expr {
+    let is_field = |(start, key, _): &(u32, Expr, Expr)| {
+        matches!(&key.kind, ExprKind::Path(path) if path.len() == 1) && key.span.start == *start
+    };
+    let kind = if !entries.is_empty() && entries.iter().all(is_field) {
+        ExprKind::Record(
+            entries
+                .into_iter()
+                .filter_map(|(_, key, value)| match key.kind {
+                    ExprKind::Path(path) => path.into_iter().next().map(|name| (name, value)),
+                    _ => None,
+                })
+                .collect(),
+        )
+    } else {
+        ExprKind::Map(
+            entries
+                .into_iter()
+                .map(|(_, key, value)| (key, value))
+                .collect(),
+        )
     };
     Expr { kind, span }
 }

@@ -8,7 +8,7 @@
 //! program.
 
 use crate::ast::*;
-use crate::token::{InterpName, StrLit, StrPart};
+use crate::token::{StrLit, StrPart};
 
 /// Equality that ignores spans and byte offsets.
 pub trait SpanlessEq {
@@ -118,6 +118,14 @@ impl SpanlessEq for Item {
                 let PolicyDef { body, span: _ } = a;
                 body.spanless_eq(&b.body)
             }
+            (Item::Type(a), Item::Type(b)) => {
+                let TypeDef {
+                    name,
+                    fields,
+                    span: _,
+                } = a;
+                name.spanless_eq(&b.name) && fields.spanless_eq(&b.fields)
+            }
             (Item::Error(_), Item::Error(_)) => true,
             _ => false,
         }
@@ -127,6 +135,20 @@ impl SpanlessEq for Item {
 impl SpanlessEq for Param {
     fn spanless_eq(&self, other: &Self) -> bool {
         let Param {
+            name,
+            ty,
+            default,
+            span: _,
+        } = self;
+        name.spanless_eq(&other.name)
+            && ty.spanless_eq(&other.ty)
+            && default.spanless_eq(&other.default)
+    }
+}
+
+impl SpanlessEq for FieldDef {
+    fn spanless_eq(&self, other: &Self) -> bool {
+        let FieldDef {
             name,
             ty,
             default,
@@ -173,12 +195,16 @@ impl SpanlessEq for Stmt {
             }
             (Stmt::For(a), Stmt::For(b)) => {
                 let For {
+                    key,
                     var,
                     list,
                     body,
                     span: _,
                 } = a;
-                var.spanless_eq(&b.var) && list.spanless_eq(&b.list) && body.spanless_eq(&b.body)
+                key.spanless_eq(&b.key)
+                    && var.spanless_eq(&b.var)
+                    && list.spanless_eq(&b.list)
+                    && body.spanless_eq(&b.body)
             }
             (Stmt::Call(a), Stmt::Call(b)) => {
                 let Call {
@@ -245,6 +271,17 @@ impl SpanlessEq for ExprKind {
             (ExprKind::Path(a), ExprKind::Path(b)) => a.spanless_eq(b),
             (ExprKind::List(a), ExprKind::List(b)) => a.spanless_eq(b),
             (ExprKind::Map(a), ExprKind::Map(b)) => a.spanless_eq(b),
+            (ExprKind::Record(a), ExprKind::Record(b)) => a.spanless_eq(b),
+            (ExprKind::Field { base, name }, ExprKind::Field { base: b, name: n }) => {
+                base.spanless_eq(b) && name.spanless_eq(n)
+            }
+            (ExprKind::Index { base, index }, ExprKind::Index { base: b, index: i }) => {
+                base.spanless_eq(b) && index.spanless_eq(i)
+            }
+            (ExprKind::Coalesce(a), ExprKind::Coalesce(b)) => a.spanless_eq(b),
+            (ExprKind::Call { func, args }, ExprKind::Call { func: f, args: a }) => {
+                func.spanless_eq(f) && args.spanless_eq(a)
+            }
             (ExprKind::Ref(a), ExprKind::Ref(b)) => {
                 let RefExpr { kind, target } = &**a;
                 kind.spanless_eq(&b.kind) && target.spanless_eq(&b.target)
@@ -277,23 +314,35 @@ impl SpanlessEq for StrPart {
     fn spanless_eq(&self, other: &Self) -> bool {
         match (self, other) {
             (StrPart::Lit(a), StrPart::Lit(b)) => a == b,
-            (
-                StrPart::Interp {
-                    path,
-                    start: _,
-                    end: _,
-                },
-                StrPart::Interp { path: p, .. },
-            ) => path.spanless_eq(p),
+            (StrPart::Interp(a), StrPart::Interp(b)) => a.spanless_eq(b),
+            (StrPart::Tag(a), StrPart::Tag(b)) => {
+                let Tag { kind, span: _ } = &**a;
+                kind.spanless_eq(&b.kind)
+            }
             _ => false,
         }
     }
 }
 
-impl SpanlessEq for InterpName {
+impl SpanlessEq for TagKind {
     fn spanless_eq(&self, other: &Self) -> bool {
-        let InterpName { name, start: _ } = self;
-        *name == other.name
+        match (self, other) {
+            (
+                TagKind::For { key, var, iter },
+                TagKind::For {
+                    key: k,
+                    var: v,
+                    iter: i,
+                },
+            ) => key.spanless_eq(k) && var.spanless_eq(v) && iter.spanless_eq(i),
+            (TagKind::If(a), TagKind::If(b)) | (TagKind::Elif(a), TagKind::Elif(b)) => {
+                a.spanless_eq(b)
+            }
+            (TagKind::Else, TagKind::Else)
+            | (TagKind::EndFor, TagKind::EndFor)
+            | (TagKind::EndIf, TagKind::EndIf) => true,
+            _ => false,
+        }
     }
 }
 

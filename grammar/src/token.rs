@@ -2,9 +2,10 @@
 //! logos-generated DFA.
 //!
 //! Strings are lexed whole by a callback rather than by a modal lexer: the
-//! only thing inside `${...}` is a dotted name, so the callback can split a
-//! string into literal and interpolation parts itself and hand the parser a
-//! single finished token. Numbers are lexed as one greedy run
+//! callback splits a string into literal, interpolation and tag parts
+//! itself, lexing and parsing the expressions inside `${...}` and `{% %}`
+//! on the way (see [`crate::strings`]), and hands the parser a single
+//! finished token. Numbers are lexed as one greedy run
 //! (`[0-9][0-9A-Za-z_]*`) and classified afterwards, so `0o64x`, `10q` and
 //! `99999999999999999999` each get one precise error instead of being split
 //! into surprising pieces.
@@ -12,8 +13,9 @@
 use logos::{FilterResult, Lexer, Logos};
 use smol_str::SmolStr;
 
-use crate::ast::Ident;
-use crate::span::{FileId, Span};
+use crate::ast::{Expr, Tag};
+use crate::parse::SyntaxError;
+use crate::span::FileId;
 use crate::strings::{lex_heredoc, lex_raw_string, lex_string};
 
 /// One piece of a string literal.
@@ -21,43 +23,12 @@ use crate::strings::{lex_heredoc, lex_raw_string, lex_string};
 pub enum StrPart {
     /// Text with escapes already resolved.
     Lit(SmolStr),
-    /// `${a.b.c}`: a dotted name, each part with its position, and the
-    /// absolute byte range of the whole `${...}` in the source so that later
-    /// phases can point at it.
-    Interp {
-        path: Vec<InterpName>,
-        start: u32,
-        end: u32,
-    },
-}
-
-/// One name of an interpolation (`port` in `${port}`) and the absolute byte
-/// offset where it is written. Strings are lexed before the parser knows the
-/// file, so the span is made when asked for.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InterpName {
-    pub name: SmolStr,
-    pub start: u32,
-}
-
-impl InterpName {
-    pub fn span(&self, file: FileId) -> Span {
-        Span::new(file, self.start, self.start + self.name.len() as u32)
-    }
-
-    /// The name as an [`Ident`], like any other name of the tree.
-    pub fn ident(&self, file: FileId) -> Ident {
-        Ident {
-            name: self.name.clone(),
-            span: self.span(file),
-        }
-    }
-}
-
-/// The text of a dotted interpolation path, `a.b.c`.
-pub fn interp_text(path: &[InterpName]) -> String {
-    let names: Vec<&str> = path.iter().map(|p| p.name.as_str()).collect();
-    names.join(".")
+    /// `${expr}`: any expression, with spans absolute in the file that holds
+    /// the string (or the template file), so later phases point into it.
+    Interp(Box<Expr>),
+    /// `{% for x in xs %}`, `{% if c %}`, `{% endif %}`...: a template tag.
+    /// Tags are flat here; [`crate::template::nodes`] nests them.
+    Tag(Box<Tag>),
 }
 
 /// A string literal after escapes, interpolation splitting and (for heredocs)
@@ -71,13 +42,14 @@ pub struct StrLit {
 }
 
 impl StrLit {
-    /// The text of a string without interpolation, or `None` if it has any.
+    /// The text of a string without interpolation or template tags, or
+    /// `None` if it has any.
     pub fn as_plain(&self) -> Option<String> {
         let mut out = String::new();
         for part in &self.parts {
             match part {
                 StrPart::Lit(text) => out.push_str(text),
-                StrPart::Interp { .. } => return None,
+                StrPart::Interp(_) | StrPart::Tag(_) => return None,
             }
         }
         Some(out)
@@ -114,9 +86,11 @@ pub enum LexErrorKind {
     UnterminatedBlockComment,
     /// `${` without a closing `}` before the string ends.
     UnterminatedInterpolation,
-    /// `${...}` whose inside is not a dotted name.
-    BadInterpolation,
-    /// `\q`: the escapes are `\n \t \r \\ \" \$`.
+    /// `{%` without a closing `%}` (on its line, inside a `"..."` string).
+    UnterminatedTag,
+    /// `{#` without a closing `#}`.
+    UnterminatedTemplateComment,
+    /// `\q`: the escapes are `\n \t \r \\ \" \$`, and `\{` before `%` or `#`.
     InvalidEscape(char),
     /// A numeric literal that does not fit in 64 bits.
     NumberTooLarge,
@@ -167,9 +141,27 @@ pub const KEYWORDS: &[&str] = &[
     "use",
     "true",
     "false",
+    "type",
 ];
 
+/// What a lexer knows besides the text: the file (strings parse the
+/// expressions inside `${...}` and tags while lexing, and those carry
+/// spans), how deeply the text being lexed is nested, and the syntax errors
+/// found inside strings, which the [`crate::lexer::Lexer`] adapter collects.
+#[derive(Clone, Debug, Default)]
+pub struct LexContext {
+    pub file: FileId,
+    /// Bracket depth around the current token (see [`crate::lexer::MAX_NESTING`]).
+    pub depth: u32,
+    /// How many `${...}`/tags the text being lexed sits inside.
+    pub interp_depth: u32,
+    /// Errors found inside string literals (bad escapes, errors in `${...}`
+    /// and tags, unbalanced tags); the string itself becomes an empty stand-in.
+    pub errors: Vec<SyntaxError>,
+}
+
 #[derive(Logos, Clone, Debug, PartialEq)]
+#[logos(extras = LexContext)]
 #[logos(error(LexError, LexError::from_lexer))]
 #[logos(skip r"[ \t\r\n\f]+")]
 #[logos(skip(r"//[^\n]*", allow_greedy = true))]
@@ -201,6 +193,8 @@ pub enum Token {
     True,
     #[token("false")]
     False,
+    #[token("type")]
+    Type,
 
     #[regex("[A-Za-z_][A-Za-z0-9_]*", |lex| SmolStr::new(lex.slice()))]
     Ident(SmolStr),
@@ -253,6 +247,11 @@ pub enum Token {
     AndAnd,
     #[token("||")]
     OrOr,
+    #[token("??")]
+    Coalesce,
+    /// `%}`: closes a template tag inside a string; nothing else.
+    #[token("%}")]
+    TagClose,
     #[token("<")]
     Lt,
     #[token(">")]
@@ -289,6 +288,7 @@ impl Token {
             Token::Use => "use",
             Token::True => "true",
             Token::False => "false",
+            Token::Type => "type",
             Token::LBrace => "{",
             Token::RBrace => "}",
             Token::LParen => "(",
@@ -306,6 +306,8 @@ impl Token {
             Token::Bang => "!",
             Token::AndAnd => "&&",
             Token::OrOr => "||",
+            Token::Coalesce => "??",
+            Token::TagClose => "%}",
             Token::Lt => "<",
             Token::Gt => ">",
             Token::Ident(_)

@@ -3,13 +3,25 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use converge_grammar::ast::{Expr, ExprKind, Ident};
 use converge_grammar::lexer::{Lexer, SpannedLexError};
-use converge_grammar::token::{InterpName, LexErrorKind, Number, StrLit, StrPart, Token};
+use converge_grammar::token::{LexErrorKind, Number, StrLit, StrPart, Token};
+use converge_grammar::{FileId, Span, SyntaxError};
 
 fn lex(src: &str) -> (Vec<Token>, Vec<SpannedLexError>) {
+    let (tokens, errors, nested) = lex_all(src);
+    assert!(
+        nested.is_empty(),
+        "unexpected syntax errors in strings of {src:?}: {nested:?}"
+    );
+    (tokens, errors)
+}
+
+/// The tokens, the lexical errors and the other errors found inside strings.
+fn lex_all(src: &str) -> (Vec<Token>, Vec<SpannedLexError>, Vec<SyntaxError>) {
     let mut lexer = Lexer::new(src);
     let tokens = lexer.by_ref().map(|t| t.unwrap().1).collect();
-    (tokens, lexer.errors)
+    (tokens, lexer.errors, lexer.nested)
 }
 
 fn tokens(src: &str) -> Vec<Token> {
@@ -38,24 +50,25 @@ fn lit(s: &str) -> StrPart {
     StrPart::Lit(s.into())
 }
 
-/// `${a.b}` starting at `start`: the names follow the `${`, one `.` apart.
+/// `${a.b}` written at `start..end`: the names follow the `${`, one `.`
+/// apart, and the expression is what lies between the braces.
 fn interp(path: &[&str], start: u32, end: u32) -> StrPart {
     let mut at = start + 2;
-    StrPart::Interp {
-        path: path
-            .iter()
-            .map(|s| {
-                let name = InterpName {
-                    name: (*s).into(),
-                    start: at,
-                };
-                at += s.len() as u32 + 1;
-                name
-            })
-            .collect(),
-        start,
-        end,
-    }
+    let idents = path
+        .iter()
+        .map(|s| {
+            let ident = Ident {
+                name: (*s).into(),
+                span: Span::new(FileId(0), at, at + s.len() as u32),
+            };
+            at += s.len() as u32 + 1;
+            ident
+        })
+        .collect();
+    StrPart::Interp(Box::new(Expr {
+        kind: ExprKind::Path(idents),
+        span: Span::new(FileId(0), start + 2, end - 1),
+    }))
 }
 
 fn int(value: i64, octal: bool) -> Token {
@@ -212,16 +225,53 @@ fn unterminated_interpolation() {
 }
 
 #[test]
-fn bad_interpolation() {
+fn bad_interpolation_is_an_error_and_leaves_an_empty_string() {
     for src in [
         r#""${}""#,
-        r#""${ x }""#,
         r#""${a-b}""#,
         r#""${a.}""#,
         r#""${1x}""#,
+        r#""${a b}""#,
     ] {
-        assert_eq!(one_error(src).kind, LexErrorKind::BadInterpolation, "{src}");
+        let (tokens, errors, nested) = lex_all(src);
+        assert!(
+            errors.len() + nested.len() >= 1,
+            "{src}: {errors:?} {nested:?}"
+        );
+        assert_eq!(tokens, vec![Token::Str(StrLit::default())], "{src}");
     }
+}
+
+#[test]
+fn interpolation_takes_any_expression() {
+    // Spaces are allowed, and a string inside may hold the closing brace.
+    let s = string(r#""${ x }""#);
+    let x = Ident {
+        name: "x".into(),
+        span: Span::new(FileId(0), 4, 5),
+    };
+    let expected = Expr {
+        kind: ExprKind::Path(vec![x]),
+        span: Span::new(FileId(0), 4, 5),
+    };
+    assert_eq!(s.parts, vec![StrPart::Interp(Box::new(expected))]);
+    let s = string(r#""a${join(xs, "}")}b""#);
+    let [StrPart::Lit(a), StrPart::Interp(call), StrPart::Lit(b)] = s.parts.as_slice() else {
+        panic!("{s:?}");
+    };
+    assert_eq!((a.as_str(), b.as_str()), ("a", "b"));
+    let ExprKind::Call { func, args } = &call.kind else {
+        panic!("{call:?}");
+    };
+    assert_eq!(func.name, "join");
+    assert_eq!(args.len(), 2);
+    assert_eq!((call.span.start, call.span.end), (4, 17));
+    // Lookups and `??` inside.
+    let s = string(r#""${sites[sys.hostname].port ?? 80}""#);
+    let [StrPart::Interp(e)] = s.parts.as_slice() else {
+        panic!("{s:?}");
+    };
+    assert!(matches!(e.kind, ExprKind::Coalesce(_)), "{e:?}");
 }
 
 #[test]
@@ -395,10 +445,13 @@ fn interpolated_names_point_at_their_text() {
             continue;
         };
         for part in s.parts {
-            if let StrPart::Interp { path, .. } = part {
+            if let StrPart::Interp(expr) = part {
+                let ExprKind::Path(path) = expr.kind else {
+                    panic!("{expr:?}");
+                };
                 for name in path {
-                    let at = name.start as usize;
-                    assert_eq!(&src[at..at + name.name.len()], name.name.as_str());
+                    let at = name.span.start as usize;
+                    assert_eq!(&src[at..name.span.end as usize], name.name.as_str());
                     seen.push(name.name.to_string());
                 }
             }

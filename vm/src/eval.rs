@@ -2,17 +2,31 @@
 //! strings that depend on facts (LANGUAGE.md section 7, step 2).
 //!
 //! Programs are straight lines checked by the verifier, so evaluation is one
-//! pass over the instructions with a small stack. It still never indexes
-//! blindly nor panics: a body that somehow did not match what the verifier
-//! promised gives an [`EvalError`], not a crash.
+//! pass over the instructions with a small stack; `each` (format 2.2) runs a
+//! program of a lower index per element of a list, so it recurses at most
+//! [`MAX_EACH_DEPTH`] deep and always ends. A value may be missing (an
+//! `index` out of range): the stack holds `Option<Val>`, every instruction
+//! passes a missing operand on as a missing result, and only `coalesce`
+//! replaces it. The built-in functions of `func` are in [`functions`].
+//!
+//! It never indexes blindly nor panics: a body that somehow did not match
+//! what the verifier promised gives an [`EvalError`], not a crash, and so
+//! does a program run over one of its budgets ([`MAX_EVAL_BYTES`],
+//! [`MAX_EVAL_STEPS`], [`MAX_RUN_STEPS`]) or with arguments a function
+//! refuses (an empty separator): the promise that needed it fails with the
+//! reason.
+
+mod functions;
 
 use std::collections::{BTreeSet, HashMap};
 
 use crate::bundle::format::{Body, Constant};
+use crate::bundle::functions::function_by_id;
 use crate::bundle::instr::Instr;
-use crate::bundle::limits::RegexCache;
+use crate::bundle::limits::{RegexCache, MAX_EACH_DEPTH};
 use crate::facts::{FactValue, Facts};
 use crate::schema::fact_by_id;
+use functions::{Applied, FuncError};
 
 /// The most bytes of text one program run may produce, counting every string
 /// and list it pushes. The verifier bounds a program's length and stack
@@ -22,6 +36,13 @@ use crate::schema::fact_by_id;
 /// (THREATS.md T14). Four times the largest file the VM edits leaves room for
 /// any content a real policy builds.
 pub const MAX_EVAL_BYTES: usize = 4 * (crate::rootfs::MAX_READ as usize);
+
+/// The most instructions one program run may execute, counting those of the
+/// programs its `each` instructions run. A program is at most 65,536
+/// instructions, but `each` over a 65,536-element list constant, nested
+/// sixteen deep, would run for ever; real templates execute a few thousand.
+/// Past it the promise (or class) fails with the reason.
+pub const MAX_EVAL_STEPS: u64 = 1 << 24;
 
 /// A value on the stack.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,12 +54,14 @@ pub enum Val {
 }
 
 impl Val {
-    /// The bytes of text this value holds, for [`MAX_EVAL_BYTES`].
+    /// The bytes this value holds, for [`MAX_EVAL_BYTES`]: its text, and
+    /// for a list the memory of each element's string too, so a list of a
+    /// million empty strings is not free.
     fn bytes(&self) -> usize {
         match self {
             Val::Bool(_) | Val::Int(_) => 0,
             Val::Str(s) => s.len(),
-            Val::List(l) => l.iter().map(String::len).sum(),
+            Val::List(l) => list_bytes(l),
         }
     }
 
@@ -53,8 +76,48 @@ impl Val {
     }
 }
 
-/// A program that could not be evaluated (only possible if the verifier was
-/// bypassed); the promise that needed it fails with this message.
+/// The bytes a list of strings counts toward [`MAX_EVAL_BYTES`]: its text
+/// plus one string header (24 bytes) per element.
+fn list_bytes(items: &[String]) -> usize {
+    items
+        .iter()
+        .map(|s| s.len().saturating_add(std::mem::size_of::<String>()))
+        .fold(0, usize::saturating_add)
+}
+
+/// A value on the stack while a program runs: `None` is *missing* (an
+/// `index` out of range), which only `coalesce` replaces.
+type Slot = Option<Val>;
+
+/// What one program run has used of its budgets, shared with the programs
+/// its `each` instructions run.
+#[derive(Debug)]
+struct RunState<'r> {
+    /// The program the run started with, for the reasons of its failures.
+    program: u32,
+    classes: &'r BTreeSet<String>,
+    loop_values: &'r [String],
+    /// The current element of each enclosing `each`, outermost first.
+    elems: Vec<String>,
+    /// Bytes pushed so far, of [`MAX_EVAL_BYTES`].
+    produced: usize,
+    /// Instructions executed so far, of [`MAX_EVAL_STEPS`].
+    executed: u64,
+}
+
+impl RunState<'_> {
+    fn over_bytes(&self) -> EvalError {
+        EvalError(format!(
+            "program {} produces more than {} MiB of text",
+            self.program,
+            MAX_EVAL_BYTES >> 20
+        ))
+    }
+}
+
+/// A program that could not be evaluated: over a budget, arguments a
+/// function refuses, or (only if the verifier was bypassed) a body of the
+/// wrong shape; the promise that needed it fails with this message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EvalError(pub String);
 
@@ -175,108 +238,170 @@ impl<'b> Evaluator<'b> {
         classes: &BTreeSet<String>,
         loop_values: &[String],
     ) -> Result<Val, EvalError> {
+        let mut state = RunState {
+            program,
+            classes,
+            loop_values,
+            elems: Vec::new(),
+            produced: 0,
+            executed: 0,
+        };
+        self.exec(program, &mut state)?.ok_or_else(|| {
+            EvalError(format!(
+                "program {program} gives a missing value (an index that fails on this host)"
+            ))
+        })
+    }
+
+    /// Executes one program within the run `st`: the program `run` was
+    /// called with, or one an `each` runs per element.
+    fn exec(&mut self, program: u32, st: &mut RunState<'_>) -> Result<Slot, EvalError> {
         let body = self.body;
         let code = &body
             .programs
             .get(program as usize)
             .ok_or_else(|| EvalError(format!("program {program}")))?
             .code;
-        let mut stack: Vec<Val> = Vec::with_capacity(8);
-        let mut produced = 0usize;
-        let underflow = || EvalError("stack underflow".to_owned());
+        let mut stack: Vec<Slot> = Vec::with_capacity(8);
         for instr in code.iter() {
             self.charge(INSTR_STEPS)?;
+            st.executed = st.executed.saturating_add(1);
+            if st.executed > MAX_EVAL_STEPS {
+                return Err(EvalError(format!(
+                    "program {} executes more than {MAX_EVAL_STEPS} instructions (`each` over long lists; docs/bytecode.md, Limits)",
+                    st.program
+                )));
+            }
             // Bytes an instruction reads without pushing them (compared,
             // searched): charged on top of what it pushes.
             let mut examined = 0usize;
-            let value = match *instr {
-                Instr::Const(c) => match body.constants.get(c as usize) {
+            let value: Slot = match *instr {
+                Instr::Const(c) => Some(match body.constants.get(c as usize) {
                     Some(Constant::Str(s) | Constant::Word(s)) => Val::Str(s.clone()),
                     Some(Constant::Int(i)) => Val::Int(*i),
                     Some(Constant::Duration(s)) => Val::Int(i64::try_from(*s).unwrap_or(i64::MAX)),
                     Some(Constant::Bool(b)) => Val::Bool(*b),
+                    Some(Constant::List(l)) => {
+                        // Checked before the copy is made.
+                        if list_bytes(&l.0) > MAX_EVAL_BYTES.saturating_sub(st.produced) {
+                            return Err(st.over_bytes());
+                        }
+                        Val::List(l.0.clone())
+                    }
                     _ => return Err(EvalError(format!("constant {c}"))),
-                },
+                }),
                 Instr::Fact(f) => {
                     let name = fact_by_id(f).map(|f| f.name).unwrap_or("");
-                    match self.facts.get(name) {
+                    Some(match self.facts.get(name) {
                         Some(FactValue::Str(s)) => Val::Str(s),
                         Some(FactValue::Int(i)) => Val::Int(i),
                         Some(FactValue::List(l)) => Val::List(l),
                         None => return Err(EvalError(format!("fact {f}"))),
-                    }
+                    })
                 }
-                Instr::LoopVar(i) => Val::Str(
-                    loop_values
+                Instr::LoopVar(i) => Some(Val::Str(
+                    st.loop_values
                         .get(i as usize)
                         .cloned()
                         .ok_or_else(|| EvalError(format!("loop variable {i}")))?,
-                ),
+                )),
                 Instr::Class(c) => match body.constants.get(c as usize) {
                     Some(Constant::Word(n) | Constant::Str(n)) => {
                         if let Some(reason) = self.failed_classes.get(n) {
                             return Err(EvalError(reason.clone()));
                         }
-                        Val::Bool(classes.contains(n))
+                        Some(Val::Bool(st.classes.contains(n)))
                     }
                     _ => return Err(EvalError(format!("class constant {c}"))),
                 },
-                Instr::Not => match stack.pop().ok_or_else(underflow)? {
-                    Val::Bool(b) => Val::Bool(!b),
-                    other => return Err(EvalError(format!("not of {other:?}"))),
+                Instr::Elem(d) => {
+                    let at = st.elems.len().checked_sub((d as usize).saturating_add(1));
+                    Some(Val::Str(
+                        at.and_then(|at| st.elems.get(at))
+                            .cloned()
+                            .ok_or_else(|| EvalError(format!("elem {d} outside `each`")))?,
+                    ))
+                }
+                Instr::Not => match take::<1>(&mut stack)? {
+                    None => None,
+                    Some([Val::Bool(b)]) => Some(Val::Bool(!b)),
+                    Some(other) => return Err(EvalError(format!("not of {other:?}"))),
                 },
-                Instr::And | Instr::Or => {
+                Instr::And | Instr::Or => match take::<2>(&mut stack)? {
+                    None => None,
+                    Some([Val::Bool(a), Val::Bool(b)]) => {
+                        Some(Val::Bool(if *instr == Instr::And {
+                            a && b
+                        } else {
+                            a || b
+                        }))
+                    }
+                    Some(other) => return Err(EvalError(format!("boolean operator on {other:?}"))),
+                },
+                Instr::Eq | Instr::Ne => match take::<2>(&mut stack)? {
+                    None => None,
+                    Some([a, b]) => {
+                        examined = a.bytes().min(b.bytes());
+                        Some(Val::Bool((a == b) == (*instr == Instr::Eq)))
+                    }
+                },
+                Instr::Match(c) => match take::<1>(&mut stack)? {
+                    None => None,
+                    Some([Val::Str(text)]) => {
+                        self.charge(text.len() as u64)?;
+                        Some(Val::Bool(self.regex(c)?.is_match(&text)))
+                    }
+                    Some(other) => return Err(EvalError(format!("match on {other:?}"))),
+                },
+                Instr::In => match take::<2>(&mut stack)? {
+                    None => None,
+                    Some([Val::Str(v), Val::List(items)]) => {
+                        examined = list_bytes(&items);
+                        Some(Val::Bool(items.contains(&v)))
+                    }
+                    Some(other) => return Err(EvalError(format!("in of {other:?}"))),
+                },
+                Instr::Concat(n) => take_n(&mut stack, n as usize)?
+                    .map(|parts| Val::Str(parts.iter().map(Val::text).collect())),
+                Instr::Select => match take::<3>(&mut stack)? {
+                    None => None,
+                    Some([Val::Bool(c), a, b]) => Some(if c { a } else { b }),
+                    Some(other) => return Err(EvalError(format!("select on {other:?}"))),
+                },
+                Instr::Coalesce => {
                     let b = stack.pop().ok_or_else(underflow)?;
                     let a = stack.pop().ok_or_else(underflow)?;
-                    match (a, b) {
-                        (Val::Bool(a), Val::Bool(b)) => {
-                            Val::Bool(if *instr == Instr::And { a && b } else { a || b })
+                    a.or(b)
+                }
+                Instr::Func(f) => {
+                    let func = function_by_id(f)
+                        .ok_or_else(|| EvalError(format!("unknown function id {f}")))?;
+                    match take_n(&mut stack, func.arity())? {
+                        None => None,
+                        Some(args) => {
+                            let left = MAX_EVAL_BYTES.saturating_sub(st.produced);
+                            match functions::apply(func, args, left) {
+                                Ok(Applied { value, examined: e }) => {
+                                    examined = e;
+                                    value
+                                }
+                                Err(FuncError::OverBudget) => return Err(st.over_bytes()),
+                                Err(FuncError::Invalid(why)) => return Err(EvalError(why)),
+                            }
                         }
-                        (a, b) => {
-                            return Err(EvalError(format!("boolean operator on {a:?} and {b:?}")))
-                        }
                     }
                 }
-                Instr::Eq | Instr::Ne => {
-                    let b = stack.pop().ok_or_else(underflow)?;
-                    let a = stack.pop().ok_or_else(underflow)?;
-                    examined = a.bytes().min(b.bytes());
-                    Val::Bool((a == b) == (*instr == Instr::Eq))
-                }
-                Instr::Match(c) => {
-                    let text = match stack.pop().ok_or_else(underflow)? {
-                        Val::Str(s) => s,
-                        other => return Err(EvalError(format!("match on {other:?}"))),
-                    };
-                    self.charge(text.len() as u64)?;
-                    Val::Bool(self.regex(c)?.is_match(&text))
-                }
-                Instr::In => {
-                    let list = stack.pop().ok_or_else(underflow)?;
-                    let value = stack.pop().ok_or_else(underflow)?;
-                    examined = list.bytes();
-                    match (value, list) {
-                        (Val::Str(v), Val::List(items)) => Val::Bool(items.contains(&v)),
-                        (v, l) => return Err(EvalError(format!("{v:?} in {l:?}"))),
-                    }
-                }
-                Instr::Concat(n) => {
-                    let n = n as usize;
-                    if n > stack.len() {
-                        return Err(underflow());
-                    }
-                    let parts = stack.split_off(stack.len().saturating_sub(n));
-                    Val::Str(parts.iter().map(Val::text).collect())
-                }
+                Instr::Each(q) => match take::<1>(&mut stack)? {
+                    None => None,
+                    Some([Val::List(items)]) => Some(Val::Str(self.each(program, q, items, st)?)),
+                    Some(other) => return Err(EvalError(format!("each over {other:?}"))),
+                },
             };
-            let bytes = value.bytes();
+            let bytes = value.as_ref().map_or(0, Val::bytes);
             self.charge((bytes as u64).saturating_add(examined as u64))?;
-            produced = produced.saturating_add(bytes);
-            if produced > MAX_EVAL_BYTES {
-                return Err(EvalError(format!(
-                    "program {program} produces more than {} MiB of text",
-                    MAX_EVAL_BYTES >> 20
-                )));
+            st.produced = st.produced.saturating_add(bytes);
+            if st.produced > MAX_EVAL_BYTES {
+                return Err(st.over_bytes());
             }
             stack.push(value);
         }
@@ -286,11 +411,68 @@ impl<'b> Evaluator<'b> {
         }
     }
 
+    /// `each`: runs program `q` once per element of `items`, with the
+    /// element readable by `elem`, and gives the concatenation of the
+    /// results. `q` is lower than `caller` (the verifier's rule, checked
+    /// again here so that a bypassed verifier cannot make it recurse for
+    /// ever), and every result was counted toward the text budget when
+    /// the body pushed it, so the concatenation is within it too.
+    fn each(
+        &mut self,
+        caller: u32,
+        q: u32,
+        items: Vec<String>,
+        st: &mut RunState<'_>,
+    ) -> Result<String, EvalError> {
+        if q >= caller || st.elems.len() >= MAX_EACH_DEPTH {
+            return Err(EvalError(format!(
+                "each of program {q} from program {caller} at depth {}",
+                st.elems.len()
+            )));
+        }
+        let mut out = String::new();
+        for item in items {
+            st.elems.push(item);
+            let result = self.exec(q, st);
+            st.elems.pop();
+            match result? {
+                Some(v @ (Val::Str(_) | Val::Int(_) | Val::Bool(_))) => out.push_str(&v.text()),
+                other => {
+                    return Err(EvalError(format!(
+                        "program {q} run by each gives {other:?}, not a scalar"
+                    )))
+                }
+            }
+        }
+        Ok(out)
+    }
+
     fn regex(&mut self, c: u32) -> Result<&regex::Regex, EvalError> {
         let Some(Constant::Str(pattern)) = self.body.constants.get(c as usize) else {
             return Err(EvalError(format!("regex constant {c}")));
         };
         self.regexes.get(&c, pattern).map_err(EvalError)
+    }
+}
+
+fn underflow() -> EvalError {
+    EvalError("stack underflow".to_owned())
+}
+
+/// Pops the top `n` slots, in stack order; `None` when any is missing (the
+/// instruction then pushes missing).
+fn take_n(stack: &mut Vec<Slot>, n: usize) -> Result<Option<Vec<Val>>, EvalError> {
+    let from = stack.len().checked_sub(n).ok_or_else(underflow)?;
+    Ok(stack.split_off(from).into_iter().collect())
+}
+
+/// [`take_n`] of a fixed count, as an array to match on.
+fn take<const N: usize>(stack: &mut Vec<Slot>) -> Result<Option<[Val; N]>, EvalError> {
+    match take_n(stack, N)? {
+        None => Ok(None),
+        Some(values) => <[Val; N]>::try_from(values)
+            .map(Some)
+            .map_err(|_| underflow()),
     }
 }
 
@@ -486,5 +668,314 @@ mod tests {
             err.0.starts_with("class `big` cannot be evaluated"),
             "{err}"
         );
+    }
+
+    fn func(name: &str) -> Instr {
+        Instr::Func(crate::bundle::functions::function(name).unwrap().id)
+    }
+
+    fn list(items: &[&str]) -> Constant {
+        Constant::List(
+            items
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect::<Vec<_>>()
+                .into(),
+        )
+    }
+
+    /// Verifies `programs` and runs each, with the test facts, no classes
+    /// and loop variable 0 set to `lo`.
+    fn run_all(constants: Vec<Constant>, programs: Vec<Vec<Instr>>) -> Vec<Result<Val, EvalError>> {
+        let body = body(constants, programs);
+        crate::bundle::verify::verify_body(&body).unwrap();
+        let facts = facts();
+        let mut eval = Evaluator::new(&body, &facts);
+        (0..body.programs.len() as u32)
+            .map(|p| eval.run(p, &BTreeSet::new(), &["lo".to_owned()]))
+            .collect()
+    }
+
+    fn str_val(s: &str) -> Result<Val, EvalError> {
+        Ok(Val::Str(s.to_owned()))
+    }
+
+    /// `select` both ways and over every type; `coalesce` of a present and
+    /// of a missing value; a missing `index` propagated through `upper`,
+    /// `eq`, `not` and `concat` until `coalesce` replaces it.
+    #[test]
+    fn select_coalesce_and_missing_values() {
+        use Instr::*;
+        let constants = vec![
+            Constant::Bool(true),
+            Constant::Bool(false),
+            Constant::Str("yes".into()),
+            Constant::Str("no".into()),
+            list(&["a", "b"]),
+            Constant::Int(5),
+            Constant::Int(-1),
+            Constant::Str("FALLBACK".into()),
+            Constant::Int(0),
+        ];
+        let results = run_all(
+            constants,
+            vec![
+                vec![Const(0), Const(2), Const(3), Select],
+                vec![Const(1), Const(2), Const(3), Select],
+                vec![
+                    Const(1),
+                    Const(4),
+                    Const(4),
+                    Select,
+                    Const(2),
+                    func("contains_list"),
+                ],
+                vec![Const(0), Const(5), Const(6), Select],
+                // index 5 of ["a","b"]: missing, through upper, to the fallback.
+                vec![
+                    Const(4),
+                    Const(5),
+                    func("index"),
+                    func("upper"),
+                    Const(7),
+                    Coalesce,
+                ],
+                // index 1: present, upper-cased; the fallback is not used.
+                vec![
+                    Const(4),
+                    Const(0),
+                    Const(5),
+                    Const(8),
+                    Select,
+                    func("index"),
+                    Const(7),
+                    Coalesce,
+                ],
+                vec![Const(4), Const(8), func("index"), Const(7), Coalesce],
+                // missing through eq and not: coalesced to true.
+                vec![
+                    Const(4),
+                    Const(6),
+                    func("index"),
+                    Const(2),
+                    Eq,
+                    Not,
+                    Const(0),
+                    Coalesce,
+                ],
+                // missing through concat and the condition of select.
+                vec![
+                    Const(2),
+                    Const(4),
+                    Const(6),
+                    func("index"),
+                    Concat(2),
+                    Const(3),
+                    Coalesce,
+                ],
+            ],
+        );
+        assert_eq!(
+            results,
+            vec![
+                str_val("yes"),
+                str_val("no"),
+                Ok(Val::Bool(false)),
+                Ok(Val::Int(5)),
+                str_val("FALLBACK"),
+                str_val("FALLBACK"),
+                str_val("a"),
+                Ok(Val::Bool(true)),
+                str_val("no"),
+            ]
+        );
+    }
+
+    /// `index` with a computed index, into a list made on the host.
+    #[test]
+    fn functions_compose_over_facts() {
+        use Instr::*;
+        let results = run_all(
+            vec![
+                Constant::Str(" | ".into()),
+                Constant::Str(".".into()),
+                Constant::Int(0),
+                list(&["10.0.0.2", "192.168.1.1"]),
+            ],
+            vec![
+                vec![
+                    Fact(fact("sys.ipv4")),
+                    Const(3),
+                    func("concat"),
+                    func("sort"),
+                    func("unique"),
+                    Const(0),
+                    func("join"),
+                ],
+                vec![
+                    Fact(fact("sys.fqdn")),
+                    Const(1),
+                    func("split"),
+                    Const(2),
+                    func("index"),
+                    Const(1),
+                    Coalesce,
+                    func("upper"),
+                ],
+                vec![
+                    Fact(fact("sys.ipv4")),
+                    Const(3),
+                    func("concat"),
+                    func("len_list"),
+                    func("to_string"),
+                ],
+                vec![Fact(fact("sys.hostname")), Const(3), In],
+            ],
+        );
+        assert_eq!(
+            results,
+            vec![
+                str_val("10.0.0.1 | 10.0.0.2 | 192.168.1.1"),
+                str_val("WEB01"),
+                str_val("4"),
+                Ok(Val::Bool(false)),
+            ]
+        );
+    }
+
+    /// `each` renders a list through a lower program; nested `each` reads
+    /// the outer element with `elem 1`; an empty list renders nothing; a
+    /// body sees the promise's loop variables; a missing list is missing.
+    #[test]
+    fn each_and_elem() {
+        use Instr::*;
+        let constants = vec![
+            list(&["x", "y"]),
+            list(&["1", "2"]),
+            Constant::Str(";".into()),
+            list(&[]),
+            Constant::Str("empty".into()),
+            Constant::Int(9),
+            Constant::Str("=".into()),
+        ];
+        let results = run_all(
+            constants,
+            vec![
+                // p0: elem 1 + elem 0 + ";"
+                vec![Elem(1), Elem(0), Const(2), Concat(3)],
+                // p1: each p0 over ["1","2"]
+                vec![Const(1), Each(0)],
+                // p2: the body of a one-level each, with the loop variable.
+                vec![LoopVar(0), Const(6), Elem(0), Const(2), Concat(4)],
+                // p3: nested: for a in [x,y] { for b in [1,2] { a b ; } }
+                vec![Const(0), Each(1)],
+                // p4: each over an empty list gives "".
+                vec![Const(3), Each(2)],
+                // p5: each over a fact.
+                vec![Fact(fact("sys.ipv4")), Each(2)],
+                // p6: each over a missing list (the split of index 9) is
+                // missing; coalesced.
+                vec![
+                    Const(0),
+                    Const(5),
+                    func("index"),
+                    Const(2),
+                    func("split"),
+                    Each(2),
+                    Const(4),
+                    Coalesce,
+                ],
+            ],
+        );
+        assert!(results[0].is_err() && results[1].is_err() && results[2].is_err());
+        assert_eq!(
+            results[3..].to_vec(),
+            vec![
+                str_val("x1;x2;y1;y2;"),
+                str_val(""),
+                str_val("lo=10.0.0.1;lo=10.0.0.2;"),
+                str_val("empty"),
+            ]
+        );
+    }
+
+    /// Errors of a program run are the reason, never a panic.
+    #[test]
+    fn function_errors_fail_the_run_with_their_reason() {
+        use Instr::*;
+        let results = run_all(
+            vec![Constant::Str("a,b".into()), Constant::Str("".into())],
+            vec![
+                vec![Const(0), Const(1), func("split"), Const(1), func("join")],
+                vec![Const(0), Const(1), Const(0), func("replace")],
+            ],
+        );
+        let reasons: Vec<String> = results
+            .into_iter()
+            .map(|r| r.unwrap_err().to_string())
+            .collect();
+        assert_eq!(
+            reasons[0],
+            "cannot evaluate: `split` with an empty separator"
+        );
+        assert!(
+            reasons[1].contains("`replace` of an empty string"),
+            "{}",
+            reasons[1]
+        );
+    }
+
+    /// What `each` produces counts toward the text budget: each result as
+    /// its body pushes it, and their concatenation (like `concat`).
+    #[test]
+    fn each_output_counts_toward_the_text_budget() {
+        use Instr::*;
+        let items = vec![""; 300];
+        let results = run_all(
+            vec![
+                Constant::Str("x".repeat(1 << 20)),
+                list(&items),
+                list(&items[..100]),
+            ],
+            vec![
+                vec![Const(0)],
+                vec![Const(1), Each(0)],
+                vec![Const(2), Each(0)],
+            ],
+        );
+        let err = results[1].clone().unwrap_err();
+        assert!(
+            err.0.contains("program 1 produces more than 256 MiB"),
+            "{err}"
+        );
+        assert!(matches!(&results[2], Ok(Val::Str(s)) if s.len() == 100 << 20));
+    }
+
+    /// Nested `each` over lists of a thousand elements asks for a hundred
+    /// million instructions; the run stops at [`MAX_EVAL_STEPS`].
+    #[test]
+    fn nested_each_stops_at_the_instruction_budget() {
+        use Instr::*;
+        let items = vec![""; 1024];
+        let mut inner = vec![Const(1)];
+        inner.extend(std::iter::repeat_n(Not, 98));
+        inner.push(func("to_string"));
+        let results = run_all(
+            vec![list(&items), Constant::Bool(true), list(&items[..16])],
+            vec![
+                inner,
+                vec![Const(0), Each(0)],
+                vec![Const(0), Each(1)],
+                // 16 x 1024 x 100 instructions: within the budget.
+                vec![Const(2), Each(1)],
+            ],
+        );
+        let err = results[2].clone().unwrap_err();
+        assert!(
+            err.0
+                .contains("program 2 executes more than 16777216 instructions"),
+            "{err}"
+        );
+        assert!(matches!(&results[3], Ok(Val::Str(s)) if s.len() == 16 * 1024 * 4));
     }
 }

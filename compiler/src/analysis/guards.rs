@@ -181,6 +181,24 @@ impl<'p> GuardSpace<'p> {
     }
 
     fn compare(&mut self, op: CompareOp, lhs: &Value, rhs: &Value) -> Formula {
+        // `fact in ["a", "b"]`, which expansion writes for the keys of a
+        // lookup (`sites[sys.hostname]`): one equality per key, so a
+        // witness names the key.
+        if let (CompareOp::In, Value::Fact(fact), Value::List(items)) = (op, lhs, rhs) {
+            if items.iter().all(|i| i.as_str().is_some()) {
+                let parts: Vec<Formula> = items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|value| {
+                        self.atom(AtomKind::FactEquals {
+                            fact: fact.clone(),
+                            value: value.to_owned(),
+                        })
+                    })
+                    .collect();
+                return Formula::any(parts);
+            }
+        }
         let equality = match (lhs, rhs) {
             (Value::Fact(fact), other) | (other, Value::Fact(fact)) if other.is_constant() => {
                 let value = match other {

@@ -14,5 +14,6 @@ pub mod contradictions;
 pub mod dead;
 pub mod guards;
 pub mod lines;
+pub mod missing;
 pub mod ordering;
 pub mod sat;

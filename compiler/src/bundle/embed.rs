@@ -1,4 +1,4 @@
-//! Files a promise embeds in the bundle (`source`, `template`): named
+//! Files a promise embeds in the bundle (`source`): named
 //! relative to the policy file that names them, and read only from inside
 //! that file's policy tree ([`crate::policy_tree`]). `policyc check`
 //! applies the same rule without reading ([`check_embeds`]), so a path
@@ -14,8 +14,10 @@ use crate::policy_tree::PolicyTree;
 use crate::source::SourceDb;
 use crate::workspace::outside_tree;
 
-/// Attributes whose value names a file to embed.
-pub const EMBEDDED: &[&str] = &["source", "template"];
+/// Attributes whose value names a file to embed. (A `template` is read
+/// with the policy, `workspace::documents`, and rendered by expansion: its
+/// attribute holds the content.)
+pub const EMBEDDED: &[&str] = &["source"];
 
 /// The path an embedding attribute names, checked against the policy tree
 /// of the file it is written in (by name and through links).

@@ -19,6 +19,7 @@ use converge_format::bundle::format::{
     AttrValue, Body, Bytes, ClassEntry, Constant, Header, Item, List, Operand, Program, Promise,
     SourceLoc,
 };
+use converge_format::bundle::functions;
 use converge_format::bundle::instr::Instr;
 use converge_format::schema::{self, AttrRole, AttrType};
 use converge_grammar::Span;
@@ -50,6 +51,7 @@ pub fn lower(
         program_index: HashMap::new(),
         diagnostics: Vec::new(),
         at: Span::default(),
+        elems: Vec::new(),
     };
     let classes = l.classes(program);
     let exclusive: Vec<List<u32>> = program
@@ -146,6 +148,9 @@ struct Lowerer<'a> {
     diagnostics: Vec<Diagnostic>,
     /// What is being lowered (a class or a promise), for internal errors.
     at: Span,
+    /// The variables of the `each` loops around the code being lowered,
+    /// innermost last (an `elem` reads one by depth).
+    elems: Vec<String>,
 }
 
 impl Lowerer<'_> {
@@ -337,6 +342,17 @@ impl Lowerer<'_> {
                     code.push(Instr::Match(c));
                 }
                 CompareOp::In => match rhs {
+                    // A long list of strings (the keys of a lookup) is one
+                    // list constant (format 2.2).
+                    Value::List(items)
+                        if items.len() > SHORT_LIST && string_list(items).is_some() =>
+                    {
+                        self.scalar(lhs, loops, code);
+                        let c = self
+                            .constant(Constant::List(List(string_list(items).unwrap_or_default())));
+                        code.push(Instr::Const(c));
+                        code.push(Instr::In);
+                    }
                     // `x in ["a", "b"]` is `x == "a" || x == "b"`.
                     Value::List(items) => {
                         for (k, item) in items.iter().enumerate() {
@@ -392,6 +408,7 @@ impl Lowerer<'_> {
                         TemplatePart::LoopVar(var) => {
                             self.scalar(&Value::LoopVar(var.clone()), loops, code)
                         }
+                        TemplatePart::Host(v) => self.scalar(v, loops, code),
                     }
                 }
                 code.push(Instr::Concat(parts.len().max(1) as u32));
@@ -400,6 +417,60 @@ impl Lowerer<'_> {
                     code.insert(code.len() - 1, Instr::Const(c));
                 }
             }
+            Value::List(items) => match string_list(items) {
+                Some(strings) => {
+                    let c = self.constant(Constant::List(List(strings)));
+                    code.push(Instr::Const(c));
+                }
+                None => self.internal(format!(
+                    "a list of values only the host knows reached the VM: {}",
+                    v.display()
+                )),
+            },
+            Value::Call { func, args } => {
+                for arg in args {
+                    self.scalar(arg, loops, code);
+                }
+                match functions::function(func) {
+                    Some(f) => code.push(Instr::Func(f.id)),
+                    None => self.internal(format!("the VM has no function `{func}`")),
+                }
+            }
+            Value::Coalesce(items) => {
+                for (k, item) in items.iter().enumerate() {
+                    self.scalar(item, loops, code);
+                    if k > 0 {
+                        code.push(Instr::Coalesce);
+                    }
+                }
+            }
+            Value::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                self.guard(cond, loops, code);
+                self.scalar(then, loops, code);
+                self.scalar(otherwise, loops, code);
+                code.push(Instr::Select);
+            }
+            Value::Each { list, var, body } => {
+                self.scalar(list, loops, code);
+                self.elems.push(var.clone());
+                let mut inner = Vec::new();
+                self.scalar(body, loops, &mut inner);
+                self.elems.pop();
+                let p = self.program(inner);
+                code.push(Instr::Each(p));
+            }
+            Value::Elem(var) => match self.elems.iter().rev().position(|v| v == var) {
+                Some(depth) => code.push(Instr::Elem(depth as u32)),
+                None => self.internal(format!("`{var}` is not the variable of a host loop here")),
+            },
+            Value::Choice(_) | Value::Missing(_) => self.internal(format!(
+                "an unsplit lookup reached the writer: {}",
+                v.display()
+            )),
             other => {
                 let c = self.constant_value(other);
                 code.push(Instr::Const(c));
@@ -466,7 +537,6 @@ impl Lowerer<'_> {
             let value = match (attr.name.as_str(), &spec.ty) {
                 ("source", _) if pt.name == "directory" => self.embed_tree(p, attr)?,
                 ("source", _) => self.embed_source(p, attr)?,
-                ("template", _) => self.embed_template(p, attr)?,
                 (_, AttrType::List(_)) => match &attr.value {
                     Value::List(items) => {
                         Operand::List(List(items.iter().map(|i| self.item(i, &loops)).collect()))
@@ -557,84 +627,21 @@ impl Lowerer<'_> {
             self.constant(Constant::Blob(Bytes(bytes))),
         )))
     }
+}
 
-    /// A template's `${name}` are the bundle's variables (substituted now)
-    /// and `sys.*` facts (left for the host).
-    fn embed_template(&mut self, p: &ir::Promise, attr: &ir::Attr) -> Option<Operand> {
-        let bytes = self.read_beside(p, attr)?;
-        let Ok(text) = String::from_utf8(bytes) else {
-            self.diagnostics.push(Diagnostic::new(
-                Code::EmbedFailed,
-                "a template must be UTF-8 text",
-                attr.span,
-                "not UTF-8",
-            ));
-            return None;
-        };
-        let mut parts: Vec<TemplatePart> = Vec::new();
-        let mut rest = text.as_str();
-        let mut lit = String::new();
-        while let Some(at) = rest.find("${") {
-            lit.push_str(rest.get(..at).unwrap_or(""));
-            let after = rest.get(at + 2..).unwrap_or("");
-            let Some(close) = after.find('}') else {
-                lit.push_str(rest.get(at..).unwrap_or(""));
-                rest = "";
-                break;
-            };
-            let name = after.get(..close).unwrap_or("");
-            rest = after.get(close + 1..).unwrap_or("");
-            if name.starts_with("sys.") && schema::fact(name).is_some() {
-                if !lit.is_empty() {
-                    parts.push(TemplatePart::Lit(std::mem::take(&mut lit)));
-                }
-                parts.push(TemplatePart::Fact(name.to_owned()));
-            } else if let Some((_, value)) = p.template_env.iter().rev().find(|(n, _)| n == name) {
-                match value {
-                    Value::Str(s) | Value::Word(s) => lit.push_str(s),
-                    Value::Int(i) => lit.push_str(&i.to_string()),
-                    Value::Bool(b) => lit.push_str(&b.to_string()),
-                    Value::Duration(s) => lit.push_str(&s.to_string()),
-                    Value::Template(inner) => {
-                        if !lit.is_empty() {
-                            parts.push(TemplatePart::Lit(std::mem::take(&mut lit)));
-                        }
-                        parts.extend(inner.iter().cloned());
-                    }
-                    _ => {
-                        self.diagnostics.push(Diagnostic::new(
-                            Code::EmbedFailed,
-                            format!("template variable `{name}` is not a single value"),
-                            attr.span,
-                            "in this template",
-                        ));
-                        return None;
-                    }
-                }
-            } else {
-                self.diagnostics.push(
-                    Diagnostic::new(
-                        Code::EmbedFailed,
-                        format!("template uses `${{{name}}}`, which is neither a bundle variable nor a fact"),
-                        attr.span,
-                        "in this template",
-                    )
-                    .with_help("a template may use the bundle's parameters and `sys.*` facts"),
-                );
-                return None;
-            }
-        }
-        lit.push_str(rest);
-        if !lit.is_empty() || parts.is_empty() {
-            parts.push(TemplatePart::Lit(lit));
-        }
-        let value = match parts.as_slice() {
-            [TemplatePart::Lit(text)] => Value::Str(text.clone()),
-            _ => Value::Template(parts),
-        };
-        let loops: Vec<ir::RuntimeLoop> = p.runtime_loops.to_vec();
-        Some(Operand::Item(self.item(&value, &loops)))
-    }
+/// Lists up to this long are tested with one comparison per element;
+/// longer ones with one list constant.
+const SHORT_LIST: usize = 8;
+
+/// The texts of a list of string constants.
+fn string_list(items: &[Value]) -> Option<Vec<String>> {
+    items
+        .iter()
+        .map(|i| match i {
+            Value::Str(s) | Value::Word(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The constant of a compile-time scalar; `None` for a list, map or
@@ -711,7 +718,7 @@ mod tests {
                     fact: (*fact).into(),
                 })
                 .collect(),
-            template_env: Vec::new(),
+            missing: None,
         }
     }
 

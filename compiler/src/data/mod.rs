@@ -94,6 +94,23 @@ pub fn load(
     Ok((file, value))
 }
 
+/// Checks a data file the workspace already loaded (`workspace::documents`)
+/// against `ty`. `path` and `path_span` are the path as written, for an
+/// unsupported extension.
+pub fn check_loaded(
+    db: &SourceDb,
+    file: FileId,
+    path: &str,
+    path_span: Span,
+    ty: &Type,
+) -> Result<Value, Vec<Diagnostic>> {
+    let Some(source) = db.get(file) else {
+        return Err(vec![unreadable(path, "not loaded", path_span, "", "")]);
+    };
+    let format = Format::of(&source.path).ok_or_else(|| vec![unsupported(path, path_span)])?;
+    check_text(file, format, &source.text, ty)
+}
+
 /// Checks a text as a data file of `format` against `ty` without reading
 /// anything (what `load` does after reading; the fuzz target and tests).
 pub fn check_text(

@@ -52,7 +52,9 @@ codes! {
     InvalidEscape = "E0006", Error, "invalid escape sequence";
     /// `${` without a closing `}` in the same string.
     UnterminatedInterpolation = "E0007", Error, "unterminated interpolation";
-    /// `${...}` whose inside is not a dotted name.
+    /// `${...}` whose inside was not a dotted name. Since v0.2 `${...}` takes
+    /// any expression and a malformed one is reported as `E0001`; the code
+    /// stays reserved.
     InvalidInterpolation = "E0008", Error, "invalid interpolation";
     /// A malformed integer literal (`0o9`, `0x`, `12ab`).
     InvalidNumber = "E0009", Error, "invalid number";
@@ -62,6 +64,15 @@ codes! {
     InvalidDurationUnit = "E0011", Error, "invalid duration unit";
     /// Brackets, braces, parentheses or `!` nested deeper than the limit.
     NestingTooDeep = "E0012", Error, "nesting too deep";
+    /// A template tag `{%` or comment `{#` without its `%}` or `#}`.
+    UnterminatedTag = "E0013", Error, "unterminated template tag";
+    /// `{% word %}` where `word` is none of `for`, `if`, `elif`, `else`,
+    /// `endfor`, `endif`.
+    UnknownTag = "E0014", Error, "unknown template tag";
+    /// Template tags that do not nest: an unclosed `{% for %}`/`{% if %}`, a
+    /// stray `{% endif %}`/`{% else %}`/`{% elif %}`/`{% endfor %}`, a second
+    /// `{% else %}`, an `{% elif %}` after `{% else %}`.
+    UnbalancedTags = "E0015", Error, "unbalanced template tags";
 
     /// An imported file that does not exist (or a `std/` file the stdlib lacks).
     ImportNotFound = "E0101", Error, "imported file not found";
@@ -196,6 +207,36 @@ codes! {
     /// A data file that cannot be read: unsupported extension, missing,
     /// not UTF-8, too large.
     DataUnreadable = "E0708", Error, "cannot read data file";
+
+    /// A call of a function the language does not have (LANGUAGE.md
+    /// section 11).
+    UnknownFunction = "E0116", Error, "unknown function";
+    /// A field a record type does not have: in a literal or an access.
+    UnknownField = "E0117", Error, "unknown record field";
+    /// A record literal where no type says which record it is.
+    RecordNeedsType = "E0220", Error, "record literal without a type";
+    /// A record literal that leaves out a field without a default.
+    MissingField = "E0221", Error, "missing record field";
+    /// A function called with the wrong number or types of arguments.
+    BadArguments = "E0222", Error, "wrong arguments";
+    /// `data(...)` anywhere but as the whole value of a `let` with a
+    /// declared type, or with a path that is not a literal.
+    DataOutsideLet = "E0223", Error, "`data` outside a typed let";
+    /// A lookup of a key a compile-time map does not have, or an index past
+    /// the end of a compile-time list, without `??`.
+    KeyNotFound = "E0224", Error, "key not found";
+    /// A lookup whose key only the host knows, without `??`, on a host
+    /// where it can be missing (LANGUAGE.md section 11).
+    MaybeMissing = "E0225", Error, "lookup may be missing on a host";
+    /// A `template` whose path is not a literal string (the compiler must
+    /// read and check every template).
+    TemplatePathNotLiteral = "E0226", Error, "template path is not a literal";
+    /// A record type that contains itself.
+    RecursiveType = "E0227", Error, "recursive record type";
+    /// A value that cannot be used where it stands: a list or record
+    /// interpolated into a string, a loop over a map without a key
+    /// variable, an `{% if %}` on something that is not a condition.
+    TemplateType = "E0228", Error, "value cannot be used here";
 }
 
 impl std::fmt::Display for Code {

@@ -7,7 +7,7 @@
 //! grammar needs them to give back the same tree.
 
 use converge_grammar::ast::{
-    Arg, AttrStmt, Call, Expr, ExprKind, For, Param, Promise, Stmt, TypeExpr, When,
+    Arg, AttrStmt, Call, Expr, ExprKind, FieldDef, For, Param, Promise, Stmt, TypeExpr, When,
 };
 use converge_grammar::Span;
 
@@ -20,6 +20,7 @@ pub(super) fn slice(src: &str, span: Span) -> &str {
 /// tightly than its place requires is parenthesised.
 fn precedence(e: &Expr) -> u8 {
     match &e.kind {
+        ExprKind::Coalesce(_) => 0,
         ExprKind::Or(_) => 1,
         ExprKind::And(_) => 2,
         ExprKind::Not(_) => 3,
@@ -88,6 +89,31 @@ pub(super) fn expr(src: &str, e: &Expr) -> String {
             op.as_str(),
             operand(src, rhs, 5)
         ),
+        ExprKind::Coalesce(items) => items
+            .iter()
+            .map(|i| operand(src, i, 1))
+            .collect::<Vec<_>>()
+            .join(" ?? "),
+        ExprKind::Record(fields) => {
+            let fields: Vec<String> = fields
+                .iter()
+                .map(|(name, value)| format!("{}: {}", name.name, expr(src, value)))
+                .collect();
+            format!("{{ {} }}", fields.join(", "))
+        }
+        // A dotted name before `.x` is parenthesised: `a.b.x` would be one
+        // longer name, not a field of `a.b`.
+        ExprKind::Field { base, name } if matches!(base.kind, ExprKind::Path(_)) => {
+            format!("({}).{}", expr(src, base), name.name)
+        }
+        ExprKind::Field { base, name } => format!("{}.{}", operand(src, base, 5), name.name),
+        ExprKind::Index { base, index } => {
+            format!("{}[{}]", operand(src, base, 5), expr(src, index))
+        }
+        ExprKind::Call { func, args } => {
+            let args: Vec<String> = args.iter().map(|a| expr(src, a)).collect();
+            format!("{}({})", func.name, args.join(", "))
+        }
     }
 }
 
@@ -113,9 +139,21 @@ fn entry(src: &str, k: &Expr, value: &Expr) -> String {
     format!("{}: {}", key(src, k), expr(src, value))
 }
 
-/// A map key (keys are primaries in the grammar).
+/// A map key (keys are postfix expressions in the grammar). A bare name is
+/// parenthesised: unparenthesised, `{ a: 1 }` would be a record literal.
 pub(super) fn key(src: &str, k: &Expr) -> String {
-    operand(src, k, 5)
+    match &k.kind {
+        ExprKind::Path(path) if path.len() == 1 => format!("({})", expr(src, k)),
+        _ => operand(src, k, 5),
+    }
+}
+
+/// `port: int = 80` of a record type.
+pub(super) fn field_def(src: &str, f: &FieldDef) -> String {
+    match &f.default {
+        Some(d) => format!("{}: {} = {}", f.name.name, ty(&f.ty), expr(src, d)),
+        None => format!("{}: {}", f.name.name, ty(&f.ty)),
+    }
 }
 
 pub(super) fn ty(t: &TypeExpr) -> String {
@@ -173,7 +211,10 @@ pub(super) fn when_head(src: &str, w: &When) -> String {
 }
 
 pub(super) fn for_head(src: &str, f: &For) -> String {
-    format!("for {} in {}", f.var.name, expr(src, &f.list))
+    match &f.key {
+        Some(key) => format!("for {}, {} in {}", key.name, f.var.name, expr(src, &f.list)),
+        None => format!("for {} in {}", f.var.name, expr(src, &f.list)),
+    }
 }
 
 /// A whole statement on one line.

@@ -10,7 +10,7 @@
 
 use converge_grammar::ast::{
     AttrStmt, BodyDef, BundleDef, Call, Exclusive, Expr, ExprKind, Item, Module, PolicyDef,
-    Promise, Stmt,
+    Promise, Stmt, TypeDef,
 };
 use converge_grammar::{Comment, Span};
 
@@ -225,6 +225,7 @@ impl<'a> Printer<'a> {
             Item::Body(b) => self.body_def(b),
             Item::Bundle(b) => self.bundle_def(b),
             Item::Policy(p) => self.policy_def(p),
+            Item::Type(t) => self.type_def(t),
             Item::Error(span) => self.out.push_str(flat::slice(src, *span)),
         }
     }
@@ -336,6 +337,47 @@ impl<'a> Printer<'a> {
         self.out.push_str(&head);
         let after = b.params.last().map_or(b.name.span.end, |p| p.span.end);
         self.stmt_block(&b.body, after, b.span);
+    }
+
+    /// `type Name = { field: T, ... };`, one field per line when it was
+    /// written with a trailing comma, holds a comment or does not fit.
+    fn type_def(&mut self, t: &TypeDef) {
+        let src = self.src;
+        let fields: Vec<String> = t.fields.iter().map(|f| flat::field_def(src, f)).collect();
+        let text = if fields.is_empty() {
+            format!("type {} = {{}};", t.name.name)
+        } else {
+            format!("type {} = {{ {} }};", t.name.name, fields.join(", "))
+        };
+        let open = self
+            .find_char(t.name.span.end, b'=')
+            .and_then(|eq| self.find_char(eq + 1, b'{'));
+        let close = flat::slice(src, t.span)
+            .rfind('}')
+            .map(|i| t.span.start + i as u32);
+        let (Some(open), Some(close)) = (open, close) else {
+            self.out.push_str(&text);
+            return;
+        };
+        let braces = Span::new(t.span.file, open, close + 1);
+        let last = t.fields.last().map(|f| f.span.end);
+        if t.fields.is_empty() || !self.breaks_between(braces, last, &text, 0) {
+            self.out.push_str(&text);
+            return;
+        }
+        self.out.push_str(&format!("type {} = ", t.name.name));
+        let spans: Vec<Span> = t.fields.iter().map(|f| f.span).collect();
+        self.broken(braces, ("{", "}"), &spans, |p, i| {
+            let Some(f) = t.fields.get(i) else { return };
+            p.out.push_str(&f.name.name);
+            p.out.push_str(": ");
+            p.out.push_str(&flat::ty(&f.ty));
+            if let Some(d) = &f.default {
+                p.out.push_str(" = ");
+                p.expr(d);
+            }
+        });
+        self.out.push(';');
     }
 
     fn policy_def(&mut self, p: &PolicyDef) {
@@ -529,6 +571,16 @@ impl<'a> Printer<'a> {
                     }
                 });
             }
+            ExprKind::Record(fields) if !fields.is_empty() && self.breaks(e, &text) => {
+                let spans: Vec<Span> = fields.iter().map(|(k, v)| k.span.to(v.span)).collect();
+                self.broken(e.span, ("{", "}"), &spans, |p, i| {
+                    if let Some((k, v)) = fields.get(i) {
+                        p.out.push_str(&k.name);
+                        p.out.push_str(": ");
+                        p.expr(v);
+                    }
+                });
+            }
             _ => self.out.push_str(&text),
         }
     }
@@ -537,6 +589,7 @@ impl<'a> Printer<'a> {
         let last = match &e.kind {
             ExprKind::List(items) => items.last().map(|i| i.span.end),
             ExprKind::Map(entries) => entries.last().map(|(_, v)| v.span.end),
+            ExprKind::Record(fields) => fields.last().map(|(_, v)| v.span.end),
             _ => None,
         };
         self.breaks_between(e.span, last, flat, 1)

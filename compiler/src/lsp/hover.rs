@@ -80,7 +80,27 @@ pub fn describe(analysis: &Analysis, target: Target<'_>) -> Option<String> {
         DefKind::HardClass => Some(format!(
             "```policy\nclass {name}\n```\nhard class: set by the VM from the host's facts"
         )),
-        DefKind::Class | DefKind::Let | DefKind::Body => {
+        DefKind::Function => {
+            let f = crate::sema::functions::function(name)?;
+            Some(format!(
+                "```policy\n{}\n```\nbuilt-in function\n\n{}",
+                f.signature, f.doc
+            ))
+        }
+        DefKind::Field => {
+            let item = def.item?;
+            let text = analysis.text(item.file).get(item.range())?;
+            let record = def
+                .parent
+                .and_then(|p| target.names.definition(p))
+                .map(|p| p.name.to_string())
+                .unwrap_or_default();
+            Some(format!(
+                "```policy\n{text}\n```\nfield of `{record}`{}",
+                origin(analysis, item.file)
+            ))
+        }
+        DefKind::Class | DefKind::Let | DefKind::Body | DefKind::Type => {
             let item = def.item?;
             let text = analysis.text(item.file).get(item.range())?;
             Some(format!(

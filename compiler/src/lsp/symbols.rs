@@ -66,6 +66,15 @@ pub fn document_symbols(analysis: &Analysis, doc: &Document) -> Vec<DocumentSymb
                 Span::new(p.span.file, p.span.start, p.span.start + 6),
                 statements(doc, &p.body),
             )),
+            Item::Type(t) => Some(symbol(
+                doc,
+                t.name.name.to_string(),
+                Some("type".to_owned()),
+                SymbolKind::STRUCT,
+                t.span,
+                t.name.span,
+                Vec::new(),
+            )),
             Item::Import(_) | Item::Exclusive(_) | Item::Error(_) => None,
         };
         out.extend(symbol);

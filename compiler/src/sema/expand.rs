@@ -8,12 +8,17 @@
 //! for an enum, a mode out of range, a missing map key, recursive bundles,
 //! and `after`/`notify` references to promises the policy does not make.
 
+mod functions;
+mod lookups;
+mod split;
+mod templates;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use converge_format::schema::{promise_type, AttrType, PromiserKind};
 use converge_grammar::ast::{self, ClassDef, Expr, ExprKind, PolicyDef, Stmt};
-use converge_grammar::token::{interp_text, InterpName, StrLit, StrPart};
+use converge_grammar::token::{StrLit, StrPart};
 use converge_grammar::Span;
 
 use super::check::{bind_arguments, promiser_problem, relative_path, Checker};
@@ -22,6 +27,7 @@ use super::symbols::Symbols;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, CallSite, Guard, RuntimeLoop, TemplatePart, Value};
 use crate::suggest::{did_you_mean, one_of};
+use lookups::Indexed;
 
 #[derive(Debug)]
 pub struct Expansion {
@@ -63,6 +69,8 @@ pub fn expand<'a>(
         exhausted: false,
         compile_loops: Vec::new(),
         name_hint: 0,
+        optional: 0,
+        by_name: false,
     };
     ex.stmts(&policy.body, &mut Vec::new(), &Arc::new(Guard::Const(true)));
     let classes = symbols
@@ -122,11 +130,23 @@ struct Expander<'a, 'c> {
     /// Where in the checker's name table the last name was found (names
     /// are read mostly in source order).
     name_hint: usize,
+    /// Inside the left side of a `??` (how deep): a lookup that finds
+    /// nothing is a value the `??` replaces, not an error.
+    optional: usize,
+    /// While rendering a template file: names are found by name in the
+    /// environment (one template may serve several bundles, whose
+    /// parameters are different definitions).
+    by_name: bool,
 }
 
 impl<'a> Expander<'a, '_> {
     /// Counts one instance made at `span`; false (with one error, the first
     /// time) once the budget is spent.
+    /// Counts `n` instances (see [`spend`](Self::spend)).
+    fn spend_many(&mut self, n: usize, span: Span) -> bool {
+        (0..n).all(|_| self.spend(span))
+    }
+
     fn spend(&mut self, span: Span) -> bool {
         if self.exhausted {
             return false;
@@ -195,65 +215,154 @@ impl<'a> Expander<'a, '_> {
                     let inner = Arc::new(Guard::clone(guard).and(self.guard(&w.guard, env)));
                     self.stmts(&w.body, env, &inner);
                 }
-                Stmt::For(f) => match self.eval(&f.list, env) {
-                    Value::List(items) => {
-                        let Some(def) = self.resolve(f.var.span) else {
-                            self.unresolved(f.var.span, &f.var.name);
-                            continue;
-                        };
-                        self.compile_loops.push((&f.var.name, items.len()));
-                        for item in items {
-                            if !self.spend(f.span) {
-                                break;
-                            }
-                            env.push((def, &f.var.name, item));
-                            self.stmts(&f.body, env, guard);
-                            env.pop();
-                        }
-                        self.compile_loops.pop();
-                    }
-                    Value::Fact(fact) => {
-                        let Some(def) = self.resolve(f.var.span) else {
-                            self.unresolved(f.var.span, &f.var.name);
-                            continue;
-                        };
-                        if self.loops.len() >= converge_format::bundle::limits::MAX_LOOP_DEPTH {
-                            // The VM's verifier refuses a promise nested
-                            // deeper: refuse it here, where it is written.
-                            self.diagnostics.push(
-                                Diagnostic::new(
-                                    Code::NestingTooDeep,
-                                    format!(
-                                        "more than {} nested run-time loops",
-                                        converge_format::bundle::limits::MAX_LOOP_DEPTH
-                                    ),
-                                    f.var.span,
-                                    "one loop too many",
-                                )
-                                .with_note("hosts refuse a bundle with a promise inside more run-time loops (`for x in sys....`) than that")
-                                .with_help("loop over fewer facts at once; iterate over a combined list instead"),
-                            );
-                            continue;
-                        }
-                        self.loops.push(RuntimeLoop {
-                            var: f.var.name.to_string(),
-                            fact,
-                        });
-                        self.shared_loops = Arc::from(self.loops.as_slice());
-                        env.push((def, &f.var.name, Value::LoopVar(f.var.name.to_string())));
-                        self.stmts(&f.body, env, guard);
-                        env.pop();
-                        self.loops.pop();
-                        self.shared_loops = Arc::from(self.loops.as_slice());
-                    }
-                    // Type checking guarantees a list; anything else expands
-                    // to nothing.
-                    _ => {}
-                },
+                Stmt::For(f) => {
+                    let list = self.eval(&f.list, env);
+                    self.for_loop(f, list, env, guard);
+                }
                 Stmt::Call(call) => self.call(call, env, guard),
                 Stmt::Error(_) => {}
             }
         }
+    }
+
+    /// A `for` statement over `list`: unrolled over a compile-time list or
+    /// map, repeated by the VM over a fact, and split per key over a list
+    /// looked up by a value only the host knows.
+    fn for_loop(&mut self, f: &'a ast::For, list: Value, env: &mut Env<'a>, guard: &Arc<Guard>) {
+        match list {
+            Value::List(items) => {
+                let Some(def) = self.resolve(f.var.span) else {
+                    self.unresolved(f.var.span, &f.var.name);
+                    return;
+                };
+                self.compile_loops.push((&f.var.name, items.len()));
+                for item in items {
+                    if !self.spend(f.span) {
+                        break;
+                    }
+                    env.push((def, &f.var.name, item));
+                    self.stmts(&f.body, env, guard);
+                    env.pop();
+                }
+                self.compile_loops.pop();
+            }
+            Value::Map(entries) => {
+                let (Some(key), Some(def)) = (&f.key, self.resolve(f.var.span)) else {
+                    self.unresolved(f.var.span, &f.var.name);
+                    return;
+                };
+                let Some(key_def) = self.resolve(key.span) else {
+                    self.unresolved(key.span, &key.name);
+                    return;
+                };
+                self.compile_loops.push((&f.var.name, entries.len()));
+                // Maps are kept sorted by key: the loop runs in key order.
+                for (k, v) in entries {
+                    if !self.spend(f.span) {
+                        break;
+                    }
+                    env.push((key_def, &key.name, Value::Str(k)));
+                    env.push((def, &f.var.name, v));
+                    self.stmts(&f.body, env, guard);
+                    env.pop();
+                    env.pop();
+                }
+                self.compile_loops.pop();
+            }
+            Value::Choice(c) => {
+                // One loop per group of keys with the same list, each under
+                // `on in [keys]`; the other hosts get the default.
+                let mut groups: Vec<(Value, Vec<String>)> = Vec::new();
+                for (k, v) in &c.cases {
+                    match groups.iter_mut().find(|(gv, _)| gv == v) {
+                        Some((_, keys)) => keys.push(k.clone()),
+                        None => groups.push((v.clone(), vec![k.clone()])),
+                    }
+                }
+                let all: Vec<Value> = c.cases.iter().map(|(k, _)| Value::Str(k.clone())).collect();
+                for (value, keys) in groups {
+                    let member = Guard::Compare {
+                        op: ir::CompareOp::In,
+                        lhs: c.on.clone(),
+                        rhs: Value::List(keys.into_iter().map(Value::Str).collect()),
+                    };
+                    let inner = Arc::new(Guard::clone(guard).and(member));
+                    self.for_loop(f, value, env, &inner);
+                }
+                let others = Guard::Not(Box::new(Guard::Compare {
+                    op: ir::CompareOp::In,
+                    lhs: c.on.clone(),
+                    rhs: Value::List(all),
+                }));
+                let inner = Arc::new(Guard::clone(guard).and(others));
+                self.for_loop(f, c.default, env, &inner);
+            }
+            Value::Missing(span) => self.maybe_missing_loop(span, guard),
+            Value::Fact(fact) => {
+                let Some(def) = self.resolve(f.var.span) else {
+                    self.unresolved(f.var.span, &f.var.name);
+                    return;
+                };
+                if self.loops.len() >= converge_format::bundle::limits::MAX_LOOP_DEPTH {
+                    // The VM's verifier refuses a promise nested
+                    // deeper: refuse it here, where it is written.
+                    self.diagnostics.push(
+                        Diagnostic::new(
+                            Code::NestingTooDeep,
+                            format!(
+                                "more than {} nested run-time loops",
+                                converge_format::bundle::limits::MAX_LOOP_DEPTH
+                            ),
+                            f.var.span,
+                            "one loop too many",
+                        )
+                        .with_note("hosts refuse a bundle with a promise inside more run-time loops (`for x in sys....`) than that")
+                        .with_help("loop over fewer facts at once; iterate over a combined list instead"),
+                    );
+                    return;
+                }
+                self.loops.push(RuntimeLoop {
+                    var: f.var.name.to_string(),
+                    fact,
+                });
+                self.shared_loops = Arc::from(self.loops.as_slice());
+                env.push((def, &f.var.name, Value::LoopVar(f.var.name.to_string())));
+                self.stmts(&f.body, env, guard);
+                env.pop();
+                self.loops.pop();
+                self.shared_loops = Arc::from(self.loops.as_slice());
+            }
+            other => {
+                self.report(
+                    Diagnostic::new(
+                        Code::InvalidExpression,
+                        "a promise-level loop runs over a compile-time list or map, or over a fact",
+                        f.list.span,
+                        format!("this is computed on the host: {}", other.display()),
+                    )
+                    .with_help(
+                        "loop over `sys.ipv4` directly, or compute the list at compile time",
+                    ),
+                );
+            }
+        }
+    }
+
+    /// A `for` over a lookup that may find nothing on some host: the loop
+    /// body is promised nowhere there, which is almost never meant.
+    fn maybe_missing_loop(&mut self, span: Span, guard: &Arc<Guard>) {
+        if matches!(**guard, Guard::Const(false)) {
+            return;
+        }
+        self.report(
+            Diagnostic::new(
+                Code::MaybeMissing,
+                "this lookup may be missing on a host",
+                span,
+                "no `??` default",
+            )
+            .with_help("add `?? []` (or another default) so every host knows what to loop over"),
+        );
     }
 
     fn call(&mut self, call: &'a ast::Call, env: &mut Env<'a>, guard: &Arc<Guard>) {
@@ -371,7 +480,11 @@ impl<'a> Expander<'a, '_> {
             } else {
                 &*env
             };
-            let value = self.attr_value(&spec.ty, source.value, scope);
+            let value = if source.name.name == "template" {
+                self.template_attr(source.value, scope)
+            } else {
+                self.attr_value(&spec.ty, source.value, scope)
+            };
             self.check_value(&spec.ty, &value, source.value.span);
             attrs.push(ir::Attr {
                 name: source.name.name.to_string(),
@@ -379,23 +492,27 @@ impl<'a> Expander<'a, '_> {
                 span: source.value.span,
             });
         }
-        let template_env = if attrs.iter().any(|a| a.name == "template") {
-            env.iter()
-                .map(|(_, n, v)| ((*n).to_owned(), v.clone()))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        self.promises.push(ir::Promise {
+        let promise = ir::Promise {
             kind: pt.name,
-            template_env,
             promiser,
             attrs,
             guard: Arc::clone(guard),
             span,
             chain: Arc::clone(&self.shared_chain),
             runtime_loops: Arc::clone(&self.shared_loops),
+            missing: None,
+        };
+        let mut budget = MAX_INSTANCES.saturating_sub(self.instances);
+        let mut spent = 0usize;
+        let instances = split::split(promise, &mut || {
+            spent += 1;
+            budget = budget.saturating_sub(1);
+            budget > 0
         });
+        if spent > 0 && !self.spend_many(spent, p.span) {
+            return;
+        }
+        self.promises.extend(instances);
     }
 
     /// Evaluates an attribute value; bare words stand for themselves where
@@ -502,7 +619,10 @@ impl<'a> Expander<'a, '_> {
         // Insert a placeholder first: a let cycle was already reported by
         // the checker, and this keeps evaluation finite.
         self.lets.insert(name, Value::Str(String::new()));
-        let value = self.eval(&def.value, &Vec::new());
+        let value = match self.checker.data_values.get(name) {
+            Some(data) => data.clone(),
+            None => self.eval(&def.value, &Vec::new()),
+        };
         self.lets.insert(name, value.clone());
         value
     }
@@ -524,6 +644,16 @@ impl<'a> Expander<'a, '_> {
     /// it: a parameter or loop variable from `env`, or a `let`. `None` when
     /// the name is not a variable (a class, a fact, a word).
     fn lookup(&mut self, name: &'a str, span: Span, env: &Env<'a>) -> Option<Value> {
+        if self.by_name {
+            if let Some((_, _, v)) = env.iter().rev().find(|(_, n, _)| *n == name) {
+                return Some(v.clone());
+            }
+            return self
+                .symbols
+                .lets
+                .get(name)
+                .map(|def| self.let_value(&def.name.name));
+        }
         let id = self.resolve(span)?;
         let def = self.checker.names.definition(id)?;
         match def.kind {
@@ -584,9 +714,144 @@ impl<'a> Expander<'a, '_> {
                 kind: r.kind.name.to_string(),
                 target: Box::new(self.string(&r.target, expr.span, env)),
             },
-            ExprKind::Not(_) | ExprKind::And(..) | ExprKind::Or(..) | ExprKind::Compare { .. } => {
-                Value::Bool(false)
+            ExprKind::Record(fields) => self.record(fields, expr.span, env),
+            ExprKind::Field { base, name } => {
+                let base = self.eval(base, env);
+                let value = lookups::field(base, &name.name, name.span);
+                self.present(value, name.span)
             }
+            ExprKind::Index { base, index } => {
+                let base_v = self.eval(base, env);
+                let index_v = self.eval(index, env);
+                match lookups::index(base_v, index_v, expr.span) {
+                    Indexed::Value(v) => self.present(v, expr.span),
+                    Indexed::Unsupported => {
+                        self.report(
+                            Diagnostic::new(
+                                Code::InvalidExpression,
+                                "a list of records, lists or numbers cannot be indexed by a value only the host knows",
+                                expr.span,
+                                "the host would have to pick the element",
+                            )
+                            .with_help("use a map keyed by the fact instead (`m[sys.hostname]`)"),
+                        );
+                        Value::Str(String::new())
+                    }
+                }
+            }
+            ExprKind::Coalesce(items) => self.coalesce(items, env),
+            ExprKind::Call { func, args } => {
+                let args: Vec<Value> = args.iter().map(|a| self.eval(a, env)).collect();
+                match functions::apply(&func.name, args) {
+                    Ok(v) => v,
+                    Err(why) => {
+                        self.report(Diagnostic::new(
+                            Code::BadArguments,
+                            why,
+                            expr.span,
+                            "in this call",
+                        ));
+                        Value::Str(String::new())
+                    }
+                }
+            }
+            ExprKind::Not(_) | ExprKind::And(..) | ExprKind::Or(..) | ExprKind::Compare { .. } => {
+                match self.guard(expr, env) {
+                    Guard::Const(b) => Value::Bool(b),
+                    g => Value::Select {
+                        cond: Box::new(g),
+                        then: Box::new(Value::Bool(true)),
+                        otherwise: Box::new(Value::Bool(false)),
+                    },
+                }
+            }
+        }
+    }
+
+    /// A record literal: every field of its type, defaults filled in, in
+    /// declaration order.
+    fn record(
+        &mut self,
+        fields: &'a [(converge_grammar::ast::Ident, Expr)],
+        span: Span,
+        env: &Env<'a>,
+    ) -> Value {
+        let given: Vec<(&str, Value)> = fields
+            .iter()
+            .map(|(name, value)| (name.name.as_str(), self.eval(value, env)))
+            .collect();
+        match self.checker.record_literals.get(&span).cloned() {
+            Some(record) => Value::Record(
+                record
+                    .fields
+                    .iter()
+                    .map(|f| {
+                        let value = given
+                            .iter()
+                            .find(|(n, _)| *n == f.name)
+                            .map(|(_, v)| v.clone())
+                            .or_else(|| f.default.clone())
+                            .unwrap_or(Value::Missing(span));
+                        (f.name.clone(), value)
+                    })
+                    .collect(),
+            ),
+            None => Value::Record(given.into_iter().map(|(n, v)| (n.to_owned(), v)).collect()),
+        }
+    }
+
+    /// `a ?? b ?? c`.
+    fn coalesce(&mut self, items: &'a [Expr], env: &Env<'a>) -> Value {
+        let Some((last, firsts)) = items.split_last() else {
+            return Value::Str(String::new());
+        };
+        self.optional += 1;
+        let mut acc: Option<Value> = None;
+        for item in firsts {
+            let v = self.eval(item, env);
+            acc = Some(match acc {
+                None => v,
+                Some(a) => lookups::coalesce(a, v),
+            });
+        }
+        self.optional -= 1;
+        let last = self.eval(last, env);
+        match acc {
+            None => last,
+            Some(a) => lookups::coalesce(a, last),
+        }
+    }
+
+    /// A lookup's value where no `??` follows: a compile-time key that is
+    /// not there is an error now; a lookup only the host can make must
+    /// have a default.
+    fn present(&mut self, value: Value, span: Span) -> Value {
+        if self.optional > 0 {
+            return value;
+        }
+        match &value {
+            Value::Missing(_) => {
+                self.report(
+                    Diagnostic::new(Code::KeyNotFound, "no such key or index", span, "not found")
+                        .with_help(
+                            "add `?? default` for a value that may be absent, or fix the key",
+                        ),
+                );
+                Value::Str(String::new())
+            }
+            v if split::needs_default(v) => {
+                self.report(
+                    Diagnostic::new(
+                        Code::MaybeMissing,
+                        "this lookup may be missing on a host; add `?? default`",
+                        span,
+                        "only the host knows whether it is there",
+                    )
+                    .with_help("write `... ?? \"default\"`: the host takes the default where the element is absent"),
+                );
+                value
+            }
+            _ => value,
         }
     }
 
@@ -602,91 +867,36 @@ impl<'a> Expander<'a, '_> {
             return Value::Word(first.name.to_string());
         };
         for key in path.iter().skip(1) {
-            value = match value {
-                Value::Map(entries) => match entries.into_iter().find(|(k, _)| *k == key.name) {
-                    Some((_, v)) => v,
-                    None => {
-                        self.report(Diagnostic::new(
-                            Code::UndefinedVariable,
-                            format!("the map has no key `{}`", key.name),
-                            key.span,
-                            "no such key",
-                        ));
-                        return Value::Str(String::new());
-                    }
-                },
-                other => other,
-            };
+            value = lookups::field(value, &key.name, key.span);
+            value = self.present(value, key.span);
         }
         value
     }
 
     /// A string literal with its interpolations substituted: constants are
-    /// spliced in as text, facts and run-time loop variables stay parts of
-    /// a template.
+    /// spliced in as text, values only the host knows stay parts of a
+    /// template, and a string with template tags is rendered
+    /// (`templates.rs`).
     fn string(&mut self, lit: &'a StrLit, span: Span, env: &Env<'a>) -> Value {
-        let mut parts: Vec<TemplatePart> = Vec::new();
-        let push_lit = |parts: &mut Vec<TemplatePart>, text: &str| match parts.last_mut() {
-            Some(TemplatePart::Lit(prev)) => prev.push_str(text),
-            _ => parts.push(TemplatePart::Lit(text.to_owned())),
-        };
-        for part in &lit.parts {
-            match part {
-                StrPart::Lit(text) => push_lit(&mut parts, text),
-                StrPart::Interp { path, .. } => {
-                    let value = self.interp_value(path, span, env);
-                    match value {
-                        Value::Fact(f) => parts.push(TemplatePart::Fact(f)),
-                        Value::LoopVar(v) => parts.push(TemplatePart::LoopVar(v)),
-                        Value::Template(inner) => {
-                            for p in inner {
-                                match p {
-                                    TemplatePart::Lit(t) => push_lit(&mut parts, &t),
-                                    other => parts.push(other),
-                                }
-                            }
-                        }
-                        other => push_lit(&mut parts, &render(&other)),
-                    }
+        if lit.parts.iter().any(|p| matches!(p, StrPart::Tag(_))) {
+            let nodes = self.symbols.ws.and_then(|ws| ws.string_nodes(span));
+            return match nodes {
+                Some(nodes) => {
+                    let mut env = env.clone();
+                    self.render(nodes, &mut env)
                 }
-            }
-        }
-        match parts.as_slice() {
-            [] => Value::Str(String::new()),
-            [TemplatePart::Lit(text)] => Value::Str(text.clone()),
-            _ => Value::Template(parts),
-        }
-    }
-
-    fn interp_value(&mut self, path: &'a [InterpName], span: Span, env: &Env<'a>) -> Value {
-        let Some(first) = path.first() else {
-            return Value::Str(String::new());
-        };
-        if first.name == "sys" {
-            return Value::Fact(interp_text(path));
-        }
-        let Some(mut value) = self.lookup(&first.name, first.span(span.file), env) else {
-            self.unresolved(first.span(span.file), &first.name);
-            return Value::Str(String::new());
-        };
-        for key in path.iter().skip(1) {
-            value = match value {
-                Value::Map(entries) => match entries.into_iter().find(|(k, _)| *k == key.name) {
-                    Some((_, v)) => v,
-                    None => {
-                        self.report(Diagnostic::new(
-                            Code::UndefinedVariable,
-                            format!("the map `{}` has no key `{}`", first.name, key.name),
-                            span,
-                            "no such key",
-                        ));
-                        return Value::Str(String::new());
-                    }
-                },
-                other => other,
+                None => Value::Str(String::new()),
             };
         }
-        value
+        let mut pieces = Vec::with_capacity(lit.parts.len());
+        for part in &lit.parts {
+            match part {
+                StrPart::Lit(text) => pieces.push(Value::Str(text.to_string())),
+                StrPart::Interp(expr) => pieces.push(self.eval(expr, env)),
+                StrPart::Tag(_) => {}
+            }
+        }
+        lookups::concat(pieces)
     }
 
     fn guard(&mut self, expr: &'a Expr, env: &Env<'a>) -> Guard {
@@ -732,7 +942,12 @@ impl<'a> Expander<'a, '_> {
                 let rhs = self.eval(rhs, env);
                 fold_compare(op, lhs, rhs)
             }
-            _ => Guard::Const(false),
+            // A bool value (a field, a lookup, a function call): known now,
+            // chosen by a key only the host knows, or computed on the host.
+            _ => {
+                let value = self.eval(expr, env);
+                bool_guard(value)
+            }
         }
     }
 
@@ -835,14 +1050,65 @@ impl<'a> Expander<'a, '_> {
     }
 }
 
-/// The text a constant contributes when interpolated into a string.
-fn render(value: &Value) -> String {
+/// The guard that holds where a bool value is true. A value chosen by a
+/// key becomes `on in [keys that give true]`, so the analyses see the key.
+fn bool_guard(value: Value) -> Guard {
     match value {
-        Value::Str(s) | Value::Word(s) => s.clone(),
-        Value::Int(i) => i.to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::Duration(s) => s.to_string(),
-        other => other.display(),
+        Value::Bool(b) => Guard::Const(b),
+        Value::Choice(c) => {
+            let mut parts = Vec::new();
+            let all: Vec<Value> = c.cases.iter().map(|(k, _)| Value::Str(k.clone())).collect();
+            let mut true_keys = Vec::new();
+            for (k, v) in c.cases {
+                match bool_guard(v) {
+                    Guard::Const(true) => true_keys.push(Value::Str(k)),
+                    Guard::Const(false) => {}
+                    g => parts.push(
+                        Guard::Compare {
+                            op: ir::CompareOp::Eq,
+                            lhs: c.on.clone(),
+                            rhs: Value::Str(k),
+                        }
+                        .and(g),
+                    ),
+                }
+            }
+            if !true_keys.is_empty() {
+                parts.push(Guard::Compare {
+                    op: ir::CompareOp::In,
+                    lhs: c.on.clone(),
+                    rhs: Value::List(true_keys),
+                });
+            }
+            match bool_guard(c.default) {
+                Guard::Const(false) => {}
+                g => parts.push(
+                    Guard::Not(Box::new(Guard::Compare {
+                        op: ir::CompareOp::In,
+                        lhs: c.on.clone(),
+                        rhs: Value::List(all),
+                    }))
+                    .and(g),
+                ),
+            }
+            match parts.len() {
+                0 => Guard::Const(false),
+                1 => parts.pop().unwrap_or(Guard::Const(false)),
+                _ => Guard::Or(parts),
+            }
+        }
+        // A missing value was reported where it was looked up.
+        Value::Missing(_) => Guard::Const(false),
+        Value::Select {
+            cond,
+            then,
+            otherwise,
+        } if *then == Value::Bool(true) && *otherwise == Value::Bool(false) => *cond,
+        other => Guard::Compare {
+            op: ir::CompareOp::Eq,
+            lhs: other,
+            rhs: Value::Bool(true),
+        },
     }
 }
 

@@ -98,23 +98,23 @@ fn dependencies<'a>(symbols: &Symbols<'a>, name: &str) -> Vec<&'a str> {
             }
             ExprKind::Str(lit) => {
                 for part in &lit.parts {
-                    if let StrPart::Interp { path, .. } = part {
-                        if let Some(first) = path.first() {
-                            add(&first.name, &mut out);
-                        }
+                    if let StrPart::Interp(inner) = part {
+                        stack.push(inner);
                     }
                 }
             }
             ExprKind::Ref(r) => {
                 for part in &r.target.parts {
-                    if let StrPart::Interp { path, .. } = part {
-                        if let Some(first) = path.first() {
-                            add(&first.name, &mut out);
-                        }
+                    if let StrPart::Interp(inner) = part {
+                        stack.push(inner);
                     }
                 }
             }
-            ExprKind::List(items) | ExprKind::And(items) | ExprKind::Or(items) => {
+            ExprKind::List(items)
+            | ExprKind::And(items)
+            | ExprKind::Or(items)
+            | ExprKind::Coalesce(items)
+            | ExprKind::Call { args: items, .. } => {
                 stack.extend(items.iter().rev());
             }
             ExprKind::Map(entries) => {
@@ -122,6 +122,12 @@ fn dependencies<'a>(symbols: &Symbols<'a>, name: &str) -> Vec<&'a str> {
                     stack.push(v);
                     stack.push(k);
                 }
+            }
+            ExprKind::Record(fields) => stack.extend(fields.iter().rev().map(|(_, v)| v)),
+            ExprKind::Field { base, .. } => stack.push(base),
+            ExprKind::Index { base, index } => {
+                stack.push(index);
+                stack.push(base);
             }
             ExprKind::Not(inner) => stack.push(inner),
             ExprKind::Compare { lhs, rhs, .. } => {

@@ -5,6 +5,7 @@
 
 pub mod check;
 pub mod expand;
+pub mod functions;
 pub mod let_order;
 pub mod names;
 pub mod symbols;
@@ -52,6 +53,7 @@ pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
         let mut expansion = expand::expand(&symbols, &mut checker, policy);
         diagnostics.append(&mut expansion.diagnostics);
         let mut program = expansion.program;
+        diagnostics.extend(analysis::missing::missing_lookups(&mut program));
         // The three analyses only read the program: run them side by side.
         let (dead, contradictions, ordering) = std::thread::scope(|scope| {
             let dead = scope.spawn(|| analysis::dead::dead_promises(&program));

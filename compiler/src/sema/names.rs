@@ -25,6 +25,10 @@ use smol_str::SmolStr;
 pub struct DefId(u32);
 
 impl DefId {
+    /// Stands for "no definition" where one is required but never read
+    /// (template variables, found by name).
+    pub const PLACEHOLDER: DefId = DefId(u32::MAX);
+
     /// The definition made `n` definitions after this one.
     pub(crate) fn offset(self, n: usize) -> DefId {
         DefId(self.0.saturating_add(n as u32))
@@ -48,6 +52,12 @@ pub enum DefKind {
     PromiseType,
     /// An attribute name (`mode`), of a promise type or, in a body, of any.
     Attribute,
+    /// A record type (`type Site = { ... };`).
+    Type,
+    /// A field of a record type; its parent is the type.
+    Field,
+    /// A built-in function (`join`), described by `sema::functions`.
+    Function,
 }
 
 impl DefKind {
@@ -66,6 +76,7 @@ impl DefKind {
                 | DefKind::Bundle
                 | DefKind::Param
                 | DefKind::LoopVar
+                | DefKind::Type
         )
     }
 
@@ -112,6 +123,8 @@ pub struct Names {
     /// The attributes of promise types, by the addresses of their schema
     /// entries (the promise type's and the attribute's).
     attributes: FxHashMap<(usize, usize), DefId>,
+    /// The fields of record types, by the type's definition and name.
+    fields: FxHashMap<(DefId, SmolStr), DefId>,
     /// Set by [`finish`](Self::finish): the occurrences are sorted and
     /// complete. Expansion re-reads promise attributes through the checker;
     /// what that would record is already here.
@@ -187,6 +200,19 @@ impl Names {
             false,
         );
         self.attributes.insert(key, id);
+        id
+    }
+
+    /// The definition of field `field` of the record type `ty` (made by
+    /// the checker's global names; `None` for a field the type lacks).
+    pub fn field(&self, ty: DefId, field: &str) -> Option<DefId> {
+        self.fields.get(&(ty, SmolStr::new(field))).copied()
+    }
+
+    pub(crate) fn define_field(&mut self, ty: DefId, def: Definition) -> DefId {
+        let name = def.name.clone();
+        let id = self.define(def, false);
+        self.fields.insert((ty, name), id);
         id
     }
 

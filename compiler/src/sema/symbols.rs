@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 
-use converge_grammar::ast::{BodyDef, BundleDef, ClassDef, Exclusive, Item, LetDef, PolicyDef};
+use converge_grammar::ast::{
+    BodyDef, BundleDef, ClassDef, Exclusive, Item, LetDef, PolicyDef, TypeDef,
+};
 use converge_grammar::{FileId, Span};
 
 use crate::diagnostic::{Code, Diagnostic};
@@ -55,16 +57,24 @@ pub struct Symbols<'a> {
     pub lets: Table<'a, LetDef>,
     pub bodies: Table<'a, BodyDef>,
     pub bundles: Table<'a, BundleDef>,
+    /// Record types (`type NAME = { ... };`).
+    pub types: Table<'a, TypeDef>,
     pub exclusives: Vec<&'a Exclusive>,
     pub policy: Option<&'a PolicyDef>,
     /// Files of the embedded standard library (their definitions are never
     /// reported as unused).
     stdlib_files: Vec<FileId>,
+    /// The workspace the program was loaded into: its data files and
+    /// templates (`workspace::documents`).
+    pub ws: Option<&'a Workspace>,
 }
 
 impl<'a> Symbols<'a> {
     pub fn collect(ws: &'a Workspace, files: &[FileId], diagnostics: &mut Vec<Diagnostic>) -> Self {
-        let mut symbols = Symbols::default();
+        let mut symbols = Symbols {
+            ws: Some(ws),
+            ..Symbols::default()
+        };
         for &file in files {
             if ws.is_stdlib.get(file.0 as usize).copied().unwrap_or(false) {
                 symbols.stdlib_files.push(file);
@@ -90,6 +100,10 @@ impl<'a> Symbols<'a> {
                         .bundles
                         .insert(&def.name.name, def)
                         .map(|old| ("bundle", &def.name.name, def.name.span, old.name.span)),
+                    Item::Type(def) => symbols
+                        .types
+                        .insert(&def.name.name, def)
+                        .map(|old| ("type", &def.name.name, def.name.span, old.name.span)),
                     Item::Exclusive(def) => {
                         symbols.exclusives.push(def);
                         None

@@ -127,6 +127,29 @@ impl Type {
 /// The type names a policy can write, for suggestions.
 pub const TYPE_NAMES: &[&str] = &["string", "int", "bool", "mode", "duration", "list", "map"];
 
+/// Checks the arity of a written `list<T>` or `map<K, V>` (the checker
+/// resolves the arguments itself, so they may name record types).
+pub fn resolve_shape(ty: &TypeExpr) -> Result<(), (String, Span)> {
+    let n = match ty.name.name.as_str() {
+        "list" => 1,
+        "map" => 2,
+        _ => 0,
+    };
+    if ty.args.len() == n {
+        Ok(())
+    } else {
+        Err((
+            format!(
+                "`{}` takes {n} type argument{}, found {}",
+                ty.name.name,
+                if n == 1 { "" } else { "s" },
+                ty.args.len()
+            ),
+            ty.span,
+        ))
+    }
+}
+
 /// Resolves a written type. On error returns what is wrong (for the caller
 /// to word) and the span to point at.
 pub fn resolve(ty: &TypeExpr) -> Result<Type, (String, converge_grammar::Span)> {

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use super::error::hex;
 use super::format::{Body, Constant, Item, Operand};
+use super::functions::function_by_id;
 use super::instr::Instr;
 use crate::schema::{fact_by_id, promise_type_by_id};
 
@@ -125,6 +126,23 @@ pub fn disassemble(body: &Body, version: (u16, u16)) -> String {
             }
         }
     }
+    // The programs `each` runs appear only by number where they are used;
+    // their code is listed once, here.
+    let bodies: std::collections::BTreeSet<u32> = body
+        .programs
+        .iter()
+        .flat_map(|p| p.code.iter())
+        .filter_map(|i| match i {
+            Instr::Each(q) => Some(*q),
+            _ => None,
+        })
+        .collect();
+    if !bodies.is_empty() {
+        let _ = writeln!(out, "\nprograms run by each:");
+        for q in bodies {
+            let _ = writeln!(out, "  {}", d.program(q));
+        }
+    }
     out
 }
 
@@ -141,6 +159,10 @@ impl Disasm<'_> {
             Some(Constant::Bool(b)) => b.to_string(),
             Some(Constant::Duration(s)) => format!("{s}s"),
             Some(Constant::Blob(b)) => format!("<{} bytes>", b.0.len()),
+            Some(Constant::List(items)) => {
+                let items: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
+                format!("[{}]", items.join(", "))
+            }
             None => format!("<constant {c}?>"),
         }
     }
@@ -174,9 +196,71 @@ impl Disasm<'_> {
                 Instr::Class(c) => format!("class {}", self.name(c)),
                 Instr::Match(c) => format!("match {}", self.constant(c)),
                 Instr::Concat(n) => format!("concat {n}"),
+                Instr::Func(f) => match function_by_id(f) {
+                    Some(func) => format!("func {}", func.name),
+                    None => format!("func <function {f}?>"),
+                },
+                Instr::Each(q) => format!("each p{q}"),
+                Instr::Elem(d) => format!("elem {d}"),
                 other => other.mnemonic().to_owned(),
             })
             .collect();
         format!("p{p}: {}", parts.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::format::{ClassEntry, List};
+    use crate::bundle::functions::function;
+
+    /// The format 2.2 instructions and list constants as `inspect` shows
+    /// them, and the programs `each` runs listed once at the end.
+    #[test]
+    fn format_2_2_instructions_are_shown_by_name() {
+        let join = function("join").unwrap().id;
+        let mut body = Body::with_programs(
+            vec![
+                Constant::List(vec!["a".to_owned(), "b\"".to_owned()].into()),
+                Constant::Str(",".into()),
+                Constant::Word("web".into()),
+                Constant::Bool(true),
+            ],
+            vec![
+                vec![Instr::Elem(0), Instr::Const(1), Instr::Concat(2)],
+                vec![
+                    Instr::Const(3),
+                    Instr::Const(0),
+                    Instr::Each(0),
+                    Instr::Const(0),
+                    Instr::Const(1),
+                    Instr::Func(join),
+                    Instr::Select,
+                    Instr::Const(1),
+                    Instr::Coalesce,
+                    Instr::Func(99),
+                    Instr::Const(1),
+                    Instr::Eq,
+                ],
+            ],
+        );
+        body.classes = List(vec![ClassEntry {
+            name: 2,
+            program: Some(1),
+        }]);
+        let text = disassemble(&body, (2, 2));
+        assert!(
+            text.contains(
+                "  web = p1: const true; const [\"a\", \"b\\\"\"]; each p0; \
+                 const [\"a\", \"b\\\"\"]; const \",\"; func join; select; const \",\"; \
+                 coalesce; func <function 99?>; const \",\"; eq\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("\nprograms run by each:\n  p0: elem 0; const \",\"; concat 2\n"),
+            "{text}"
+        );
     }
 }

@@ -203,6 +203,9 @@ pub enum Constant {
     Duration(u64),
     /// An embedded file (`source = "..."`).
     Blob(Bytes),
+    /// A list of strings, pushed by `const` (format 2.2): at most
+    /// [`MAX_CONST_LIST`](super::limits::MAX_CONST_LIST) elements.
+    List(List<String>),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -285,6 +288,7 @@ impl Constant {
             Constant::Bool(_) => constant_kind::BOOL,
             Constant::Duration(_) => constant_kind::DURATION,
             Constant::Blob(_) => constant_kind::BLOB,
+            Constant::List(_) => constant_kind::LIST,
         }
     }
 }
@@ -298,6 +302,7 @@ impl Serialize for Constant {
             Constant::Bool(v) => write_tagged(s, tag, Some(v)),
             Constant::Duration(v) => write_tagged(s, tag, Some(v)),
             Constant::Blob(v) => write_tagged(s, tag, Some(v)),
+            Constant::List(v) => write_tagged(s, tag, Some(v)),
         }
     }
 }
@@ -319,6 +324,7 @@ impl<'de> Deserialize<'de> for Constant {
                     constant_kind::BOOL => Constant::Bool(read_payload(&mut seq, WHAT)?),
                     constant_kind::DURATION => Constant::Duration(read_payload(&mut seq, WHAT)?),
                     constant_kind::BLOB => Constant::Blob(read_payload(&mut seq, WHAT)?),
+                    constant_kind::LIST => Constant::List(read_payload(&mut seq, WHAT)?),
                     other => return Err(refuse(format!("unknown constant kind {other}"))),
                 })
             }

@@ -3,13 +3,19 @@
 //!
 //! A program is a straight line of instructions over a value stack: there
 //! are no jumps at all, so every program terminates after exactly as many
-//! steps as it has instructions. `&&` and `||` evaluate both sides (nothing
+//! steps as it has instructions (an [`Instr::Each`] runs a program of a lower
+//! index per element, so evaluation is bounded by the list lengths and the
+//! nesting the verifier allows). `&&` and `||` evaluate both sides (nothing
 //! has side effects). Loops over run-time lists (`for ip in sys.ipv4`) are
 //! not in the code: a promise names the facts it iterates over, the VM
 //! repeats it per element, and [`Instr::LoopVar`] reads the current element.
 //!
-//! Values are booleans, strings, integers and lists of strings (only facts
-//! produce lists). The verifier (`verify.rs`) checks every program's stack
+//! Values are booleans, strings, integers and lists of strings; since
+//! format 2.2 a value may also be *missing* (a failed index on the host),
+//! which every instruction propagates and only [`Instr::Coalesce`]
+//! replaces. Functions over values are [`Instr::Func`] with an id of the
+//! one function table (`functions.rs`), and [`Instr::Each`] renders a
+//! list by running a lower-numbered program per element. The verifier (`verify.rs`) checks every program's stack
 //! effect and types before anything runs.
 //!
 //! On the wire an instruction is its opcode byte ([`crate::ids::opcode`]),
@@ -55,12 +61,29 @@ pub enum Instr {
     /// `[v1 .. vn] -> [s]`: the concatenation of `n` scalars as text (ints
     /// in decimal, booleans as `true`/`false`).
     Concat(u32),
+    /// `[c, a, b] -> [a if c else b]`: `a` and `b` of one type (format 2.2).
+    Select,
+    /// `[a1 .. an] -> [r]`: built-in function `f` (an id of
+    /// [`FUNCTIONS`](super::functions::FUNCTIONS)) applied to its `n`
+    /// arguments, the last on top (format 2.2).
+    Func(u32),
+    /// `[a, b] -> [a unless it is missing, else b]`: the only instruction
+    /// that removes a missing value (a failed index on the host; 2.2).
+    Coalesce,
+    /// `[list] -> [s]`: runs program `p` once per element of the list, in
+    /// order, and pushes the concatenation of the results; `p` reads the
+    /// element with [`Instr::Elem`] and has a lower index than the program
+    /// that runs it, so there is no recursion (format 2.2).
+    Each(u32),
+    /// `[] -> [s]`: the current element of the `d`-th innermost enclosing
+    /// [`Instr::Each`] (0 = innermost; format 2.2).
+    Elem(u32),
 }
 
 impl Instr {
     /// One instruction of each kind (operands 0): the opcode table is
     /// built from it, and a test checks it misses none.
-    pub const ONE_OF_EACH: [Instr; 12] = [
+    pub const ONE_OF_EACH: [Instr; 17] = [
         Instr::Const(0),
         Instr::Fact(0),
         Instr::LoopVar(0),
@@ -73,6 +96,11 @@ impl Instr {
         Instr::Match(0),
         Instr::In,
         Instr::Concat(0),
+        Instr::Select,
+        Instr::Func(0),
+        Instr::Coalesce,
+        Instr::Each(0),
+        Instr::Elem(0),
     ];
 
     /// The opcode byte that starts the instruction on the wire.
@@ -90,6 +118,11 @@ impl Instr {
             Instr::Match(_) => opcode::MATCH,
             Instr::In => opcode::IN,
             Instr::Concat(_) => opcode::CONCAT,
+            Instr::Select => opcode::SELECT,
+            Instr::Func(_) => opcode::FUNC,
+            Instr::Coalesce => opcode::COALESCE,
+            Instr::Each(_) => opcode::EACH,
+            Instr::Elem(_) => opcode::ELEM,
         }
     }
 
@@ -101,8 +134,18 @@ impl Instr {
             | Instr::LoopVar(x)
             | Instr::Class(x)
             | Instr::Match(x)
-            | Instr::Concat(x) => Some(x),
-            Instr::Not | Instr::And | Instr::Or | Instr::Eq | Instr::Ne | Instr::In => None,
+            | Instr::Concat(x)
+            | Instr::Func(x)
+            | Instr::Each(x)
+            | Instr::Elem(x) => Some(x),
+            Instr::Not
+            | Instr::And
+            | Instr::Or
+            | Instr::Eq
+            | Instr::Ne
+            | Instr::In
+            | Instr::Select
+            | Instr::Coalesce => None,
         }
     }
 
@@ -115,10 +158,18 @@ impl Instr {
             | opcode::LOOPVAR
             | opcode::CLASS
             | opcode::MATCH
-            | opcode::CONCAT => Some(true),
-            opcode::NOT | opcode::AND | opcode::OR | opcode::EQ | opcode::NE | opcode::IN => {
-                Some(false)
-            }
+            | opcode::CONCAT
+            | opcode::FUNC
+            | opcode::EACH
+            | opcode::ELEM => Some(true),
+            opcode::NOT
+            | opcode::AND
+            | opcode::OR
+            | opcode::EQ
+            | opcode::NE
+            | opcode::IN
+            | opcode::SELECT
+            | opcode::COALESCE => Some(false),
             _ => None,
         }
     }
@@ -139,6 +190,11 @@ impl Instr {
             opcode::MATCH => Instr::Match(x),
             opcode::IN => Instr::In,
             opcode::CONCAT => Instr::Concat(x),
+            opcode::SELECT => Instr::Select,
+            opcode::FUNC => Instr::Func(x),
+            opcode::COALESCE => Instr::Coalesce,
+            opcode::EACH => Instr::Each(x),
+            opcode::ELEM => Instr::Elem(x),
             _ => return None,
         })
     }
@@ -158,6 +214,11 @@ impl Instr {
             Instr::Match(_) => "match",
             Instr::In => "in",
             Instr::Concat(_) => "concat",
+            Instr::Select => "select",
+            Instr::Func(_) => "func",
+            Instr::Coalesce => "coalesce",
+            Instr::Each(_) => "each",
+            Instr::Elem(_) => "elem",
         }
     }
 }

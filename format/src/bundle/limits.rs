@@ -23,6 +23,15 @@ pub const MAX_REGEXES: usize = 1024;
 /// multiplies the instances and lengthens every instance's key; real
 /// policies nest two or three.
 pub const MAX_LOOP_DEPTH: usize = 16;
+/// The most elements one `list` constant may hold (format 2.2). A list
+/// constant is pushed whole by `const` and walked by `in`, `join` and
+/// `each`; real policies list a few dozen servers or ports.
+pub const MAX_CONST_LIST: usize = 1 << 16;
+/// The deepest nest of `each` instructions (format 2.2): a program run by
+/// `each` may itself use `each`, down to this many levels. Each level
+/// multiplies the work by a list's length; templates nest two or three
+/// `{% for %}`.
+pub const MAX_EACH_DEPTH: usize = 16;
 /// The most promises one bundle may hold. Ten times the largest policy of
 /// `docs/performance.md`; with [`MAX_PASS_INSTANCES`] it bounds what one
 /// pass holds in memory.

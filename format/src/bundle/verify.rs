@@ -6,8 +6,9 @@
 
 use super::error::BundleError;
 use super::format::{AttrValue, Body, Constant, Item, Operand, Program, Promise};
+use super::functions::function_by_id;
 use super::instr::Instr;
-use super::limits::{RegexCache, MAX_LOOP_DEPTH, MAX_PROMISES};
+use super::limits::{RegexCache, MAX_CONST_LIST, MAX_EACH_DEPTH, MAX_LOOP_DEPTH, MAX_PROMISES};
 use crate::schema::{attribute_by_id, fact_by_id, promise_type, promise_type_by_id, AttrType};
 
 /// The longest program accepted.
@@ -26,14 +27,47 @@ pub enum Ty {
     List,
 }
 
-/// What verifying a program on its own establishes.
+impl Ty {
+    /// As `docs/bytecode.md` writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ty::Bool => "bool",
+            Ty::Str => "string",
+            Ty::Int => "int",
+            Ty::List => "list",
+        }
+    }
+}
+
+/// What the simulation knows of one stack slot: its type, and whether the
+/// value may be missing at run time ("optional T", format 2.2). Missing
+/// comes from a failed index on the host; every instruction that consumes
+/// an optional operand gives an optional result, and only `coalesce`
+/// removes optionality.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Slot {
+    ty: Ty,
+    optional: bool,
+}
+
+/// What verifying a program establishes, including what it inherits from
+/// the programs its `each` instructions run (all of a lower index, so
+/// already verified).
 #[derive(Clone, Copy, Debug)]
 struct ProgramInfo {
     result: Ty,
+    /// Whether the result may be missing.
+    optional: bool,
     /// One more than the highest `loopvar` index used (0 if none).
     loop_vars: u32,
-    /// Whether it reads classes.
-    reads_classes: bool,
+    /// How many enclosing `each` levels it needs for every `elem` to find
+    /// its element: the largest `d + 1` of its `elem d`, and `need - 1` of
+    /// each program it runs by `each`. A program used directly (guard,
+    /// class, promiser, attribute) must need none.
+    elem_need: u32,
+    /// The longest chain of `each` it starts: 0 without `each`, else one
+    /// more than the deepest program it runs. At most [`MAX_EACH_DEPTH`].
+    each_depth: u32,
 }
 
 fn corrupt(reason: impl Into<String>) -> BundleError {
@@ -46,15 +80,15 @@ pub fn verify_body(body: &Body) -> Result<(), BundleError> {
     let v = Verifier { body };
     v.header()?;
     static_limits(body)?;
-    let programs: Vec<ProgramInfo> = body
-        .programs
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            v.program(p)
-                .map_err(|e| corrupt(format!("program {i}: {e}")))
-        })
-        .collect::<Result<_, _>>()?;
+    // In index order: `each` runs only programs of a lower index, whose
+    // facts are known by then.
+    let mut programs: Vec<ProgramInfo> = Vec::with_capacity(body.programs.len());
+    for (i, p) in body.programs.iter().enumerate() {
+        let info = v
+            .program(i, p, &programs)
+            .map_err(|e| corrupt(format!("program {i}: {e}")))?;
+        programs.push(info);
+    }
     v.classes(&programs)?;
     for (g, group) in body.exclusive.iter().enumerate() {
         for &c in group.iter() {
@@ -89,6 +123,16 @@ fn static_limits(body: &Body) -> Result<(), BundleError> {
             "{} promises, more than the limit of {MAX_PROMISES}",
             body.promises.len()
         )));
+    }
+    for (c, constant) in body.constants.iter().enumerate() {
+        if let Constant::List(items) = constant {
+            if items.len() > MAX_CONST_LIST {
+                return Err(corrupt(format!(
+                    "constant {c}: a list of {} elements, more than the limit of {MAX_CONST_LIST}",
+                    items.len()
+                )));
+            }
+        }
     }
     for (i, p) in body.promises.iter().enumerate() {
         if p.loops.len() > MAX_LOOP_DEPTH {
@@ -179,7 +223,25 @@ impl Verifier<'_> {
         }
     }
 
-    fn program(&self, p: &Program) -> Result<ProgramInfo, String> {
+    /// The type of constant `c` when pushed (a blob is never a value).
+    fn constant_ty(&self, c: u32) -> Result<Ty, String> {
+        Ok(match self.constant(c)? {
+            Constant::Str(_) | Constant::Word(_) => Ty::Str,
+            Constant::Int(_) | Constant::Duration(_) => Ty::Int,
+            Constant::Bool(_) => Ty::Bool,
+            Constant::List(_) => Ty::List,
+            Constant::Blob(_) => return Err(format!("constant {c} is a blob")),
+        })
+    }
+
+    /// Simulates program `index` on a stack of types. `earlier` holds what
+    /// verifying programs `0 .. index` established.
+    fn program(
+        &self,
+        index: usize,
+        p: &Program,
+        earlier: &[ProgramInfo],
+    ) -> Result<ProgramInfo, String> {
         if p.code.is_empty() {
             return Err("empty program".to_owned());
         }
@@ -189,86 +251,178 @@ impl Verifier<'_> {
                 p.code.len()
             ));
         }
-        let mut stack: Vec<Ty> = Vec::new();
+        let mut stack: Vec<Slot> = Vec::new();
         let mut loop_vars = 0u32;
-        let mut reads_classes = false;
+        let mut elem_need = 0u32;
+        let mut each_depth = 0u32;
         for (pc, instr) in p.code.iter().enumerate() {
-            let pop = |stack: &mut Vec<Ty>| stack.pop().ok_or(format!("stack underflow at {pc}"));
-            let push = match *instr {
-                Instr::Const(c) => match self.constant(c)? {
-                    Constant::Str(_) | Constant::Word(_) => Ty::Str,
-                    Constant::Int(_) | Constant::Duration(_) => Ty::Int,
-                    Constant::Bool(_) => Ty::Bool,
-                    Constant::Blob(_) => return Err(format!("constant {c} at {pc} is a blob")),
-                },
+            let pop = |stack: &mut Vec<Slot>| stack.pop().ok_or(format!("stack underflow at {pc}"));
+            // The type pushed, and whether an operand may be missing.
+            let (ty, optional) = match *instr {
+                Instr::Const(c) => (
+                    self.constant_ty(c).map_err(|e| format!("{e} at {pc}"))?,
+                    false,
+                ),
                 Instr::Fact(f) => match fact_by_id(f).map(|f| f.ty) {
-                    Some(AttrType::String) => Ty::Str,
-                    Some(AttrType::Int) => Ty::Int,
-                    Some(AttrType::List(_)) => Ty::List,
+                    Some(AttrType::String) => (Ty::Str, false),
+                    Some(AttrType::Int) => (Ty::Int, false),
+                    Some(AttrType::List(_)) => (Ty::List, false),
                     Some(_) => return Err(format!("fact {f} at {pc} has no stack type")),
                     None => return Err(format!("unknown fact id {f} at {pc}")),
                 },
                 Instr::LoopVar(i) => {
                     loop_vars = loop_vars.max(i.saturating_add(1));
-                    Ty::Str
+                    (Ty::Str, false)
                 }
                 Instr::Class(c) => {
                     self.name_const(c)?;
-                    reads_classes = true;
-                    Ty::Bool
+                    (Ty::Bool, false)
                 }
                 Instr::Not => {
-                    expect(pop(&mut stack)?, Ty::Bool, pc)?;
-                    Ty::Bool
+                    let a = pop(&mut stack)?;
+                    expect(a.ty, Ty::Bool, pc)?;
+                    (Ty::Bool, a.optional)
                 }
                 Instr::And | Instr::Or => {
-                    expect(pop(&mut stack)?, Ty::Bool, pc)?;
-                    expect(pop(&mut stack)?, Ty::Bool, pc)?;
-                    Ty::Bool
+                    let b = pop(&mut stack)?;
+                    let a = pop(&mut stack)?;
+                    expect(b.ty, Ty::Bool, pc)?;
+                    expect(a.ty, Ty::Bool, pc)?;
+                    (Ty::Bool, a.optional || b.optional)
                 }
                 Instr::Eq | Instr::Ne => {
                     let b = pop(&mut stack)?;
                     let a = pop(&mut stack)?;
-                    if a != b || a == Ty::List {
-                        return Err(format!("comparison of {a:?} with {b:?} at {pc}"));
+                    if a.ty != b.ty || a.ty == Ty::List {
+                        return Err(format!("comparison of {:?} with {:?} at {pc}", a.ty, b.ty));
                     }
-                    Ty::Bool
+                    (Ty::Bool, a.optional || b.optional)
                 }
                 Instr::Match(c) => {
                     // Compiled once per constant by `regexes`, below.
                     let Constant::Str(_) = self.constant(c)? else {
                         return Err(format!("regex constant {c} at {pc} is not a string"));
                     };
-                    expect(pop(&mut stack)?, Ty::Str, pc)?;
-                    Ty::Bool
+                    let a = pop(&mut stack)?;
+                    expect(a.ty, Ty::Str, pc)?;
+                    (Ty::Bool, a.optional)
                 }
                 Instr::In => {
-                    expect(pop(&mut stack)?, Ty::List, pc)?;
-                    expect(pop(&mut stack)?, Ty::Str, pc)?;
-                    Ty::Bool
+                    // Any list: a fact, a list constant, a function's result.
+                    let list = pop(&mut stack)?;
+                    let v = pop(&mut stack)?;
+                    expect(list.ty, Ty::List, pc)?;
+                    expect(v.ty, Ty::Str, pc)?;
+                    (Ty::Bool, list.optional || v.optional)
                 }
                 Instr::Concat(n) => {
                     if n == 0 || n as usize > stack.len() {
                         return Err(format!("concat of {n} values at {pc}"));
                     }
+                    let mut optional = false;
                     for _ in 0..n {
-                        if pop(&mut stack)? == Ty::List {
+                        let v = pop(&mut stack)?;
+                        if v.ty == Ty::List {
                             return Err(format!("concat of a list at {pc}"));
                         }
+                        optional |= v.optional;
                     }
-                    Ty::Str
+                    (Ty::Str, optional)
+                }
+                Instr::Select => {
+                    let b = pop(&mut stack)?;
+                    let a = pop(&mut stack)?;
+                    let c = pop(&mut stack)?;
+                    expect(c.ty, Ty::Bool, pc)?;
+                    if a.ty != b.ty {
+                        return Err(format!("select between {:?} and {:?} at {pc}", a.ty, b.ty));
+                    }
+                    (a.ty, c.optional || a.optional || b.optional)
+                }
+                Instr::Func(f) => {
+                    let func = function_by_id(f)
+                        .ok_or_else(|| format!("unknown function id {f} at {pc}"))?;
+                    if func.arity() > stack.len() {
+                        return Err(format!(
+                            "stack underflow at {pc}: `{}` takes {} arguments",
+                            func.name,
+                            func.arity()
+                        ));
+                    }
+                    let args = stack.split_off(stack.len().saturating_sub(func.arity()));
+                    let mut optional = func.may_be_missing;
+                    for (at, (param, arg)) in func.params.iter().zip(&args).enumerate() {
+                        if !param.accepts(arg.ty) {
+                            return Err(format!(
+                                "`{}` at {pc} takes ({}): argument {} is {:?}",
+                                func.name,
+                                func.describe_params(),
+                                at.saturating_add(1),
+                                arg.ty
+                            ));
+                        }
+                        optional |= arg.optional;
+                    }
+                    (func.result, optional)
+                }
+                Instr::Coalesce => {
+                    let b = pop(&mut stack)?;
+                    let a = pop(&mut stack)?;
+                    if a.ty != b.ty {
+                        return Err(format!("coalesce of {:?} with {:?} at {pc}", a.ty, b.ty));
+                    }
+                    (a.ty, a.optional && b.optional)
+                }
+                Instr::Each(q) => {
+                    if q as usize >= index {
+                        return Err(format!(
+                            "each of program {q} at {pc}: only a program of a lower index may be run by each (no recursion)"
+                        ));
+                    }
+                    let info = earlier
+                        .get(q as usize)
+                        .ok_or_else(|| format!("each of program {q} at {pc}: no such program"))?;
+                    if info.result == Ty::List || info.optional {
+                        return Err(format!(
+                            "each of program {q} at {pc}: it gives {}{:?}, not a scalar that is never missing",
+                            if info.optional { "optional " } else { "" },
+                            info.result
+                        ));
+                    }
+                    each_depth = each_depth.max(info.each_depth.saturating_add(1));
+                    if each_depth as usize > MAX_EACH_DEPTH {
+                        return Err(format!(
+                            "each at {pc} nests deeper than the limit of {MAX_EACH_DEPTH} levels"
+                        ));
+                    }
+                    elem_need = elem_need.max(info.elem_need.saturating_sub(1));
+                    loop_vars = loop_vars.max(info.loop_vars);
+                    let list = pop(&mut stack)?;
+                    expect(list.ty, Ty::List, pc)?;
+                    (Ty::Str, list.optional)
+                }
+                Instr::Elem(d) => {
+                    if d as usize >= MAX_EACH_DEPTH {
+                        return Err(format!(
+                            "elem {d} at {pc}: more than the limit of {MAX_EACH_DEPTH} levels of each"
+                        ));
+                    }
+                    elem_need = elem_need.max(d.saturating_add(1));
+                    (Ty::Str, false)
                 }
             };
-            stack.push(push);
+            stack.push(Slot { ty, optional });
             if stack.len() > MAX_STACK {
                 return Err(format!("stack deeper than {MAX_STACK}"));
             }
         }
         match stack.as_slice() {
             [result] => Ok(ProgramInfo {
-                result: *result,
+                result: result.ty,
+                optional: result.optional,
                 loop_vars,
-                reads_classes,
+                elem_need,
+                each_depth,
             }),
             _ => Err(format!(
                 "ends with {} values on the stack, not 1",
@@ -293,6 +447,14 @@ impl Verifier<'_> {
                 info.result
             ));
         }
+        if info.optional {
+            return Err(format!(
+                "program {p} may give a missing value (an index that fails on the host, with no `coalesce`)"
+            ));
+        }
+        if info.elem_need > 0 {
+            return Err(format!("program {p} reads `elem` outside any `each`"));
+        }
         if info.loop_vars > loops {
             return Err(format!(
                 "program {p} reads a loop variable outside any loop"
@@ -314,38 +476,54 @@ impl Verifier<'_> {
                 return Err(corrupt(format!("class `{name}` is defined twice")));
             }
         }
+        let latest = self.latest_class_read(&defined_at).map_err(corrupt)?;
         for (i, class) in self.body.classes.iter().enumerate() {
             let Some(p) = class.program else { continue };
-            let info = self
-                .program_use(programs, p, Ty::Bool, 0)
+            self.program_use(programs, p, Ty::Bool, 0)
                 .map_err(|e| corrupt(format!("class {i}: {e}")))?;
-            if !info.reads_classes {
-                continue;
-            }
-            let code = self.body.programs.get(p as usize).map(|p| &p.code);
-            for instr in code.into_iter().flat_map(|c| c.iter()) {
-                if let Instr::Class(c) = instr {
-                    let name = self.name_const(*c).map_err(corrupt)?;
-                    if defined_at.get(name).is_some_and(|&j| j >= i) {
-                        return Err(corrupt(format!(
-                            "class {i} reads class `{name}`, which is not defined before it"
-                        )));
-                    }
+            if let Some(&Some((j, name))) = latest.get(p as usize) {
+                if j >= i {
+                    return Err(corrupt(format!(
+                        "class {i} reads class `{name}`, which is not defined before it"
+                    )));
                 }
             }
         }
         Ok(())
     }
 
+    /// For each program, the defined class it reads (directly, or through
+    /// the programs its `each` runs) whose definition comes last, with that
+    /// definition's index: one walk over all the code, in program order.
+    fn latest_class_read<'n>(
+        &'n self,
+        defined_at: &std::collections::HashMap<&'n str, usize>,
+    ) -> Result<Vec<Option<(usize, &'n str)>>, String> {
+        let mut latest: Vec<Option<(usize, &str)>> = Vec::with_capacity(self.body.programs.len());
+        for program in self.body.programs.iter() {
+            let mut last: Option<(usize, &str)> = None;
+            for instr in program.code.iter() {
+                let read = match *instr {
+                    Instr::Class(c) => {
+                        let name = self.name_const(c)?;
+                        defined_at.get(name).map(|&j| (j, name))
+                    }
+                    Instr::Each(q) => latest.get(q as usize).copied().flatten(),
+                    _ => None,
+                };
+                if read.is_some_and(|(j, _)| last.is_none_or(|(k, _)| j > k)) {
+                    last = read;
+                }
+            }
+            latest.push(last);
+        }
+        Ok(latest)
+    }
+
     fn item(&self, programs: &[ProgramInfo], item: Item, ty: Ty, loops: u32) -> Result<(), String> {
         match item {
             Item::Const(c) => {
-                let actual = match self.constant(c)? {
-                    Constant::Str(_) | Constant::Word(_) => Ty::Str,
-                    Constant::Int(_) | Constant::Duration(_) => Ty::Int,
-                    Constant::Bool(_) => Ty::Bool,
-                    Constant::Blob(_) => return Err(format!("constant {c} is a blob")),
-                };
+                let actual = self.constant_ty(c)?;
                 if actual != ty {
                     return Err(format!("constant {c} is {actual:?}, {ty:?} expected"));
                 }
@@ -572,6 +750,271 @@ mod tests {
                 other => panic!("{shown} was not refused: {other:?}"),
             }
         }
+    }
+
+    /// Verifies `programs` (with `constants`), where `direct` programs are
+    /// used directly as the definitions of classes `c0`, `c1` ...
+    fn verify_used(
+        constants: Vec<Constant>,
+        programs: Vec<Vec<Instr>>,
+        direct: &[u32],
+    ) -> Result<(), BundleError> {
+        use crate::bundle::format::{ClassEntry, List};
+        let mut constants = constants;
+        let mut classes = Vec::new();
+        for (n, &p) in direct.iter().enumerate() {
+            classes.push(ClassEntry {
+                name: constants.len() as u32,
+                program: Some(p),
+            });
+            constants.push(Constant::Word(format!("c{n}")));
+        }
+        let mut body = Body::with_programs(constants, programs);
+        body.classes = List(classes);
+        verify_body(&body)
+    }
+
+    /// The constants of the format 2.2 cases: 0 a string, 1 a list, 2 an
+    /// int, 3 a bool.
+    fn constants_2_2() -> Vec<Constant> {
+        vec![
+            Constant::Str("a".into()),
+            Constant::List(vec!["x".to_owned(), "y".to_owned()].into()),
+            Constant::Int(1),
+            Constant::Bool(true),
+        ]
+    }
+
+    fn func(name: &str) -> Instr {
+        Instr::Func(crate::bundle::functions::function(name).unwrap().id)
+    }
+
+    /// Format 2.2: crafted uses of `select`, `func`, `coalesce`, `each`,
+    /// `elem` and list constants, each with the reason the verifier must
+    /// give. The last program of each case is used as a class definition.
+    #[test]
+    fn crafted_2_2_programs_are_refused_with_their_reason() {
+        use Instr::*;
+        let index_a = vec![Const(1), Const(2), func("index")];
+        let cases: Vec<(Vec<Vec<Instr>>, &str)> = vec![
+            // `each` of itself, and of a later program: recursion.
+            (
+                vec![vec![Const(1), Each(0), Const(0), Eq]],
+                "each of program 0 at 1: only a program of a lower index",
+            ),
+            (
+                vec![vec![Const(1), Each(1), Const(0), Eq], vec![Elem(0)]],
+                "each of program 1 at 1: only a program of a lower index",
+            ),
+            // `elem` with no `each` around it.
+            (
+                vec![vec![Elem(0), Const(0), Eq]],
+                "reads `elem` outside any `each`",
+            ),
+            // `elem 1` in a body run by only one `each`.
+            (
+                vec![vec![Elem(1)], vec![Const(1), Each(0), Const(0), Eq]],
+                "reads `elem` outside any `each`",
+            ),
+            (
+                vec![vec![Elem(16)]],
+                "elem 16 at 0: more than the limit of 16",
+            ),
+            // An index that may fail, used as a guard without `coalesce`.
+            (
+                vec![[index_a.clone(), vec![Const(0), Eq]].concat()],
+                "may give a missing value",
+            ),
+            // ... and as the body of `each`.
+            (
+                vec![index_a.clone(), vec![Const(1), Each(0), Const(0), Eq]],
+                "each of program 0 at 1: it gives optional Str",
+            ),
+            // `each` of a program that gives a list.
+            (
+                vec![vec![Const(1)], vec![Const(1), Each(0), Const(0), Eq]],
+                "it gives List, not a scalar",
+            ),
+            // `each` of something not a list.
+            (
+                vec![vec![Elem(0)], vec![Const(0), Each(0), Const(0), Eq]],
+                "List expected at 1, found Str",
+            ),
+            (
+                vec![vec![Const(3), Const(0), Const(2), Select, Const(0), Eq]],
+                "select between Str and Int at 3",
+            ),
+            (
+                vec![vec![Const(0), Const(0), Const(0), Select, Const(0), Eq]],
+                "Bool expected at 3, found Str",
+            ),
+            (
+                vec![vec![Const(0), Const(0), func("join"), Const(0), Eq]],
+                "`join` at 2 takes (list, string): argument 1 is Str",
+            ),
+            (
+                vec![vec![Const(1), func("to_string"), Const(0), Eq]],
+                "`to_string` at 1 takes (string|int|bool): argument 1 is List",
+            ),
+            (
+                vec![vec![Const(1), func("join")]],
+                "stack underflow at 1: `join` takes 2 arguments",
+            ),
+            (
+                vec![vec![Const(0), Func(99)]],
+                "unknown function id 99 at 1",
+            ),
+            (vec![vec![Const(0), Func(0)]], "unknown function id 0 at 1"),
+            (
+                vec![[index_a.clone(), vec![Const(2), Coalesce]].concat()],
+                "coalesce of Str with Int at 4",
+            ),
+            // A missing operand makes every result optional, up to the end.
+            (
+                vec![[index_a.clone(), vec![func("upper"), Const(0), Eq, Not]].concat()],
+                "may give a missing value",
+            ),
+            // Both sides of `coalesce` optional: still optional.
+            (
+                vec![[
+                    index_a.clone(),
+                    index_a.clone(),
+                    vec![Coalesce, Const(0), Eq],
+                ]
+                .concat()],
+                "may give a missing value",
+            ),
+            // A list constant is a list, nothing else.
+            (
+                vec![vec![Const(1), Const(0), Eq]],
+                "comparison of List with Str",
+            ),
+            (vec![vec![Const(1), Concat(1)]], "concat of a list"),
+        ];
+        for (programs, reason) in cases {
+            let shown = format!("{programs:?}");
+            let last = programs.len() as u32 - 1;
+            match verify_used(constants_2_2(), programs, &[last]) {
+                Err(BundleError::Corrupt { reason: got }) => {
+                    assert!(got.contains(reason), "{shown}: {got:?} lacks {reason:?}")
+                }
+                other => panic!("{shown} was not refused: {other:?}"),
+            }
+        }
+    }
+
+    /// A class that reads, through the program its `each` runs, a class
+    /// defined after it (or itself): the order of evaluation would not hold.
+    #[test]
+    fn a_class_read_through_each_must_be_defined_before() {
+        use Instr::*;
+        // Class names: constant 4 is `c0`, 5 is `c1` (see `verify_used`).
+        let reading = |class: u32| {
+            vec![
+                vec![Class(class), func("to_string")],
+                vec![Const(1), Each(0), Const(0), Eq],
+                vec![Const(3)],
+            ]
+        };
+        // c0 = p1, which reads c1 through p0; c1 = p2.
+        let err = verify_used(constants_2_2(), reading(5), &[1, 2]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("class 0 reads class `c1`, which is not defined before it"),
+            "{err}"
+        );
+        // c1 = p1 reads itself through p0.
+        let err = verify_used(constants_2_2(), reading(5), &[2, 1]).unwrap_err();
+        assert!(
+            err.to_string().contains("class 1 reads class `c1`"),
+            "{err}"
+        );
+        // c1 = p1 reads c0, defined before it: fine.
+        verify_used(constants_2_2(), reading(4), &[2, 1]).unwrap();
+    }
+
+    /// One level of `each` past [`MAX_EACH_DEPTH`], and a list constant one
+    /// element past [`MAX_CONST_LIST`], are refused with the limit.
+    #[test]
+    fn each_nesting_and_list_constants_past_their_limits_are_refused() {
+        use Instr::*;
+        let mut programs = vec![vec![Elem(0)]];
+        for k in 0..=MAX_EACH_DEPTH as u32 {
+            programs.push(vec![Const(1), Each(k)]);
+        }
+        let err = verify_used(constants_2_2(), programs, &[]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("program 17: each at 1 nests deeper than the limit of 16 levels"),
+            "{err}"
+        );
+        let mut constants = constants_2_2();
+        constants.push(Constant::List(
+            vec![String::new(); MAX_CONST_LIST + 1].into(),
+        ));
+        let err = verify_used(constants, vec![vec![Const(4)]], &[]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("constant 4: a list of 65537 elements, more than the limit of 65536"),
+            "{err}"
+        );
+    }
+
+    /// The format 2.2 programs just inside every rule and limit: `each`
+    /// nested 16 deep with `elem 15` at the bottom, `select` of lists, every
+    /// function with arguments of its types, `coalesce` of a missing index,
+    /// `in` over a list constant, and a list constant of the largest size.
+    #[test]
+    fn programs_2_2_at_the_limits_are_accepted() {
+        use crate::bundle::functions::FUNCTIONS;
+        use Instr::*;
+        let biggest = Constant::List(vec![String::new(); MAX_CONST_LIST].into());
+        let mut constants = constants_2_2();
+        constants.push(biggest);
+        // p0 reads the element of the outermost of 16 levels; each p(k+1)
+        // runs p(k); p16 is used directly.
+        let mut programs = vec![vec![Elem(15), Elem(0), Concat(2)]];
+        for k in 0..16u32 {
+            programs.push(vec![Const(1), Each(k)]);
+        }
+        let nested = programs.len() as u32 - 1;
+        programs.push(vec![Const(nested), Const(0), Eq]);
+        let mut direct = vec![programs.len() as u32 - 1];
+        // Every function, applied to arguments of its parameter types.
+        for f in FUNCTIONS {
+            let mut code: Vec<Instr> = f
+                .params
+                .iter()
+                .map(|p| match p {
+                    crate::bundle::functions::Param::Is(Ty::List) => Const(1),
+                    crate::bundle::functions::Param::Is(Ty::Int) => Const(2),
+                    crate::bundle::functions::Param::Is(Ty::Bool) => Const(3),
+                    _ => Const(0),
+                })
+                .collect();
+            code.push(Func(f.id));
+            let fallback = match f.result {
+                Ty::Str => Const(0),
+                Ty::List => Const(1),
+                Ty::Int => Const(2),
+                Ty::Bool => Const(3),
+            };
+            code.extend([fallback, Coalesce]);
+            code.extend(match f.result {
+                Ty::List => vec![Const(0), func("contains_list")],
+                Ty::Bool => vec![],
+                _ => vec![fallback, Eq],
+            });
+            direct.push(programs.len() as u32);
+            programs.push(code);
+        }
+        // `select` of two lists, then `in` over the result; the biggest list.
+        direct.push(programs.len() as u32);
+        programs.push(vec![Const(0), Const(3), Const(1), Const(4), Select, In]);
+        // `coalesce` of a value that is never missing is just that value.
+        direct.push(programs.len() as u32);
+        programs.push(vec![Const(3), Const(3), Coalesce]);
+        verify_used(constants, programs, &direct).unwrap();
     }
 
     #[test]

@@ -164,6 +164,22 @@ mod tests {
         assert_eq!(decode(&bytes).unwrap(), body());
     }
 
+    /// A list constant (format 2.2) is its tag 7, a count, then that many
+    /// strings, and it round-trips, empty strings and all.
+    #[test]
+    fn a_list_constant_round_trips() {
+        let list = Constant::List(vec!["ab".to_owned(), String::new()].into());
+        assert_eq!(
+            postcard::to_allocvec(&list).unwrap(),
+            [crate::ids::constant_kind::LIST, 2, 2, b'a', b'b', 0]
+        );
+        let mut b = body();
+        b.constants.0.push(list);
+        b.constants.0.push(Constant::List(Vec::new().into()));
+        let bytes = encode(&b).unwrap();
+        assert_eq!(decode(&bytes).unwrap(), b);
+    }
+
     /// Issue 14 item 18: bytes after the body were ignored.
     #[test]
     fn trailing_bytes_after_the_body_are_refused() {

@@ -109,6 +109,8 @@ impl<'b> Resolver<'b> {
             Some(Constant::Duration(s)) => Value::Int(i64::try_from(*s).unwrap_or(i64::MAX)),
             Some(Constant::Bool(b)) => Value::Bool(*b),
             Some(Constant::Blob(b)) => Value::Bytes(Arc::from(b.0.as_slice())),
+            // Refused by the verifier as an attribute value; kept whole.
+            Some(Constant::List(l)) => Value::List(l.0.clone()),
             None => return Err(format!("cannot evaluate: constant {c}")),
         };
         *slot = Some(value.clone());

@@ -4,13 +4,13 @@
 use std::collections::{HashMap, HashSet};
 
 use converge_format::schema::{self, is_hard_class, AttrType};
-use converge_grammar::ast::{AttrStmt, BodyDef, BundleDef, Ident, LetDef};
+use converge_grammar::ast::{AttrStmt, BodyDef, BundleDef, Expr, ExprKind, Ident, LetDef};
 use converge_grammar::Span;
 
 use super::*;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::sema::names::DefKind;
-use crate::sema::types::{self, Type};
+use crate::sema::types::Type;
 use crate::suggest::did_you_mean;
 
 impl<'a> Checker<'a> {
@@ -136,35 +136,40 @@ impl<'a> Checker<'a> {
         }
         let def: &'a LetDef = self.symbols.lets.get(name)?;
         self.let_states.insert(name, LetState::InProgress);
-        let ty = match &def.ty {
-            Some(written) => match self.resolve_type(written) {
+        let ty = match (&def.ty, data_path(&def.value)) {
+            (Some(written), Some(path)) => match self.resolve_type(written) {
+                Some(t) => {
+                    self.load_data(name, &def.value, path, &t);
+                    t
+                }
+                None => Type::Any,
+            },
+            (None, Some(_)) => {
+                self.push(
+                    Diagnostic::new(
+                        Code::DataOutsideLet,
+                        "a `let` whose value is `data(...)` needs a declared type",
+                        def.name.span,
+                        "no type",
+                    )
+                    .with_help(format!(
+                        "write `let {}: TYPE = data(...);`: the file is checked against TYPE",
+                        def.name.name
+                    )),
+                );
+                Type::Any
+            }
+            (Some(written), None) => match self.resolve_type(written) {
                 Some(t) => {
                     self.check_against(&def.value, &t, &Vec::new());
                     t
                 }
                 None => Type::Any,
             },
-            None => self.value_type(&def.value, &Vec::new()),
+            (None, None) => self.value_type(&def.value, &Vec::new()),
         };
         self.let_states.insert(name, LetState::Done(ty.clone()));
         Some(ty)
-    }
-
-    pub(super) fn resolve_type(&mut self, ty: &converge_grammar::ast::TypeExpr) -> Option<Type> {
-        match types::resolve(ty) {
-            Ok(t) => Some(t),
-            Err((message, span)) => {
-                let mut d = Diagnostic::new(Code::UnknownType, message, span, "not a type");
-                d = match did_you_mean(&ty.name.name, types::TYPE_NAMES.iter().copied()) {
-                    Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                    None => d.with_note(
-                        "the types are string, int, bool, mode, duration, list<T> and map<string, T>",
-                    ),
-                };
-                self.push(d);
-                None
-            }
-        }
     }
 
     pub(super) fn check_body(&mut self, body: &'a BodyDef) {
@@ -386,4 +391,21 @@ fn all_attribute_names() -> Vec<&'static str> {
     names.sort_unstable();
     names.dedup();
     names
+}
+
+/// The literal path of `data("...")`, when that is the whole value.
+fn data_path(value: &Expr) -> Option<Option<String>> {
+    let ExprKind::Call { func, args } = &value.kind else {
+        return None;
+    };
+    if func.name != "data" {
+        return None;
+    }
+    Some(match args.as_slice() {
+        [Expr {
+            kind: ExprKind::Str(lit),
+            ..
+        }] => lit.as_plain(),
+        _ => None,
+    })
 }

@@ -39,6 +39,16 @@ impl<'a> Checker<'a> {
                 }
             }
             ExprKind::Compare { op, lhs, rhs } => self.check_compare(*op, lhs, rhs, scope),
+            // A bool value: a field, a lookup, a function call.
+            ExprKind::Field { .. }
+            | ExprKind::Index { .. }
+            | ExprKind::Coalesce(_)
+            | ExprKind::Call { .. } => {
+                let ty = self.value_type(expr, scope);
+                if !Type::Bool.accepts(&ty) {
+                    self.mismatch(expr.span, &Type::Bool, &ty, "a guard");
+                }
+            }
             _ => self.push(
                 Diagnostic::new(
                     Code::InvalidExpression,

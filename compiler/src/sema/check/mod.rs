@@ -13,10 +13,13 @@
 //! (class expressions) and [`arguments`] (binding call arguments).
 
 mod arguments;
+mod data_lets;
 mod definitions;
+mod exprs;
 mod guards;
 mod statements;
 mod system;
+mod templates;
 mod validate;
 mod values;
 
@@ -77,6 +80,14 @@ pub struct Checker<'a> {
     pub promise_statements: usize,
     /// What every name refers to, filled as names are resolved.
     pub names: Names,
+    /// Record types built so far (`exprs::RecordSlot`).
+    pub(super) records: HashMap<&'a str, exprs::RecordSlot>,
+    /// The values of `let`s read from data files, checked against their
+    /// types (expansion uses them).
+    pub data_values: HashMap<&'a str, crate::ir::Value>,
+    /// The record type of every record literal, by its span (expansion
+    /// fills in defaults in declaration order).
+    pub record_literals: HashMap<Span, std::sync::Arc<super::types::RecordType>>,
 }
 
 impl<'a> Checker<'a> {
@@ -92,6 +103,9 @@ impl<'a> Checker<'a> {
             class_refs: None,
             promise_statements: 0,
             names: global_names(symbols),
+            records: HashMap::new(),
+            data_values: HashMap::new(),
+            record_literals: HashMap::new(),
         }
     }
 
@@ -150,6 +164,30 @@ fn global_names(symbols: &Symbols<'_>) -> Names {
     }
     for (_, def) in &symbols.bodies.defs {
         global(DefKind::Body, &def.name, def.span);
+    }
+    for (_, def) in &symbols.types.defs {
+        let ty = names.define(
+            Definition {
+                kind: DefKind::Type,
+                name: def.name.name.clone(),
+                span: Some(def.name.span),
+                item: Some(def.span),
+                parent: None,
+            },
+            true,
+        );
+        for field in &def.fields {
+            names.define_field(
+                ty,
+                Definition {
+                    kind: DefKind::Field,
+                    name: field.name.name.clone(),
+                    span: Some(field.name.span),
+                    item: Some(field.span),
+                    parent: Some(ty),
+                },
+            );
+        }
     }
     for (_, bundle) in &symbols.bundles.defs {
         let bundle_id = names.define(

@@ -3,7 +3,7 @@
 
 use converge_format::schema::{self, promise_type, PromiseType, PromiserKind, Rule};
 use converge_grammar::ast::{AttrStmt, Call, Expr, ExprKind, Promise, Stmt};
-use converge_grammar::token::{interp_text, StrPart};
+use converge_grammar::token::StrPart;
 use converge_grammar::Span;
 
 use super::*;
@@ -23,39 +23,58 @@ impl<'a> Checker<'a> {
                 }
                 Stmt::For(f) => {
                     let list_ty = self.value_type(&f.list, scope);
-                    let elem = match list_ty.element() {
-                        Some(e) => e.clone(),
-                        None => {
+                    let (key_ty, elem) = match (&list_ty, &f.key) {
+                        (Type::Map(inner), Some(_)) => (Some(Type::String), (**inner).clone()),
+                        (Type::Any, key) => (key.as_ref().map(|_| Type::Any), Type::Any),
+                        (Type::List(inner), None) => (None, (**inner).clone()),
+                        (ty, key) => {
+                            let (message, help) = match (ty, key) {
+                                (Type::Map(_), None) => (
+                                    "a loop over a map needs a key and a value variable".to_owned(),
+                                    format!("write `for key, {} in ...`", f.var.name),
+                                ),
+                                (Type::List(_), Some(_)) => (
+                                    "a loop over a list has one variable".to_owned(),
+                                    format!("write `for {} in ...`", f.var.name),
+                                ),
+                                _ => (
+                                    format!("cannot loop over a value of type {}", ty.describe()),
+                                    "`for x in LIST` needs a list (a literal `[...]`, a list `let`, a list parameter or `sys.ipv4`); `for k, v in MAP` a map".to_owned(),
+                                ),
+                            };
                             self.push(
                                 Diagnostic::new(
                                     Code::InvalidExpression,
-                                    format!("cannot loop over a value of type {}", list_ty.describe()),
+                                    message,
                                     f.list.span,
-                                    "not a list",
+                                    "cannot loop over this",
                                 )
-                                .with_help("`for x in LIST` needs a list: a literal `[...]`, a list `let`, a list parameter or `sys.ipv4`"),
+                                .with_help(help),
                             );
-                            Type::Any
+                            (f.key.as_ref().map(|_| Type::Any), Type::Any)
                         }
                     };
-                    let def = self.names.define(
-                        Definition {
-                            kind: DefKind::LoopVar,
-                            name: f.var.name.clone(),
-                            span: Some(f.var.span),
-                            item: Some(f.span),
-                            parent: None,
-                        },
-                        false,
-                    );
-                    scope.push(Var {
-                        name: &f.var.name,
-                        ty: elem,
-                        span: f.var.span,
-                        def,
-                    });
+                    let before = scope.len();
+                    for (name, ty) in f.key.iter().zip(key_ty).chain([(&f.var, elem)]) {
+                        let def = self.names.define(
+                            Definition {
+                                kind: DefKind::LoopVar,
+                                name: name.name.clone(),
+                                span: Some(name.span),
+                                item: Some(f.span),
+                                parent: None,
+                            },
+                            false,
+                        );
+                        scope.push(Var {
+                            name: &name.name,
+                            ty,
+                            span: name.span,
+                            def,
+                        });
+                    }
                     self.check_stmts(&f.body, scope);
-                    scope.pop();
+                    scope.truncate(before);
                 }
                 Stmt::Call(call) => self.check_call(call, scope),
                 Stmt::Error(_) => {}
@@ -147,6 +166,9 @@ impl<'a> Checker<'a> {
                         self.names.record(a.name.span, id);
                     }
                     self.check_attr_value(&spec.ty, a.value, scope);
+                    if a.name.name == "template" {
+                        self.check_template_attr(a.value, scope);
+                    }
                 }
                 None => self.unknown_attr(pt, a),
             }
@@ -533,16 +555,25 @@ pub fn promiser_text(expr: &Expr) -> String {
             .iter()
             .map(|p| match p {
                 StrPart::Lit(t) => t.to_string(),
-                StrPart::Interp { path, .. } => format!("${{{}}}", interp_text(path)),
+                StrPart::Interp(inner) => match &inner.kind {
+                    ExprKind::Path(path) => format!("${{{}}}", dotted(path)),
+                    // Messages show other expressions by their shape only.
+                    _ => "${...}".to_owned(),
+                },
+                StrPart::Tag(t) => format!("{{% {} %}}", t.kind.word()),
             })
             .collect(),
-        ExprKind::Path(path) => path
-            .iter()
-            .map(|i| i.name.as_str())
-            .collect::<Vec<_>>()
-            .join("."),
+        ExprKind::Path(path) => dotted(path),
         _ => String::new(),
     }
+}
+
+/// `a.b.c` as written.
+fn dotted(path: &[converge_grammar::ast::Ident]) -> String {
+    path.iter()
+        .map(|i| i.name.as_str())
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 pub fn relative_path(pt: &PromiseType, span: Span, text: &str) -> Diagnostic {

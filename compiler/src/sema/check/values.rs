@@ -3,7 +3,6 @@
 
 use converge_format::schema::{self, is_hard_class, promise_type, AttrType};
 use converge_grammar::ast::{Expr, ExprKind, Ident};
-use converge_grammar::token::{StrLit, StrPart};
 use converge_grammar::Span;
 
 use super::*;
@@ -190,6 +189,23 @@ impl<'a> Checker<'a> {
                     self.check_against(item, inner, scope);
                 }
             }
+            (ExprKind::Record(fields), Type::Record(record)) => {
+                self.check_record_literal(fields, record, expr.span, scope);
+            }
+            (ExprKind::Map(entries), Type::Record(record)) if entries.is_empty() => {
+                self.check_record_literal(&[], record, expr.span, scope);
+            }
+            (ExprKind::Map(entries), Type::Map(inner)) => {
+                for (key, value) in entries {
+                    self.check_map_key(key);
+                    self.check_against(value, inner, scope);
+                }
+            }
+            (ExprKind::Coalesce(items), _) => {
+                for item in items {
+                    self.check_against(item, expected, scope);
+                }
+            }
             _ => {
                 let actual = self.value_type(expr, scope);
                 if !expected.accepts(&actual) {
@@ -229,9 +245,28 @@ impl<'a> Checker<'a> {
     pub fn value_type(&mut self, expr: &'a Expr, scope: &Scope<'a>) -> Type {
         match &expr.kind {
             ExprKind::Str(lit) => {
-                self.check_interpolation(lit, expr.span, scope);
+                self.check_string(lit, expr.span, scope);
                 Type::String
             }
+            ExprKind::Record(_) => {
+                self.push(
+                    Diagnostic::new(
+                        Code::RecordNeedsType,
+                        "a record literal needs a type",
+                        expr.span,
+                        "which record type is this?",
+                    )
+                    .with_help("give the `let` a type (`let local: Site = { ... };`), or write the literal where a record is expected: a typed parameter, field, list or map"),
+                );
+                Type::Any
+            }
+            ExprKind::Field { base, name } => {
+                let base = self.value_type(base, scope);
+                self.field_type(base, name)
+            }
+            ExprKind::Index { base, index } => self.index_type(base, index, scope),
+            ExprKind::Coalesce(items) => self.coalesce_type(items, scope),
+            ExprKind::Call { func, args } => self.call_type(func, args, expr.span, scope),
             ExprKind::Int { .. } => Type::Int,
             ExprKind::Duration(_) => Type::Duration,
             ExprKind::Bool(_) => Type::Bool,
@@ -247,18 +282,7 @@ impl<'a> Checker<'a> {
             ExprKind::Map(entries) => {
                 let mut elem = Type::Any;
                 for (key, value) in entries {
-                    match &key.kind {
-                        ExprKind::Str(lit) if lit.as_plain().is_some() => {}
-                        _ => self.push(
-                            Diagnostic::new(
-                                Code::InvalidExpression,
-                                "map keys must be plain strings",
-                                key.span,
-                                "not a plain string",
-                            )
-                            .with_help("write the key in quotes: `{ \"http\": 80 }`"),
-                        ),
-                    }
+                    self.check_map_key(key);
                     let t = self.value_type(value, scope);
                     self.unify(&mut elem, t, value.span, "map values");
                 }
@@ -284,7 +308,7 @@ impl<'a> Checker<'a> {
                     }
                     self.push(d);
                 }
-                self.check_interpolation(target, expr.span, scope);
+                self.check_string(target, expr.span, scope);
                 Type::Ref
             }
             ExprKind::Not(_) | ExprKind::And(..) | ExprKind::Or(..) | ExprKind::Compare { .. } => {
@@ -385,25 +409,24 @@ impl<'a> Checker<'a> {
         };
         let mut ty = base;
         for key in path.iter().skip(1) {
-            ty = match ty {
-                Type::Map(inner) => *inner,
-                Type::Any => Type::Any,
-                other => {
-                    self.push(Diagnostic::new(
-                        Code::TypeMismatch,
-                        format!(
-                            "`.{}` needs a map, but this is a {}",
-                            key.name,
-                            other.describe()
-                        ),
-                        key.span,
-                        "not a map",
-                    ));
-                    return Type::Any;
-                }
-            };
+            ty = self.field_type(ty, key);
         }
         ty
+    }
+
+    fn check_map_key(&mut self, key: &Expr) {
+        match &key.kind {
+            ExprKind::Str(lit) if lit.as_plain().is_some() => {}
+            _ => self.push(
+                Diagnostic::new(
+                    Code::InvalidExpression,
+                    "map keys must be plain strings",
+                    key.span,
+                    "not a plain string",
+                )
+                .with_help("write the key in quotes: `{ \"http\": 80 }`"),
+            ),
+        }
     }
 
     pub(super) fn fact_type(&mut self, path: &[Ident], span: Span) -> Type {
@@ -451,62 +474,6 @@ impl<'a> Checker<'a> {
         };
         self.push(d);
     }
-
-    /// Every `${...}` of a string must name something in scope.
-    pub(super) fn check_interpolation(&mut self, lit: &StrLit, span: Span, scope: &Scope<'a>) {
-        for part in &lit.parts {
-            let StrPart::Interp { path, start, end } = part else {
-                continue;
-            };
-            let part_span = Span::new(span.file, *start, *end);
-            let Some(first) = path.first() else { continue };
-            let first_span = first.span(span.file);
-            let ty = if first.name == "sys" {
-                let idents: Vec<Ident> = path.iter().map(|p| p.ident(span.file)).collect();
-                self.fact_type(&idents, part_span)
-            } else if let Some(var) = self.lookup_var(&first.name, scope) {
-                self.names.record(first_span, var.def);
-                index_type(var.ty.clone(), path.len())
-            } else if let Some((name, _)) = self
-                .symbols
-                .lets
-                .defs
-                .iter()
-                .find(|(n, _)| *n == first.name)
-            {
-                let name: &'a str = name;
-                self.used_lets.insert(name);
-                self.record_let(name, first_span);
-                index_type(self.let_reference(name, part_span), path.len())
-            } else {
-                self.undefined_variable(&first.name, part_span, scope);
-                Type::Any
-            };
-            if !ty.is_scalar() {
-                self.push(
-                    Diagnostic::new(
-                        Code::TypeMismatch,
-                        format!("cannot interpolate a {} into a string", ty.describe()),
-                        part_span,
-                        "not a single value",
-                    )
-                    .with_help(
-                        "loop over a list with `for x in LIST { ... }` and interpolate `${x}`",
-                    ),
-                );
-            }
-        }
-    }
-}
-
-fn index_type(mut ty: Type, len: usize) -> Type {
-    for _ in 1..len {
-        ty = match ty {
-            Type::Map(inner) => *inner,
-            _ => return Type::Any,
-        };
-    }
-    ty
 }
 
 fn mode_attr() -> Option<&'static AttrType> {

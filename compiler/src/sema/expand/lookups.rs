@@ -1,0 +1,278 @@
+//! Values of LANGUAGE.md section 11 during expansion: field access,
+//! indexing, `??` and the built-in functions.
+//!
+//! What is known at compile time is computed now. A map looked up by a key
+//! only the host knows becomes a [`Choice`]: one case per key, so the
+//! analyses stay exact; operations on a choice apply to every case
+//! ("lifting"). Functions of values only the host knows become
+//! [`Value::Call`]s the VM computes.
+
+use converge_format::schema;
+use converge_grammar::Span;
+
+use crate::ir::{Choice, TemplatePart, Value};
+
+/// What a value is, as far as the VM's stack is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Str,
+    Int,
+    Bool,
+    List,
+    /// Maps and records: compile-time only.
+    Other,
+}
+
+/// The kind of a value (of a host value: what the VM will compute).
+pub fn kind(v: &Value) -> Kind {
+    match v {
+        Value::Str(_) | Value::Word(_) | Value::Template(_) | Value::LoopVar(_) => Kind::Str,
+        Value::Elem(_) | Value::Each { .. } => Kind::Str,
+        Value::Int(_) | Value::Duration(_) => Kind::Int,
+        Value::Bool(_) => Kind::Bool,
+        Value::List(_) => Kind::List,
+        Value::Map(_) | Value::Record(_) | Value::Ref { .. } | Value::Missing(_) => Kind::Other,
+        Value::Fact(name) => match schema::fact(name).map(|f| &f.ty) {
+            Some(schema::AttrType::Int) => Kind::Int,
+            Some(schema::AttrType::List(_)) => Kind::List,
+            Some(schema::AttrType::Bool) => Kind::Bool,
+            _ => Kind::Str,
+        },
+        Value::Call { func, args } => match *func {
+            "split" | "concat" | "sort" | "unique" => Kind::List,
+            "len_str" | "len_list" => Kind::Int,
+            "contains_list" | "contains_str" => Kind::Bool,
+            "index" | "join" | "upper" | "lower" | "trim" | "replace" | "to_string" => Kind::Str,
+            _ => args.first().map_or(Kind::Other, kind),
+        },
+        Value::Coalesce(items) => items.first().map_or(Kind::Other, kind),
+        Value::Select { then, .. } => kind(then),
+        Value::Choice(c) => c
+            .cases
+            .first()
+            .map(|(_, v)| v)
+            .map_or_else(|| kind(&c.default), kind),
+    }
+}
+
+/// Whether the host may find this value missing (a run-time index not
+/// under a `??`).
+pub fn may_be_missing(v: &Value) -> bool {
+    match v {
+        Value::Call { func, args } => *func == "index" || args.iter().any(may_be_missing),
+        Value::Template(parts) => parts.iter().any(|p| match p {
+            TemplatePart::Host(v) => may_be_missing(v),
+            _ => false,
+        }),
+        Value::Coalesce(items) => items.last().is_some_and(may_be_missing),
+        Value::Select {
+            then, otherwise, ..
+        } => may_be_missing(then) || may_be_missing(otherwise),
+        Value::Each { list, body, .. } => may_be_missing(list) || may_be_missing(body),
+        _ => false,
+    }
+}
+
+/// Whether the value contains a [`Value::Missing`] anywhere.
+pub fn has_missing(v: &Value) -> bool {
+    match v {
+        Value::Missing(_) => true,
+        Value::List(items) | Value::Coalesce(items) => items.iter().any(has_missing),
+        Value::Map(e) | Value::Record(e) => e.iter().any(|(_, v)| has_missing(v)),
+        Value::Choice(c) => c.cases.iter().any(|(_, v)| has_missing(v)) || has_missing(&c.default),
+        Value::Call { args, .. } => args.iter().any(has_missing),
+        Value::Template(parts) => parts.iter().any(|p| match p {
+            TemplatePart::Host(v) => has_missing(v),
+            _ => false,
+        }),
+        Value::Select {
+            then, otherwise, ..
+        } => has_missing(then) || has_missing(otherwise),
+        Value::Each { list, body, .. } => has_missing(list) || has_missing(body),
+        Value::Ref { target, .. } => has_missing(target),
+        _ => false,
+    }
+}
+
+/// Applies `f` to every case of a choice (and its default).
+pub fn map_choice(c: Choice, f: &mut impl FnMut(Value) -> Value) -> Value {
+    let cases = c.cases.into_iter().map(|(k, v)| (k, f(v))).collect();
+    Value::Choice(Box::new(Choice {
+        on: c.on,
+        cases,
+        default: f(c.default),
+    }))
+}
+
+/// `value.name`.
+pub fn field(value: Value, name: &str, span: Span) -> Value {
+    match value {
+        Value::Record(fields) | Value::Map(fields) => fields
+            .into_iter()
+            .find(|(k, _)| k == name)
+            .map_or(Value::Missing(span), |(_, v)| v),
+        Value::Choice(c) => map_choice(*c, &mut |v| field(v, name, span)),
+        other => other,
+    }
+}
+
+/// What `base[index]` is.
+pub enum Indexed {
+    Value(Value),
+    /// A compile-time list indexed by a value only the host knows, whose
+    /// elements are not all strings: the VM cannot index it.
+    Unsupported,
+}
+
+/// `base[index]`.
+pub fn index(base: Value, idx: Value, span: Span) -> Indexed {
+    Indexed::Value(match (base, idx) {
+        (Value::Missing(s), _) | (_, Value::Missing(s)) => Value::Missing(s),
+        (Value::Choice(c), idx) => {
+            let mut unsupported = false;
+            let v = map_choice(*c, &mut |v| match index(v, idx.clone(), span) {
+                Indexed::Value(v) => v,
+                Indexed::Unsupported => {
+                    unsupported = true;
+                    Value::Missing(span)
+                }
+            });
+            if unsupported {
+                return Indexed::Unsupported;
+            }
+            v
+        }
+        (base, Value::Choice(c)) => {
+            let mut unsupported = false;
+            let v = map_choice(*c, &mut |k| match index(base.clone(), k, span) {
+                Indexed::Value(v) => v,
+                Indexed::Unsupported => {
+                    unsupported = true;
+                    Value::Missing(span)
+                }
+            });
+            if unsupported {
+                return Indexed::Unsupported;
+            }
+            v
+        }
+        (Value::Map(entries), Value::Str(key) | Value::Word(key)) => {
+            match entries.binary_search_by(|(k, _)| k.as_str().cmp(&key)) {
+                Ok(i) => entries
+                    .into_iter()
+                    .nth(i)
+                    .map_or(Value::Missing(span), |(_, v)| v),
+                Err(_) => entries
+                    .into_iter()
+                    .find(|(k, _)| *k == key)
+                    .map_or(Value::Missing(span), |(_, v)| v),
+            }
+        }
+        (Value::List(items), Value::Int(i)) => usize::try_from(i)
+            .ok()
+            .and_then(|i| items.into_iter().nth(i))
+            .unwrap_or(Value::Missing(span)),
+        // The finite choice of section 11: one case per key.
+        (Value::Map(mut entries), on) => {
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Choice(Box::new(Choice {
+                on,
+                cases: entries,
+                default: Value::Missing(span),
+            }))
+        }
+        (Value::List(items), on) => {
+            if !items
+                .iter()
+                .all(|i| matches!(i, Value::Str(_) | Value::Word(_)))
+            {
+                return Indexed::Unsupported;
+            }
+            Value::Call {
+                func: "index",
+                args: vec![Value::List(items), on],
+            }
+        }
+        // A list only the host knows (`split(sys.hostname, "-")[1]`).
+        (list, idx) => Value::Call {
+            func: "index",
+            args: vec![list, idx],
+        },
+    })
+}
+
+/// `a ?? b` once both are evaluated: `a` where it is present, else `b`.
+pub fn coalesce(a: Value, b: Value) -> Value {
+    match a {
+        Value::Missing(_) => b,
+        Value::Choice(c) => map_choice(*c, &mut |v| coalesce(v, b.clone())),
+        a if may_be_missing(&a) => match a {
+            Value::Coalesce(mut items) => {
+                items.push(b);
+                Value::Coalesce(items)
+            }
+            a => Value::Coalesce(vec![a, b]),
+        },
+        a => a,
+    }
+}
+
+/// The text a compile-time scalar contributes to a string.
+pub fn text_of(value: &Value) -> Option<String> {
+    Some(match value {
+        Value::Str(s) | Value::Word(s) => s.clone(),
+        Value::Int(i) => i.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Duration(s) => s.to_string(),
+        _ => return None,
+    })
+}
+
+/// Joins the pieces of a string: text and values. Compile-time scalars
+/// become text; a choice among the pieces makes the whole string a choice
+/// (each case joined); host values stay parts of a template.
+pub fn concat(pieces: Vec<Value>) -> Value {
+    if let Some(at) = pieces.iter().position(|p| matches!(p, Value::Choice(_))) {
+        let mut pieces = pieces;
+        let Value::Choice(c) = pieces.remove(at) else {
+            return Value::Str(String::new());
+        };
+        return map_choice(*c, &mut |v| {
+            let mut with = pieces.clone();
+            with.insert(at, v);
+            concat(with)
+        });
+    }
+    if let Some(m) = pieces.iter().find(|p| matches!(p, Value::Missing(_))) {
+        return m.clone();
+    }
+    let mut parts: Vec<TemplatePart> = Vec::new();
+    let push_lit = |parts: &mut Vec<TemplatePart>, text: &str| match parts.last_mut() {
+        Some(TemplatePart::Lit(prev)) => prev.push_str(text),
+        _ => parts.push(TemplatePart::Lit(text.to_owned())),
+    };
+    for piece in pieces {
+        if let Some(text) = text_of(&piece) {
+            push_lit(&mut parts, &text);
+            continue;
+        }
+        match piece {
+            Value::Fact(f) => parts.push(TemplatePart::Fact(f)),
+            Value::LoopVar(v) => parts.push(TemplatePart::LoopVar(v)),
+            Value::Template(inner) => {
+                for p in inner {
+                    match p {
+                        TemplatePart::Lit(t) => push_lit(&mut parts, &t),
+                        other => parts.push(other),
+                    }
+                }
+            }
+            other => parts.push(TemplatePart::Host(other)),
+        }
+    }
+    match parts.as_slice() {
+        [] => Value::Str(String::new()),
+        [TemplatePart::Lit(text)] => Value::Str(text.clone()),
+        _ => Value::Template(parts),
+    }
+}

@@ -1,0 +1,296 @@
+//! Splitting a promise on the keys of a lookup (LANGUAGE.md section 11,
+//! "Analysis stays exact").
+//!
+//! `content = sites[sys.hostname].banner ?? "..."` holds a [`Choice`]: one
+//! value per key of `sites`, and one for every other host. The promise
+//! becomes one promise per group of keys that give it the same values,
+//! guarded by `sys.hostname in [keys]`, plus one for the other hosts,
+//! guarded by `!(sys.hostname in [all keys])`. The analyses then see only
+//! ordinary promises with ordinary guards: a contradiction's witness names
+//! the key (`sys.hostname == "shop-web01"`), and a lookup without `??` is
+//! an error exactly where a host can reach the missing case.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use converge_grammar::Span;
+
+use super::functions;
+use super::lookups::{self, coalesce, has_missing, may_be_missing};
+use crate::ir::{self, Choice, CompareOp, Guard, TemplatePart, Value};
+
+/// The instances of `p`, each free of choices. `budget` counts instances
+/// made (it is the expansion's); splitting stops when it says so.
+pub fn split(p: ir::Promise, spend: &mut dyn FnMut() -> bool) -> Vec<ir::Promise> {
+    let mut out = Vec::new();
+    let mut pending = vec![p];
+    while let Some(p) = pending.pop() {
+        let Some(on) = first_choice(&p) else {
+            out.push(mark_missing(p));
+            continue;
+        };
+        let mut keys: Vec<String> = Vec::new();
+        for v in values(&p) {
+            collect_keys(v, &on, &mut keys);
+        }
+        keys.sort();
+        keys.dedup();
+        // Group the keys that give the promise the same values.
+        let mut groups: Vec<(ir::Promise, Vec<String>)> = Vec::new();
+        let mut index: HashMap<(Value, Vec<Value>), usize> = HashMap::new();
+        for key in &keys {
+            let instance = substitute_promise(&p, &on, Some(key));
+            let fingerprint = (
+                instance.promiser.clone(),
+                instance.attrs.iter().map(|a| a.value.clone()).collect(),
+            );
+            match index.get(&fingerprint) {
+                Some(&g) => {
+                    if let Some((_, group)) = groups.get_mut(g) {
+                        group.push(key.clone());
+                    }
+                }
+                None => {
+                    if !spend() {
+                        return out;
+                    }
+                    index.insert(fingerprint, groups.len());
+                    groups.push((instance, vec![key.clone()]));
+                }
+            }
+        }
+        for (mut instance, group) in groups {
+            instance.guard = Arc::new(Guard::clone(&p.guard).and(member(&on, group)));
+            pending.push(instance);
+        }
+        let mut other = substitute_promise(&p, &on, None);
+        other.guard = Arc::new(Guard::clone(&p.guard).and(Guard::Not(Box::new(member(&on, keys)))));
+        pending.push(other);
+    }
+    // Keep the source order of the cases: by key, the other hosts last.
+    out.reverse();
+    out
+}
+
+/// `on == key`, or `on in [keys]`.
+fn member(on: &Value, mut keys: Vec<String>) -> Guard {
+    if keys.len() == 1 {
+        if let Some(key) = keys.pop() {
+            return Guard::Compare {
+                op: CompareOp::Eq,
+                lhs: on.clone(),
+                rhs: Value::Str(key),
+            };
+        }
+    }
+    Guard::Compare {
+        op: CompareOp::In,
+        lhs: on.clone(),
+        rhs: Value::List(keys.into_iter().map(Value::Str).collect()),
+    }
+}
+
+/// A promise whose values still hold a missing lookup: the analyses
+/// report it where a host can reach it (`analysis::missing`).
+fn mark_missing(mut p: ir::Promise) -> ir::Promise {
+    if p.missing.is_none() {
+        let found = values(&p).find_map(first_missing);
+        p.missing = found;
+    }
+    p
+}
+
+fn first_missing(v: &Value) -> Option<Span> {
+    match v {
+        Value::Missing(span) => Some(*span),
+        _ if !has_missing(v) => None,
+        Value::List(items) | Value::Coalesce(items) => items.iter().find_map(first_missing),
+        Value::Map(e) | Value::Record(e) => e.iter().find_map(|(_, v)| first_missing(v)),
+        Value::Call { args, .. } => args.iter().find_map(first_missing),
+        Value::Template(parts) => parts.iter().find_map(|p| match p {
+            TemplatePart::Host(v) => first_missing(v),
+            _ => None,
+        }),
+        Value::Select {
+            then, otherwise, ..
+        } => first_missing(then).or_else(|| first_missing(otherwise)),
+        Value::Each { list, body, .. } => first_missing(list).or_else(|| first_missing(body)),
+        Value::Ref { target, .. } => first_missing(target),
+        Value::Choice(c) => c
+            .cases
+            .iter()
+            .find_map(|(_, v)| first_missing(v))
+            .or_else(|| first_missing(&c.default)),
+        _ => None,
+    }
+}
+
+fn values(p: &ir::Promise) -> impl Iterator<Item = &Value> {
+    std::iter::once(&p.promiser).chain(p.attrs.iter().map(|a| &a.value))
+}
+
+fn first_choice(p: &ir::Promise) -> Option<Value> {
+    values(p).find_map(choice_key)
+}
+
+/// The key of the first choice inside `v`.
+fn choice_key(v: &Value) -> Option<Value> {
+    match v {
+        Value::Choice(c) => Some(c.on.clone()),
+        Value::List(items) | Value::Coalesce(items) => items.iter().find_map(choice_key),
+        Value::Map(e) | Value::Record(e) => e.iter().find_map(|(_, v)| choice_key(v)),
+        Value::Call { args, .. } => args.iter().find_map(choice_key),
+        Value::Template(parts) => parts.iter().find_map(|p| match p {
+            TemplatePart::Host(v) => choice_key(v),
+            _ => None,
+        }),
+        Value::Select {
+            then, otherwise, ..
+        } => choice_key(then).or_else(|| choice_key(otherwise)),
+        Value::Each { list, body, .. } => choice_key(list).or_else(|| choice_key(body)),
+        Value::Ref { target, .. } => choice_key(target),
+        _ => None,
+    }
+}
+
+fn collect_keys(v: &Value, on: &Value, keys: &mut Vec<String>) {
+    if let Value::Choice(c) = v {
+        if c.on == *on {
+            keys.extend(c.cases.iter().map(|(k, _)| k.clone()));
+        }
+    }
+    let mut visit = |v: &Value| collect_keys(v, on, keys);
+    match v {
+        Value::Choice(c) => {
+            for (_, case) in &c.cases {
+                visit(case);
+            }
+            visit(&c.default);
+        }
+        Value::List(items) | Value::Coalesce(items) => items.iter().for_each(visit),
+        Value::Map(e) | Value::Record(e) => e.iter().for_each(|(_, v)| visit(v)),
+        Value::Call { args, .. } => args.iter().for_each(visit),
+        Value::Template(parts) => {
+            for p in parts {
+                if let TemplatePart::Host(v) = p {
+                    visit(v);
+                }
+            }
+        }
+        Value::Select {
+            then, otherwise, ..
+        } => {
+            visit(then);
+            visit(otherwise);
+        }
+        Value::Each { list, body, .. } => {
+            visit(list);
+            visit(body);
+        }
+        Value::Ref { target, .. } => visit(target),
+        _ => {}
+    }
+}
+
+fn substitute_promise(p: &ir::Promise, on: &Value, key: Option<&str>) -> ir::Promise {
+    let mut instance = p.clone();
+    instance.promiser = substitute(&p.promiser, on, key);
+    for attr in &mut instance.attrs {
+        attr.value = substitute(&attr.value, on, key);
+    }
+    instance
+}
+
+/// `v` on a host whose `on` is `key` (`None`: none of the keys).
+pub fn substitute(v: &Value, on: &Value, key: Option<&str>) -> Value {
+    let sub = |v: &Value| substitute(v, on, key);
+    match v {
+        Value::Choice(c) if c.on == *on => {
+            let case = key.and_then(|k| {
+                c.cases
+                    .binary_search_by(|(ck, _)| ck.as_str().cmp(k))
+                    .ok()
+                    .and_then(|i| c.cases.get(i))
+            });
+            match case {
+                Some((_, v)) => sub(v),
+                None => sub(&c.default),
+            }
+        }
+        Value::Choice(c) => Value::Choice(Box::new(Choice {
+            on: sub(&c.on),
+            cases: c.cases.iter().map(|(k, v)| (k.clone(), sub(v))).collect(),
+            default: sub(&c.default),
+        })),
+        Value::List(items) => Value::List(items.iter().map(sub).collect()),
+        Value::Map(e) => Value::Map(e.iter().map(|(k, v)| (k.clone(), sub(v))).collect()),
+        Value::Record(e) => Value::Record(e.iter().map(|(k, v)| (k.clone(), sub(v))).collect()),
+        Value::Coalesce(items) => {
+            let mut items = items.iter().map(sub);
+            let first = items.next().unwrap_or(Value::Str(String::new()));
+            items.fold(first, coalesce)
+        }
+        Value::Call { func, args } => {
+            let args: Vec<Value> = args.iter().map(sub).collect();
+            if args.iter().all(Value::is_constant) {
+                // A VM function of constants: compute it now, under the
+                // language's name for it.
+                let name = match *func {
+                    "len_str" | "len_list" => "len",
+                    "contains_list" | "contains_str" => "contains",
+                    "index" => {
+                        let mut args = args.into_iter();
+                        let (list, idx) = (args.next(), args.next());
+                        return match (list, idx) {
+                            (Some(list), Some(idx)) => {
+                                match lookups::index(list, idx, Span::default()) {
+                                    lookups::Indexed::Value(v) => v,
+                                    lookups::Indexed::Unsupported => Value::Str(String::new()),
+                                }
+                            }
+                            _ => Value::Str(String::new()),
+                        };
+                    }
+                    other => other,
+                };
+                return functions::apply(name, args.clone()).unwrap_or(Value::Call { func, args });
+            }
+            Value::Call { func, args }
+        }
+        Value::Template(parts) => lookups::concat(
+            parts
+                .iter()
+                .map(|p| match p {
+                    TemplatePart::Lit(t) => Value::Str(t.clone()),
+                    TemplatePart::Fact(f) => Value::Fact(f.clone()),
+                    TemplatePart::LoopVar(l) => Value::LoopVar(l.clone()),
+                    TemplatePart::Host(v) => sub(v),
+                })
+                .collect(),
+        ),
+        Value::Select {
+            cond,
+            then,
+            otherwise,
+        } => Value::Select {
+            cond: cond.clone(),
+            then: Box::new(sub(then)),
+            otherwise: Box::new(sub(otherwise)),
+        },
+        Value::Each { list, var, body } => Value::Each {
+            list: Box::new(sub(list)),
+            var: var.clone(),
+            body: Box::new(sub(body)),
+        },
+        Value::Ref { kind, target } => Value::Ref {
+            kind: kind.clone(),
+            target: Box::new(sub(target)),
+        },
+        other => other.clone(),
+    }
+}
+
+/// Whether a value still needs a `??` on the host.
+pub fn needs_default(v: &Value) -> bool {
+    may_be_missing(v)
+}
