@@ -6,10 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds=${1:-600}
-for target in parse bundle stamp fmt template; do
+for target in parse bundle stamp fmt template data; do
   seeds=seeds
   [ "$target" = bundle ] && seeds=seeds-bundle
   [ "$target" = stamp ] && seeds=seeds-stamp
+  [ "$target" = data ] && seeds=seeds-data
   mkdir -p "corpus/$target"
   log=$(mktemp)
   dict=()
