@@ -79,7 +79,7 @@ impl<'a> Checker<'a> {
                             self.push(
                                 Diagnostic::new(
                                     Code::TemplateType,
-                                    format!("cannot loop over a value of type {}", other.describe()),
+                                    format!("cannot loop over a {}", other.describe()),
                                     iter.span,
                                     "not a list or a map",
                                 )
@@ -199,29 +199,19 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// A literal `source = "..."` path that leaves the policy tree, said
-    /// by the checker as for a template: after any checker error nothing is
-    /// expanded, and the build's own check of computed paths
-    /// (`bundle::embed::check_embeds`) would not run.
+    /// A literal `source` path the workspace refused (outside the policy
+    /// tree): reported here, so every other problem is reported too.
     pub(super) fn check_source_path(&mut self, value: &'a Expr) {
         let ExprKind::Str(lit) = &value.kind else {
             return;
         };
-        let (Some(path), Some(ws)) = (lit.as_plain(), self.symbols.ws) else {
-            return;
-        };
-        let Some(tree) = ws.tree(value.span.file) else {
-            return;
-        };
-        let from = ws
-            .db
-            .get(value.span.file)
-            .map(|f| f.path.clone())
-            .unwrap_or_default();
-        if let Err(err) = tree.resolve(&from, &path) {
-            self.push(crate::workspace::outside_tree(
-                "source", &path, &err, tree, value.span,
-            ));
+        let Some(path) = lit.as_plain() else { return };
+        if let Some(Err(d)) = self
+            .symbols
+            .ws
+            .and_then(|ws| ws.document(value.span.file, &path))
+        {
+            self.push(d.clone());
         }
     }
 
