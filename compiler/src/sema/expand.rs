@@ -74,6 +74,7 @@ pub fn expand<'a>(
         optional: 0,
         guard_missing: None,
         by_name: false,
+        assumed: Vec::new(),
     };
     ex.stmts(&policy.body, &mut Vec::new(), &Arc::new(Guard::Const(true)));
     let classes = symbols
@@ -145,6 +146,9 @@ struct Expander<'a, 'c> {
     /// environment (one template may serve several bundles, whose
     /// parameters are different definitions).
     by_name: bool,
+    /// While rendering one case of a choice: the host's key value is that
+    /// key (`templates.rs`, `assuming`).
+    assumed: Vec<(Value, String)>,
 }
 
 impl<'a> Expander<'a, '_> {
@@ -697,6 +701,19 @@ impl<'a> Expander<'a, '_> {
     /// it: a parameter or loop variable from `env`, or a `let`. `None` when
     /// the name is not a variable (a class, a fact, a word).
     fn lookup(&mut self, name: &'a str, span: Span, env: &Env<'a>) -> Option<Value> {
+        let value = self.lookup_unassumed(name, span, env)?;
+        Some(self.under_assumptions(value))
+    }
+
+    /// `value` with every choice on an assumed key resolved.
+    fn under_assumptions(&self, mut value: Value) -> Value {
+        for (on, key) in &self.assumed {
+            value = lookups::assume(&value, on, Some(key), &[]);
+        }
+        value
+    }
+
+    fn lookup_unassumed(&mut self, name: &'a str, span: Span, env: &Env<'a>) -> Option<Value> {
         if self.by_name {
             if let Some((_, _, v)) = env.iter().rev().find(|(_, n, _)| *n == name) {
                 return Some(v.clone());
@@ -787,7 +804,10 @@ impl<'a> Expander<'a, '_> {
             }
             ExprKind::Index { base, index } => {
                 let base_v = self.eval(base, env);
-                let index_v = self.eval(index, env);
+                let mut index_v = self.eval(index, env);
+                if let Some((_, key)) = self.assumed.iter().rev().find(|(on, _)| *on == index_v) {
+                    index_v = Value::Str(key.clone());
+                }
                 match lookups::index(base_v, index_v, expr.span) {
                     Indexed::Value(v) => self.present(v, expr.span),
                     Indexed::Unsupported => {

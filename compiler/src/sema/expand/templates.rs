@@ -7,7 +7,7 @@
 use converge_grammar::ast::{Expr, ExprKind, Ident};
 use converge_grammar::template::Node;
 
-use super::lookups::{self, map_choice};
+use super::lookups::{self, map_choice_keyed};
 use super::{Env, Expander};
 use crate::ir::{Guard, Value};
 use crate::sema::names::DefId;
@@ -70,6 +70,17 @@ impl<'a> Expander<'a, '_> {
         }
     }
 
+    /// Runs `f` knowing that the host's `on` is `key` (when it is a key):
+    /// lookups by `on` inside resolve to that key's entry at once, instead
+    /// of making a choice over every key again (`Expander::assumed`).
+    fn assuming(&mut self, on: &Value, key: Option<&str>, f: impl FnOnce(&mut Self) -> Value) -> Value {
+        let Some(key) = key else { return f(self) };
+        self.assumed.push((on.clone(), key.to_owned()));
+        let out = f(self);
+        self.assumed.pop();
+        out
+    }
+
     fn var_def(&mut self, name: &Ident) -> DefId {
         self.resolve(name.span).unwrap_or(DefId::PLACEHOLDER)
     }
@@ -111,7 +122,9 @@ impl<'a> Expander<'a, '_> {
                 lookups::concat(pieces)
             }
             Value::Choice(c) => {
-                map_choice(*c, &mut |case| self.render_loop(key, var, case, body, env))
+                map_choice_keyed(*c, &mut |on, k, _, case| {
+                    self.assuming(on, k, |ex| ex.render_loop(key, var, case, body, env))
+                })
             }
             Value::Missing(span) => Value::Missing(span),
             // A list only the host knows: the VM repeats the body.
@@ -177,8 +190,8 @@ impl<'a> Expander<'a, '_> {
         match cond {
             Value::Bool(true) => self.render(body, env),
             Value::Bool(false) => self.render_if(rest, otherwise, env),
-            Value::Choice(c) => map_choice(*c, &mut |case| {
-                self.branch(case, body, rest, otherwise, env)
+            Value::Choice(c) => map_choice_keyed(*c, &mut |on, k, _, case| {
+                self.assuming(on, k, |ex| ex.branch(case, body, rest, otherwise, env))
             }),
             Value::Missing(span) => Value::Missing(span),
             other => {
