@@ -288,8 +288,8 @@ impl<'p> Finder<'p> {
         let (Some(pa), Some(pb)) = (self.promise(a.promise), self.promise(b.promise)) else {
             return false;
         };
-        let runtime = (!a.value.is_constant() || !b.value.is_constant())
-            && !always_differ(a.value, b.value);
+        let runtime =
+            (!a.value.is_constant() || !b.value.is_constant()) && !always_differ(a.value, b.value);
         if !self
             .reported
             .insert((pa.span, pb.span, property.to_owned()))
@@ -970,7 +970,8 @@ fn always_differ(a: &Value, b: &Value) -> bool {
             _ => None,
         }
     }
-    let (Some((head_a, tail_a)), Some((head_b, tail_b))) = (literal_ends(a), literal_ends(b)) else {
+    let (Some((head_a, tail_a)), Some((head_b, tail_b))) = (literal_ends(a), literal_ends(b))
+    else {
         return false;
     };
     let heads_agree = head_a.starts_with(&head_b) || head_b.starts_with(&head_a);

@@ -297,6 +297,27 @@ pub fn too_complex(span: Span, question: &str, err: TooComplex) -> Diagnostic {
     .with_help("simplify the guard: fewer classes that must hold together over shared exclusive groups, or split the promise into cases")
 }
 
+/// The name of a value that is one string per host: a fact, or a function
+/// of facts (`lower(sys.hostname)`, `split(sys.hostname, "-")[0] ?? "x"`,
+/// the keys expansion splits a lookup on). Tests of one such value against
+/// different constants exclude one another, like tests of one fact. A loop
+/// variable is not one value per host, so nothing holding one is.
+fn host_term(v: &Value) -> Option<String> {
+    fn per_host(v: &Value) -> bool {
+        match v {
+            Value::Fact(_) => true,
+            Value::Call { args, .. } => args.iter().all(|a| per_host(a) || a.is_constant()),
+            Value::Coalesce(items) => items.iter().all(|a| per_host(a) || a.is_constant()),
+            _ => false,
+        }
+    }
+    match v {
+        Value::Fact(fact) => Some(fact.clone()),
+        v if per_host(v) => Some(v.display()),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,26 +394,5 @@ mod tests {
         ]);
         let f = space.formula(&g);
         assert_eq!(space.witness(&f, &space.constraints()).unwrap(), None);
-    }
-}
-
-/// The name of a value that is one string per host: a fact, or a function
-/// of facts (`lower(sys.hostname)`, `split(sys.hostname, "-")[0] ?? "x"`,
-/// the keys expansion splits a lookup on). Tests of one such value against
-/// different constants exclude one another, like tests of one fact. A loop
-/// variable is not one value per host, so nothing holding one is.
-fn host_term(v: &Value) -> Option<String> {
-    fn per_host(v: &Value) -> bool {
-        match v {
-            Value::Fact(_) => true,
-            Value::Call { args, .. } => args.iter().all(|a| per_host(a) || a.is_constant()),
-            Value::Coalesce(items) => items.iter().all(|a| per_host(a) || a.is_constant()),
-            _ => false,
-        }
-    }
-    match v {
-        Value::Fact(fact) => Some(fact.clone()),
-        v if per_host(v) => Some(v.display()),
-        _ => None,
     }
 }

@@ -391,7 +391,12 @@ impl<'a> Expander<'a, '_> {
     /// reaches it. A marked copy of the body's first promise, guarded by
     /// the `when`'s outer guard and the hosts where the lookup is missing,
     /// lets `analysis::missing` decide that exactly (and name a host).
-    fn mark_missing_regions(&mut self, regions: Vec<(Span, Guard)>, outer: &Arc<Guard>, start: usize) {
+    fn mark_missing_regions(
+        &mut self,
+        regions: Vec<(Span, Guard)>,
+        outer: &Arc<Guard>,
+        start: usize,
+    ) {
         for (span, region) in regions {
             if region == Guard::Const(false) {
                 continue;
@@ -1272,16 +1277,19 @@ fn compare_value(op: ir::CompareOp, lhs: Value, rhs: Value) -> Value {
 fn missing_region(value: &Value) -> Guard {
     match value {
         Value::Missing(_) => Guard::Const(true),
-        Value::Choice(c) => bool_guard(lookups::map_choice(ir::Choice::clone(c), &mut |case| {
-            match missing_region(&case) {
-                Guard::Const(b) => Value::Bool(b),
-                g => Value::Select {
-                    cond: Box::new(g),
-                    then: Box::new(Value::Bool(true)),
-                    otherwise: Box::new(Value::Bool(false)),
+        Value::Choice(c) => {
+            bool_guard(lookups::map_choice(
+                ir::Choice::clone(c),
+                &mut |case| match missing_region(&case) {
+                    Guard::Const(b) => Value::Bool(b),
+                    g => Value::Select {
+                        cond: Box::new(g),
+                        then: Box::new(Value::Bool(true)),
+                        otherwise: Box::new(Value::Bool(false)),
+                    },
                 },
-            }
-        })),
+            ))
+        }
         v if !lookups::has_missing(v) => Guard::Const(false),
         // Missing somewhere inside a value the host computes: anywhere.
         _ => Guard::Const(true),
