@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Data and templates benchmark (issue 16, "Performance"), side by side in one
-# run, on trees written by bench/gen_hosts.py:
+# run, on trees written by bench/gen_lookups.py:
 #
 #   check   `policyc check` of a policy that looks each host up by
 #           sys.hostname in a HOSTS-host data/hosts.yaml (ten fields a
@@ -64,19 +64,19 @@ check() {
 
 echo "== check: $hosts hosts, one template"
 for lookups in 1 10; do
-  python3 bench/gen_hosts.py --hosts "$hosts" --lookups "$lookups" --files "$files" -o "$work/h$lookups"
+  python3 bench/gen_lookups.py --hosts "$hosts" --lookups "$lookups" --files "$files" -o "$work/h$lookups"
   check "lookup, $lookups field(s)" "$work/h$lookups" lookup.policy
 done
 check "constant content (baseline)" "$work/h1" constant.policy
 
 echo "== growth: lookups per template, 10 hosts"
 for lookups in 3 4 5; do
-  python3 bench/gen_hosts.py --hosts 10 --lookups "$lookups" --files 1 -o "$work/g$lookups"
+  python3 bench/gen_lookups.py --hosts 10 --lookups "$lookups" --files 1 -o "$work/g$lookups"
   check "10 hosts, $lookups lookups" "$work/g$lookups" lookup.policy
 done
 
 echo "== render: converged policyvm run, median of $runs"
-python3 bench/gen_hosts.py --hosts "$render_hosts" --lookups 1 --files "$files" -o "$work/r"
+python3 bench/gen_lookups.py --hosts "$render_hosts" --lookups 1 --files "$files" -o "$work/r"
 "$policyc" keygen --out "$work/hub" >/dev/null
 mkdir -p "$work/trust" && cp "$work/hub.pub" "$work/trust/"
 python3 - "$work" "$policyc" "$policyvm" "$runs" "$render_hosts" "$files" <<'PY'
@@ -121,6 +121,6 @@ PY
 
 echo "== rival: contradiction analysis over a K-key lookup"
 for k in $keys; do
-  python3 bench/gen_hosts.py --hosts "$k" --lookups 1 --files 1 -o "$work/k$k"
+  python3 bench/gen_lookups.py --hosts "$k" --lookups 1 --files 1 -o "$work/k$k"
   check "$k keys" "$work/k$k" rival.policy
 done

@@ -100,7 +100,7 @@ fn mark_missing(mut p: ir::Promise) -> ir::Promise {
     p
 }
 
-fn first_missing(v: &Value) -> Option<Span> {
+pub fn first_missing(v: &Value) -> Option<Span> {
     match v {
         Value::Missing(span) => Some(*span),
         _ if !has_missing(v) => None,

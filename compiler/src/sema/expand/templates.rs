@@ -4,7 +4,7 @@
 //! has become [`Value`]s the VM computes (`Each`, `Select`, template
 //! parts). The VM never sees template text.
 
-use converge_grammar::ast::{Expr, Ident};
+use converge_grammar::ast::{Expr, ExprKind, Ident};
 use converge_grammar::template::Node;
 
 use super::lookups::{self, map_choice};
@@ -144,7 +144,14 @@ impl<'a> Expander<'a, '_> {
         // A class expression is a guard; any other condition a bool value,
         // which may be chosen by a key (then each case renders on its own,
         // and the analyses stay exact).
-        let value = if is_class_expression(cond) {
+        let value = if let ExprKind::Compare { op, lhs, rhs } = &cond.kind {
+            // A comparison stays a value per key where a side is chosen by
+            // one: a key whose lookup finds nothing renders missing in its
+            // own instance, so `analysis::missing` decides it exactly.
+            let lhs = self.eval(lhs, env);
+            let rhs = self.eval(rhs, env);
+            super::compare_choice(*op, lhs, rhs)
+        } else if is_class_expression(cond) {
             match self.guard(cond, env) {
                 Guard::Const(b) => Value::Bool(b),
                 g => Value::Select {
@@ -190,7 +197,6 @@ impl<'a> Expander<'a, '_> {
 /// Whether a condition is written as a class expression (`web`,
 /// `!canary`, `a && b`, `sys.os_family == "debian"`).
 fn is_class_expression(e: &Expr) -> bool {
-    use converge_grammar::ast::ExprKind;
     match &e.kind {
         ExprKind::Path(p) => p.len() == 1,
         ExprKind::Not(_) | ExprKind::And(_) | ExprKind::Or(_) | ExprKind::Compare { .. } => true,
