@@ -27,7 +27,7 @@ use converge_grammar::Span;
 use super::guards::GuardSpace;
 use super::sat::{self, Constraints, Formula};
 use crate::diagnostic::{Code, Diagnostic};
-use crate::ir::{Program, Promise, Value};
+use crate::ir::{Guard, Program, Promise, Value};
 
 /// At most this many contradictions are reported per object: past that,
 /// the object's promises need rethinking as a whole, not one by one.
@@ -193,14 +193,21 @@ impl<'p> Finder<'p> {
             }
             // Classes of equal settings: every pair across two classes
             // differs, no pair inside one does.
+            // Found by hash: 10,000 instances of a split lookup are 10,000
+            // classes, and a linear search for each was quadratic.
             let mut classes: Vec<Vec<&Setting>> = Vec::new();
+            let mut class_of: HashMap<(&str, &Value), usize> = HashMap::default();
             for setting in &settings {
-                match classes.iter_mut().find(|c| {
-                    c.first()
-                        .is_some_and(|f| f.attr == setting.attr && f.value == setting.value)
-                }) {
-                    Some(class) => class.push(setting),
-                    None => classes.push(vec![setting]),
+                match class_of.get(&(setting.attr, setting.value)) {
+                    Some(&c) => {
+                        if let Some(class) = classes.get_mut(c) {
+                            class.push(setting);
+                        }
+                    }
+                    None => {
+                        class_of.insert((setting.attr, setting.value), classes.len());
+                        classes.push(vec![setting]);
+                    }
                 }
             }
             if classes.len() > 1 {
@@ -236,6 +243,13 @@ impl<'p> Finder<'p> {
         budget: &mut usize,
     ) {
         if left.is_empty() || right.is_empty() || *budget == 0 {
+            return;
+        }
+        // Instances of a lookup split per key (`sema::expand::split`) on
+        // one fact with no key in common can never be active together: no
+        // solver question needed (one per pair of sets would cost the
+        // number of keys each, for a 10,000-host lookup).
+        if self.keys_disjoint(left, right) {
             return;
         }
         let side = |set: &[&Setting]| {
@@ -276,6 +290,46 @@ impl<'p> Finder<'p> {
                 self.across(property, left, r2, budget);
             }
         }
+    }
+
+    fn keys_disjoint(&self, left: &[&Setting], right: &[&Setting]) -> bool {
+        // Per side: the fact, the keys its instances pin, and the key lists
+        // its "other hosts" instances exclude.
+        let side = |set: &[&Setting]| -> Option<(&str, Vec<&str>, Vec<&[Value]>)> {
+            let mut fact: Option<&str> = None;
+            let (mut keys, mut except) = (Vec::new(), Vec::new());
+            for s in set {
+                let (f, pinned) = guard_keys(&self.promise(s.promise)?.guard)?;
+                if fact.is_some_and(|known| known != f) {
+                    return None;
+                }
+                fact = Some(f);
+                match pinned {
+                    Pinned::Keys(k) => keys.extend(k),
+                    Pinned::Except(list) => except.push(list),
+                }
+            }
+            Some((fact?, keys, except))
+        };
+        let (Some((lf, lk, le)), Some((rf, rk, re))) = (side(left), side(right)) else {
+            return false;
+        };
+        // Two "other hosts" sets always share a host.
+        if lf != rf || (!le.is_empty() && !re.is_empty()) {
+            return false;
+        }
+        let excluded = |key: &str, lists: &[&[Value]]| {
+            lists.iter().all(|list| {
+                list.binary_search_by(|v| v.as_str().unwrap_or("").cmp(key))
+                    .is_ok()
+                    || list.iter().any(|v| v.as_str() == Some(key))
+            })
+        };
+        if !rk.iter().all(|k| excluded(k, &le)) || !lk.iter().all(|k| excluded(k, &re)) {
+            return false;
+        }
+        let left: HashSet<&str> = lk.into_iter().collect();
+        !rk.iter().any(|k| left.contains(k))
     }
 
     fn report_values(
@@ -921,6 +975,59 @@ fn fixed_content_conflict<'p>(
 }
 
 /// `file "/etc/motd"`
+/// What the guard of an instance of a split lookup says about its key.
+enum Pinned<'p> {
+    /// `fact == "key"` or `fact in ["k1", ...]`.
+    Keys(Vec<&'p str>),
+    /// `!(fact in [...])`: any key but these (sorted, as the split writes
+    /// them).
+    Except(&'p [Value]),
+}
+
+/// The fact and the keys a guard pins, when one of the conjuncts of its
+/// top level does.
+fn guard_keys(guard: &Guard) -> Option<(&str, Pinned<'_>)> {
+    match guard {
+        Guard::And(items) => items.iter().find_map(pinned_keys),
+        g => pinned_keys(g),
+    }
+}
+
+fn pinned_keys(g: &Guard) -> Option<(&str, Pinned<'_>)> {
+    if let Guard::Not(inner) = g {
+        if let Guard::Compare {
+            op: crate::ir::CompareOp::In,
+            lhs: Value::Fact(fact),
+            rhs: Value::List(items),
+        } = &**inner
+        {
+            if items.iter().all(|v| v.as_str().is_some()) {
+                return Some((fact.as_str(), Pinned::Except(items)));
+            }
+        }
+        return None;
+    }
+    let Guard::Compare { op, lhs, rhs } = g else {
+        return None;
+    };
+    let Value::Fact(fact) = lhs else { return None };
+    match (op, rhs) {
+        (crate::ir::CompareOp::Eq, Value::Str(k)) => {
+            Some((fact.as_str(), Pinned::Keys(vec![k.as_str()])))
+        }
+        (crate::ir::CompareOp::In, Value::List(items)) => Some((
+            fact.as_str(),
+            Pinned::Keys(
+                items
+                    .iter()
+                    .map(Value::as_str)
+                    .collect::<Option<Vec<_>>>()?,
+            ),
+        )),
+        _ => None,
+    }
+}
+
 pub fn describe_object(p: &Promise) -> String {
     format!("{} {}", p.kind, p.promiser.display())
 }

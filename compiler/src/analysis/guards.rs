@@ -254,9 +254,7 @@ impl<'p> GuardSpace<'p> {
             by_fact.into_iter().filter(|(_, a)| a.len() > 1).collect();
         facts.sort();
         groups.extend(facts.into_iter().map(|(_, atoms)| atoms));
-        Constraints {
-            at_most_one: groups,
-        }
+        Constraints::new(groups)
     }
 
     /// A witness for `formula` (definitions included): the atoms that are

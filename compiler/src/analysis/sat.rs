@@ -254,9 +254,32 @@ pub struct Constraints {
     /// Each group holds atoms of which at most one may be true. Duplicates
     /// within a group are harmless; atoms may belong to several groups.
     pub at_most_one: Vec<Vec<Atom>>,
+    /// The groups each atom belongs to, when built by [`Constraints::new`]:
+    /// a question then costs the size of its formula, not of every group (a
+    /// fact compared with 10,000 host names makes one group of 10,000
+    /// atoms, and the analyses ask one question per promise). Empty: every
+    /// group is scanned.
+    groups_of: HashMap<Atom, Vec<u32>>,
 }
 
 impl Constraints {
+    /// Constraints with an index from atoms to their groups.
+    pub fn new(at_most_one: Vec<Vec<Atom>>) -> Self {
+        let mut groups_of: HashMap<Atom, Vec<u32>> = HashMap::new();
+        for (g, group) in at_most_one.iter().enumerate() {
+            for atom in group {
+                let list = groups_of.entry(*atom).or_default();
+                if list.last() != Some(&(g as u32)) {
+                    list.push(g as u32);
+                }
+            }
+        }
+        Constraints {
+            at_most_one,
+            groups_of,
+        }
+    }
+
     /// Whether the assignment (the atoms that are true, in any order)
     /// respects every group: for callers and tests that double-check a
     /// witness.
@@ -515,11 +538,30 @@ impl Encoder {
     /// member instead of a quadratic number of clauses. Auxiliary variables
     /// are never atoms, so they never appear in a witness.
     fn add_groups(&mut self, constraints: &Constraints) {
-        for group in &constraints.at_most_one {
-            let mut members: Vec<usize> = group
-                .iter()
-                .filter_map(|atom| self.atom_vars.get(atom).copied())
-                .collect();
+        let mut selected: Vec<Vec<usize>> = Vec::new();
+        if constraints.groups_of.is_empty() {
+            for group in &constraints.at_most_one {
+                selected.push(
+                    group
+                        .iter()
+                        .filter_map(|atom| self.atom_vars.get(atom).copied())
+                        .collect(),
+                );
+            }
+        } else {
+            // Only the groups of the formula's atoms, each with only those
+            // atoms: the others stay false.
+            let mut by_group: HashMap<u32, Vec<usize>> = HashMap::new();
+            for (atom, var) in &self.atom_vars {
+                for g in constraints.groups_of.get(atom).into_iter().flatten() {
+                    by_group.entry(*g).or_default().push(*var);
+                }
+            }
+            let mut groups: Vec<(u32, Vec<usize>)> = by_group.into_iter().collect();
+            groups.sort_unstable_by_key(|(g, _)| *g);
+            selected.extend(groups.into_iter().map(|(_, members)| members));
+        }
+        for mut members in selected {
             members.sort_unstable();
             members.dedup();
             if members.len() <= PAIRWISE_GROUP_LIMIT {
@@ -924,9 +966,7 @@ mod tests {
     }
 
     fn os_families() -> Constraints {
-        Constraints {
-            at_most_one: vec![vec![DEBIAN, REDHAT, ALPINE]],
-        }
+        Constraints::new(vec![vec![DEBIAN, REDHAT, ALPINE]])
     }
 
     /// `solve`, with the witness checked against the formula and the groups.
@@ -1003,9 +1043,12 @@ mod tests {
         let f = Formula::and(atom(WEB), Formula::not(atom(DB)));
         assert_eq!(witness(&f, &os_families()), Some(vec![WEB]));
         // A group sharing one atom with the formula only pins the others false.
-        let c = Constraints {
-            at_most_one: vec![vec![WEB, DEBIAN, REDHAT], vec![WEB, WEB], vec![], vec![DB]],
-        };
+        let c = Constraints::new(vec![
+            vec![WEB, DEBIAN, REDHAT],
+            vec![WEB, WEB],
+            vec![],
+            vec![DB],
+        ]);
         assert_eq!(witness(&f, &c), Some(vec![WEB]));
     }
 
@@ -1092,18 +1135,14 @@ mod tests {
     fn sixty_atom_conjunction_is_fast() {
         let f = Formula::all((0..60).map(atom));
         assert_eq!(witness(&f, &no_constraints()), Some((0..60).collect()));
-        let pair = Constraints {
-            at_most_one: vec![vec![17, 42]],
-        };
+        let pair = Constraints::new(vec![vec![17, 42]]);
         assert_eq!(witness(&f, &pair), None);
     }
 
     #[test]
     fn sixty_atom_disjunction_under_one_group() {
         let f = Formula::any((0..60).map(atom));
-        let group = Constraints {
-            at_most_one: vec![(0..60).collect()],
-        };
+        let group = Constraints::new(vec![(0..60).collect()]);
         assert_eq!(witness(&f, &group), Some(vec![59]));
         let two = Formula::and(f, Formula::and(atom(3), atom(30)));
         assert_eq!(witness(&two, &group), None);
@@ -1115,9 +1154,7 @@ mod tests {
         // this linear (pairwise clauses would number in the tens of millions).
         let n = 20_000;
         let f = Formula::any((0..n).map(atom));
-        let group = Constraints {
-            at_most_one: vec![(0..n).collect()],
-        };
+        let group = Constraints::new(vec![(0..n).collect()]);
         assert_eq!(witness(&f, &group), Some(vec![n - 1]));
         let two = Formula::and(f, Formula::and(atom(3), atom(n - 3)));
         assert_eq!(witness(&two, &group), None);
@@ -1160,9 +1197,7 @@ mod tests {
     fn large_atom_numbers() {
         let f = Formula::and(atom(u32::MAX), Formula::not(atom(1_000_000)));
         assert_eq!(witness(&f, &no_constraints()), Some(vec![u32::MAX]));
-        let c = Constraints {
-            at_most_one: vec![vec![u32::MAX, 1_000_000]],
-        };
+        let c = Constraints::new(vec![vec![u32::MAX, 1_000_000]]);
         let g = Formula::and(atom(u32::MAX), atom(1_000_000));
         assert_eq!(witness(&g, &c), None);
     }
@@ -1319,9 +1354,7 @@ mod tests {
         f: &Formula,
         groups: &[Vec<Atom>],
     ) -> Result<(), TestCaseError> {
-        let constraints = Constraints {
-            at_most_one: groups.to_vec(),
-        };
+        let constraints = Constraints::new(groups.to_vec());
         let result = solve(f, &constraints).unwrap();
 
         // Every assignment of all n atoms that respects the groups.

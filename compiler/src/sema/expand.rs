@@ -710,6 +710,49 @@ impl<'a> Expander<'a, '_> {
         Some(self.under_assumptions(value))
     }
 
+    /// `LET[key]` with a known key, read in place: a 10,000-host map is not
+    /// copied to read one host (per key of a choice, that was quadratic).
+    fn let_entry(&mut self, base: &'a Expr, index: &Value, env: &Env<'a>) -> Option<Value> {
+        let ExprKind::Path(path) = &base.kind else {
+            return None;
+        };
+        let [first] = path.as_slice() else {
+            return None;
+        };
+        let name: &'a str = &first.name;
+        let is_let = if self.by_name {
+            !env.iter().any(|(_, n, _)| *n == name) && self.symbols.lets.get(name).is_some()
+        } else {
+            let id = self.resolve(first.span)?;
+            self.checker
+                .names
+                .definition(id)
+                .is_some_and(|d| d.kind == DefKind::Let)
+        };
+        if !is_let {
+            return None;
+        }
+        if !self.lets.contains_key(name) {
+            self.let_value(name);
+        }
+        let span = base.span;
+        match (self.lets.get(name)?, index) {
+            (Value::Map(entries), Value::Str(key) | Value::Word(key)) => Some(
+                match entries.binary_search_by(|(k, _)| k.as_str().cmp(key)) {
+                    Ok(i) => entries.get(i).map(|(_, v)| v.clone())?,
+                    Err(_) => Value::Missing(span),
+                },
+            ),
+            (Value::List(items), Value::Int(i)) => Some(
+                usize::try_from(*i)
+                    .ok()
+                    .and_then(|i| items.get(i).cloned())
+                    .unwrap_or(Value::Missing(span)),
+            ),
+            _ => None,
+        }
+    }
+
     /// `value` with every choice on an assumed key resolved.
     fn under_assumptions(&self, mut value: Value) -> Value {
         for (on, key) in &self.assumed {
@@ -808,11 +851,15 @@ impl<'a> Expander<'a, '_> {
                 self.present(value, name.span)
             }
             ExprKind::Index { base, index } => {
-                let base_v = self.eval(base, env);
                 let mut index_v = self.eval(index, env);
                 if let Some((_, key)) = self.assumed.iter().rev().find(|(on, _)| *on == index_v) {
                     index_v = Value::Str(key.clone());
                 }
+                if let Some(entry) = self.let_entry(base, &index_v, env) {
+                    let entry = self.under_assumptions(entry);
+                    return self.present(entry, expr.span);
+                }
+                let base_v = self.eval(base, env);
                 match lookups::index(base_v, index_v, expr.span) {
                     Indexed::Value(v) => self.present(v, expr.span),
                     Indexed::Unsupported => {
