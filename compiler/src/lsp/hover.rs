@@ -18,7 +18,7 @@ use crate::sema::names::DefKind;
 /// is no name.
 pub fn hover(analysis: &Analysis, doc: &Document, pos: Position) -> Option<Hover> {
     let offset = doc.lines.offset(&doc.text, pos);
-    let (span, target) = analysis.index.at(analysis.root, offset)?;
+    let (span, target) = analysis.index.at(analysis.file_of(&doc.path), offset)?;
     let text = describe(analysis, target)?;
     Some(Hover {
         contents: HoverContents::Markup(MarkupContent {

@@ -8,6 +8,7 @@
 //!
 //! Modules, one job each: [`server`] (the loop, documents, debouncing,
 //! publishing), [`analysis`] (checking an open document with unsaved texts),
+//! [`documents`] (data files and templates: which program checks them),
 //! [`index`] (the checker's name table: the name under the cursor and its
 //! uses), [`navigation`] (definition, references, rename), [`hover`],
 //! [`completion`], [`symbols`] (document outline), [`format`] (formatting
@@ -18,6 +19,7 @@
 pub mod analysis;
 pub mod completion;
 pub mod diagnostics;
+pub mod documents;
 pub mod format;
 pub mod hover;
 pub mod index;
