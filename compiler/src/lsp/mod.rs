@@ -11,7 +11,7 @@
 //! [`documents`] (data files and templates: which program checks them),
 //! [`index`] (the checker's name table: the name under the cursor and its
 //! uses), [`navigation`] (definition, references, rename), [`hover`],
-//! [`completion`], [`symbols`] (document outline), [`format`] (formatting
+//! [`completion`] (and [`expressions`]: fields, keys, functions), [`symbols`] (document outline), [`format`] (formatting
 //! edits), [`position`] (UTF-16 positions from the source line index).
 //!
 //! [`Diagnostic`]: crate::diagnostic::Diagnostic
@@ -20,6 +20,7 @@ pub mod analysis;
 pub mod completion;
 pub mod diagnostics;
 pub mod documents;
+pub mod expressions;
 pub mod format;
 pub mod hover;
 pub mod index;
