@@ -92,8 +92,10 @@ pub fn complete(analysis: &Analysis, doc: &Document, pos: Position) -> Vec<Compl
         }
         return Vec::new();
     }
+    // The lexer ends a string at the quote of a key in `${ports["ht`; the
+    // key is still being typed.
     let tail = head.trim_end();
-    if tail.ends_with('.') || tail.ends_with('[') {
+    if tail.ends_with('.') || tail.ends_with('[') || tail.ends_with("[\"") || open_tag(head) {
         return expressions::complete(analysis, file, offset as u32, head);
     }
     let context = context(head);
