@@ -719,6 +719,7 @@ mod tests {
                 })
                 .collect(),
             missing: None,
+            lookups: Vec::new(),
         }
     }
 

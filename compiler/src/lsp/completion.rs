@@ -117,8 +117,12 @@ pub fn complete(analysis: &Analysis, doc: &Document, pos: Position) -> Vec<Compl
         }
         Context::AttrName { kind, used } => attributes(kind.as_deref(), &used),
         Context::AttrValue { kind, attr } => {
+            // Enum words, booleans and classes are all an attribute of
+            // such a type takes; any other value may be an expression.
             let mut items = values(analysis, kind.as_deref(), &attr);
-            items.extend(expressions::complete(analysis, file, offset as u32, head));
+            if items.is_empty() {
+                items.extend(expressions::complete(analysis, file, offset as u32, head));
+            }
             items
         }
         Context::Classes => classes(analysis),

@@ -337,10 +337,13 @@ fn value_keys(value: &Value, steps: &[Step]) -> Vec<String> {
     keys
 }
 
-/// The built-in functions, with their signatures, inserted as a call.
-pub fn functions() -> Vec<CompletionItem> {
+/// The built-in functions, with their signatures, inserted as a call;
+/// `data` only as the whole value of a `let` (`after_let`), the one place
+/// it is allowed.
+pub fn functions(after_let: bool) -> Vec<CompletionItem> {
     FUNCTIONS
         .iter()
+        .filter(|f| after_let || f.name != "data")
         .map(|f| CompletionItem {
             label: f.name.to_owned(),
             kind: Some(CompletionItemKind::FUNCTION),
@@ -388,9 +391,18 @@ pub fn complete(analysis: &Analysis, file: FileId, offset: u32, text: &str) -> V
             return keys(analysis, file, offset, &chain);
         }
     }
-    let mut items = functions();
+    let mut items = functions(is_let_value(trimmed));
     items.extend(lets(analysis));
     items
+}
+
+/// Whether the text ends with `let NAME =` or `let NAME: TYPE =`.
+fn is_let_value(text: &str) -> bool {
+    let Some(before) = text.strip_suffix('=') else {
+        return false;
+    };
+    let line = before.rsplit(['\n', ';']).next().unwrap_or("").trim_start();
+    line.strip_prefix("let ").is_some_and(|rest| !rest.contains(['=', '{', '(']))
 }
 
 #[cfg(test)]
@@ -426,6 +438,20 @@ mod tests {
         assert_eq!(chain_before("x = 1"), None);
         assert_eq!(chain_before("x = "), None);
         assert_eq!(chain_before("x = a]"), None);
+    }
+
+    #[test]
+    fn data_is_offered_only_as_the_value_of_a_let() {
+        assert!(is_let_value("let sites: map<string, Site> ="));
+        assert!(is_let_value("class a;\nlet x ="));
+        assert!(!is_let_value("let x = { \"a\": 1, \"b\" ="));
+        assert!(!is_let_value("  content ="));
+        let names = |after_let| -> Vec<String> {
+            functions(after_let).into_iter().map(|i| i.label).collect()
+        };
+        assert!(names(true).contains(&"data".to_owned()));
+        assert!(!names(false).contains(&"data".to_owned()));
+        assert!(names(false).contains(&"join".to_owned()));
     }
 
     #[test]
