@@ -222,6 +222,7 @@ fn hover_on_fields_and_functions_in_the_policy_and_the_template() {
     let text = hover_text(&mut client, &template, after(TEMPLATE, "].server_na"));
     assert!(text.contains("server_name: string"), "{text}");
     assert!(text.contains("field of `Site`"), "{text}");
+    assert!(text.contains("site.policy`"), "defined in the policy: {text}");
     let text = hover_text(&mut client, &template, after(TEMPLATE, "upp"));
     assert!(text.contains("upper(string) -> string"), "{text}");
     assert!(text.contains("upper case"), "{text}");

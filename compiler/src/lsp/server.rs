@@ -42,6 +42,20 @@ pub struct Document {
     pub policy: bool,
 }
 
+impl Document {
+    /// An open document: policy or not by its name
+    /// ([`documents::is_policy`]).
+    pub fn new(path: PathBuf, text: String, version: i32) -> Document {
+        Document {
+            lines: LineIndex::new(&text),
+            policy: documents::is_policy(&path),
+            text,
+            version,
+            path,
+        }
+    }
+}
+
 /// How the loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ending {
@@ -190,18 +204,8 @@ impl Server {
         let Ok(path) = uri.to_file_path() else {
             return;
         };
-        let lines = LineIndex::new(&text);
-        let policy = documents::is_policy(&path);
-        self.docs.insert(
-            uri.clone(),
-            Document {
-                text,
-                version,
-                path,
-                lines,
-                policy,
-            },
-        );
+        self.docs
+            .insert(uri.clone(), Document::new(path, text, version));
         if !self.dirty.contains(&uri) {
             self.dirty.push(uri);
         }
