@@ -6,14 +6,15 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds=${1:-600}
-for target in parse bundle stamp fmt; do
+for target in parse bundle stamp fmt template data; do
   seeds=seeds
   [ "$target" = bundle ] && seeds=seeds-bundle
   [ "$target" = stamp ] && seeds=seeds-stamp
+  [ "$target" = data ] && seeds=seeds-data
   mkdir -p "corpus/$target"
   log=$(mktemp)
   dict=()
-  [ "$target" = parse ] || [ "$target" = fmt ] && dict=(-dict=parse.dict)
+  [ "$target" = parse ] || [ "$target" = fmt ] || [ "$target" = template ] && dict=(-dict=parse.dict)
   echo "== $target for ${seconds}s"
   if cargo +nightly fuzz run "$target" "corpus/$target" "$seeds" -- \
       "${dict[@]}" -max_total_time="$seconds" -timeout=10 >"$log" 2>&1; then

@@ -74,3 +74,45 @@ fn neovim_and_helix_start_the_server() {
     assert!(helix.contains("args = [\"lsp\"]"));
     assert!(helix.contains("file-types = [\"policy\"]"));
 }
+
+/// The v0.2 syntax is highlighted: `??`, function calls, and template tags
+/// and comments inside strings (LANGUAGE.md sections 11 and 12), with
+/// `${...}` holding any expression.
+#[test]
+fn textmate_grammar_covers_records_lookups_and_templates() {
+    let grammar = json("vscode/syntaxes/policy.tmLanguage.json");
+    let repo = &grammar["repository"];
+    let operators = repo["operators"]["match"].as_str().unwrap();
+    assert!(operators.starts_with(r"\?\?|"), "{operators}");
+    let calls = repo["function-calls"]["match"].as_str().unwrap();
+    assert!(calls.contains(r"(?=\()"), "{calls}");
+    assert_eq!(
+        repo["template-tag"]["begin"].as_str().unwrap().get(..4),
+        Some(r"\{%\")
+    );
+    assert_eq!(repo["template-tag"]["end"], r"%\}");
+    assert_eq!(repo["template-comment"]["begin"], r"\{#");
+    assert_eq!(repo["interpolation"]["begin"], r"\$\{");
+    assert_eq!(
+        repo["interpolation"]["patterns"][0]["include"],
+        "#expression"
+    );
+    // Both interpolating string forms include tags, comments and `${...}`.
+    for form in [0, 2] {
+        let inner = repo["strings"]["patterns"][form]["patterns"].to_string();
+        for part in [
+            "#template-tag",
+            "#template-comment",
+            "#interpolation",
+            "#escapes",
+        ] {
+            assert!(inner.contains(part), "string form {form} lacks {part}");
+        }
+    }
+    // The raw string form has none of them.
+    assert!(repo["strings"]["patterns"][1].get("patterns").is_none());
+    let definitions = repo["definitions"]["patterns"][0]["match"]
+        .as_str()
+        .unwrap();
+    assert!(definitions.contains("|type)"), "{definitions}");
+}

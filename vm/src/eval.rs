@@ -477,6 +477,7 @@ fn take<const N: usize>(stack: &mut Vec<Slot>) -> Result<Option<[Val; N]>, EvalE
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
 
@@ -897,6 +898,29 @@ mod tests {
                 str_val("empty"),
             ]
         );
+    }
+
+    /// `each` nested as deep as the verifier allows (16) runs, and the
+    /// innermost body reads the outermost element with `elem 15`.
+    #[test]
+    fn each_at_the_nesting_limit_reads_every_level() {
+        use Instr::*;
+        let mut constants: Vec<Constant> = (0..16).map(|k| list(&[&format!("L{k}")])).collect();
+        constants.push(Constant::Str("/".into()));
+        let mut programs = vec![vec![
+            Elem(15),
+            Const(16),
+            Elem(7),
+            Const(16),
+            Elem(0),
+            Concat(5),
+        ]];
+        // p(k+1) runs p(k) over the list of level 15 - k: p16 is outermost.
+        for k in 0..16u32 {
+            programs.push(vec![Const(15 - k), Each(k)]);
+        }
+        let results = run_all(constants, programs);
+        assert_eq!(results.last().unwrap(), &str_val("L0/L8/L15"));
     }
 
     /// Errors of a program run are the reason, never a panic.

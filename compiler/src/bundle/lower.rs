@@ -27,6 +27,7 @@ use sha2::{Digest, Sha256};
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, CompareOp, EdgeKind, Guard, TemplatePart, Value};
+use crate::sema::expand::{value_kind, ValueKind};
 use crate::source::SourceDb;
 
 /// What identifies a build besides the policy.
@@ -394,6 +395,28 @@ impl Lowerer<'_> {
                     }
                 };
                 code.push(Instr::LoopVar(i));
+            }
+            // One number or truth value only the host knows, as text.
+            Value::Template(parts)
+                if matches!(
+                    parts.as_slice(),
+                    [TemplatePart::Host(v)] if matches!(value_kind(v), ValueKind::Int | ValueKind::Bool)
+                ) || matches!(
+                    parts.as_slice(),
+                    [TemplatePart::Fact(f)] if value_kind(&Value::Fact(f.clone())) == ValueKind::Int
+                ) =>
+            {
+                match parts.first() {
+                    Some(TemplatePart::Host(v)) => self.scalar(v, loops, code),
+                    Some(TemplatePart::Fact(f)) => {
+                        self.scalar(&Value::Fact(f.clone()), loops, code)
+                    }
+                    _ => {}
+                }
+                match functions::function("to_string") {
+                    Some(f) => code.push(Instr::Func(f.id)),
+                    None => self.internal("the VM has no function `to_string`".to_owned()),
+                }
             }
             Value::Template(parts) => {
                 for part in parts {

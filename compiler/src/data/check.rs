@@ -408,6 +408,11 @@ fn unknown_field(record: &RecordType, entry: &Entry) -> Diagnostic {
         entry.key_span,
         "unknown field",
     );
+    if entry.key == "<<" {
+        return d.with_help(
+            "YAML merge keys (`<<: *anchor`) are YAML 1.1, not 1.2: write the fields out, or give the shared ones defaults in the type",
+        );
+    }
     match crate::suggest::did_you_mean(&entry.key, names.iter().copied()) {
         Some(s) => d.with_help(format!("did you mean `{s}`?")),
         None => {

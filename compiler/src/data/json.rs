@@ -31,7 +31,7 @@ pub fn parse(file: FileId, text: &str) -> Result<DataValue, Vec<Diagnostic>> {
         comments: CommentCollectionStrategy::Off,
         tokens: false,
     };
-    let mut reader = Reader::new(file, "JSON");
+    let mut reader = Reader::new(file, "JSON", text);
     let parsed = match jsonc_parser::parse_to_ast(text, &collect, &options) {
         Ok(parsed) => parsed,
         Err(err) => {
@@ -53,13 +53,16 @@ pub fn parse(file: FileId, text: &str) -> Result<DataValue, Vec<Diagnostic>> {
             "write one value: an object `{ ... }`, a list `[ ... ]` or a scalar",
         )]);
     };
-    let tree = convert(&mut reader, value, 0);
+    let tree = convert(&mut reader, text, value, 0);
     reader.finish(tree)
 }
 
-fn convert(reader: &mut Reader, value: ast::Value<'_>, depth: usize) -> DataValue {
+fn convert(reader: &mut Reader<'_>, text: &str, value: ast::Value<'_>, depth: usize) -> DataValue {
     let (kind, range) = match value {
-        ast::Value::StringLit(s) => (DataKind::Str(s.value.into_owned()), s.range),
+        ast::Value::StringLit(s) => {
+            raw_control(reader, text, s.range);
+            (DataKind::Str(s.value.into_owned()), s.range)
+        }
         ast::Value::NumberLit(n) => (number(n.value), n.range),
         ast::Value::BooleanLit(b) => (DataKind::Bool(b.value), b.range),
         ast::Value::NullKeyword(n) => (DataKind::Null, n.range),
@@ -68,7 +71,7 @@ fn convert(reader: &mut Reader, value: ast::Value<'_>, depth: usize) -> DataValu
                 array
                     .elements
                     .into_iter()
-                    .map(|v| convert(reader, v, depth + 1))
+                    .map(|v| convert(reader, text, v, depth + 1))
                     .collect()
             } else {
                 Vec::new()
@@ -80,11 +83,14 @@ fn convert(reader: &mut Reader, value: ast::Value<'_>, depth: usize) -> DataValu
             if reader.enter(depth, object.range.start, object.range.end) {
                 for prop in object.properties {
                     let (key, key_range) = match prop.name {
-                        ast::ObjectPropName::String(s) => (s.value.into_owned(), s.range),
+                        ast::ObjectPropName::String(s) => {
+                            raw_control(reader, text, s.range);
+                            (s.value.into_owned(), s.range)
+                        }
                         ast::ObjectPropName::Word(w) => (w.value.to_owned(), w.range),
                     };
                     let key_span = span(reader.file, key_range);
-                    let value = convert(reader, prop.value, depth + 1);
+                    let value = convert(reader, text, prop.value, depth + 1);
                     reader.push_entry(&mut entries, key, key_span, value);
                 }
             }
@@ -94,6 +100,23 @@ fn convert(reader: &mut Reader, value: ast::Value<'_>, depth: usize) -> DataValu
     let span = span(reader.file, range);
     reader.charge(1, span);
     DataValue { kind, span }
+}
+
+/// Reports a raw control character (U+0000 to U+001F) inside a string
+/// literal, which strict JSON forbids (it must be escaped, `\u0001`) and
+/// the parser lets through.
+fn raw_control(reader: &mut Reader<'_>, text: &str, range: Range) {
+    let literal = text.get(range.start..range.end).unwrap_or("");
+    if let Some(i) = literal.bytes().position(|b| b < 0x20) {
+        let at = range.start + i;
+        let d = reader.syntax(
+            at,
+            at + 1,
+            "a control character inside a string",
+            "write it as an escape (`\\n`, `\\t`, `\\u0001`); JSON strings hold no raw control characters",
+        );
+        reader.report(d);
+    }
 }
 
 /// A JSON number: an int when written without fraction or exponent.

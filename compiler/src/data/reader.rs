@@ -10,8 +10,10 @@ use super::tree::{DataValue, Entry, MAX_DEPTH, MAX_VALUES};
 use crate::diagnostic::{Code, Diagnostic};
 
 #[derive(Debug)]
-pub struct Reader {
+pub struct Reader<'t> {
     pub file: FileId,
+    /// The data file's text (to keep every span on it).
+    text: &'t str,
     /// `TOML`, `YAML` or `JSON`, for messages.
     format: &'static str,
     errors: Vec<Diagnostic>,
@@ -20,10 +22,11 @@ pub struct Reader {
     too_many: bool,
 }
 
-impl Reader {
-    pub fn new(file: FileId, format: &'static str) -> Self {
+impl<'t> Reader<'t> {
+    pub fn new(file: FileId, format: &'static str, text: &'t str) -> Self {
         Reader {
             file,
+            text,
             format,
             errors: Vec::new(),
             values: 0,
@@ -32,9 +35,12 @@ impl Reader {
         }
     }
 
-    /// A malformed-file error at `start..end` (byte offsets).
+    /// A malformed-file error at `start..end` (byte offsets, brought onto
+    /// the text's character boundaries).
     pub fn syntax(&self, start: usize, end: usize, message: &str, help: &str) -> Diagnostic {
-        let span = Span::new(self.file, to_u32(start), to_u32(end.max(start)));
+        let start = self.boundary(start);
+        let end = self.boundary(end.max(start));
+        let span = Span::new(self.file, to_u32(start), to_u32(end));
         Diagnostic::new(
             Code::DataSyntax,
             format!("invalid {}: {message}", self.format),
@@ -42,6 +48,22 @@ impl Reader {
             message.to_owned(),
         )
         .with_help(help.to_owned())
+    }
+
+    /// The nearest character boundary at or after `offset`, within the
+    /// text.
+    fn boundary(&self, offset: usize) -> usize {
+        let mut offset = offset.min(self.text.len());
+        while !self.text.is_char_boundary(offset) {
+            offset += 1;
+        }
+        offset
+    }
+
+    /// Records an error found while building the tree; the build goes on,
+    /// so one pass reports every such error.
+    pub fn report(&mut self, diagnostic: Diagnostic) {
+        self.errors.push(diagnostic);
     }
 
     /// Whether a list or map at nesting `depth` may be entered; the first

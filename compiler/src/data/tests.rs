@@ -714,3 +714,62 @@ mod load {
         assert_eq!(value, Value::List(vec![s("x")]));
     }
 }
+
+#[test]
+fn json_is_strict() {
+    for text in [
+        "[01]",
+        "[1.]",
+        "[+1]",
+        "{a: 1}",
+        "['a']",
+        "[0x10]",
+        "[NaN]",
+        "[1] [2]",
+        "[\"\\x41\"]",
+    ] {
+        assert!(
+            one(Format::Json, text, &Type::Any).contains("E0701 invalid JSON"),
+            "{text}"
+        );
+    }
+    // A raw control character inside a string (RFC 8259 wants `\u0001`).
+    assert_eq!(
+        one(Format::Json, "{\"a\": \"x\u{1}y\"}", &Type::Any),
+        "1:9 E0701 invalid JSON: a control character inside a string"
+    );
+    assert_eq!(
+        ok(Format::Json, "[\"x\\u0001y\"]", &Type::Any),
+        Value::List(vec![s("x\u{1}y")])
+    );
+}
+
+#[test]
+fn spans_stay_inside_the_text_at_its_end() {
+    // A second document that starts at the very end, after a non-ASCII
+    // character: the label must not run past the text or into a character.
+    for text in ["a: 1\n...\né", "a: 1\n---", "[", "{\"é\": ", "a = \"é"] {
+        for format in [Format::Yaml, Format::Json, Format::Toml] {
+            if let Err(d) = check_text(DATA, format, text, &Type::Any) {
+                for label in &d[0].labels {
+                    let (start, end) = (label.span.start as usize, label.span.end as usize);
+                    assert!(
+                        start <= end && end <= text.len(),
+                        "{format:?} {text:?}: {d:?}"
+                    );
+                    assert!(text.is_char_boundary(start) && text.is_char_boundary(end));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_yaml_merge_key_gets_its_own_help() {
+    let yaml = "base: &b\n  server_name: x\n  backends: []\nweb:\n  <<: *b\n  port: 1\n";
+    let Err(d) = check_text(DATA, Format::Yaml, yaml, &sites()) else {
+        panic!()
+    };
+    let merge = d.iter().find(|d| d.message.contains("`<<`")).unwrap();
+    assert!(merge.help.as_deref().unwrap().contains("YAML merge keys"));
+}

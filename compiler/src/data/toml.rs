@@ -16,7 +16,7 @@ use crate::diagnostic::Diagnostic;
 
 /// Parses a TOML document into the data tree (its root is a map).
 pub fn parse(file: FileId, text: &str) -> Result<DataValue, Vec<Diagnostic>> {
-    let mut reader = Reader::new(file, "TOML");
+    let mut reader = Reader::new(file, "TOML", text);
     let (document, errors) = DeTable::parse_recoverable(text);
     if let Some(err) = errors.first() {
         let range = err.span().unwrap_or(0..0);
@@ -48,7 +48,12 @@ pub fn parse(file: FileId, text: &str) -> Result<DataValue, Vec<Diagnostic>> {
     reader.finish(root)
 }
 
-fn table(reader: &mut Reader, table: DeTable<'_>, range: Range<usize>, depth: usize) -> DataValue {
+fn table(
+    reader: &mut Reader<'_>,
+    table: DeTable<'_>,
+    range: Range<usize>,
+    depth: usize,
+) -> DataValue {
     let mut map = MapBuilder::default();
     if reader.enter(depth, range.start, range.end) {
         for (key, value) in table {
@@ -63,7 +68,7 @@ fn table(reader: &mut Reader, table: DeTable<'_>, range: Range<usize>, depth: us
     }
 }
 
-fn convert(reader: &mut Reader, value: Spanned<DeValue<'_>>, depth: usize) -> DataValue {
+fn convert(reader: &mut Reader<'_>, value: Spanned<DeValue<'_>>, depth: usize) -> DataValue {
     let range = value.span();
     let at = span(reader.file, range.clone());
     reader.charge(1, at);

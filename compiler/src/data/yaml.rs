@@ -17,7 +17,7 @@ use crate::diagnostic::Diagnostic;
 /// Parses one YAML document into the data tree.
 pub fn parse(file: FileId, text: &str) -> Result<DataValue, Vec<Diagnostic>> {
     let mut builder = Builder {
-        reader: Reader::new(file, "YAML"),
+        reader: Reader::new(file, "YAML", text),
         offsets: Offsets::new(text),
         stack: Vec::new(),
         anchors: HashMap::new(),
@@ -67,8 +67,8 @@ enum Frame {
     },
 }
 
-struct Builder {
-    reader: Reader,
+struct Builder<'t> {
+    reader: Reader<'t>,
     offsets: Offsets,
     stack: Vec<Frame>,
     /// Values with an anchor (`&name`), by the parser's anchor id.
@@ -77,7 +77,7 @@ struct Builder {
     documents: usize,
 }
 
-impl Builder {
+impl Builder<'_> {
     fn span(&self, start: usize, end: usize) -> Span {
         Span::new(self.reader.file, to_u32(start), to_u32(end))
     }

@@ -10,6 +10,8 @@
 
 mod functions;
 mod lookups;
+
+pub(crate) use lookups::{kind as value_kind, Kind as ValueKind};
 mod split;
 mod templates;
 

@@ -22,6 +22,10 @@ pub enum DocumentKind {
     Data,
     /// `template = "..."`: template text (`grammar::template`).
     Template,
+    /// `source = "..."`: embedded by `policyc build`; only its path is
+    /// checked here (against the policy tree), so a path that leaves the
+    /// tree is an error whatever else is wrong with the policy.
+    Source,
 }
 
 impl DocumentKind {
@@ -29,6 +33,7 @@ impl DocumentKind {
         match self {
             DocumentKind::Data => "data",
             DocumentKind::Template => "template",
+            DocumentKind::Source => "source",
         }
     }
 }
@@ -79,8 +84,10 @@ fn stmts(stmts: &[Stmt], out: &mut Vec<DocumentRequest>) {
 fn attrs(attrs: &[AttrStmt], out: &mut Vec<DocumentRequest>) {
     for attr in attrs {
         if let AttrStmt::Set(a) = attr {
-            if a.name.name == "template" {
-                literal(DocumentKind::Template, &a.value, out);
+            match a.name.name.as_str() {
+                "template" => literal(DocumentKind::Template, &a.value, out),
+                "source" => literal(DocumentKind::Source, &a.value, out),
+                _ => {}
             }
         }
     }
@@ -103,6 +110,12 @@ impl Workspace {
     /// policies name it).
     pub(super) fn load_documents(&mut self, file: FileId, requests: Vec<DocumentRequest>) {
         for request in requests {
+            if request.kind == DocumentKind::Source {
+                if let Some(d) = self.check_source_path(file, &request) {
+                    self.documents.insert((file, request.path.clone()), Err(d));
+                }
+                continue;
+            }
             let result = self.load_document(file, &request);
             if let Ok(doc) = result {
                 if let Some(docs) = self.document_edges.get_mut(file.0 as usize) {
@@ -206,8 +219,29 @@ impl Workspace {
         self.templates.get(&file)
     }
 
+    /// A `source` path that leaves the policy tree (by name or through a
+    /// link) is refused here; reading it is `policyc build`'s
+    /// (`bundle::embed`).
+    fn check_source_path(&self, from: FileId, request: &DocumentRequest) -> Option<Diagnostic> {
+        let tree = self.db.tree(from).map(Arc::clone)?;
+        let from_path = self
+            .db
+            .get(from)
+            .map(|f| f.path.clone())
+            .unwrap_or_default();
+        let refused = match tree.resolve(&from_path, &request.path) {
+            Err(err) => Some(err),
+            Ok(path) => match tree.check(&path) {
+                Err(err) if err.is_escape() => Some(err),
+                _ => None,
+            },
+        };
+        refused.map(|err| outside_tree("source", &request.path, &err, &tree, request.span))
+    }
+
     /// The document `from` names as `path`: its file, or why it could not
-    /// be read (reported where the checker meets the name).
+    /// be read (reported where the checker meets the name). For a `source`,
+    /// only a refused path is recorded.
     pub fn document(&self, from: FileId, path: &str) -> Option<&Result<FileId, Diagnostic>> {
         self.documents.get(&(from, path.to_owned()))
     }

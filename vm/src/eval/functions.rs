@@ -57,11 +57,8 @@ pub(super) fn apply(f: &Function, args: Vec<Val>, left: usize) -> Result<Applied
     let examined: usize = args.iter().map(Val::bytes).fold(0, usize::saturating_add);
     match (f.name, args.as_slice()) {
         ("join", [Val::List(items), Val::Str(sep)]) => {
-            let size = text_len(items).checked_add(
-                sep.len()
-                    .checked_mul(items.len().saturating_sub(1))
-                    .unwrap_or(usize::MAX),
-            );
+            let size = text_len(items)
+                .checked_add(sep.len().saturating_mul(items.len().saturating_sub(1)));
             fits(size, left)?;
             done(Val::Str(items.join(sep)), examined)
         }

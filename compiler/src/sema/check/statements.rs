@@ -170,6 +170,9 @@ impl<'a> Checker<'a> {
                     if a.name.name == "template" {
                         self.check_template_attr(a.value, scope);
                     }
+                    if a.name.name == "source" {
+                        self.check_source_path(a.value);
+                    }
                 }
                 None => self.unknown_attr(pt, a),
             }

@@ -200,6 +200,22 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// A literal `source` path the workspace refused (outside the policy
+    /// tree): reported here, so every other problem is reported too.
+    pub(super) fn check_source_path(&mut self, value: &'a Expr) {
+        let ExprKind::Str(lit) = &value.kind else {
+            return;
+        };
+        let Some(path) = lit.as_plain() else { return };
+        if let Some(Err(d)) = self
+            .symbols
+            .ws
+            .and_then(|ws| ws.document(value.span.file, &path))
+        {
+            self.push(d.clone());
+        }
+    }
+
     fn template_not_literal(&mut self, span: Span) {
         self.push(
             Diagnostic::new(
