@@ -138,9 +138,9 @@ fn compare(op: CompareOp, lhs: &Value, rhs: &Value) -> Option<bool> {
             _ => None,
         },
         CompareOp::Match => match (lhs, rhs) {
-            (Value::Str(text), Value::Str(pattern)) => regex::Regex::new(pattern)
-                .ok()
-                .map(|re| re.is_match(text)),
+            (Value::Str(text), Value::Str(pattern)) => {
+                regex::Regex::new(pattern).ok().map(|re| re.is_match(text))
+            }
             _ => None,
         },
     }
@@ -177,7 +177,10 @@ mod tests {
         let host = facts(&["hostname=web01", "sys.cpus=4"]);
         assert_eq!(host.holds(&eq("sys.hostname", "web01")), Some(true));
         assert_eq!(host.holds(&eq("sys.hostname", "web02")), Some(false));
-        assert_eq!(host.holds(&member("sys.hostname", &["a", "web01"])), Some(true));
+        assert_eq!(
+            host.holds(&member("sys.hostname", &["a", "web01"])),
+            Some(true)
+        );
         let others = Guard::Not(Box::new(member("sys.hostname", &["web01", "web02"])));
         assert_eq!(host.holds(&others), Some(false));
         // A class, or a fact not given, leaves it open ...
@@ -186,7 +189,10 @@ mod tests {
         // ... unless the given facts decide it anyway.
         let both = Guard::And(vec![Guard::Class("web".into()), eq("sys.hostname", "x")]);
         assert_eq!(host.holds(&both), Some(false));
-        let either = Guard::Or(vec![Guard::Class("web".into()), eq("sys.hostname", "web01")]);
+        let either = Guard::Or(vec![
+            Guard::Class("web".into()),
+            eq("sys.hostname", "web01"),
+        ]);
         assert_eq!(host.holds(&either), Some(true));
         let regex = Guard::Compare {
             op: CompareOp::Match,
@@ -206,8 +212,7 @@ mod tests {
     #[test]
     fn bad_facts_say_what_to_write() {
         let err = |args: &[&str]| {
-            HostFacts::parse(&args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>())
-                .unwrap_err()
+            HostFacts::parse(&args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>()).unwrap_err()
         };
         assert!(err(&["hostname"]).contains("NAME=VALUE"));
         assert!(err(&["hostnme=x"]).contains("did you mean `hostname`"));

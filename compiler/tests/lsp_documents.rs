@@ -84,7 +84,10 @@ fn open_as(client: &mut Client, path: &Path, language: &str, text: &str) -> Stri
 
 /// The 0-based position just after the first `needle` in `text`.
 fn after(text: &str, needle: &str) -> Value {
-    let end = text.find(needle).unwrap_or_else(|| panic!("{needle} in {text}")) + needle.len();
+    let end = text
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle} in {text}"))
+        + needle.len();
     let line = text[..end].matches('\n').count();
     let column = end - text[..end].rfind('\n').map_or(0, |i| i + 1);
     json!({"line": line, "character": column})
@@ -138,17 +141,37 @@ fn diagnostics_inside_a_yaml_file_and_a_template_follow_the_editor() {
     // An unsaved type error shows at its line and column in the YAML file.
     client.change(&yaml, 2, &SITES.replace("port: 8443", "port: \"x\""));
     let shown = client.diagnostics(&yaml, 2);
-    assert_eq!(codes(&shown), vec![("E0704".to_owned(), 2, 8)], "{shown:#?}");
-    assert!(shown[0]["message"].as_str().unwrap().contains("expected int"));
+    assert_eq!(
+        codes(&shown),
+        vec![("E0704".to_owned(), 2, 8)],
+        "{shown:#?}"
+    );
+    assert!(shown[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("expected int"));
     client.change(&yaml, 3, SITES);
     assert_eq!(codes(&client.diagnostics(&yaml, 3)), vec![]);
 
     // A misspelled variable in the template, at its place in the template.
-    let template = open_as(&mut client, &site.path("templates/site.conf"), "nginx", TEMPLATE);
+    let template = open_as(
+        &mut client,
+        &site.path("templates/site.conf"),
+        "nginx",
+        TEMPLATE,
+    );
     assert_eq!(codes(&client.diagnostics(&template, 1)), vec![]);
-    client.change(&template, 2, &TEMPLATE.replace("upper(sites", "upper(sitez"));
+    client.change(
+        &template,
+        2,
+        &TEMPLATE.replace("upper(sites", "upper(sitez"),
+    );
     let shown = client.diagnostics(&template, 2);
-    assert_eq!(codes(&shown), vec![("E0106".to_owned(), 2, 22)], "{shown:#?}");
+    assert_eq!(
+        codes(&shown),
+        vec![("E0106".to_owned(), 2, 22)],
+        "{shown:#?}"
+    );
     assert!(shown[0]["message"].as_str().unwrap().contains("sitez"));
 
     // Formatting and the outline are for policy only.
@@ -217,12 +240,20 @@ fn hover_on_fields_and_functions_in_the_policy_and_the_template() {
     assert!(text.contains("type Site = {"), "{text}");
 
     // In the template: a field and a function, with signature and doc.
-    let template = open_as(&mut client, &site.path("templates/site.conf"), "nginx", TEMPLATE);
+    let template = open_as(
+        &mut client,
+        &site.path("templates/site.conf"),
+        "nginx",
+        TEMPLATE,
+    );
     client.diagnostics(&template, 1);
     let text = hover_text(&mut client, &template, after(TEMPLATE, "].server_na"));
     assert!(text.contains("server_name: string"), "{text}");
     assert!(text.contains("field of `Site`"), "{text}");
-    assert!(text.contains("site.policy`"), "defined in the policy: {text}");
+    assert!(
+        text.contains("site.policy`"),
+        "defined in the policy: {text}"
+    );
     let text = hover_text(&mut client, &template, after(TEMPLATE, "upp"));
     assert!(text.contains("upper(string) -> string"), "{text}");
     assert!(text.contains("upper case"), "{text}");
@@ -276,7 +307,10 @@ fn completion_of_fields_keys_and_functions() {
     );
     client.change(&policy, 3, &typing);
     client.diagnostics(&policy, 3);
-    let items = client.request("textDocument/completion", at(&policy, after(&typing, "sites[")));
+    let items = client.request(
+        "textDocument/completion",
+        at(&policy, after(&typing, "sites[")),
+    );
     assert_eq!(
         labels(&items),
         BTreeSet::from(["\"web01\"".into(), "\"web02\"".into()]),
@@ -289,13 +323,22 @@ fn completion_of_fields_keys_and_functions() {
         &format!("{SITES}web03:\n  server_name: x\n  backends: []\n"),
     );
     client.diagnostics(&yaml, 1);
-    let items = client.request("textDocument/completion", at(&policy, after(&typing, "sites[")));
-    assert!(labels(&items).contains("\"web03\""), "unsaved keys: {items}");
+    let items = client.request(
+        "textDocument/completion",
+        at(&policy, after(&typing, "sites[")),
+    );
+    assert!(
+        labels(&items).contains("\"web03\""),
+        "unsaved keys: {items}"
+    );
 
     let typing = POLICY.replace("ports[\"http\"]", "ports[\"ht");
     client.change(&policy, 4, &typing);
     client.diagnostics(&policy, 4);
-    let items = client.request("textDocument/completion", at(&policy, after(&typing, "ports[\"ht")));
+    let items = client.request(
+        "textDocument/completion",
+        at(&policy, after(&typing, "ports[\"ht")),
+    );
     assert_eq!(
         labels(&items),
         BTreeSet::from(["\"http\"".into(), "\"https\"".into()]),
@@ -309,7 +352,10 @@ fn completion_of_fields_keys_and_functions() {
     );
     client.change(&policy, 5, &typing);
     client.diagnostics(&policy, 5);
-    let items = client.request("textDocument/completion", at(&policy, after(&typing, "content = ")));
+    let items = client.request(
+        "textDocument/completion",
+        at(&policy, after(&typing, "content = ")),
+    );
     let join = items
         .as_array()
         .unwrap()
@@ -322,14 +368,25 @@ fn completion_of_fields_keys_and_functions() {
 
     // In a template, inside `${...}`: fields, and nothing in plain text.
     let template_text = TEMPLATE.replace("].port ?? 80}", "].");
-    let template = open_as(&mut client, &site.path("templates/site.conf"), "nginx", &template_text);
+    let template = open_as(
+        &mut client,
+        &site.path("templates/site.conf"),
+        "nginx",
+        &template_text,
+    );
     client.diagnostics(&template, 1);
     let items = client.request(
         "textDocument/completion",
-        at(&template, after(&template_text, "listen ${sites[sys.hostname].")),
+        at(
+            &template,
+            after(&template_text, "listen ${sites[sys.hostname]."),
+        ),
     );
     assert!(labels(&items).contains("backends"), "{items}");
-    let items = client.request("textDocument/completion", at(&template, after(&template_text, "serv")));
+    let items = client.request(
+        "textDocument/completion",
+        at(&template, after(&template_text, "serv")),
+    );
     assert!(items.as_array().is_none_or(|a| a.is_empty()), "{items}");
     assert!(client.shutdown().success());
 }

@@ -102,7 +102,14 @@ mod tests {
     #[test]
     fn only_policy_files_are_parsed_as_policy() {
         assert!(is_policy(Path::new("/p/site.policy")));
-        for doc in ["sites.yaml", "sites.yml", "a.toml", "a.json", "nginx.conf.tmpl", "x"] {
+        for doc in [
+            "sites.yaml",
+            "sites.yml",
+            "a.toml",
+            "a.json",
+            "nginx.conf.tmpl",
+            "x",
+        ] {
             assert!(!is_policy(&Path::new("/p").join(doc)), "{doc}");
         }
     }
@@ -138,8 +145,11 @@ mod tests {
         let tree = dir.path().join("tree");
         std::fs::create_dir_all(tree.join("data")).unwrap();
         // Above the policy root: never a host.
-        std::fs::write(dir.path().join("site.policy"), SITE.replace("data/", "tree/data/"))
-            .unwrap();
+        std::fs::write(
+            dir.path().join("site.policy"),
+            SITE.replace("data/", "tree/data/"),
+        )
+        .unwrap();
         let yaml = tree.join("data/sites.yaml");
         std::fs::write(&yaml, "a:\n  port: 1\n").unwrap();
         let settings = Settings {

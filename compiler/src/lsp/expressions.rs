@@ -160,7 +160,12 @@ fn step_type(ty: &Type, step: &Step) -> Option<Type> {
 }
 
 /// The fields of the record the chain before `.` names.
-pub fn fields(analysis: &Analysis, file: FileId, offset: u32, chain: &Chain) -> Vec<CompletionItem> {
+pub fn fields(
+    analysis: &Analysis,
+    file: FileId,
+    offset: u32,
+    chain: &Chain,
+) -> Vec<CompletionItem> {
     let Some((_, Some(ty))) = variable_at(analysis, file, offset, &chain.root) else {
         return Vec::new();
     };
@@ -241,8 +246,8 @@ fn known_let<'a>(analysis: &'a Analysis, name: &str, hops: usize) -> Option<Know
             let path = lit.as_plain()?;
             let doc = analysis.ws.document(file, &path)?.as_ref().ok()?;
             let target = variable_at(analysis, file, def.span.start, name)?.1?;
-            let value = crate::data::check_loaded(&analysis.ws.db, *doc, &path, arg.span, target)
-                .ok()?;
+            let value =
+                crate::data::check_loaded(&analysis.ws.db, *doc, &path, arg.span, target).ok()?;
             return Some(Known::Value(value));
         }
     }
@@ -321,13 +326,17 @@ fn value_keys(value: &Value, steps: &[Step]) -> Vec<String> {
         };
     };
     let next: Vec<&Value> = match (value, step) {
-        (Value::Map(entries), Step::Index(Some(key))) => {
-            entries.iter().filter(|(k, _)| k == key).map(|(_, v)| v).collect()
-        }
+        (Value::Map(entries), Step::Index(Some(key))) => entries
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v)
+            .collect(),
         (Value::Map(entries), Step::Index(None)) => entries.iter().map(|(_, v)| v).collect(),
-        (Value::Record(fields), Step::Field(name)) => {
-            fields.iter().filter(|(k, _)| k == name).map(|(_, v)| v).collect()
-        }
+        (Value::Record(fields), Step::Field(name)) => fields
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v)
+            .collect(),
         (Value::List(items), Step::Index(_)) => items.iter().collect(),
         _ => Vec::new(),
     };
@@ -361,7 +370,9 @@ pub fn lets(analysis: &Analysis) -> Vec<CompletionItem> {
     let mut items: Vec<CompletionItem> = analysis
         .index
         .targets()
-        .filter(|t| t.def.kind == DefKind::Let && t.def.span.is_some_and(|s| !analysis.is_stdlib(s.file)))
+        .filter(|t| {
+            t.def.kind == DefKind::Let && t.def.span.is_some_and(|s| !analysis.is_stdlib(s.file))
+        })
         .map(|t| CompletionItem {
             label: t.def.name.to_string(),
             kind: Some(CompletionItemKind::VARIABLE),
@@ -402,7 +413,8 @@ fn is_let_value(text: &str) -> bool {
         return false;
     };
     let line = before.rsplit(['\n', ';']).next().unwrap_or("").trim_start();
-    line.strip_prefix("let ").is_some_and(|rest| !rest.contains(['=', '{', '(']))
+    line.strip_prefix("let ")
+        .is_some_and(|rest| !rest.contains(['=', '{', '(']))
 }
 
 #[cfg(test)]
@@ -464,7 +476,10 @@ mod tests {
                     Value::Map(vec![("http".into(), Value::Int(80))]),
                 )]),
             ),
-            ("b".into(), Value::Record(vec![("ports".into(), Value::Map(vec![]))])),
+            (
+                "b".into(),
+                Value::Record(vec![("ports".into(), Value::Map(vec![]))]),
+            ),
         ]);
         assert_eq!(value_keys(&value, &[]), vec!["a", "b"]);
         let steps = [Step::Index(None), Step::Field("ports".into())];

@@ -11,8 +11,9 @@
 //! [`documents`] (data files and templates: which program checks them),
 //! [`index`] (the checker's name table: the name under the cursor and its
 //! uses), [`navigation`] (definition, references, rename), [`hover`],
-//! [`completion`] (and [`expressions`]: fields, keys, functions), [`symbols`] (document outline), [`format`] (formatting
-//! edits), [`position`] (UTF-16 positions from the source line index).
+//! [`completion`] (and [`expressions`]: fields, keys, functions),
+//! [`symbols`] (document outline), [`format`] (formatting edits),
+//! [`position`] (UTF-16 positions from the source line index).
 //!
 //! [`Diagnostic`]: crate::diagnostic::Diagnostic
 

@@ -26,8 +26,8 @@ use serde::de::DeserializeOwned;
 
 use super::analysis::{Analysis, Settings};
 use super::diagnostics::{shown_in, to_lsp};
-use super::position::{LineIndex, LspPositions};
 use super::documents::{self, find_host};
+use super::position::{LineIndex, LspPositions};
 use super::{completion, format, hover, navigation, symbols};
 
 /// An open document: the editor's text, not the disk's.
@@ -276,7 +276,8 @@ impl Server {
             .filter(|(_, d)| !d.policy)
             .map(|(u, d)| (u.clone(), d.path.clone()))
             .collect();
-        self.hosts.retain(|u, _| documents.iter().any(|(d, _)| d == u));
+        self.hosts
+            .retain(|u, _| documents.iter().any(|(d, _)| d == u));
         for (uri, path) in documents {
             if self.analyses.values().any(|a| a.reads(&path)) {
                 self.hosts.remove(&uri);
