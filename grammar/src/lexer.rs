@@ -76,10 +76,15 @@ impl<'src> Lexer<'src> {
     pub(crate) fn nested(src: &'src str, start: usize, context: LexContext) -> Self {
         let depth = context.depth;
         let mut inner = Token::lexer_with_extras(src, context);
-        // `start` is a char boundary inside `src` (the scanner found it).
-        if start <= src.len() && src.is_char_boundary(start) {
-            inner.bump(start);
-        }
+        // The scanner passes the end of an ASCII `${` or `{%`, always a char
+        // boundary inside `src`; anything else lexes nothing rather than
+        // the wrong text.
+        let start = if src.is_char_boundary(start) {
+            start
+        } else {
+            src.len()
+        };
+        inner.bump(start);
         Lexer {
             inner,
             errors: Vec::new(),

@@ -425,7 +425,20 @@ impl<'s> Scanner<'s> {
             tokens.push((start, token, stop));
         }
         let Some((close_start, close_end)) = close else {
-            self.error(SyntaxErrorKind::Lex(unterminated), i, i + 2);
+            // Too deep a nesting is why no closer was found; any other
+            // error inside is an echo of the missing closer.
+            match lexer
+                .errors
+                .iter()
+                .find(|e| e.kind == LexErrorKind::NestingTooDeep)
+            {
+                Some(deep) => self.error(
+                    SyntaxErrorKind::Lex(LexErrorKind::NestingTooDeep),
+                    deep.start as usize,
+                    deep.end as usize,
+                ),
+                None => self.error(SyntaxErrorKind::Lex(unterminated), i, i + 2),
+            }
             return Err(Unclosed);
         };
         for err in lexer.errors {

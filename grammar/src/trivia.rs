@@ -101,4 +101,11 @@ mod tests {
         assert_eq!(found[0].text, "// end");
         assert!(!found[0].is_block());
     }
+
+    #[test]
+    fn comments_between_the_new_tokens_are_found_but_not_inside_strings() {
+        let src = "type T = { a: int, // c\n};\nlet x = a /* a */ ?? b[/* b */ 0] ?? f(/* f */);\nlet s = \"${x /* in */} {# t #}\";";
+        let found: Vec<String> = comments(src).into_iter().map(|c| c.text).collect();
+        assert_eq!(found, ["// c", "/* a */", "/* b */", "/* f */"]);
+    }
 }

@@ -440,3 +440,71 @@ fn every_prefix_of_a_template_is_handled() {
     }
     assert!(nodes(&template(text)).is_ok());
 }
+
+#[test]
+fn brackets_inside_an_interpolation_count_towards_the_nesting_limit() {
+    let depth = converge_grammar::lexer::MAX_NESTING as usize + 10;
+    let src = format!(
+        "let x = \"${{{}x{}}}\";",
+        "(".repeat(depth),
+        ")".repeat(depth)
+    );
+    let (_, errors) = parse(FileId(0), &src);
+    assert_eq!(
+        errors.iter().map(|e| &e.kind).collect::<Vec<_>>(),
+        [&SyntaxErrorKind::Lex(LexErrorKind::NestingTooDeep)],
+        "{errors:?}"
+    );
+}
+
+/// A small deterministic fuzz run: random splices of template and
+/// expression syntax into a template, parsed both as a template file and
+/// inside a heredoc and a string. Nothing panics and every error span is a
+/// char-boundary range of the input (the fuzz targets do this at scale).
+#[test]
+fn random_splices_never_panic_and_spans_stay_in_bounds() {
+    const PIECES: [&str; 24] = [
+        "${", "}", "{%", "%}", "{#", "#}", "\"", "\\", "\n", " for ", " in ", ",", "if ", "endif",
+        "else", "elif ", "endfor", "(", ")", "[", "??", "é", "\"\"\"", "x",
+    ];
+    let base = "a ${b} {% for k, v in m %}${k}{% if c %}x{% endif %}{% endfor %}{# z #}\n";
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let in_bounds = |src: &str, errors: &[SyntaxError]| {
+        for e in errors {
+            let (s, t) = (e.span.start as usize, e.span.end as usize);
+            assert!(s <= t && t <= src.len(), "{src:?}: {e:?}");
+            assert!(
+                src.is_char_boundary(s) && src.is_char_boundary(t),
+                "{src:?}: {e:?}"
+            );
+        }
+    };
+    for _ in 0..2000 {
+        let mut text = base.to_owned();
+        for _ in 0..1 + next(4) {
+            let mut at = next(text.len() + 1);
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            text.insert_str(at, PIECES[next(PIECES.len())]);
+        }
+        let (parts, errors) = parse_template(FileId(3), &text);
+        in_bounds(&text, &errors);
+        if let Err(errors) = nodes(&parts) {
+            in_bounds(&text, &errors);
+        }
+        for src in [
+            format!("let x = \"\"\"\n{text}\"\"\";"),
+            format!("let x = \"{text}\";"),
+        ] {
+            let (_, errors) = parse(FileId(0), &src);
+            in_bounds(&src, &errors);
+        }
+    }
+}
