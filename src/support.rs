@@ -31,10 +31,19 @@ pub fn keys() -> (SecretKey, PublicKey) {
 
 /// A workspace holding one in-memory file, `policy.policy`.
 fn workspace(text: &str) -> Workspace {
+    workspace_of(&[("policy.policy", text)])
+}
+
+/// A workspace of in-memory files (paths relative to the policy tree: data
+/// files and templates beside the policy); the first is the root.
+fn workspace_of(files: &[(&str, &str)]) -> Workspace {
     let mut fs = FileSystem::new();
-    fs.insert("policy.policy", text.to_owned());
+    for (path, text) in files {
+        fs.insert(*path, (*text).to_owned());
+    }
     let mut ws = Workspace::new(fs);
-    ws.add_root(Path::new("policy.policy")).unwrap();
+    let root = files.first().map_or("policy.policy", |(path, _)| path);
+    ws.add_root(Path::new(root)).unwrap();
     ws
 }
 
@@ -46,7 +55,15 @@ pub fn check_text(text: &str) -> CheckOutcome {
 /// Compiles policy text into a bundle body (unsigned), failing the test on
 /// any compile error.
 pub fn body(text: &str) -> Body {
-    let ws = workspace(text);
+    body_of(&[("policy.policy", text)])
+}
+
+/// Compiles in-memory policy files (the root first, then the data files
+/// and templates it names) into a bundle body, failing the test on any
+/// compile error.
+pub fn body_of(files: &[(&str, &str)]) -> Body {
+    let ws = workspace_of(files);
+    let text = files.first().map_or("", |(_, text)| text);
     let mut outcome = check(&ws);
     let errors: Vec<_> = outcome
         .diagnostics
@@ -67,6 +84,12 @@ pub fn body(text: &str) -> Body {
 /// Compiles policy text into signed bundle bytes.
 pub fn compile(text: &str) -> Vec<u8> {
     seal(&body(text), &keys().0).unwrap()
+}
+
+/// Compiles in-memory policy files (see [`body_of`]) into signed bundle
+/// bytes.
+pub fn compile_files(files: &[(&str, &str)]) -> Vec<u8> {
+    seal(&body_of(files), &keys().0).unwrap()
 }
 
 pub fn verified(bytes: &[u8]) -> Verified {

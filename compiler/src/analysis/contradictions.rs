@@ -288,7 +288,8 @@ impl<'p> Finder<'p> {
         let (Some(pa), Some(pb)) = (self.promise(a.promise), self.promise(b.promise)) else {
             return false;
         };
-        let runtime = !a.value.is_constant() || !b.value.is_constant();
+        let runtime =
+            (!a.value.is_constant() || !b.value.is_constant()) && !always_differ(a.value, b.value);
         if !self
             .reported
             .insert((pa.span, pb.span, property.to_owned()))
@@ -945,4 +946,35 @@ fn add_chain(d: Diagnostic, p: &Promise, which: &str) -> Diagnostic {
         ),
         _ => d,
     }
+}
+
+/// Whether two values, one at least computed on the host, differ on every
+/// host whatever the host computes: their literal beginnings (or endings)
+/// disagree (`"motd for ${sys.hostname}"` against `"MOTD: ${sys.hostname}"`,
+/// two templates on one file). Then they are a contradiction, not a
+/// possible one.
+fn always_differ(a: &Value, b: &Value) -> bool {
+    fn literal_ends(v: &Value) -> Option<(String, String)> {
+        match v {
+            Value::Str(s) => Some((s.clone(), s.clone())),
+            Value::Template(parts) => {
+                let lit = |p: &crate::ir::TemplatePart| match p {
+                    crate::ir::TemplatePart::Lit(t) => Some(t.clone()),
+                    _ => None,
+                };
+                let head: String = parts.iter().map_while(lit).collect();
+                let mut tail: Vec<String> = parts.iter().rev().map_while(lit).collect();
+                tail.reverse();
+                Some((head, tail.concat()))
+            }
+            _ => None,
+        }
+    }
+    let (Some((head_a, tail_a)), Some((head_b, tail_b))) = (literal_ends(a), literal_ends(b))
+    else {
+        return false;
+    };
+    let heads_agree = head_a.starts_with(&head_b) || head_b.starts_with(&head_a);
+    let tails_agree = tail_a.ends_with(&tail_b) || tail_b.ends_with(&tail_a);
+    !heads_agree || !tails_agree
 }

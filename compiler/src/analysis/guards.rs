@@ -184,7 +184,7 @@ impl<'p> GuardSpace<'p> {
         // `fact in ["a", "b"]`, which expansion writes for the keys of a
         // lookup (`sites[sys.hostname]`): one equality per key, so a
         // witness names the key.
-        if let (CompareOp::In, Value::Fact(fact), Value::List(items)) = (op, lhs, rhs) {
+        if let (CompareOp::In, Some(fact), Value::List(items)) = (op, host_term(lhs), rhs) {
             if items.iter().all(|i| i.as_str().is_some()) {
                 let parts: Vec<Formula> = items
                     .iter()
@@ -199,19 +199,18 @@ impl<'p> GuardSpace<'p> {
                 return Formula::any(parts);
             }
         }
-        let equality = match (lhs, rhs) {
-            (Value::Fact(fact), other) | (other, Value::Fact(fact)) if other.is_constant() => {
-                let value = match other {
-                    Value::Str(s) | Value::Word(s) => s.clone(),
-                    v => v.display(),
-                };
-                Some(AtomKind::FactEquals {
-                    fact: fact.clone(),
-                    value,
-                })
-            }
+        let term = match (host_term(lhs), host_term(rhs)) {
+            (Some(fact), None) if rhs.is_constant() => Some((fact, rhs)),
+            (None, Some(fact)) if lhs.is_constant() => Some((fact, lhs)),
             _ => None,
         };
+        let equality = term.map(|(fact, other)| {
+            let value = match other {
+                Value::Str(s) | Value::Word(s) => s.clone(),
+                v => v.display(),
+            };
+            AtomKind::FactEquals { fact, value }
+        });
         match (op, equality) {
             (CompareOp::Eq, Some(kind)) => self.atom(kind),
             (CompareOp::NotEq, Some(kind)) => Formula::not(self.atom(kind)),
@@ -296,6 +295,27 @@ pub fn too_complex(span: Span, question: &str, err: TooComplex) -> Diagnostic {
     )
     .with_note("the compiler refuses what it cannot prove free of contradictions (docs/analysis.md, \"When the solver gives up\")")
     .with_help("simplify the guard: fewer classes that must hold together over shared exclusive groups, or split the promise into cases")
+}
+
+/// The name of a value that is one string per host: a fact, or a function
+/// of facts (`lower(sys.hostname)`, `split(sys.hostname, "-")[0] ?? "x"`,
+/// the keys expansion splits a lookup on). Tests of one such value against
+/// different constants exclude one another, like tests of one fact. A loop
+/// variable is not one value per host, so nothing holding one is.
+fn host_term(v: &Value) -> Option<String> {
+    fn per_host(v: &Value) -> bool {
+        match v {
+            Value::Fact(_) => true,
+            Value::Call { args, .. } => args.iter().all(|a| per_host(a) || a.is_constant()),
+            Value::Coalesce(items) => items.iter().all(|a| per_host(a) || a.is_constant()),
+            _ => false,
+        }
+    }
+    match v {
+        Value::Fact(fact) => Some(fact.clone()),
+        v if per_host(v) => Some(v.display()),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

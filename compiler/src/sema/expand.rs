@@ -72,7 +72,9 @@ pub fn expand<'a>(
         compile_loops: Vec::new(),
         name_hint: 0,
         optional: 0,
+        guard_missing: None,
         by_name: false,
+        assumed: Vec::new(),
     };
     ex.stmts(&policy.body, &mut Vec::new(), &Arc::new(Guard::Const(true)));
     let classes = symbols
@@ -135,10 +137,18 @@ struct Expander<'a, 'c> {
     /// Inside the left side of a `??` (how deep): a lookup that finds
     /// nothing is a value the `??` replaces, not an error.
     optional: usize,
+    /// While a `when` condition is evaluated: where each lookup in it finds
+    /// nothing (its span, and the guard of the hosts where it is missing),
+    /// for [`Expander::mark_missing_regions`]. `None` elsewhere: a missing
+    /// lookup in a condition is reported at once.
+    guard_missing: Option<Vec<(Span, Guard)>>,
     /// While rendering a template file: names are found by name in the
     /// environment (one template may serve several bundles, whose
     /// parameters are different definitions).
     by_name: bool,
+    /// While rendering one case of a choice: the host's key value is that
+    /// key (`templates.rs`, `assuming`).
+    assumed: Vec<(Value, String)>,
 }
 
 impl<'a> Expander<'a, '_> {
@@ -214,8 +224,13 @@ impl<'a> Expander<'a, '_> {
             match stmt {
                 Stmt::Promise(p) => self.promise(p, env, guard),
                 Stmt::When(w) => {
-                    let inner = Arc::new(Guard::clone(guard).and(self.guard(&w.guard, env)));
+                    let outer = self.guard_missing.replace(Vec::new());
+                    let condition = self.guard(&w.guard, env);
+                    let regions = std::mem::replace(&mut self.guard_missing, outer);
+                    let inner = Arc::new(Guard::clone(guard).and(condition));
+                    let start = self.promises.len();
                     self.stmts(&w.body, env, &inner);
+                    self.mark_missing_regions(regions.unwrap_or_default(), guard, start);
                 }
                 Stmt::For(f) => {
                     let list = self.eval(&f.list, env);
@@ -346,6 +361,51 @@ impl<'a> Expander<'a, '_> {
                         "loop over `sys.ipv4` directly, or compute the list at compile time",
                     ),
                 );
+            }
+        }
+    }
+
+    /// A condition on a lookup that finds nothing on some host, with no
+    /// `??` (`when hosts[sys.hostname].group == "web"`): the guard would be
+    /// silently false there, so it is an error, as in a value.
+    fn missing_in_guard(&mut self, value: &Value) {
+        if let Some(span) = split::first_missing(value) {
+            if let Some(regions) = &mut self.guard_missing {
+                regions.push((span, missing_region(value)));
+                return;
+            }
+            self.report(
+                Diagnostic::new(
+                    Code::MaybeMissing,
+                    "this lookup may be missing on a host; add `?? default`",
+                    span,
+                    "no `??` default",
+                )
+                .with_help("write `(... ?? default)` in the condition: the host takes the default where the key is absent"),
+            );
+        }
+    }
+
+    /// A `when` whose condition looks up a key some hosts lack: the body's
+    /// promises are guarded false there, which is only right if no host
+    /// reaches it. A marked copy of the body's first promise, guarded by
+    /// the `when`'s outer guard and the hosts where the lookup is missing,
+    /// lets `analysis::missing` decide that exactly (and name a host).
+    fn mark_missing_regions(
+        &mut self,
+        regions: Vec<(Span, Guard)>,
+        outer: &Arc<Guard>,
+        start: usize,
+    ) {
+        for (span, region) in regions {
+            if region == Guard::Const(false) {
+                continue;
+            }
+            if let Some(first) = self.promises.get(start) {
+                let mut marked = first.clone();
+                marked.guard = Arc::new(Guard::clone(outer).and(region));
+                marked.missing = Some(span);
+                self.promises.push(marked);
             }
         }
     }
@@ -647,6 +707,19 @@ impl<'a> Expander<'a, '_> {
     /// it: a parameter or loop variable from `env`, or a `let`. `None` when
     /// the name is not a variable (a class, a fact, a word).
     fn lookup(&mut self, name: &'a str, span: Span, env: &Env<'a>) -> Option<Value> {
+        let value = self.lookup_unassumed(name, span, env)?;
+        Some(self.under_assumptions(value))
+    }
+
+    /// `value` with every choice on an assumed key resolved.
+    fn under_assumptions(&self, mut value: Value) -> Value {
+        for (on, key) in &self.assumed {
+            value = lookups::assume(&value, on, Some(key), &[]);
+        }
+        value
+    }
+
+    fn lookup_unassumed(&mut self, name: &'a str, span: Span, env: &Env<'a>) -> Option<Value> {
         if self.by_name {
             if let Some((_, _, v)) = env.iter().rev().find(|(_, n, _)| *n == name) {
                 return Some(v.clone());
@@ -701,8 +774,14 @@ impl<'a> Expander<'a, '_> {
             ExprKind::Bool(b) => Value::Bool(*b),
             ExprKind::Path(path) => self.path(path, env),
             ExprKind::List(items) => Value::List(items.iter().map(|i| self.eval(i, env)).collect()),
-            ExprKind::Map(entries) => Value::Map(
-                entries
+            // `{}` where a record stands: every field's default.
+            ExprKind::Map(entries)
+                if entries.is_empty() && self.checker.record_literals.contains_key(&expr.span) =>
+            {
+                self.record(&[], expr.span, env)
+            }
+            ExprKind::Map(entries) => {
+                let mut entries: Vec<(String, Value)> = entries
                     .iter()
                     .map(|(k, v)| {
                         let key = match self.eval(k, env) {
@@ -711,8 +790,14 @@ impl<'a> Expander<'a, '_> {
                         };
                         (key, self.eval(v, env))
                     })
-                    .collect(),
-            ),
+                    .collect();
+                // A map is kept sorted by key (`for k, v` runs in key order,
+                // lookups search it); of a key written twice the last wins.
+                entries.reverse();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                entries.dedup_by(|later, first| later.0 == first.0);
+                Value::Map(entries)
+            }
             ExprKind::Ref(r) => Value::Ref {
                 kind: r.kind.name.to_string(),
                 target: Box::new(self.string(&r.target, expr.span, env)),
@@ -725,7 +810,10 @@ impl<'a> Expander<'a, '_> {
             }
             ExprKind::Index { base, index } => {
                 let base_v = self.eval(base, env);
-                let index_v = self.eval(index, env);
+                let mut index_v = self.eval(index, env);
+                if let Some((_, key)) = self.assumed.iter().rev().find(|(on, _)| *on == index_v) {
+                    index_v = Value::Str(key.clone());
+                }
                 match lookups::index(base_v, index_v, expr.span) {
                     Indexed::Value(v) => self.present(v, expr.span),
                     Indexed::Unsupported => {
@@ -943,12 +1031,15 @@ impl<'a> Expander<'a, '_> {
                 let op = *op;
                 let lhs = self.eval(lhs, env);
                 let rhs = self.eval(rhs, env);
+                self.missing_in_guard(&lhs);
+                self.missing_in_guard(&rhs);
                 fold_compare(op, lhs, rhs)
             }
             // A bool value (a field, a lookup, a function call): known now,
             // chosen by a key only the host knows, or computed on the host.
             _ => {
                 let value = self.eval(expr, env);
+                self.missing_in_guard(&value);
                 bool_guard(value)
             }
         }
@@ -1115,8 +1206,21 @@ fn bool_guard(value: Value) -> Guard {
     }
 }
 
-/// Folds a comparison whose two sides are known.
+/// Folds a comparison whose two sides are known. A side chosen by a key
+/// only the host knows (`name == (hosts[sys.hostname].group ?? "web")`)
+/// compares case by case, so the guard names the keys (`sys.hostname in
+/// [...]`) and no choice is left inside it for the writer.
 fn fold_compare(op: ir::CompareOp, lhs: Value, rhs: Value) -> Guard {
+    if let Value::Choice(c) = lhs {
+        return bool_guard(lookups::map_choice(*c, &mut |case| {
+            compare_value(op, case, rhs.clone())
+        }));
+    }
+    if let Value::Choice(c) = rhs {
+        return bool_guard(lookups::map_choice(*c, &mut |case| {
+            compare_value(op, lhs.clone(), case)
+        }));
+    }
     if lhs.is_constant() && rhs.is_constant() {
         let result = match op {
             ir::CompareOp::Eq => Some(lhs == rhs),
@@ -1137,4 +1241,58 @@ fn fold_compare(op: ir::CompareOp, lhs: Value, rhs: Value) -> Guard {
         }
     }
     Guard::Compare { op, lhs, rhs }
+}
+
+/// A comparison as a bool value, a [`ir::Choice`] of them where a side is
+/// chosen by a key (a missing case stays missing).
+fn compare_choice(op: ir::CompareOp, lhs: Value, rhs: Value) -> Value {
+    if let Value::Choice(c) = lhs {
+        return lookups::map_choice(*c, &mut |case| compare_choice(op, case, rhs.clone()));
+    }
+    if let Value::Choice(c) = rhs {
+        return lookups::map_choice(*c, &mut |case| compare_choice(op, lhs.clone(), case));
+    }
+    compare_value(op, lhs, rhs)
+}
+
+/// One case of a comparison chosen by a key, as a bool value; a missing
+/// side stays missing (reported where it was looked up).
+fn compare_value(op: ir::CompareOp, lhs: Value, rhs: Value) -> Value {
+    if let Value::Missing(span) = lhs {
+        return Value::Missing(span);
+    }
+    if let Value::Missing(span) = rhs {
+        return Value::Missing(span);
+    }
+    match fold_compare(op, lhs, rhs) {
+        Guard::Const(b) => Value::Bool(b),
+        g => Value::Select {
+            cond: Box::new(g),
+            then: Box::new(Value::Bool(true)),
+            otherwise: Box::new(Value::Bool(false)),
+        },
+    }
+}
+
+/// The hosts on which `value` (a condition's operand) is missing.
+fn missing_region(value: &Value) -> Guard {
+    match value {
+        Value::Missing(_) => Guard::Const(true),
+        Value::Choice(c) => {
+            bool_guard(lookups::map_choice(
+                ir::Choice::clone(c),
+                &mut |case| match missing_region(&case) {
+                    Guard::Const(b) => Value::Bool(b),
+                    g => Value::Select {
+                        cond: Box::new(g),
+                        then: Box::new(Value::Bool(true)),
+                        otherwise: Box::new(Value::Bool(false)),
+                    },
+                },
+            ))
+        }
+        v if !lookups::has_missing(v) => Guard::Const(false),
+        // Missing somewhere inside a value the host computes: anywhere.
+        _ => Guard::Const(true),
+    }
 }

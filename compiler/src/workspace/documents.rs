@@ -254,8 +254,14 @@ impl Workspace {
 
 fn read_failed(request: &DocumentRequest, path: &Path, err: &ReadError) -> Diagnostic {
     let what = request.kind.attribute();
+    // A data file has its own code (docs/diagnostics.md, E0708); a
+    // template or a `source` file is embedded in the bundle.
+    let code = match request.kind {
+        DocumentKind::Data => Code::DataUnreadable,
+        DocumentKind::Template | DocumentKind::Source => Code::EmbedFailed,
+    };
     Diagnostic::new(
-        Code::EmbedFailed,
+        code,
         format!("cannot read the {what} file `{}`: {err}", request.path),
         request.span,
         format!("looked for {}", path.display()),

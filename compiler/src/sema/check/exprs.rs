@@ -122,7 +122,9 @@ impl<'a> Checker<'a> {
             let default = field.default.as_ref().and_then(|d| {
                 self.check_against(d, &ty, &Vec::new());
                 let value = literal_value(d, &ty);
-                if value.is_none() {
+                // A field whose type is in error (reported) has no default
+                // worth a second error.
+                if value.is_none() && !matches!(ty, Type::Any) {
                     self.push(
                         Diagnostic::new(
                             Code::InvalidExpression,
@@ -401,6 +403,34 @@ pub(crate) fn literal_value(expr: &Expr, ty: &Type) -> Option<Value> {
             out.sort_by(|a, b| a.0.cmp(&b.0));
             Value::Map(out)
         }
+        // A record default (`tls: Tls = { enabled: false }`, or `{}` for
+        // all the defaults): every field in declaration order.
+        (ExprKind::Record(given), Type::Record(record)) => record_value(given, record)?,
+        (ExprKind::Map(entries), Type::Record(record)) if entries.is_empty() => {
+            record_value(&[], record)?
+        }
         _ => return None,
     })
+}
+
+/// A record literal of literals, its omitted fields given their defaults.
+fn record_value(given: &[(Ident, Expr)], record: &RecordType) -> Option<Value> {
+    if given
+        .iter()
+        .any(|(name, _)| !record.fields.iter().any(|f| f.name == name.name))
+    {
+        return None;
+    }
+    let fields = record
+        .fields
+        .iter()
+        .map(|f| {
+            let value = match given.iter().find(|(name, _)| f.name == name.name) {
+                Some((_, expr)) => literal_value(expr, &f.ty)?,
+                None => f.default.clone()?,
+            };
+            Some((f.name.clone(), value))
+        })
+        .collect::<Option<_>>()?;
+    Some(Value::Record(fields))
 }

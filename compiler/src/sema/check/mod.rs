@@ -119,6 +119,11 @@ impl<'a> Checker<'a> {
     fn check_definitions(&mut self) {
         self.check_classes();
         self.check_exclusives();
+        // Every declared type, used or not: a recursive or malformed type
+        // is an error where it is declared.
+        for (_, def) in self.symbols.types.defs.clone() {
+            self.record_type(def);
+        }
         for (name, _) in self.symbols.lets.defs.clone() {
             self.let_type(name);
         }

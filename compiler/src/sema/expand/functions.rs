@@ -3,7 +3,7 @@
 //! over choices, and left to the VM (`Value::Call`, by the VM's function
 //! name) over values only the host knows.
 
-use super::lookups::{kind, map_choice, text_of, Kind};
+use super::lookups::{assume, kind, map_choice_keyed, text_of, Kind};
 use crate::ir::Value;
 
 /// Applies `name` to `args`; `Err` says why it cannot be computed (an
@@ -14,8 +14,8 @@ pub fn apply(name: &str, mut args: Vec<Value>) -> Result<Value, String> {
             return Err("internal: not a choice".to_owned());
         };
         let mut failed = None;
-        let v = map_choice(*c, &mut |v| {
-            let mut with = args.clone();
+        let v = map_choice_keyed(*c, &mut |on, key, outer, v| {
+            let mut with: Vec<Value> = args.iter().map(|a| assume(a, on, key, outer)).collect();
             with.insert(at, v);
             match apply(name, with) {
                 Ok(v) => v,

@@ -104,6 +104,88 @@ pub fn map_choice(c: Choice, f: &mut impl FnMut(Value) -> Value) -> Value {
     }))
 }
 
+/// Applies `f` to every case of a choice (and its default), telling it the
+/// case's key (`None` for the default) and the choice's key expression, so
+/// that `f` can resolve other choices on the same key ([`assume`]): a
+/// template that reads `hosts[sys.hostname]` five times makes one choice
+/// of five lookups, not a choice of choices.
+pub fn map_choice_keyed(
+    c: Choice,
+    f: &mut impl FnMut(&Value, Option<&str>, &[(String, Value)], Value) -> Value,
+) -> Value {
+    let Choice { on, cases, default } = c;
+    let keys: Vec<(String, Value)> = Vec::new();
+    let mapped: Vec<(String, Value)> = cases
+        .iter()
+        .map(|(k, v)| (k.clone(), f(&on, Some(k), &keys, v.clone())))
+        .collect();
+    let default = f(&on, None, &cases, default);
+    Value::Choice(Box::new(Choice {
+        on,
+        cases: mapped,
+        default,
+    }))
+}
+
+/// `v` where the host's `on` is `key`: every choice on `on` inside it is
+/// resolved to that key's case. With `key` `None` (the host has none of
+/// `outer`'s keys), a choice on `on` whose keys are all among `outer`'s
+/// takes its default; one with other keys stays a choice.
+pub fn assume(v: &Value, on: &Value, key: Option<&str>, outer: &[(String, Value)]) -> Value {
+    if !has_choice_on(v, on) {
+        return v.clone();
+    }
+    match key {
+        Some(_) => super::split::substitute(v, on, key),
+        None => {
+            let covered = |c: &Choice| {
+                c.cases
+                    .iter()
+                    .all(|(k, _)| outer.binary_search_by(|(o, _)| o.as_str().cmp(k)).is_ok())
+            };
+            assume_default(v, on, &covered)
+        }
+    }
+}
+
+fn assume_default(v: &Value, on: &Value, covered: &dyn Fn(&Choice) -> bool) -> Value {
+    match v {
+        Value::Choice(c) if c.on == *on && covered(c) => assume_default(&c.default, on, covered),
+        Value::List(items) => Value::List(items.iter().map(|i| assume_default(i, on, covered)).collect()),
+        Value::Template(parts) => concat(
+            parts
+                .iter()
+                .map(|p| match p {
+                    TemplatePart::Lit(t) => Value::Str(t.clone()),
+                    TemplatePart::Fact(f) => Value::Fact(f.clone()),
+                    TemplatePart::LoopVar(l) => Value::LoopVar(l.clone()),
+                    TemplatePart::Host(v) => assume_default(v, on, covered),
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Whether `v` holds a choice on `on`.
+pub fn has_choice_on(v: &Value, on: &Value) -> bool {
+    match v {
+        Value::Choice(c) => c.on == *on || c.cases.iter().any(|(_, v)| has_choice_on(v, on)),
+        Value::List(items) | Value::Coalesce(items) => items.iter().any(|i| has_choice_on(i, on)),
+        Value::Map(e) | Value::Record(e) => e.iter().any(|(_, v)| has_choice_on(v, on)),
+        Value::Call { args, .. } => args.iter().any(|a| has_choice_on(a, on)),
+        Value::Template(parts) => parts.iter().any(|p| match p {
+            TemplatePart::Host(v) => has_choice_on(v, on),
+            _ => false,
+        }),
+        Value::Select {
+            then, otherwise, ..
+        } => has_choice_on(then, on) || has_choice_on(otherwise, on),
+        Value::Each { list, body, .. } => has_choice_on(list, on) || has_choice_on(body, on),
+        _ => false,
+    }
+}
+
 /// `value.name`.
 pub fn field(value: Value, name: &str, span: Span) -> Value {
     match value {
@@ -130,7 +212,7 @@ pub fn index(base: Value, idx: Value, span: Span) -> Indexed {
         (Value::Missing(s), _) | (_, Value::Missing(s)) => Value::Missing(s),
         (Value::Choice(c), idx) => {
             let mut unsupported = false;
-            let v = map_choice(*c, &mut |v| match index(v, idx.clone(), span) {
+            let v = map_choice_keyed(*c, &mut |on, key, outer, v| match index(v, assume(&idx, on, key, outer), span) {
                 Indexed::Value(v) => v,
                 Indexed::Unsupported => {
                     unsupported = true;
@@ -144,7 +226,7 @@ pub fn index(base: Value, idx: Value, span: Span) -> Indexed {
         }
         (base, Value::Choice(c)) => {
             let mut unsupported = false;
-            let v = map_choice(*c, &mut |k| match index(base.clone(), k, span) {
+            let v = map_choice_keyed(*c, &mut |on, key, outer, k| match index(assume(&base, on, key, outer), k, span) {
                 Indexed::Value(v) => v,
                 Indexed::Unsupported => {
                     unsupported = true;
@@ -205,7 +287,9 @@ pub fn index(base: Value, idx: Value, span: Span) -> Indexed {
 pub fn coalesce(a: Value, b: Value) -> Value {
     match a {
         Value::Missing(_) => b,
-        Value::Choice(c) => map_choice(*c, &mut |v| coalesce(v, b.clone())),
+        Value::Choice(c) => {
+            map_choice_keyed(*c, &mut |on, key, outer, v| coalesce(v, assume(&b, on, key, outer)))
+        }
         a if may_be_missing(&a) => match a {
             Value::Coalesce(mut items) => {
                 items.push(b);
@@ -237,8 +321,8 @@ pub fn concat(pieces: Vec<Value>) -> Value {
         let Value::Choice(c) = pieces.remove(at) else {
             return Value::Str(String::new());
         };
-        return map_choice(*c, &mut |v| {
-            let mut with = pieces.clone();
+        return map_choice_keyed(*c, &mut |on, key, outer, v| {
+            let mut with: Vec<Value> = pieces.iter().map(|p| assume(p, on, key, outer)).collect();
             with.insert(at, v);
             concat(with)
         });

@@ -108,7 +108,7 @@ fn mark_missing(mut p: ir::Promise) -> ir::Promise {
     p
 }
 
-fn first_missing(v: &Value) -> Option<Span> {
+pub fn first_missing(v: &Value) -> Option<Span> {
     match v {
         Value::Missing(span) => Some(*span),
         _ if !has_missing(v) => None,
@@ -201,12 +201,26 @@ fn collect_keys(v: &Value, on: &Value, keys: &mut Vec<String>) {
 }
 
 fn substitute_promise(p: &ir::Promise, on: &Value, key: Option<&str>) -> ir::Promise {
-    let mut instance = p.clone();
-    instance.promiser = substitute(&p.promiser, on, key);
-    for attr in &mut instance.attrs {
-        attr.value = substitute(&attr.value, on, key);
+    // Built field by field: cloning the promise first would copy every
+    // case of every choice once per key.
+    ir::Promise {
+        kind: p.kind,
+        promiser: substitute(&p.promiser, on, key),
+        attrs: p
+            .attrs
+            .iter()
+            .map(|a| ir::Attr {
+                name: a.name.clone(),
+                value: substitute(&a.value, on, key),
+                span: a.span,
+            })
+            .collect(),
+        guard: Arc::clone(&p.guard),
+        span: p.span,
+        chain: Arc::clone(&p.chain),
+        runtime_loops: Arc::clone(&p.runtime_loops),
+        missing: p.missing,
     }
-    instance
 }
 
 /// `v` on a host whose `on` is `key` (`None`: none of the keys).

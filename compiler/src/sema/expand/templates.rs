@@ -4,10 +4,10 @@
 //! has become [`Value`]s the VM computes (`Each`, `Select`, template
 //! parts). The VM never sees template text.
 
-use converge_grammar::ast::{Expr, Ident};
+use converge_grammar::ast::{Expr, ExprKind, Ident};
 use converge_grammar::template::Node;
 
-use super::lookups::{self, map_choice};
+use super::lookups::{self, map_choice_keyed};
 use super::{Env, Expander};
 use crate::ir::{Guard, Value};
 use crate::sema::names::DefId;
@@ -70,6 +70,17 @@ impl<'a> Expander<'a, '_> {
         }
     }
 
+    /// Runs `f` knowing that the host's `on` is `key` (when it is a key):
+    /// lookups by `on` inside resolve to that key's entry at once, instead
+    /// of making a choice over every key again (`Expander::assumed`).
+    fn assuming(&mut self, on: &Value, key: Option<&str>, f: impl FnOnce(&mut Self) -> Value) -> Value {
+        let Some(key) = key else { return f(self) };
+        self.assumed.push((on.clone(), key.to_owned()));
+        let out = f(self);
+        self.assumed.pop();
+        out
+    }
+
     fn var_def(&mut self, name: &Ident) -> DefId {
         self.resolve(name.span).unwrap_or(DefId::PLACEHOLDER)
     }
@@ -111,7 +122,9 @@ impl<'a> Expander<'a, '_> {
                 lookups::concat(pieces)
             }
             Value::Choice(c) => {
-                map_choice(*c, &mut |case| self.render_loop(key, var, case, body, env))
+                map_choice_keyed(*c, &mut |on, k, _, case| {
+                    self.assuming(on, k, |ex| ex.render_loop(key, var, case, body, env))
+                })
             }
             Value::Missing(span) => Value::Missing(span),
             // A list only the host knows: the VM repeats the body.
@@ -144,7 +157,14 @@ impl<'a> Expander<'a, '_> {
         // A class expression is a guard; any other condition a bool value,
         // which may be chosen by a key (then each case renders on its own,
         // and the analyses stay exact).
-        let value = if is_class_expression(cond) {
+        let value = if let ExprKind::Compare { op, lhs, rhs } = &cond.kind {
+            // A comparison stays a value per key where a side is chosen by
+            // one: a key whose lookup finds nothing renders missing in its
+            // own instance, so `analysis::missing` decides it exactly.
+            let lhs = self.eval(lhs, env);
+            let rhs = self.eval(rhs, env);
+            super::compare_choice(*op, lhs, rhs)
+        } else if is_class_expression(cond) {
             match self.guard(cond, env) {
                 Guard::Const(b) => Value::Bool(b),
                 g => Value::Select {
@@ -170,8 +190,8 @@ impl<'a> Expander<'a, '_> {
         match cond {
             Value::Bool(true) => self.render(body, env),
             Value::Bool(false) => self.render_if(rest, otherwise, env),
-            Value::Choice(c) => map_choice(*c, &mut |case| {
-                self.branch(case, body, rest, otherwise, env)
+            Value::Choice(c) => map_choice_keyed(*c, &mut |on, k, _, case| {
+                self.assuming(on, k, |ex| ex.branch(case, body, rest, otherwise, env))
             }),
             Value::Missing(span) => Value::Missing(span),
             other => {
@@ -190,7 +210,6 @@ impl<'a> Expander<'a, '_> {
 /// Whether a condition is written as a class expression (`web`,
 /// `!canary`, `a && b`, `sys.os_family == "debian"`).
 fn is_class_expression(e: &Expr) -> bool {
-    use converge_grammar::ast::ExprKind;
     match &e.kind {
         ExprKind::Path(p) => p.len() == 1,
         ExprKind::Not(_) | ExprKind::And(_) | ExprKind::Or(_) | ExprKind::Compare { .. } => true,
