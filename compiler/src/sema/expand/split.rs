@@ -220,6 +220,7 @@ fn substitute_promise(p: &ir::Promise, on: &Value, key: Option<&str>) -> ir::Pro
         chain: Arc::clone(&p.chain),
         runtime_loops: Arc::clone(&p.runtime_loops),
         missing: p.missing,
+        lookups: p.lookups.clone(),
     }
 }
 
