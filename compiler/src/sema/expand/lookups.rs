@@ -151,7 +151,12 @@ pub fn assume(v: &Value, on: &Value, key: Option<&str>, outer: &[(String, Value)
 fn assume_default(v: &Value, on: &Value, covered: &dyn Fn(&Choice) -> bool) -> Value {
     match v {
         Value::Choice(c) if c.on == *on && covered(c) => assume_default(&c.default, on, covered),
-        Value::List(items) => Value::List(items.iter().map(|i| assume_default(i, on, covered)).collect()),
+        Value::List(items) => Value::List(
+            items
+                .iter()
+                .map(|i| assume_default(i, on, covered))
+                .collect(),
+        ),
         Value::Template(parts) => concat(
             parts
                 .iter()
@@ -212,7 +217,11 @@ pub fn index(base: Value, idx: Value, span: Span) -> Indexed {
         (Value::Missing(s), _) | (_, Value::Missing(s)) => Value::Missing(s),
         (Value::Choice(c), idx) => {
             let mut unsupported = false;
-            let v = map_choice_keyed(*c, &mut |on, key, outer, v| match index(v, assume(&idx, on, key, outer), span) {
+            let v = map_choice_keyed(*c, &mut |on, key, outer, v| match index(
+                v,
+                assume(&idx, on, key, outer),
+                span,
+            ) {
                 Indexed::Value(v) => v,
                 Indexed::Unsupported => {
                     unsupported = true;
@@ -226,7 +235,11 @@ pub fn index(base: Value, idx: Value, span: Span) -> Indexed {
         }
         (base, Value::Choice(c)) => {
             let mut unsupported = false;
-            let v = map_choice_keyed(*c, &mut |on, key, outer, k| match index(assume(&base, on, key, outer), k, span) {
+            let v = map_choice_keyed(*c, &mut |on, key, outer, k| match index(
+                assume(&base, on, key, outer),
+                k,
+                span,
+            ) {
                 Indexed::Value(v) => v,
                 Indexed::Unsupported => {
                     unsupported = true;
@@ -287,9 +300,9 @@ pub fn index(base: Value, idx: Value, span: Span) -> Indexed {
 pub fn coalesce(a: Value, b: Value) -> Value {
     match a {
         Value::Missing(_) => b,
-        Value::Choice(c) => {
-            map_choice_keyed(*c, &mut |on, key, outer, v| coalesce(v, assume(&b, on, key, outer)))
-        }
+        Value::Choice(c) => map_choice_keyed(*c, &mut |on, key, outer, v| {
+            coalesce(v, assume(&b, on, key, outer))
+        }),
         a if may_be_missing(&a) => match a {
             Value::Coalesce(mut items) => {
                 items.push(b);

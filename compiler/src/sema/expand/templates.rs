@@ -73,7 +73,12 @@ impl<'a> Expander<'a, '_> {
     /// Runs `f` knowing that the host's `on` is `key` (when it is a key):
     /// lookups by `on` inside resolve to that key's entry at once, instead
     /// of making a choice over every key again (`Expander::assumed`).
-    fn assuming(&mut self, on: &Value, key: Option<&str>, f: impl FnOnce(&mut Self) -> Value) -> Value {
+    fn assuming(
+        &mut self,
+        on: &Value,
+        key: Option<&str>,
+        f: impl FnOnce(&mut Self) -> Value,
+    ) -> Value {
         let Some(key) = key else { return f(self) };
         self.assumed.push((on.clone(), key.to_owned()));
         let out = f(self);
@@ -121,11 +126,9 @@ impl<'a> Expander<'a, '_> {
                 }
                 lookups::concat(pieces)
             }
-            Value::Choice(c) => {
-                map_choice_keyed(*c, &mut |on, k, _, case| {
-                    self.assuming(on, k, |ex| ex.render_loop(key, var, case, body, env))
-                })
-            }
+            Value::Choice(c) => map_choice_keyed(*c, &mut |on, k, _, case| {
+                self.assuming(on, k, |ex| ex.render_loop(key, var, case, body, env))
+            }),
             Value::Missing(span) => Value::Missing(span),
             // A list only the host knows: the VM repeats the body.
             host => {
