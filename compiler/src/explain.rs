@@ -1,11 +1,15 @@
 //! `policyc explain`: what the compiler concluded about a program, for
 //! people: every object with its promises and guards, the order the VM will
-//! apply them in, and the pass limit with the chain that sets it.
+//! apply them in, and the pass limit with the chain that sets it. A promise
+//! split on a lookup keyed by a fact says which key each instance stands
+//! for, or that it takes the `??` default. With `--facts` ([`HostFacts`]),
+//! only the instances a host with those facts can get are shown.
 
 use std::fmt::Write as _;
 
 use crate::analysis::contradictions::describe_object;
-use crate::ir::{EdgeKind, Guard, Program, Promise};
+use crate::host_facts::HostFacts;
+use crate::ir::{EdgeKind, Guard, LookupCase, Program, Promise, Value};
 use crate::source::SourceDb;
 
 /// `file.policy:12` for a promise.
@@ -16,11 +20,31 @@ pub fn location(db: &SourceDb, p: &Promise) -> String {
     format!("{}:{line}", db.name(p.span.file))
 }
 
-pub fn explain(db: &SourceDb, program: &Program) -> String {
+pub fn explain(db: &SourceDb, program: &Program, host: &HostFacts) -> String {
     let mut out = String::new();
+    // What a host with the given facts can get: every promise whose guard
+    // the facts do not make false.
+    let kept: Vec<bool> = program
+        .promises
+        .iter()
+        .map(|p| host.holds(&p.guard) != Some(false))
+        .collect();
+    let is_kept = |i: usize| kept.get(i).copied().unwrap_or(false);
+    if !host.is_empty() {
+        let _ = writeln!(
+            out,
+            "for a host with {} (classes and other facts left open): {} of {} promises\n",
+            host.describe(),
+            kept.iter().filter(|k| **k).count(),
+            program.promises.len()
+        );
+    }
     let mut objects: Vec<(String, Vec<usize>)> = Vec::new();
     let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (i, p) in program.promises.iter().enumerate() {
+        if !is_kept(i) {
+            continue;
+        }
         let key = describe_object(p);
         match index.get(&key) {
             Some(&slot) => {
@@ -37,7 +61,7 @@ pub fn explain(db: &SourceDb, program: &Program) -> String {
     let _ = writeln!(
         out,
         "{} promises on {} objects, {} ordering edges, pass limit {}",
-        program.promises.len(),
+        kept.iter().filter(|k| **k).count(),
         objects.len(),
         program.edges.len(),
         program.pass_limit
@@ -59,6 +83,9 @@ pub fn explain(db: &SourceDb, program: &Program) -> String {
             if !attrs.is_empty() {
                 let _ = writeln!(out, "           {}", attrs.join("; "));
             }
+            for case in &p.lookups {
+                let _ = writeln!(out, "           {}", lookup_case(case, p.missing.is_some()));
+            }
             if let Some(call) = p.chain.last() {
                 let chain: Vec<&str> = p.chain.iter().map(|c| c.bundle.as_str()).collect();
                 let _ = writeln!(out, "           via {}", chain.join(" -> "));
@@ -68,7 +95,8 @@ pub fn explain(db: &SourceDb, program: &Program) -> String {
     }
 
     let _ = writeln!(out, "\norder (ties broken by source order):");
-    for (step, &i) in program.order.iter().enumerate() {
+    let order = program.order.iter().filter(|i| is_kept(**i));
+    for (step, &i) in order.enumerate() {
         let Some(p) = program.promises.get(i) else {
             continue;
         };
@@ -127,6 +155,35 @@ pub fn explain(db: &SourceDb, program: &Program) -> String {
         }
     }
     out
+}
+
+/// Which case of a lookup an instance stands for:
+/// `lookup by sys.hostname: key "web01"`, or `... sys.hostname is none of
+/// the 3 keys: the ?? default`.
+fn lookup_case(case: &LookupCase, missing: bool) -> String {
+    let on = case.on.display();
+    let keys: Vec<String> = case
+        .keys
+        .iter()
+        .map(|k| Value::Str(k.clone()).display())
+        .collect();
+    let which = match keys.as_slice() {
+        [] => {
+            let of = match case.of {
+                1 => "the 1 key".to_owned(),
+                n => format!("the {n} keys"),
+            };
+            let takes = if missing {
+                "the lookup finds nothing (no ?? default)"
+            } else {
+                "the ?? default"
+            };
+            format!("{on} is none of {of}: {takes}")
+        }
+        [key] => format!("key {key}"),
+        many => format!("keys {} (the same values)", many.join(", ")),
+    };
+    format!("lookup by {on}: {which}")
 }
 
 fn edge_word(kind: EdgeKind) -> &'static str {

@@ -87,6 +87,25 @@ pub struct Promise {
     /// span of the lookup): an error if a host can make its guard true
     /// (`analysis::missing`), never compiled.
     pub missing: Option<Span>,
+    /// The lookups keyed by a fact this instance was split on
+    /// (`sema::expand::split`), in the order they were split: which keys it
+    /// stands for, or that it is the case of every other host. `policyc
+    /// explain` shows them.
+    pub lookups: Vec<LookupCase>,
+}
+
+/// One case of a lookup keyed by a value only the host knows
+/// (`sites[sys.hostname]`): the instance of a promise made for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LookupCase {
+    /// The key, as in [`Choice::on`] (`sys.hostname`).
+    pub on: Value,
+    /// The keys this instance stands for (keys that give the promise the
+    /// same values share one instance); empty: none of the keys, so the
+    /// `??` default (or, without one, the lookup finds nothing).
+    pub keys: Vec<String>,
+    /// How many keys the lookup has in all.
+    pub of: usize,
 }
 
 impl Promise {

@@ -19,6 +19,7 @@ pub mod dot;
 pub mod explain;
 pub mod fmt;
 pub mod graph;
+pub mod host_facts;
 pub mod ir;
 pub mod lsp;
 pub mod policy_tree;

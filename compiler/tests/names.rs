@@ -94,12 +94,7 @@ fn definition_references_and_rename_agree_with_the_checker() {
         let text = std::fs::read_to_string(&path).unwrap();
         let open = HashMap::from([(path.clone(), text.clone())]);
         let analysis = Analysis::run(&path, &open, &Settings::default()).unwrap();
-        let doc = Document {
-            text: text.clone(),
-            version: 1,
-            path: path.clone(),
-            lines: LineIndex::new(&text),
-        };
+        let doc = Document::new(path.clone(), text.clone(), 1);
         let (ws, root, outcome) = check_with(&path, &open);
         let mut file = File {
             ws: &ws,

@@ -742,6 +742,7 @@ mod tests {
                 })
                 .collect(),
             missing: None,
+            lookups: Vec::new(),
         }
     }
 

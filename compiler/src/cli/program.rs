@@ -9,6 +9,7 @@ use clap::{Args, ValueEnum};
 use super::{fail, inputs, out, use_color, EXIT_ERRORS};
 use crate::check::{check, summary};
 use crate::diagnostic::Severity;
+use crate::host_facts::HostFacts;
 use crate::ir::Program;
 use crate::render::render_human;
 use crate::workspace::Workspace;
@@ -17,6 +18,11 @@ use crate::workspace::Workspace;
 pub struct ExplainArgs {
     /// The policy file whose program to explain (it must have a `policy` block).
     file: PathBuf,
+    /// Show only what a host with this fact value can get, e.g.
+    /// `--facts hostname=web01` (repeat for more facts). Guards are
+    /// evaluated with the given facts; classes and other facts stay open.
+    #[arg(long = "facts", value_name = "NAME=VALUE")]
+    facts: Vec<String>,
     #[command(flatten)]
     tree: inputs::TreeArgs,
 }
@@ -39,9 +45,13 @@ pub enum GraphFormat {
 }
 
 pub fn explain(args: ExplainArgs) -> ExitCode {
+    let host = match HostFacts::parse(&args.facts) {
+        Ok(host) => host,
+        Err(message) => return super::fail_with(super::exit::USAGE, message),
+    };
     match load(&args.file, &args.tree) {
         Ok((ws, program)) => {
-            out(crate::explain::explain(&ws.db, &program));
+            out(crate::explain::explain(&ws.db, &program, &host));
             ExitCode::SUCCESS
         }
         Err(code) => code,

@@ -204,6 +204,13 @@ impl Analysis {
             .map(|(id, _)| id)
     }
 
+    /// The file of this program an editor document shows: the root, an
+    /// import, or a data file or template the program reads (the root when
+    /// the program does not read `path`).
+    pub fn file_of(&self, path: &Path) -> FileId {
+        self.file_id(path).unwrap_or(self.root)
+    }
+
     /// Whether a file is the embedded standard library (it has no path an
     /// editor can open, and is never renamed into).
     pub fn is_stdlib(&self, file: FileId) -> bool {

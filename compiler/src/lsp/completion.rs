@@ -19,6 +19,7 @@ use lsp_types::{
 use smol_str::SmolStr;
 
 use super::analysis::Analysis;
+use super::expressions;
 use super::position::LspPositions;
 use super::server::Document;
 
@@ -44,14 +45,35 @@ enum Context {
     Classes,
     /// After `use`.
     Bodies,
+    /// Where an expression may start: after `let x =`, an operator, `(`,
+    /// `,`, `??`, a map key's `:`.
+    Expression,
     Nothing,
 }
 
 /// The completion items at `pos`; empty in comments, strings (except in
-/// `${sys.`) and where nothing fits.
+/// `${...}` and a key typed after `[`) and where nothing fits. In a
+/// template file, only inside `${...}` and `{% ... %}`.
 pub fn complete(analysis: &Analysis, doc: &Document, pos: Position) -> Vec<CompletionItem> {
     let offset = doc.lines.offset(&doc.text, pos) as usize;
     let before = doc.text.get(..offset).unwrap_or("");
+    let file = analysis.file_of(&doc.path);
+    let word = before
+        .bytes()
+        .rev()
+        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        .count();
+    let head = before.get(..before.len() - word).unwrap_or("");
+    if !doc.policy {
+        if !open_tag(head) {
+            return Vec::new();
+        }
+        if let Some(start) = fact_prefix(before) {
+            let range = doc.lines.range(&doc.text, start as u32, offset as u32);
+            return facts(range);
+        }
+        return expressions::complete(analysis, file, offset as u32, head);
+    }
     let (comment, string) = in_comment_or_string(before);
     if comment {
         return Vec::new();
@@ -64,14 +86,19 @@ pub fn complete(analysis: &Analysis, doc: &Document, pos: Position) -> Vec<Compl
         }
     }
     if string {
+        // Inside `${...}`, or a key typed after `[`.
+        if open_tag(head) || head.ends_with("[\"") {
+            return expressions::complete(analysis, file, offset as u32, head);
+        }
         return Vec::new();
     }
-    let word = before
-        .bytes()
-        .rev()
-        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
-        .count();
-    let context = context(before.get(..before.len() - word).unwrap_or(""));
+    // The lexer ends a string at the quote of a key in `${ports["ht`; the
+    // key is still being typed.
+    let tail = head.trim_end();
+    if tail.ends_with('.') || tail.ends_with('[') || tail.ends_with("[\"") || open_tag(head) {
+        return expressions::complete(analysis, file, offset as u32, head);
+    }
+    let context = context(head);
     match context {
         Context::TopLevel => keywords(&[
             "import",
@@ -89,9 +116,18 @@ pub fn complete(analysis: &Analysis, doc: &Document, pos: Position) -> Vec<Compl
             items
         }
         Context::AttrName { kind, used } => attributes(kind.as_deref(), &used),
-        Context::AttrValue { kind, attr } => values(analysis, kind.as_deref(), &attr),
+        Context::AttrValue { kind, attr } => {
+            // Enum words, booleans and classes are all an attribute of
+            // such a type takes; any other value may be an expression.
+            let mut items = values(analysis, kind.as_deref(), &attr);
+            if items.is_empty() {
+                items.extend(expressions::complete(analysis, file, offset as u32, head));
+            }
+            items
+        }
         Context::Classes => classes(analysis),
         Context::Bodies => bodies(analysis),
+        Context::Expression => expressions::complete(analysis, file, offset as u32, head),
         Context::Nothing => Vec::new(),
     }
 }
@@ -132,6 +168,7 @@ fn context(before: &str) -> Context {
         return match current.as_slice() {
             [] => Context::TopLevel,
             [Token::Class, Token::Ident(_), Token::Eq, ..] => Context::Classes,
+            [Token::Let, ..] if expression_start(&current) => Context::Expression,
             _ => Context::Nothing,
         };
     };
@@ -158,6 +195,7 @@ fn context(before: &str) -> Context {
             {
                 Context::Classes
             }
+            [Token::Ident(_), Token::Eq, ..] if expression_start(&current) => Context::Expression,
             _ => Context::Nothing,
         };
     }
@@ -167,8 +205,48 @@ fn context(before: &str) -> Context {
         (Some(Token::Bundle | Token::Policy | Token::When | Token::For), [Token::When, ..]) => {
             Context::Classes
         }
+        // Inside a map or record literal (its `{` follows `=`, `:`, ...),
+        // or an expression in a statement (`for x in `, a call argument).
+        _ if expression_start(&current)
+            || (current.is_empty() && expression_start(&frame.header)) =>
+        {
+            Context::Expression
+        }
         _ => Context::Nothing,
     }
+}
+
+/// Whether an expression may start after these tokens: they end with an
+/// operator, `=`, `(`, `[`, `,`, `:` or `in`.
+fn expression_start(tokens: &[Token]) -> bool {
+    matches!(
+        tokens.last(),
+        Some(
+            Token::Eq
+                | Token::LParen
+                | Token::LBracket
+                | Token::Comma
+                | Token::Colon
+                | Token::Coalesce
+                | Token::AndAnd
+                | Token::OrOr
+                | Token::Bang
+                | Token::EqEq
+                | Token::NotEq
+                | Token::In
+        )
+    )
+}
+
+/// Whether the text ends inside an unclosed `${` or `{%` (a template file,
+/// or a policy string with tags).
+fn open_tag(head: &str) -> bool {
+    let start = match (head.rfind("${"), head.rfind("{%")) {
+        (Some(a), Some(b)) => a.max(b),
+        (Some(a), None) | (None, Some(a)) => a,
+        (None, None) => return false,
+    };
+    !head.get(start..).unwrap_or("").contains('}')
 }
 
 /// Whether the cursor is inside a comment, and whether inside a string
@@ -415,7 +493,13 @@ mod tests {
         assert_eq!(context("bundle a { when "), Context::Classes);
         assert_eq!(context("body b { use "), Context::Bodies);
         assert_eq!(context("exclusive { a, "), Context::Classes);
-        assert_eq!(context("let x = { \"a\": "), Context::Nothing);
+        assert_eq!(context("let x = { \"a\": "), Context::Expression);
+        assert_eq!(context("let x = "), Context::Expression);
+        assert_eq!(context("bundle a { for x in "), Context::Expression);
+        assert_eq!(
+            context("bundle a { file \"/x\" { content = a ?? "),
+            Context::Expression
+        );
     }
 
     #[test]
@@ -429,5 +513,9 @@ mod tests {
         );
         assert_eq!(fact_prefix("when sys.ho"), Some(5));
         assert_eq!(fact_prefix("when sy"), None);
+        assert!(open_tag("listen ${site."));
+        assert!(open_tag("{% for b in "));
+        assert!(!open_tag("listen ${site.port} "));
+        assert!(!open_tag("{% endif %} "));
     }
 }

@@ -6,6 +6,7 @@
 
 use converge_format::schema::{self, AttrSpec};
 use converge_grammar::ast::{BundleDef, Item};
+use converge_grammar::FileId;
 use lsp_types::{Hover, HoverContents, MarkupContent, MarkupKind, Position};
 
 use super::analysis::Analysis;
@@ -18,8 +19,9 @@ use crate::sema::names::DefKind;
 /// is no name.
 pub fn hover(analysis: &Analysis, doc: &Document, pos: Position) -> Option<Hover> {
     let offset = doc.lines.offset(&doc.text, pos);
-    let (span, target) = analysis.index.at(analysis.root, offset)?;
-    let text = describe(analysis, target)?;
+    let file = analysis.file_of(&doc.path);
+    let (span, target) = analysis.index.at(file, offset)?;
+    let text = describe(analysis, file, target)?;
     Some(Hover {
         contents: HoverContents::Markup(MarkupContent {
             kind: MarkupKind::Markdown,
@@ -29,8 +31,9 @@ pub fn hover(analysis: &Analysis, doc: &Document, pos: Position) -> Option<Hover
     })
 }
 
-/// The hover text of a name, in Markdown.
-pub fn describe(analysis: &Analysis, target: Target<'_>) -> Option<String> {
+/// The hover text of a name written in `shown` (a policy file or a
+/// template), in Markdown.
+pub fn describe(analysis: &Analysis, shown: FileId, target: Target<'_>) -> Option<String> {
     let def = target.def;
     let name = def.name.as_str();
     match def.kind {
@@ -97,7 +100,7 @@ pub fn describe(analysis: &Analysis, target: Target<'_>) -> Option<String> {
                 .unwrap_or_default();
             Some(format!(
                 "```policy\n{text}\n```\nfield of `{record}`{}",
-                origin(analysis, item.file)
+                origin(analysis, shown, item.file)
             ))
         }
         DefKind::Class | DefKind::Let | DefKind::Body | DefKind::Type => {
@@ -105,7 +108,7 @@ pub fn describe(analysis: &Analysis, target: Target<'_>) -> Option<String> {
             let text = analysis.text(item.file).get(item.range())?;
             Some(format!(
                 "```policy\n{text}\n```{}",
-                origin(analysis, item.file)
+                origin(analysis, shown, item.file)
             ))
         }
         DefKind::Bundle => {
@@ -114,7 +117,7 @@ pub fn describe(analysis: &Analysis, target: Target<'_>) -> Option<String> {
             Some(format!(
                 "```policy\n{}\n```{}",
                 signature(analysis.text(file), bundle),
-                origin(analysis, file)
+                origin(analysis, shown, file)
             ))
         }
         DefKind::Param => {
@@ -150,7 +153,7 @@ pub fn signature(text: &str, b: &BundleDef) -> String {
 pub fn find_bundle(
     analysis: &Analysis,
     matches: impl Fn(&BundleDef) -> bool,
-) -> Option<(converge_grammar::FileId, &BundleDef)> {
+) -> Option<(FileId, &BundleDef)> {
     analysis.ws.modules.iter().find_map(|m| {
         m.items.iter().find_map(|item| match item {
             Item::Bundle(b) if matches(b) => Some((m.file, b)),
@@ -160,8 +163,8 @@ pub fn find_bundle(
 }
 
 /// "defined in std/files.policy" for definitions outside the hovered file.
-fn origin(analysis: &Analysis, file: converge_grammar::FileId) -> String {
-    if file == analysis.root {
+fn origin(analysis: &Analysis, shown: FileId, file: FileId) -> String {
+    if file == shown {
         String::new()
     } else {
         format!("\ndefined in `{}`", analysis.ws.db.name(file))

@@ -8,16 +8,20 @@
 //!
 //! Modules, one job each: [`server`] (the loop, documents, debouncing,
 //! publishing), [`analysis`] (checking an open document with unsaved texts),
+//! [`documents`] (data files and templates: which program checks them),
 //! [`index`] (the checker's name table: the name under the cursor and its
 //! uses), [`navigation`] (definition, references, rename), [`hover`],
-//! [`completion`], [`symbols`] (document outline), [`format`] (formatting
-//! edits), [`position`] (UTF-16 positions from the source line index).
+//! [`completion`] (and [`expressions`]: fields, keys, functions),
+//! [`symbols`] (document outline), [`format`] (formatting edits),
+//! [`position`] (UTF-16 positions from the source line index).
 //!
 //! [`Diagnostic`]: crate::diagnostic::Diagnostic
 
 pub mod analysis;
 pub mod completion;
 pub mod diagnostics;
+pub mod documents;
+pub mod expressions;
 pub mod format;
 pub mod hover;
 pub mod index;

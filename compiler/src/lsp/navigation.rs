@@ -22,14 +22,14 @@ use crate::sema::names::{DefKind, Definition};
 /// names.
 pub fn definition(analysis: &Analysis, doc: &Document, pos: Position) -> Vec<Location> {
     let offset = doc.lines.offset(&doc.text, pos);
-    if let Some(target) = import_at(analysis, offset) {
+    if let Some(target) = import_at(analysis, analysis.file_of(&doc.path), offset) {
         return analysis
             .path(target)
             .and_then(|p| Url::from_file_path(p).ok())
             .map(|uri| vec![Location::new(uri, Range::default())])
             .unwrap_or_default();
     }
-    let Some((_, target)) = analysis.index.at(analysis.root, offset) else {
+    let Some((_, target)) = analysis.index.at(analysis.file_of(&doc.path), offset) else {
         return Vec::new();
     };
     target
@@ -50,7 +50,7 @@ pub fn references(
     include_declaration: bool,
 ) -> Vec<Location> {
     let offset = doc.lines.offset(&doc.text, pos);
-    if let Some(target) = import_at(analysis, offset) {
+    if let Some(target) = import_at(analysis, analysis.file_of(&doc.path), offset) {
         return analysis
             .ws
             .imports
@@ -60,7 +60,7 @@ pub fn references(
             .filter_map(|e| location(analysis, e.span))
             .collect();
     }
-    let Some((_, target)) = analysis.index.at(analysis.root, offset) else {
+    let Some((_, target)) = analysis.index.at(analysis.file_of(&doc.path), offset) else {
         return Vec::new();
     };
     let mut seen = HashSet::new();
@@ -86,7 +86,7 @@ pub fn prepare_rename(analysis: &Analysis, doc: &Document, pos: Position) -> Res
     let offset = doc.lines.offset(&doc.text, pos);
     let (span, target) = analysis
         .index
-        .at(analysis.root, offset)
+        .at(analysis.file_of(&doc.path), offset)
         .ok_or("there is no name to rename here")?;
     check_renamable(analysis, target)?;
     Ok(doc.lines.range(&doc.text, span.start, span.end))
@@ -123,7 +123,7 @@ pub fn rename(
     let offset = doc.lines.offset(&doc.text, pos);
     let (_, target) = analysis
         .index
-        .at(analysis.root, offset)
+        .at(analysis.file_of(&doc.path), offset)
         .ok_or("there is no name to rename here")?;
     check_renamable(analysis, target)?;
     if !is_identifier(new_name) {
@@ -189,12 +189,16 @@ fn identity<'a>(
     (def.kind, def.name.as_str(), place)
 }
 
-/// The file imported by the import path under `offset` in the root file.
-fn import_at(analysis: &Analysis, offset: u32) -> Option<converge_grammar::FileId> {
+/// The file imported by the import path under `offset` in `file`.
+fn import_at(
+    analysis: &Analysis,
+    file: converge_grammar::FileId,
+    offset: u32,
+) -> Option<converge_grammar::FileId> {
     analysis
         .ws
         .imports
-        .get(analysis.root.0 as usize)?
+        .get(file.0 as usize)?
         .iter()
         .find(|e| e.span.start <= offset && offset <= e.span.end)
         .map(|e| e.target)

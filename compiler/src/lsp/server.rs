@@ -26,6 +26,7 @@ use serde::de::DeserializeOwned;
 
 use super::analysis::{Analysis, Settings};
 use super::diagnostics::{shown_in, to_lsp};
+use super::documents::{self, find_host};
 use super::position::{LineIndex, LspPositions};
 use super::{completion, format, hover, navigation, symbols};
 
@@ -36,6 +37,23 @@ pub struct Document {
     pub version: i32,
     pub path: PathBuf,
     pub lines: LineIndex,
+    /// Policy source, or a data file or template a policy reads
+    /// ([`documents::is_policy`]).
+    pub policy: bool,
+}
+
+impl Document {
+    /// An open document: policy or not by its name
+    /// ([`documents::is_policy`]).
+    pub fn new(path: PathBuf, text: String, version: i32) -> Document {
+        Document {
+            lines: LineIndex::new(&text),
+            policy: documents::is_policy(&path),
+            text,
+            version,
+            path,
+        }
+    }
 }
 
 /// How the loop ended.
@@ -53,6 +71,11 @@ pub enum Ending {
 pub struct Server {
     docs: HashMap<Url, Document>,
     analyses: HashMap<Url, Analysis>,
+    /// For each open data file or template that no open policy reads: the
+    /// program of a policy file found near it ([`find_host`]), or `None`
+    /// when the search found none. A document without an entry has not
+    /// been searched for yet.
+    hosts: HashMap<Url, Option<Analysis>>,
     /// What was last published for each file, to clear or skip repeats.
     published: HashMap<Url, Vec<lsp_types::Diagnostic>>,
     /// Documents edited since they were last analysed.
@@ -153,8 +176,16 @@ impl Server {
                 let uri = p.text_document.uri;
                 self.docs.remove(&uri);
                 self.analyses.remove(&uri);
+                self.hosts.remove(&uri);
                 // Documents that import it now read it from disk.
                 let path = uri.to_file_path().ok();
+                // So do the programs found for other documents: search
+                // again.
+                self.hosts.retain(|_, host| {
+                    !host
+                        .as_ref()
+                        .is_some_and(|h| path.as_deref().is_some_and(|p| h.reads(p)))
+                });
                 let importers: Vec<Url> = self
                     .analyses
                     .iter()
@@ -173,23 +204,18 @@ impl Server {
         let Ok(path) = uri.to_file_path() else {
             return;
         };
-        let lines = LineIndex::new(&text);
-        self.docs.insert(
-            uri.clone(),
-            Document {
-                text,
-                version,
-                path,
-                lines,
-            },
-        );
+        self.docs
+            .insert(uri.clone(), Document::new(path, text, version));
         if !self.dirty.contains(&uri) {
             self.dirty.push(uri);
         }
     }
 
-    /// Analyses every document edited since the last flush, and every open
-    /// document that imports one of them, then publishes what changed.
+    /// Analyses every policy document edited since the last flush, and
+    /// every open policy document whose program reads one of them (an
+    /// import, a data file, a template), finds the programs of the data
+    /// files and templates no open policy reads, then publishes what
+    /// changed.
     fn flush(&mut self, conn: &Connection) {
         if self.dirty.is_empty() && !self.republish {
             return;
@@ -201,11 +227,17 @@ impl Server {
             .values()
             .map(|d| (d.path.clone(), d.text.clone()))
             .collect();
-        let mut todo: Vec<Url> = dirty.clone();
+        let mut todo: Vec<Url> = Vec::new();
         for uri in &dirty {
-            let Some(path) = self.docs.get(uri).map(|d| d.path.clone()) else {
+            let Some((path, policy)) = self.docs.get(uri).map(|d| (d.path.clone(), d.policy))
+            else {
                 continue;
             };
+            // A data file or template is never analysed as the root of a
+            // program: only the programs that read it are.
+            if policy && !todo.contains(uri) {
+                todo.push(uri.clone());
+            }
             for (other, analysis) in &self.analyses {
                 if other != uri && analysis.reads(&path) && !todo.contains(other) {
                     todo.push(other.clone());
@@ -225,7 +257,54 @@ impl Server {
                 }
             }
         }
+        self.rehost(&dirty, &open);
         self.publish(conn, &dirty);
+    }
+
+    /// Keeps [`hosts`](Self::hosts) current: a document an open policy
+    /// reads needs none; one edited, never searched for, or whose program
+    /// read an edited document is checked again (its program first, then
+    /// a new search).
+    fn rehost(&mut self, dirty: &[Url], open: &HashMap<PathBuf, String>) {
+        let dirty_paths: Vec<PathBuf> = dirty
+            .iter()
+            .filter_map(|u| self.docs.get(u).map(|d| d.path.clone()))
+            .collect();
+        let documents: Vec<(Url, PathBuf)> = self
+            .docs
+            .iter()
+            .filter(|(_, d)| !d.policy)
+            .map(|(u, d)| (u.clone(), d.path.clone()))
+            .collect();
+        self.hosts
+            .retain(|u, _| documents.iter().any(|(d, _)| d == u));
+        for (uri, path) in documents {
+            if self.analyses.values().any(|a| a.reads(&path)) {
+                self.hosts.remove(&uri);
+                continue;
+            }
+            let stale = match self.hosts.get(&uri) {
+                None => true,
+                Some(host) => {
+                    dirty.contains(&uri)
+                        || host
+                            .as_ref()
+                            .is_some_and(|h| dirty_paths.iter().any(|p| h.reads(p)))
+                }
+            };
+            if !stale {
+                continue;
+            }
+            let again = self
+                .hosts
+                .get(&uri)
+                .and_then(|h| h.as_ref())
+                .and_then(|h| h.path(h.root).map(PathBuf::from))
+                .and_then(|root| Analysis::run(&root, open, &self.settings))
+                .filter(|a| a.reads(&path));
+            let host = again.or_else(|| find_host(&path, open, &self.settings));
+            self.hosts.insert(uri, host);
+        }
     }
 
     /// Publishes each file's diagnostics: the union over every open
@@ -234,11 +313,20 @@ impl Server {
     /// editor asked about them); others only when their list changed.
     fn publish(&mut self, conn: &Connection, always: &[Url]) {
         let mut by_file: HashMap<Url, Vec<lsp_types::Diagnostic>> = HashMap::new();
-        for analysis in self.analyses.values() {
+        // The program found for a document that no open policy reads
+        // shows only what falls inside that document.
+        let hosted = self.hosts.iter().filter_map(|(uri, host)| {
+            Some((host.as_ref()?, Some(self.docs.get(uri)?.path.as_path())))
+        });
+        let analyses = self.analyses.values().map(|a| (a, None)).chain(hosted);
+        for (analysis, only) in analyses {
             for d in &analysis.diagnostics {
                 let Some(path) = analysis.path(shown_in(analysis, d)) else {
                     continue;
                 };
+                if only.is_some_and(|only| only != path) {
+                    continue;
+                }
                 let Ok(uri) = Url::from_file_path(path) else {
                     continue;
                 };
@@ -351,6 +439,9 @@ impl Server {
             DocumentSymbolRequest::METHOD => {
                 self.with(req, |s, p: lsp_types::DocumentSymbolParams| {
                     let (analysis, doc) = s.context(&p.text_document.uri)?;
+                    if !doc.policy {
+                        return None;
+                    }
                     Some(symbols::document_symbols(analysis, doc))
                 })
             }
@@ -359,7 +450,8 @@ impl Server {
                 let Some(p) = params::<lsp_types::DocumentFormattingParams>(req.params) else {
                     return invalid_params(id);
                 };
-                let Some(doc) = self.docs.get(&p.text_document.uri) else {
+                // Data files and templates are left to their own tools.
+                let Some(doc) = self.docs.get(&p.text_document.uri).filter(|d| d.policy) else {
                     return Response::new_ok(id, serde_json::Value::Null);
                 };
                 match format::edits(doc) {
@@ -395,9 +487,26 @@ impl Server {
             .unwrap_or(serde_json::Value::Null))
     }
 
-    /// The analysis of an open document and the document.
+    /// The analysis of an open document and the document: a policy
+    /// document's own; for a data file or template, that of an open policy
+    /// that reads it (the first by URI, so the answer does not change from
+    /// one request to the next), else the program found for it.
     fn context(&self, uri: &Url) -> Option<(&Analysis, &Document)> {
-        Some((self.analyses.get(uri)?, self.docs.get(uri)?))
+        let doc = self.docs.get(uri)?;
+        if doc.policy {
+            return Some((self.analyses.get(uri)?, doc));
+        }
+        let reader = self
+            .analyses
+            .iter()
+            .filter(|(_, a)| a.reads(&doc.path))
+            .min_by_key(|(u, _)| u.as_str())
+            .map(|(_, a)| a);
+        let analysis = match reader {
+            Some(a) => a,
+            None => self.hosts.get(uri)?.as_ref()?,
+        };
+        Some((analysis, doc))
     }
 }
 

@@ -563,6 +563,7 @@ impl<'a> Expander<'a, '_> {
             chain: Arc::clone(&self.shared_chain),
             runtime_loops: Arc::clone(&self.shared_loops),
             missing: None,
+            lookups: Vec::new(),
         };
         let mut budget = MAX_INSTANCES.saturating_sub(self.instances);
         let mut spent = 0usize;

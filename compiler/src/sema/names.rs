@@ -125,6 +125,10 @@ pub struct Names {
     attributes: FxHashMap<(usize, usize), DefId>,
     /// The fields of record types, by the type's definition and name.
     fields: FxHashMap<(DefId, SmolStr), DefId>,
+    /// The type the checker found for each variable (`let`, parameter,
+    /// loop variable): the language server completes fields after `.` and
+    /// keys after `[` from it.
+    types: FxHashMap<DefId, super::types::Type>,
     /// Set by [`finish`](Self::finish): the occurrences are sorted and
     /// complete. Expansion re-reads promise attributes through the checker;
     /// what that would record is already here.
@@ -214,6 +218,20 @@ impl Names {
         let id = self.define(def, false);
         self.fields.insert((ty, name), id);
         id
+    }
+
+    /// Records the type of a variable's definition.
+    pub(crate) fn set_type(&mut self, def: DefId, ty: super::types::Type) {
+        if !self.finished {
+            self.types.insert(def, ty);
+        }
+    }
+
+    /// The type of a variable, as the checker found it (`None` for what is
+    /// not a variable, and for a variable in a program that was not
+    /// checked).
+    pub fn type_of(&self, def: DefId) -> Option<&super::types::Type> {
+        self.types.get(&def)
     }
 
     /// Records that the name written at `span` refers to `def`.

@@ -169,6 +169,9 @@ impl<'a> Checker<'a> {
             (None, None) => self.value_type(&def.value, &Vec::new()),
         };
         self.let_states.insert(name, LetState::Done(ty.clone()));
+        if let Some(id) = self.names.find(DefKind::Let, name) {
+            self.names.set_type(id, ty.clone());
+        }
         Some(ty)
     }
 
@@ -372,6 +375,7 @@ impl<'a> Checker<'a> {
             let Some(def) = param_def(&self.names, bundle, &param.name.name) else {
                 continue;
             };
+            self.names.set_type(def, ty.clone());
             scope.push(Var {
                 name: &param.name.name,
                 ty,

@@ -66,6 +66,7 @@ impl<'a> Checker<'a> {
                             },
                             false,
                         );
+                        self.names.set_type(def, ty.clone());
                         scope.push(Var {
                             name: &name.name,
                             ty,

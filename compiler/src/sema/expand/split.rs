@@ -59,11 +59,19 @@ pub fn split(p: ir::Promise, spend: &mut dyn FnMut() -> bool) -> Vec<ir::Promise
                 }
             }
         }
+        let of = keys.len();
+        let case = |keys: Vec<String>| ir::LookupCase {
+            on: on.clone(),
+            keys,
+            of,
+        };
         for (mut instance, group) in groups {
+            instance.lookups.push(case(group.clone()));
             instance.guard = Arc::new(Guard::clone(&p.guard).and(member(&on, group)));
             pending.push(instance);
         }
         let mut other = substitute_promise(&p, &on, None);
+        other.lookups.push(case(Vec::new()));
         other.guard = Arc::new(Guard::clone(&p.guard).and(Guard::Not(Box::new(member(&on, keys)))));
         pending.push(other);
     }
@@ -212,6 +220,7 @@ fn substitute_promise(p: &ir::Promise, on: &Value, key: Option<&str>) -> ir::Pro
         chain: Arc::clone(&p.chain),
         runtime_loops: Arc::clone(&p.runtime_loops),
         missing: p.missing,
+        lookups: p.lookups.clone(),
     }
 }
 

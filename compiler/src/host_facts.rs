@@ -1,0 +1,222 @@
+//! `policyc explain --facts NAME=VALUE`: what one host can get. The given
+//! facts are substituted into each promise's guard and the guard is
+//! evaluated as far as they decide it; classes and the facts not given stay
+//! open, so a promise is left out only when its guard is false for every
+//! host with these facts.
+
+use converge_format::schema::{self, AttrType, FactSpec};
+
+use crate::ir::{CompareOp, Guard, Value};
+
+/// Fact values given on the command line.
+#[derive(Debug, Default)]
+pub struct HostFacts {
+    values: Vec<(&'static FactSpec, Value)>,
+}
+
+impl HostFacts {
+    /// Parses `hostname=web01` (or `sys.hostname=web01`) arguments; an
+    /// unknown fact, a fact with more than one value, or a value of the
+    /// wrong type is an error that says what to write.
+    pub fn parse(args: &[String]) -> Result<HostFacts, String> {
+        let mut values: Vec<(&'static FactSpec, Value)> = Vec::new();
+        for arg in args {
+            let Some((name, value)) = arg.split_once('=') else {
+                return Err(format!(
+                    "`--facts {arg}`: write NAME=VALUE, for example `--facts hostname=web01`"
+                ));
+            };
+            let full = if name.starts_with("sys.") {
+                name.to_owned()
+            } else {
+                format!("sys.{name}")
+            };
+            let Some(spec) = schema::fact(&full) else {
+                let names = schema::FACTS.iter().map(|f| f.name);
+                let hint = crate::suggest::did_you_mean(&full, names)
+                    .map(|s| format!("; did you mean `{}`?", s.trim_start_matches("sys.")))
+                    .unwrap_or_default();
+                return Err(format!("`--facts {arg}`: there is no fact `{full}`{hint}"));
+            };
+            let value = match spec.ty {
+                AttrType::String => Value::Str(value.to_owned()),
+                AttrType::Int => Value::Int(value.parse().map_err(|_| {
+                    format!("`--facts {arg}`: `{full}` is a number, `{value}` is not")
+                })?),
+                _ => {
+                    return Err(format!(
+                        "`--facts {arg}`: `{full}` is a {}; --facts takes facts with one string or number value",
+                        spec.ty.describe()
+                    ))
+                }
+            };
+            if values.iter().any(|(s, _)| s.name == spec.name) {
+                return Err(format!("`--facts`: `{full}` is given twice"));
+            }
+            values.push((spec, value));
+        }
+        Ok(HostFacts { values })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// `sys.hostname = "web01", sys.os_family = "debian"`.
+    pub fn describe(&self) -> String {
+        let parts: Vec<String> = self
+            .values
+            .iter()
+            .map(|(spec, value)| format!("{} = {}", spec.name, value.display()))
+            .collect();
+        parts.join(", ")
+    }
+
+    /// Whether `guard` holds on a host with these facts: `Some` when the
+    /// given facts decide it, `None` when it depends on classes or on facts
+    /// not given.
+    pub fn holds(&self, guard: &Guard) -> Option<bool> {
+        match guard {
+            Guard::Const(b) => Some(*b),
+            Guard::Class(_) => None,
+            Guard::Not(inner) => self.holds(inner).map(|b| !b),
+            Guard::And(items) => {
+                let mut open = false;
+                for item in items {
+                    match self.holds(item) {
+                        Some(false) => return Some(false),
+                        None => open = true,
+                        Some(true) => {}
+                    }
+                }
+                (!open).then_some(true)
+            }
+            Guard::Or(items) => {
+                let mut open = false;
+                for item in items {
+                    match self.holds(item) {
+                        Some(true) => return Some(true),
+                        None => open = true,
+                        Some(false) => {}
+                    }
+                }
+                (!open).then_some(false)
+            }
+            Guard::Compare { op, lhs, rhs } => {
+                let (lhs, rhs) = (self.known(lhs)?, self.known(rhs)?);
+                compare(*op, &lhs, &rhs)
+            }
+        }
+    }
+
+    /// The value of a guard operand on this host, when known.
+    fn known(&self, v: &Value) -> Option<Value> {
+        match v {
+            Value::Fact(name) => self
+                .values
+                .iter()
+                .find(|(spec, _)| spec.name == name)
+                .map(|(_, value)| value.clone()),
+            Value::Str(_) | Value::Int(_) | Value::Bool(_) | Value::Word(_) => Some(v.clone()),
+            Value::List(items) => items
+                .iter()
+                .map(|i| self.known(i))
+                .collect::<Option<Vec<Value>>>()
+                .map(Value::List),
+            _ => None,
+        }
+    }
+}
+
+/// `lhs op rhs` on known values, as the VM evaluates it (`=~` unanchored).
+fn compare(op: CompareOp, lhs: &Value, rhs: &Value) -> Option<bool> {
+    match op {
+        CompareOp::Eq => Some(lhs == rhs),
+        CompareOp::NotEq => Some(lhs != rhs),
+        CompareOp::In => match rhs {
+            Value::List(items) => Some(items.contains(lhs)),
+            _ => None,
+        },
+        CompareOp::Match => match (lhs, rhs) {
+            (Value::Str(text), Value::Str(pattern)) => {
+                regex::Regex::new(pattern).ok().map(|re| re.is_match(text))
+            }
+            _ => None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn facts(args: &[&str]) -> HostFacts {
+        HostFacts::parse(&args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>()).unwrap()
+    }
+
+    fn eq(fact: &str, value: &str) -> Guard {
+        Guard::Compare {
+            op: CompareOp::Eq,
+            lhs: Value::Fact(fact.into()),
+            rhs: Value::Str(value.into()),
+        }
+    }
+
+    fn member(fact: &str, keys: &[&str]) -> Guard {
+        Guard::Compare {
+            op: CompareOp::In,
+            lhs: Value::Fact(fact.into()),
+            rhs: Value::List(keys.iter().map(|k| Value::Str((*k).into())).collect()),
+        }
+    }
+
+    #[test]
+    fn given_facts_decide_guards_and_the_rest_stays_open() {
+        let host = facts(&["hostname=web01", "sys.cpus=4"]);
+        assert_eq!(host.holds(&eq("sys.hostname", "web01")), Some(true));
+        assert_eq!(host.holds(&eq("sys.hostname", "web02")), Some(false));
+        assert_eq!(
+            host.holds(&member("sys.hostname", &["a", "web01"])),
+            Some(true)
+        );
+        let others = Guard::Not(Box::new(member("sys.hostname", &["web01", "web02"])));
+        assert_eq!(host.holds(&others), Some(false));
+        // A class, or a fact not given, leaves it open ...
+        assert_eq!(host.holds(&Guard::Class("web".into())), None);
+        assert_eq!(host.holds(&eq("sys.os_family", "debian")), None);
+        // ... unless the given facts decide it anyway.
+        let both = Guard::And(vec![Guard::Class("web".into()), eq("sys.hostname", "x")]);
+        assert_eq!(host.holds(&both), Some(false));
+        let either = Guard::Or(vec![
+            Guard::Class("web".into()),
+            eq("sys.hostname", "web01"),
+        ]);
+        assert_eq!(host.holds(&either), Some(true));
+        let regex = Guard::Compare {
+            op: CompareOp::Match,
+            lhs: Value::Fact("sys.hostname".into()),
+            rhs: Value::Str("^web".into()),
+        };
+        assert_eq!(host.holds(&regex), Some(true));
+        let cpus = Guard::Compare {
+            op: CompareOp::Eq,
+            lhs: Value::Fact("sys.cpus".into()),
+            rhs: Value::Int(4),
+        };
+        assert_eq!(host.holds(&cpus), Some(true));
+        assert_eq!(host.describe(), "sys.hostname = \"web01\", sys.cpus = 4");
+    }
+
+    #[test]
+    fn bad_facts_say_what_to_write() {
+        let err = |args: &[&str]| {
+            HostFacts::parse(&args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>()).unwrap_err()
+        };
+        assert!(err(&["hostname"]).contains("NAME=VALUE"));
+        assert!(err(&["hostnme=x"]).contains("did you mean `hostname`"));
+        assert!(err(&["cpus=four"]).contains("is a number"));
+        assert!(err(&["hostname=a", "hostname=b"]).contains("twice"));
+    }
+}
