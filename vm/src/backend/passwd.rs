@@ -98,12 +98,21 @@ impl AccountDb {
     /// field of its first entry), `None` when it has no entry. Read only
     /// when a promise manages the password, and never kept beyond the
     /// comparison: the hash is not part of [`AccountDb`].
+    ///
+    /// On a system without shadow passwords (no `/etc/shadow`, or no entry
+    /// there) the hash is the second field of `/etc/passwd`, where
+    /// `chpasswd -e` writes it; `x` there means "in the shadow file".
     pub fn password_hash(fs: &RootFs, name: &str) -> Result<Option<String>, FsError> {
-        let text = fs
-            .read_file("/etc/shadow")?
-            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-            .unwrap_or_default();
-        Ok(shadow_hash(&text, name))
+        let read = |path: &str| -> Result<String, FsError> {
+            Ok(fs
+                .read_file(path)?
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                .unwrap_or_default())
+        };
+        if let Some(hash) = shadow_hash(&read("/etc/shadow")?, name) {
+            return Ok(Some(hash));
+        }
+        Ok(shadow_hash(&read("/etc/passwd")?, name).filter(|h| h != "x"))
     }
 
     /// The first entry of user `name`, as `getpwnam` finds it.
@@ -170,6 +179,17 @@ mod tests {
         assert_eq!(
             db.groups_of("bob").into_iter().collect::<Vec<_>>(),
             ["ops", "wheel"]
+        );
+    }
+
+    #[test]
+    fn a_hash_without_a_shadow_entry_is_read_from_passwd() {
+        let passwd = "deploy:!:2100:2100::/var/lib/deploy:/usr/sbin/nologin\nalice:x:2001:2001::/home/alice:/bin/bash\n";
+        assert_eq!(shadow_hash(passwd, "deploy").as_deref(), Some("!"));
+        assert_eq!(
+            shadow_hash(passwd, "alice").filter(|h| h != "x"),
+            None,
+            "`x` means the hash is in the shadow file"
         );
     }
 
