@@ -295,7 +295,7 @@ impl<'p> Finder<'p> {
     fn keys_disjoint(&self, left: &[&Setting], right: &[&Setting]) -> bool {
         // Per side: the fact, the keys its instances pin, and the key lists
         // its "other hosts" instances exclude.
-        let side = |set: &[&Setting]| -> Option<(&str, Vec<&str>, Vec<&[Value]>)> {
+        let side = |set: &[&Setting]| -> Option<SideKeys<'_>> {
             let mut fact: Option<&str> = None;
             let (mut keys, mut except) = (Vec::new(), Vec::new());
             for s in set {
@@ -975,6 +975,11 @@ fn fixed_content_conflict<'p>(
 }
 
 /// `file "/etc/motd"`
+/// One side of a pair of setting sets: the fact its instances are keyed
+/// by, the keys they pin, and the key lists its "other hosts" instances
+/// exclude.
+type SideKeys<'p> = (&'p str, Vec<&'p str>, Vec<&'p [Value]>);
+
 /// What the guard of an instance of a split lookup says about its key.
 enum Pinned<'p> {
     /// `fact == "key"` or `fact in ["k1", ...]`.
