@@ -243,6 +243,37 @@ impl Value {
         }
     }
 
+    /// The values directly inside this one (elements, entries, fields,
+    /// cases and default, arguments, template parts, branches), for the
+    /// walks that look for something anywhere in a value. A choice's key
+    /// expression is not among them.
+    pub fn children(&self) -> Vec<&Value> {
+        match self {
+            Value::List(items) | Value::Coalesce(items) => items.iter().collect(),
+            Value::Map(e) | Value::Record(e) => e.iter().map(|(_, v)| v).collect(),
+            Value::Choice(c) => c
+                .cases
+                .iter()
+                .map(|(_, v)| v)
+                .chain(std::iter::once(&c.default))
+                .collect(),
+            Value::Call { args, .. } => args.iter().collect(),
+            Value::Template(parts) => parts
+                .iter()
+                .filter_map(|p| match p {
+                    TemplatePart::Host(v) => Some(v),
+                    _ => None,
+                })
+                .collect(),
+            Value::Select {
+                then, otherwise, ..
+            } => vec![then, otherwise],
+            Value::Each { list, body, .. } => vec![list, body],
+            Value::Ref { target, .. } => vec![target],
+            _ => Vec::new(),
+        }
+    }
+
     /// The text of a constant string or word.
     pub fn as_str(&self) -> Option<&str> {
         match self {

@@ -8,7 +8,7 @@ use converge_grammar::Span;
 
 use super::*;
 use crate::diagnostic::{Code, Diagnostic};
-use crate::sema::names::{DefKind, Definition};
+use crate::sema::names::DefKind;
 use crate::sema::types::Type;
 use crate::suggest::{did_you_mean, one_of};
 
@@ -56,23 +56,7 @@ impl<'a> Checker<'a> {
                     };
                     let before = scope.len();
                     for (name, ty) in f.key.iter().zip(key_ty).chain([(&f.var, elem)]) {
-                        let def = self.names.define(
-                            Definition {
-                                kind: DefKind::LoopVar,
-                                name: name.name.clone(),
-                                span: Some(name.span),
-                                item: Some(f.span),
-                                parent: None,
-                            },
-                            false,
-                        );
-                        self.names.set_type(def, ty.clone());
-                        scope.push(Var {
-                            name: &name.name,
-                            ty,
-                            span: name.span,
-                            def,
-                        });
+                        self.loop_var(name, ty, f.span, scope);
                     }
                     self.check_stmts(&f.body, scope);
                     scope.truncate(before);

@@ -113,7 +113,14 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn loop_var(&mut self, name: &'a Ident, ty: Type, item: Span, scope: &mut Scope<'a>) {
+    /// Defines a loop variable (of a `for` statement or tag) in scope.
+    pub(super) fn loop_var(
+        &mut self,
+        name: &'a Ident,
+        ty: Type,
+        item: Span,
+        scope: &mut Scope<'a>,
+    ) {
         let def = self.names.define(
             Definition {
                 kind: DefKind::LoopVar,

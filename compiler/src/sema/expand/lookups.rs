@@ -75,23 +75,7 @@ pub fn may_be_missing(v: &Value) -> bool {
 
 /// Whether the value contains a [`Value::Missing`] anywhere.
 pub fn has_missing(v: &Value) -> bool {
-    match v {
-        Value::Missing(_) => true,
-        Value::List(items) | Value::Coalesce(items) => items.iter().any(has_missing),
-        Value::Map(e) | Value::Record(e) => e.iter().any(|(_, v)| has_missing(v)),
-        Value::Choice(c) => c.cases.iter().any(|(_, v)| has_missing(v)) || has_missing(&c.default),
-        Value::Call { args, .. } => args.iter().any(has_missing),
-        Value::Template(parts) => parts.iter().any(|p| match p {
-            TemplatePart::Host(v) => has_missing(v),
-            _ => false,
-        }),
-        Value::Select {
-            then, otherwise, ..
-        } => has_missing(then) || has_missing(otherwise),
-        Value::Each { list, body, .. } => has_missing(list) || has_missing(body),
-        Value::Ref { target, .. } => has_missing(target),
-        _ => false,
-    }
+    matches!(v, Value::Missing(_)) || v.children().into_iter().any(has_missing)
 }
 
 /// Applies `f` to every case of a choice (and its default).
@@ -174,21 +158,8 @@ fn assume_default(v: &Value, on: &Value, covered: &dyn Fn(&Choice) -> bool) -> V
 
 /// Whether `v` holds a choice on `on`.
 pub fn has_choice_on(v: &Value, on: &Value) -> bool {
-    match v {
-        Value::Choice(c) => c.on == *on || c.cases.iter().any(|(_, v)| has_choice_on(v, on)),
-        Value::List(items) | Value::Coalesce(items) => items.iter().any(|i| has_choice_on(i, on)),
-        Value::Map(e) | Value::Record(e) => e.iter().any(|(_, v)| has_choice_on(v, on)),
-        Value::Call { args, .. } => args.iter().any(|a| has_choice_on(a, on)),
-        Value::Template(parts) => parts.iter().any(|p| match p {
-            TemplatePart::Host(v) => has_choice_on(v, on),
-            _ => false,
-        }),
-        Value::Select {
-            then, otherwise, ..
-        } => has_choice_on(then, on) || has_choice_on(otherwise, on),
-        Value::Each { list, body, .. } => has_choice_on(list, on) || has_choice_on(body, on),
-        _ => false,
-    }
+    matches!(v, Value::Choice(c) if c.on == *on)
+        || v.children().into_iter().any(|c| has_choice_on(c, on))
 }
 
 /// `value.name`.
@@ -215,41 +186,17 @@ pub enum Indexed {
 pub fn index(base: Value, idx: Value, span: Span) -> Indexed {
     Indexed::Value(match (base, idx) {
         (Value::Missing(s), _) | (_, Value::Missing(s)) => Value::Missing(s),
+        // The base or the key chosen by a key: index every case, the
+        // other side resolved for that case.
         (Value::Choice(c), idx) => {
-            let mut unsupported = false;
-            let v = map_choice_keyed(*c, &mut |on, key, outer, v| match index(
-                v,
-                assume(&idx, on, key, outer),
-                span,
-            ) {
-                Indexed::Value(v) => v,
-                Indexed::Unsupported => {
-                    unsupported = true;
-                    Value::Missing(span)
-                }
-            });
-            if unsupported {
-                return Indexed::Unsupported;
-            }
-            v
+            return index_cases(*c, span, |on, key, outer, v| {
+                (v, assume(&idx, on, key, outer))
+            })
         }
         (base, Value::Choice(c)) => {
-            let mut unsupported = false;
-            let v = map_choice_keyed(*c, &mut |on, key, outer, k| match index(
-                assume(&base, on, key, outer),
-                k,
-                span,
-            ) {
-                Indexed::Value(v) => v,
-                Indexed::Unsupported => {
-                    unsupported = true;
-                    Value::Missing(span)
-                }
-            });
-            if unsupported {
-                return Indexed::Unsupported;
-            }
-            v
+            return index_cases(*c, span, |on, key, outer, k| {
+                (assume(&base, on, key, outer), k)
+            })
         }
         (Value::Map(entries), Value::Str(key) | Value::Word(key)) => {
             match entries.binary_search_by(|(k, _)| k.as_str().cmp(&key)) {
@@ -294,6 +241,31 @@ pub fn index(base: Value, idx: Value, span: Span) -> Indexed {
             args: vec![list, idx],
         },
     })
+}
+
+/// `base[index]` for every case of a choice; `pair` gives the base and
+/// the index of one case.
+fn index_cases(
+    c: Choice,
+    span: Span,
+    mut pair: impl FnMut(&Value, Option<&str>, &[(String, Value)], Value) -> (Value, Value),
+) -> Indexed {
+    let mut unsupported = false;
+    let v = map_choice_keyed(c, &mut |on, key, outer, case| {
+        let (base, idx) = pair(on, key, outer, case);
+        match index(base, idx, span) {
+            Indexed::Value(v) => v,
+            Indexed::Unsupported => {
+                unsupported = true;
+                Value::Missing(span)
+            }
+        }
+    });
+    if unsupported {
+        Indexed::Unsupported
+    } else {
+        Indexed::Value(v)
+    }
 }
 
 /// `a ?? b` once both are evaluated: `a` where it is present, else `b`.

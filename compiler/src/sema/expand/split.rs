@@ -112,24 +112,7 @@ pub fn first_missing(v: &Value) -> Option<Span> {
     match v {
         Value::Missing(span) => Some(*span),
         _ if !has_missing(v) => None,
-        Value::List(items) | Value::Coalesce(items) => items.iter().find_map(first_missing),
-        Value::Map(e) | Value::Record(e) => e.iter().find_map(|(_, v)| first_missing(v)),
-        Value::Call { args, .. } => args.iter().find_map(first_missing),
-        Value::Template(parts) => parts.iter().find_map(|p| match p {
-            TemplatePart::Host(v) => first_missing(v),
-            _ => None,
-        }),
-        Value::Select {
-            then, otherwise, ..
-        } => first_missing(then).or_else(|| first_missing(otherwise)),
-        Value::Each { list, body, .. } => first_missing(list).or_else(|| first_missing(body)),
-        Value::Ref { target, .. } => first_missing(target),
-        Value::Choice(c) => c
-            .cases
-            .iter()
-            .find_map(|(_, v)| first_missing(v))
-            .or_else(|| first_missing(&c.default)),
-        _ => None,
+        _ => v.children().into_iter().find_map(first_missing),
     }
 }
 
@@ -145,58 +128,19 @@ fn first_choice(p: &ir::Promise) -> Option<Value> {
 fn choice_key(v: &Value) -> Option<Value> {
     match v {
         Value::Choice(c) => Some(c.on.clone()),
-        Value::List(items) | Value::Coalesce(items) => items.iter().find_map(choice_key),
-        Value::Map(e) | Value::Record(e) => e.iter().find_map(|(_, v)| choice_key(v)),
-        Value::Call { args, .. } => args.iter().find_map(choice_key),
-        Value::Template(parts) => parts.iter().find_map(|p| match p {
-            TemplatePart::Host(v) => choice_key(v),
-            _ => None,
-        }),
-        Value::Select {
-            then, otherwise, ..
-        } => choice_key(then).or_else(|| choice_key(otherwise)),
-        Value::Each { list, body, .. } => choice_key(list).or_else(|| choice_key(body)),
-        Value::Ref { target, .. } => choice_key(target),
-        _ => None,
+        _ => v.children().into_iter().find_map(choice_key),
     }
 }
 
+/// The keys of every choice on `on` inside `v`.
 fn collect_keys(v: &Value, on: &Value, keys: &mut Vec<String>) {
     if let Value::Choice(c) = v {
         if c.on == *on {
             keys.extend(c.cases.iter().map(|(k, _)| k.clone()));
         }
     }
-    let mut visit = |v: &Value| collect_keys(v, on, keys);
-    match v {
-        Value::Choice(c) => {
-            for (_, case) in &c.cases {
-                visit(case);
-            }
-            visit(&c.default);
-        }
-        Value::List(items) | Value::Coalesce(items) => items.iter().for_each(visit),
-        Value::Map(e) | Value::Record(e) => e.iter().for_each(|(_, v)| visit(v)),
-        Value::Call { args, .. } => args.iter().for_each(visit),
-        Value::Template(parts) => {
-            for p in parts {
-                if let TemplatePart::Host(v) = p {
-                    visit(v);
-                }
-            }
-        }
-        Value::Select {
-            then, otherwise, ..
-        } => {
-            visit(then);
-            visit(otherwise);
-        }
-        Value::Each { list, body, .. } => {
-            visit(list);
-            visit(body);
-        }
-        Value::Ref { target, .. } => visit(target),
-        _ => {}
+    for child in v.children() {
+        collect_keys(child, on, keys);
     }
 }
 
