@@ -196,8 +196,8 @@ impl<'a> Checker<'a> {
                 self.check_record_literal(&[], record, expr.span, scope);
             }
             (ExprKind::Map(entries), Type::Map(inner)) => {
-                for (key, value) in entries {
-                    self.check_map_key(key);
+                self.check_map_keys(entries);
+                for (_, value) in entries {
                     self.check_against(value, inner, scope);
                 }
             }
@@ -281,8 +281,8 @@ impl<'a> Checker<'a> {
             }
             ExprKind::Map(entries) => {
                 let mut elem = Type::Any;
-                for (key, value) in entries {
-                    self.check_map_key(key);
+                self.check_map_keys(entries);
+                for (_, value) in entries {
                     let t = self.value_type(value, scope);
                     self.unify(&mut elem, t, value.span, "map values");
                 }
@@ -414,18 +414,39 @@ impl<'a> Checker<'a> {
         ty
     }
 
-    fn check_map_key(&mut self, key: &Expr) {
-        match &key.kind {
-            ExprKind::Str(lit) if lit.as_plain().is_some() => {}
-            _ => self.push(
-                Diagnostic::new(
-                    Code::InvalidExpression,
-                    "map keys must be plain strings",
-                    key.span,
-                    "not a plain string",
-                )
-                .with_help("write the key in quotes: `{ \"http\": 80 }`"),
-            ),
+    /// Map literal keys: plain strings, each once (a second one would
+    /// silently replace the first, as in a data file: E0705 there).
+    fn check_map_keys(&mut self, entries: &[(Expr, Expr)]) {
+        let mut seen: Vec<(String, Span)> = Vec::new();
+        for (key, _) in entries {
+            match &key.kind {
+                ExprKind::Str(lit) if lit.as_plain().is_some() => {
+                    let text = lit.as_plain().unwrap_or_default();
+                    if let Some((_, first)) = seen.iter().find(|(k, _)| *k == text) {
+                        self.push(
+                            Diagnostic::new(
+                                Code::DuplicateDefinition,
+                                format!("key {text:?} is given twice in this map"),
+                                key.span,
+                                "given again here",
+                            )
+                            .with_secondary(*first, "first given here")
+                            .with_help("keep one entry per key"),
+                        );
+                    } else {
+                        seen.push((text, key.span));
+                    }
+                }
+                _ => self.push(
+                    Diagnostic::new(
+                        Code::InvalidExpression,
+                        "map keys must be plain strings",
+                        key.span,
+                        "not a plain string",
+                    )
+                    .with_help("write the key in quotes: `{ \"http\": 80 }`"),
+                ),
+            }
         }
     }
 
