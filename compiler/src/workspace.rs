@@ -388,6 +388,20 @@ impl Workspace {
         tree: Option<Arc<PolicyTree>>,
         pending: &mut Vec<FileId>,
     ) -> FileId {
+        let id = self.add_to_db(key, path, text, tree);
+        pending.push(id);
+        id
+    }
+
+    /// Adds a file (policy or document) to the database, with the empty
+    /// per-file slots every file has (module, imports, documents).
+    fn add_to_db(
+        &mut self,
+        key: PathBuf,
+        path: PathBuf,
+        text: String,
+        tree: Option<Arc<PolicyTree>>,
+    ) -> FileId {
         let id = self.db.add(path, text);
         let stdlib = tree.is_none();
         if let Some(tree) = tree {
@@ -401,7 +415,6 @@ impl Workspace {
         self.imports.push(Vec::new());
         self.document_edges.push(Vec::new());
         self.is_stdlib.push(stdlib);
-        pending.push(id);
         id
     }
 

@@ -135,6 +135,11 @@ pub fn resolve_shape(ty: &TypeExpr) -> Result<(), (String, Span)> {
         "map" => 2,
         _ => 0,
     };
+    arity_problem(ty, n)
+}
+
+/// Whether `ty` is written with `n` type arguments.
+fn arity_problem(ty: &TypeExpr, n: usize) -> Result<(), (String, Span)> {
     if ty.args.len() == n {
         Ok(())
     } else {
@@ -153,21 +158,7 @@ pub fn resolve_shape(ty: &TypeExpr) -> Result<(), (String, Span)> {
 /// Resolves a written type. On error returns what is wrong (for the caller
 /// to word) and the span to point at.
 pub fn resolve(ty: &TypeExpr) -> Result<Type, (String, converge_grammar::Span)> {
-    let arity = |n: usize| -> Result<(), (String, converge_grammar::Span)> {
-        if ty.args.len() == n {
-            Ok(())
-        } else {
-            Err((
-                format!(
-                    "`{}` takes {n} type argument{}, found {}",
-                    ty.name.name,
-                    if n == 1 { "" } else { "s" },
-                    ty.args.len()
-                ),
-                ty.span,
-            ))
-        }
-    };
+    let arity = |n: usize| -> Result<(), (String, converge_grammar::Span)> { arity_problem(ty, n) };
     let scalar = |t: Type| arity(0).map(|()| t);
     match ty.name.name.as_str() {
         "string" => scalar(Type::String),

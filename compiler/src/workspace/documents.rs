@@ -161,16 +161,7 @@ impl Workspace {
             }
             Err(err) => return Err(read_failed(request, &path, &err)),
         };
-        let id = self.db.add(path, text);
-        self.db.set_tree(id, tree);
-        self.by_key.insert(key, id);
-        self.modules.push(Module {
-            file: id,
-            items: Vec::new(),
-        });
-        self.imports.push(Vec::new());
-        self.document_edges.push(Vec::new());
-        self.is_stdlib.push(false);
+        let id = self.add_to_db(key, path, text, Some(tree));
         self.document_kinds.insert(id, request.kind);
         if request.kind == DocumentKind::Template {
             let text = self.db.get(id).map(|f| f.text.clone()).unwrap_or_default();

@@ -112,7 +112,7 @@ impl AccountDb {
         if let Some(hash) = shadow_hash(&read("/etc/shadow")?, name) {
             return Ok(Some(hash));
         }
-        Ok(shadow_hash(&read("/etc/passwd")?, name).filter(|h| h != "x"))
+        Ok(passwd_hash(&read("/etc/passwd")?, name))
     }
 
     /// The first entry of user `name`, as `getpwnam` finds it.
@@ -141,6 +141,12 @@ fn shadow_hash(shadow: &str, name: &str) -> Option<String> {
         let mut f = line.split(':');
         (f.next() == Some(name)).then(|| f.next().unwrap_or_default().to_owned())
     })
+}
+
+/// The hash in `name`'s `/etc/passwd` entry, unless it is `x` ("in the
+/// shadow file").
+fn passwd_hash(passwd: &str, name: &str) -> Option<String> {
+    shadow_hash(passwd, name).filter(|h| h != "x")
 }
 
 fn non_empty(field: Option<&&str>) -> Option<String> {
@@ -185,9 +191,9 @@ mod tests {
     #[test]
     fn a_hash_without_a_shadow_entry_is_read_from_passwd() {
         let passwd = "deploy:!:2100:2100::/var/lib/deploy:/usr/sbin/nologin\nalice:x:2001:2001::/home/alice:/bin/bash\n";
-        assert_eq!(shadow_hash(passwd, "deploy").as_deref(), Some("!"));
+        assert_eq!(passwd_hash(passwd, "deploy").as_deref(), Some("!"));
         assert_eq!(
-            shadow_hash(passwd, "alice").filter(|h| h != "x"),
+            passwd_hash(passwd, "alice"),
             None,
             "`x` means the hash is in the shadow file"
         );

@@ -141,17 +141,7 @@ fn assume_default(v: &Value, on: &Value, covered: &dyn Fn(&Choice) -> bool) -> V
                 .map(|i| assume_default(i, on, covered))
                 .collect(),
         ),
-        Value::Template(parts) => concat(
-            parts
-                .iter()
-                .map(|p| match p {
-                    TemplatePart::Lit(t) => Value::Str(t.clone()),
-                    TemplatePart::Fact(f) => Value::Fact(f.clone()),
-                    TemplatePart::LoopVar(l) => Value::LoopVar(l.clone()),
-                    TemplatePart::Host(v) => assume_default(v, on, covered),
-                })
-                .collect(),
-        ),
+        Value::Template(parts) => map_parts(parts, |v| assume_default(v, on, covered)),
         other => other.clone(),
     }
 }
@@ -295,6 +285,22 @@ pub fn text_of(value: &Value) -> Option<String> {
         Value::Duration(s) => s.to_string(),
         _ => return None,
     })
+}
+
+/// A template with `f` applied to its host parts, joined again (parts that
+/// become constants become text).
+pub fn map_parts(parts: &[TemplatePart], mut f: impl FnMut(&Value) -> Value) -> Value {
+    concat(
+        parts
+            .iter()
+            .map(|p| match p {
+                TemplatePart::Lit(t) => Value::Str(t.clone()),
+                TemplatePart::Fact(f) => Value::Fact(f.clone()),
+                TemplatePart::LoopVar(l) => Value::LoopVar(l.clone()),
+                TemplatePart::Host(v) => f(v),
+            })
+            .collect(),
+    )
 }
 
 /// Joins the pieces of a string: text and values. Compile-time scalars

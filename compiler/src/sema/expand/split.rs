@@ -17,7 +17,7 @@ use converge_grammar::Span;
 
 use super::functions;
 use super::lookups::{self, coalesce, has_missing, may_be_missing};
-use crate::ir::{self, Choice, CompareOp, Guard, TemplatePart, Value};
+use crate::ir::{self, Choice, CompareOp, Guard, Value};
 
 /// The instances of `p`, each free of choices. `budget` counts instances
 /// made (it is the expansion's); splitting stops when it says so.
@@ -224,17 +224,7 @@ pub fn substitute(v: &Value, on: &Value, key: Option<&str>) -> Value {
             }
             Value::Call { func, args }
         }
-        Value::Template(parts) => lookups::concat(
-            parts
-                .iter()
-                .map(|p| match p {
-                    TemplatePart::Lit(t) => Value::Str(t.clone()),
-                    TemplatePart::Fact(f) => Value::Fact(f.clone()),
-                    TemplatePart::LoopVar(l) => Value::LoopVar(l.clone()),
-                    TemplatePart::Host(v) => sub(v),
-                })
-                .collect(),
-        ),
+        Value::Template(parts) => lookups::map_parts(parts, sub),
         Value::Select {
             cond,
             then,
