@@ -11,6 +11,12 @@
 //! metrics.prom       Prometheus textfile metrics of the last agent run
 //! owed.json          notifications owed until delivered ([`owed`])
 //! backups/           `backup = true` copies, rotated ([`backups`])
+//! sequence           the number of the last uploaded run report
+//! identity/          the host's keys (`policyvm enroll`, [`crate::identity`])
+//! spool/             signed reports no collector has taken yet
+//!                    ([`crate::upload::spool`])
+//! metrics/           default place of the Prometheus textfile (0755,
+//!                    for node_exporter: [`crate::agent::metrics`])
 //! ```
 //!
 //! The directory must belong to the user the VM runs as and not be
@@ -28,9 +34,11 @@
 
 mod backups;
 mod owed;
+mod subdir;
 
 pub use backups::{BACKUPS, KEEP_BACKUPS, MAX_BACKUP};
 pub use owed::{Debt, OWED};
+pub use subdir::{FileInfo, SubDir};
 
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::DirBuilderExt as _;
@@ -303,6 +311,12 @@ impl StateDir {
         self.write(STAMP, stamp)
     }
 
+    /// The directory `name` of the state directory, created with `mode`
+    /// when missing ([`SubDir`]).
+    pub fn subdir(&self, name: &str, mode: u32) -> std::io::Result<SubDir> {
+        SubDir::open(&self.fd, &self.dir, name, mode)
+    }
+
     /// Replaces `file` atomically and durably (mode 0600).
     pub fn write(&self, file: &str, bytes: &[u8]) -> std::io::Result<()> {
         let shown = self.path(file).display().to_string();
@@ -340,10 +354,20 @@ fn guarded(fd: &OwnedFd, dir: &Path) -> std::io::Result<()> {
 /// as `reports/`) atomically and durably, with the VM's one atomic-write
 /// helper ([`crate::rootfs::write_atomic_at`]).
 pub fn write_atomically(dir: &Path, file: &str, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomically_with_mode(dir, file, bytes, 0o600)
+}
+
+/// [`write_atomically`] with another mode (the metrics textfile is 0644,
+/// for node_exporter).
+pub fn write_atomically_with_mode(
+    dir: &Path,
+    file: &str,
+    bytes: &[u8],
+    mode: u32,
+) -> std::io::Result<()> {
     let fd = rfs::open(dir, DIR_FLAGS, Mode::empty())?;
     let shown = dir.join(file).display().to_string();
-    write_atomic_at(&fd, file, bytes, 0o600, None, &shown, |_| Ok(()))
-        .map_err(std::io::Error::other)
+    write_atomic_at(&fd, file, bytes, mode, None, &shown, |_| Ok(())).map_err(std::io::Error::other)
 }
 
 #[cfg(test)]

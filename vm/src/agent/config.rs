@@ -11,7 +11,15 @@
 //! ca_file = "/etc/converge/hub-ca.pem"   # optional: a private hub's CA
 //! proxy = "http://proxy.example.com:3128" # optional
 //! keep_reports = 10                  # default
+//! collectors = ["https://collector.example.com"] # report uploads; default none
+//! upload_timeout = "5s"              # the whole upload, default 5s
+//! spool_max_reports = 1000           # reports kept while no collector answers
+//! spool_max_bytes = 67108864         # and their bytes (64 MiB)
+//! metrics_dir = "/var/lib/converge/metrics" # default: ROOT/var/lib/converge/metrics
 //! ```
+//!
+//! Uploads use the `ca_file` and `proxy` of pulls (one HTTP client builder,
+//! [`crate::pull::fetch::http_agent`]) with their own, short, time budget.
 //!
 //! Unknown keys are errors: a misspelt `splay` must not silently mean none.
 
@@ -23,6 +31,8 @@ use serde::Deserialize;
 use crate::pull::fetch::HttpOptions;
 use crate::stamp::name_problem;
 use crate::stamp::time::parse_duration;
+use crate::upload::spool::Limits;
+use crate::upload::UploadConfig;
 
 /// The largest configuration file read.
 const MAX_CONFIG_LEN: u64 = 64 * 1024;
@@ -40,6 +50,12 @@ struct File {
     ca_file: Option<PathBuf>,
     proxy: Option<String>,
     keep_reports: Option<usize>,
+    #[serde(default)]
+    collectors: Vec<String>,
+    upload_timeout: Option<String>,
+    spool_max_reports: Option<usize>,
+    spool_max_bytes: Option<u64>,
+    metrics_dir: Option<PathBuf>,
 }
 
 /// A checked configuration.
@@ -56,6 +72,16 @@ pub struct Config {
     pub http: HttpOptions,
     /// Reports kept in `reports/` besides `last.json`.
     pub keep_reports: usize,
+    /// Where signed reports go (none: they are only spooled).
+    pub upload: UploadConfig,
+    /// The directory of the Prometheus textfile (`converge.prom`), 0755,
+    /// for node_exporter's textfile collector.
+    pub metrics_dir: PathBuf,
+}
+
+/// The default textfile directory under `root`.
+pub fn default_metrics_dir(root: &Path) -> PathBuf {
+    root.join("var/lib/converge/metrics")
 }
 
 impl Config {
@@ -96,6 +122,35 @@ impl Config {
         if timeout.is_zero() {
             return Err("`timeout` must be more than 0s".into());
         }
+        for collector in &file.collectors {
+            if !(collector.starts_with("http://") || collector.starts_with("https://")) {
+                return Err(format!(
+                    "collector `{collector}` is not an http:// or https:// URL"
+                ));
+            }
+        }
+        let upload_timeout = duration("upload_timeout", file.upload_timeout.as_ref(), 5)?;
+        if upload_timeout.is_zero() {
+            return Err("`upload_timeout` must be more than 0s".into());
+        }
+        let defaults = Limits::default();
+        let limits = Limits {
+            max_reports: file.spool_max_reports.unwrap_or(defaults.max_reports),
+            max_bytes: file.spool_max_bytes.unwrap_or(defaults.max_bytes),
+        };
+        if limits.max_reports == 0 || limits.max_bytes == 0 {
+            return Err("`spool_max_reports` and `spool_max_bytes` must be more than 0".into());
+        }
+        let root = file.root.clone().unwrap_or_else(|| PathBuf::from("/"));
+        let http = HttpOptions {
+            timeout,
+            ca_file: file.ca_file,
+            proxy: file.proxy,
+            ..HttpOptions::default()
+        };
+        let metrics_dir = file
+            .metrics_dir
+            .unwrap_or_else(|| default_metrics_dir(&root));
         Ok(Config {
             hubs: file.hubs,
             name: file.name,
@@ -104,15 +159,19 @@ impl Config {
             state: file.state.unwrap_or_else(|| {
                 crate::state::default_dir(file.root.as_deref().unwrap_or(Path::new("/")))
             }),
-            root: file.root.unwrap_or_else(|| PathBuf::from("/")),
+            root,
             splay: duration("splay", file.splay.as_ref(), 0)?,
-            http: HttpOptions {
-                timeout,
-                ca_file: file.ca_file,
-                proxy: file.proxy,
-                ..HttpOptions::default()
+            upload: UploadConfig {
+                collectors: file.collectors,
+                http: HttpOptions {
+                    timeout: upload_timeout,
+                    ..http.clone()
+                },
+                limits,
             },
+            http,
             keep_reports: file.keep_reports.unwrap_or(10),
+            metrics_dir,
         })
     }
 }
@@ -132,6 +191,27 @@ mod tests {
         assert_eq!(c.splay, Duration::ZERO);
         assert_eq!(c.http.timeout, Duration::from_secs(60));
         assert_eq!(c.keep_reports, 10);
+        assert!(c.upload.collectors.is_empty());
+        assert_eq!(c.upload.http.timeout, Duration::from_secs(5));
+        assert_eq!(c.upload.limits, Limits::default());
+        assert_eq!(c.metrics_dir, PathBuf::from("/var/lib/converge/metrics"));
+    }
+
+    #[test]
+    fn uploads_share_the_ca_and_proxy_of_pulls_with_their_own_timeout() {
+        let c = Config::parse(
+            "hubs = [\"http://h\"]\nname = \"site\"\ntrust = \"/t\"\nroot = \"/r\"\n\
+             ca_file = \"/ca.pem\"\nproxy = \"http://p:3128\"\ncollectors = [\"https://c\"]\n\
+             upload_timeout = \"2s\"\nspool_max_reports = 7\n",
+        )
+        .unwrap();
+        assert_eq!(c.upload.collectors, vec!["https://c".to_owned()]);
+        assert_eq!(c.upload.http.ca_file, Some(PathBuf::from("/ca.pem")));
+        assert_eq!(c.upload.http.proxy.as_deref(), Some("http://p:3128"));
+        assert_eq!(c.upload.http.timeout, Duration::from_secs(2));
+        assert_eq!(c.http.timeout, Duration::from_secs(60));
+        assert_eq!(c.upload.limits.max_reports, 7);
+        assert_eq!(c.metrics_dir, PathBuf::from("/r/var/lib/converge/metrics"));
     }
 
     #[test]
@@ -175,6 +255,18 @@ mod tests {
             (
                 "hubs = [\"http://x\"]\nname = \"../etc\"\ntrust = \"/t\"".to_owned(),
                 "cannot name a bundle",
+            ),
+            (
+                format!("{base}hubs = [\"http://x\"]\ncollectors = [\"collector:80\"]"),
+                "collector `collector:80` is not an http",
+            ),
+            (
+                format!("{base}hubs = [\"http://x\"]\nupload_timeout = \"0s\""),
+                "`upload_timeout` must be more than 0s",
+            ),
+            (
+                format!("{base}hubs = [\"http://x\"]\nspool_max_reports = 0"),
+                "must be more than 0",
             ),
         ] {
             let err = Config::parse(&text).unwrap_err();

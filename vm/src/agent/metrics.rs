@@ -1,13 +1,25 @@
-//! `metrics.prom`: the last agent run in the Prometheus text exposition
-//! format, for node_exporter's textfile collector (point
-//! `--collector.textfile.directory` at the state directory, or link the
-//! file into its directory). Written atomically, so the collector never
-//! reads half a file.
+//! `converge.prom`: the last agent run in the Prometheus text exposition
+//! format, for node_exporter's textfile collector. It lives in its own
+//! directory, `metrics_dir` (default `ROOT/var/lib/converge/metrics`),
+//! mode 0755 with the file 0644: Debian's node_exporter runs as user
+//! `prometheus`, which must read it, while the rest of the state
+//! directory stays private (see [`write`]). Written atomically, so the
+//! collector never reads half a file.
 //!
-//! Two values carry over from run to run, read back from the previous
-//! file: the time of the last successful run and the pull-failure counter.
+//! Values that carry over from run to run are read back from the previous
+//! file: the time of the last successful run and the counters.
 
 use std::fmt::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+
+use crate::state::StateDir;
+
+/// The textfile's name in `metrics_dir` (node_exporter reads `*.prom`).
+pub const TEXTFILE: &str = "converge.prom";
+
+/// The largest previous textfile read back.
+const MAX_TEXTFILE: u64 = 64 * 1024;
 
 /// What one agent run contributes to the metrics.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -35,6 +47,16 @@ pub struct Metrics {
     /// Notifications still owed after the run (a restart that failed or
     /// never came: LANGUAGE.md §13).
     pub owed_notifications: usize,
+    /// Whether this host has an identity to sign reports with.
+    pub enrolled: bool,
+    /// Reports a collector took, over the life of the state directory.
+    pub reports_sent_total: u64,
+    /// Reports a collector refused for good (4xx) and that were dropped.
+    pub reports_refused_total: u64,
+    /// Reports dropped from a full spool.
+    pub reports_dropped_total: u64,
+    /// Reports waiting in the spool after this cycle.
+    pub reports_spooled: u64,
 }
 
 /// The value of an unlabelled sample in a previous file.
@@ -119,8 +141,71 @@ impl Metrics {
             "Notifications (restarts, reloads, notified commands) still owed after the last run.",
             &[("", self.owed_notifications.to_string())],
         );
+        gauge(
+            "converge_enrolled",
+            "1 when this host has an identity to sign its reports (`policyvm enroll`).",
+            &[("", flag(self.enrolled))],
+        );
+        gauge(
+            "converge_report_uploads_total",
+            "Run reports a collector took.",
+            &[("", self.reports_sent_total.to_string())],
+        );
+        gauge(
+            "converge_report_refused_total",
+            "Run reports a collector refused for good (unknown or revoked host, bad signature); dropped.",
+            &[("", self.reports_refused_total.to_string())],
+        );
+        gauge(
+            "converge_report_spool_dropped_total",
+            "Run reports dropped, oldest first, from a full spool.",
+            &[("", self.reports_dropped_total.to_string())],
+        );
+        gauge(
+            "converge_report_spooled",
+            "Run reports waiting in the spool for a collector.",
+            &[("", self.reports_spooled.to_string())],
+        );
         out
     }
+}
+
+/// The previous textfile in `dir` (empty when there is none).
+pub fn read_previous(dir: &Path) -> String {
+    let Ok(fd) = rustix::fs::open(
+        dir,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    ) else {
+        return String::new();
+    };
+    crate::rootfs::read_at(&fd, TEXTFILE, MAX_TEXTFILE, TEXTFILE)
+        .ok()
+        .flatten()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+/// Writes `text` as `dir/converge.prom` (0644), atomically. A missing
+/// `dir` is created 0755. When `dir` is inside the state directory (the
+/// default), the state directory is given search permission for others
+/// (0711: they can reach `metrics/` but list nothing, and every other file
+/// in it is 0600), without which node_exporter could not open the file.
+pub fn write(dir: &Path, state: &StateDir, text: &str) -> std::io::Result<()> {
+    if std::fs::symlink_metadata(dir).is_err() {
+        std::fs::DirBuilder::new().recursive(true).create(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
+    }
+    let state_dir = state.path("");
+    let state_dir = state_dir.components().as_path();
+    if dir.starts_with(state_dir) {
+        let meta = std::fs::metadata(state_dir)?;
+        let mode = meta.permissions().mode() & 0o7777;
+        if mode & 0o011 != 0o011 {
+            std::fs::set_permissions(state_dir, std::fs::Permissions::from_mode(mode | 0o011))?;
+        }
+    }
+    crate::state::write_atomically_with_mode(dir, TEXTFILE, text.as_bytes(), 0o644)
 }
 
 #[cfg(test)]
@@ -152,6 +237,7 @@ mod tests {
         );
         assert_eq!(previous(&text, "converge_bundle"), None);
         assert_eq!(previous(&text, "converge_owed_notifications"), Some(1));
+        assert_eq!(previous(&text, "converge_report_uploads_total"), Some(0));
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let (name, value) = line.rsplit_once(' ').unwrap();
             assert!(name.starts_with("converge_"), "{line}");

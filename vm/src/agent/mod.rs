@@ -7,7 +7,12 @@
 //! 4. run `current.bundle` (or `last-good.bundle` if `current` is refused
 //!    locally), verified again from disk: the host enforces its policy
 //!    whether or not a hub answered;
-//! 5. write `reports/last.json` (and keep older ones) and `metrics.prom`.
+//! 5. write `reports/last.json` (and keep older ones);
+//! 6. when collectors are configured and the host is enrolled, sign the
+//!    cycle's report and upload it, with what the spool holds
+//!    ([`crate::upload`]); a collector down or slow costs a warning and at
+//!    most `upload_timeout`, never the run or the exit code;
+//! 7. write the Prometheus textfile ([`metrics`]).
 //!
 //! The agent opens no listening socket: nothing can be pushed to it.
 
@@ -15,7 +20,7 @@ pub mod config;
 pub mod metrics;
 
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -29,7 +34,10 @@ use crate::run::{report, run, RunOptions, RunReport};
 use crate::stamp::time::format_utc;
 use crate::stamp::Stamp;
 use crate::state::{Local, StateDir, CURRENT, LAST_GOOD, METRICS, REPORTS};
+use crate::upload::report::Cycle;
+use crate::upload::{deliver, Delivery};
 use config::Config;
+use converge_format::report::{SignedReport, Timings};
 use metrics::Metrics;
 
 // Exit codes of `policyvm agent`: those of `policyvm run` (converged; a
@@ -66,6 +74,7 @@ pub fn splay(hostname: &str, name: &str, max: Duration) -> Duration {
 /// hand).
 pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
     let mut a = AgentRun::default();
+    let started = Instant::now();
     let since_epoch = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
@@ -110,6 +119,7 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
     };
 
     // Pull: each hub in order until one gives an answer this host accepts.
+    let pull_started = Instant::now();
     let current = state.load(CURRENT, &trusted);
     let mut failures = Vec::new();
     let mut pulled = None;
@@ -134,6 +144,7 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
             }
         }
     }
+    let pull_ms = millis(pull_started.elapsed());
     let pull_value = pull_json(pulled.as_ref(), &failures);
     match &pulled {
         Some((hub, Pulled::Installed { stamp, previous })) => a.out.push_str(&format!(
@@ -186,8 +197,16 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
             .stamp()
             .and_then(|bytes| Stamp::open(&bytes, &trusted).ok()),
     };
-    let stale = local_stamp.as_ref().is_some_and(|s| s.expires <= now)
-        || (expired_offer && pulled.is_none());
+    // Stale is about the stamp in force only (docs/operations.md,
+    // "Metrics"): a hub serving an expired stamp while the one in force is
+    // valid is a failed pull, warned about and counted as such.
+    let stale = local_stamp.as_ref().is_some_and(|s| s.expires <= now);
+    if expired_offer && pulled.is_none() && !stale {
+        a.warnings.push(
+            "warning: a hub serves an expired stamp (a frozen mirror?); the stamp in force is              still valid"
+                .to_owned(),
+        );
+    }
     if stale {
         a.warnings.push(format!(
             "warning: STALE policy source: the stamp in force {}; the hub or a mirror may be \
@@ -207,12 +226,16 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
         }
     }
 
-    let previous_metrics = state
-        .read(METRICS, 64 * 1024)
-        .ok()
-        .flatten()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
+    let mut previous_metrics = metrics::read_previous(&config.metrics_dir);
+    if previous_metrics.is_empty() {
+        // Before the textfile had its own directory it was STATE/metrics.prom.
+        previous_metrics = state
+            .read(METRICS, 64 * 1024)
+            .ok()
+            .flatten()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+    }
     let mut m = Metrics {
         now,
         stale,
@@ -282,11 +305,123 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
         a.warnings
             .push(format!("warning: cannot write the report: {e}"));
     }
-    if let Err(e) = state.write(METRICS, m.render().as_bytes()) {
-        a.warnings
-            .push(format!("warning: cannot write {METRICS}: {e}"));
+    let run_ms = match &result {
+        Ok(r) => u64::try_from(r.duration_ms).unwrap_or(u64::MAX),
+        Err(_) => 0,
+    };
+    let run = match &result {
+        Ok(r) => Ok(r),
+        Err((_, message)) => Err(message.as_str()),
+    };
+    let delivery = upload(
+        config,
+        &state,
+        &mut a,
+        run,
+        since_epoch.as_secs(),
+        started,
+        pull_ms,
+        run_ms,
+    );
+    let carried = |name: &str| metrics::previous(&previous_metrics, name).unwrap_or(0);
+    m.enrolled = delivery.as_ref().is_some_and(|d| d.1);
+    let d = delivery.map(|d| d.0).unwrap_or_else(|| Delivery {
+        spooled: carried("converge_report_spooled"),
+        ..Delivery::default()
+    });
+    m.reports_sent_total = carried("converge_report_uploads_total").saturating_add(d.sent);
+    m.reports_refused_total = carried("converge_report_refused_total").saturating_add(d.refused);
+    m.reports_dropped_total =
+        carried("converge_report_spool_dropped_total").saturating_add(d.dropped);
+    m.reports_spooled = d.spooled;
+    a.warnings.extend(d.warnings);
+    if let Err(e) = metrics::write(&config.metrics_dir, &state, &m.render()) {
+        a.warnings.push(format!(
+            "warning: cannot write `{}`: {e}",
+            config.metrics_dir.join(metrics::TEXTFILE).display()
+        ));
     }
     a
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Signs this cycle's report and delivers it ([`crate::upload`]). `None`
+/// when nothing was attempted (no collector configured); otherwise what
+/// happened and whether the host is enrolled. Every problem is a warning:
+/// the run and its exit code are decided already.
+#[allow(clippy::too_many_arguments)]
+fn upload(
+    config: &Config,
+    state: &StateDir,
+    a: &mut AgentRun,
+    run: Result<&RunReport, &str>,
+    started_at: u64,
+    started: Instant,
+    pull_ms: u64,
+    run_ms: u64,
+) -> Option<(Delivery, bool)> {
+    if config.upload.collectors.is_empty() {
+        return None;
+    }
+    let identity = match crate::identity::load(state) {
+        Ok(Some(identity)) => identity,
+        Ok(None) => {
+            a.warnings.push(
+                "warning: not enrolled: run `policyvm enroll` (and add the entry it prints to                  the inventory); no report was uploaded"
+                    .to_owned(),
+            );
+            return Some((Delivery::default(), false));
+        }
+        Err(e) => {
+            a.warnings
+                .push(format!("warning: no report was uploaded: {e}"));
+            return Some((Delivery::default(), false));
+        }
+    };
+    let numbers = crate::upload::sequence::next(state)
+        .and_then(|seq| crate::upload::sequence::run_id().map(|id| (seq, id)));
+    let (sequence, run_id) = match numbers {
+        Ok(n) => n,
+        Err(e) => {
+            a.warnings
+                .push(format!("warning: no report was uploaded: {e}"));
+            return Some((Delivery::default(), true));
+        }
+    };
+    let gathered;
+    let facts = match run {
+        Ok(r) => &r.facts,
+        Err(_) => {
+            gathered = crate::facts::Facts::gather(&config.root);
+            &gathered
+        }
+    };
+    let finished = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(started_at, |d| d.as_secs());
+    let report = crate::upload::report::build(&Cycle {
+        host: &identity.name,
+        run_id: run_id.clone(),
+        sequence,
+        started: started_at,
+        finished,
+        timings: Timings {
+            pull_ms,
+            run_ms,
+            total_ms: millis(started.elapsed()),
+        },
+        run,
+        facts,
+    });
+    let signed = SignedReport::sign(&report, &identity.report_key);
+    let body = serde_json::to_vec(&signed).unwrap_or_default();
+    Some((
+        deliver(&config.upload, state, sequence, &run_id, &body),
+        true,
+    ))
 }
 
 impl AgentRun {

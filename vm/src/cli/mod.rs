@@ -4,6 +4,7 @@
 //! (docs/exit-codes.md).
 
 mod agent;
+mod enroll;
 pub mod exit;
 mod facts;
 mod pull;
@@ -56,6 +57,12 @@ enum Command {
     /// Exits like `run` (0, 1, 2); 5 when there is no bundle to run, 75
     /// when another agent is running.
     Agent(agent::AgentArgs),
+    /// Make this host's identity (a report signing key and an age key for
+    /// secrets) in the state directory, and print its inventory entry.
+    ///
+    /// Exits 0 when enrolled, 73 when already enrolled (use `--rotate`) or
+    /// the identity is unsafe, 75 when an agent is running.
+    Enroll(enroll::EnrollArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -78,6 +85,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Pull(args) => pull::pull(args),
         Command::Agent(args) => agent::agent(args),
+        Command::Enroll(args) => enroll::enroll(args),
     }
 }
 

@@ -99,29 +99,38 @@ impl HttpSource {
                 "`{base}` is not an http:// or https:// URL; hubs are reached over HTTP(S) only"
             ));
         }
-        let mut tls = TlsConfig::builder();
-        if let Some(path) = &options.ca_file {
-            tls = tls.root_certs(RootCerts::Specific(Arc::new(read_ca_file(path)?)));
-        }
-        let proxy = match &options.proxy {
-            Some(url) => {
-                Some(ureq::Proxy::new(url).map_err(|e| format!("invalid proxy `{url}`: {e}"))?)
-            }
-            None => None,
-        };
-        let config = ureq::Agent::config_builder()
-            .timeout_global(Some(options.timeout))
-            .max_redirects(options.max_redirects)
-            .http_status_as_error(true)
-            .proxy(proxy)
-            .user_agent(format!("policyvm/{}", crate::VERSION))
-            .tls_config(tls.build())
-            .build();
+        let agent = http_agent(options)?;
         Ok(HttpSource {
             base: base.trim_end_matches('/').to_owned(),
-            agent: config.into(),
+            agent,
         })
     }
+}
+
+/// The one HTTP client builder of the agent, for pulls and report uploads
+/// alike: the CA file and proxy of the configuration, `options.timeout`
+/// from the start of a request to its last byte, and `policyvm/VERSION` as
+/// the user agent. Fails on an unreadable CA file or a malformed proxy URL.
+pub fn http_agent(options: &HttpOptions) -> Result<ureq::Agent, String> {
+    let mut tls = TlsConfig::builder();
+    if let Some(path) = &options.ca_file {
+        tls = tls.root_certs(RootCerts::Specific(Arc::new(read_ca_file(path)?)));
+    }
+    let proxy = match &options.proxy {
+        Some(url) => {
+            Some(ureq::Proxy::new(url).map_err(|e| format!("invalid proxy `{url}`: {e}"))?)
+        }
+        None => None,
+    };
+    let config = ureq::Agent::config_builder()
+        .timeout_global(Some(options.timeout))
+        .max_redirects(options.max_redirects)
+        .http_status_as_error(true)
+        .proxy(proxy)
+        .user_agent(format!("policyvm/{}", crate::VERSION))
+        .tls_config(tls.build())
+        .build();
+    Ok(config.into())
 }
 
 fn read_ca_file(path: &Path) -> Result<Vec<Certificate<'static>>, String> {
