@@ -227,7 +227,8 @@ fn publish_pull_run_converges_a_root_and_an_unchanged_stamp_is_all_that_is_fetch
     assert_eq!(report["agent"]["pull"]["outcome"], "installed");
     assert_eq!(report["bundle"]["serial"], 101);
     assert_eq!(report["agent"]["stale"], false);
-    let metrics = std::fs::read_to_string(host.state.join("metrics.prom")).unwrap();
+    let metrics =
+        std::fs::read_to_string(host.root.join("var/lib/converge/metrics/converge.prom")).unwrap();
     assert!(
         metrics.contains("converge_bundle_serial 101\n"),
         "{metrics}"
@@ -278,7 +279,8 @@ fn with_the_hub_down_the_agent_enforces_its_bundle_and_warns() {
         "kept\n",
         "the drift is repaired without the hub"
     );
-    let metrics = std::fs::read_to_string(host.state.join("metrics.prom")).unwrap();
+    let metrics =
+        std::fs::read_to_string(host.root.join("var/lib/converge/metrics/converge.prom")).unwrap();
     assert!(
         metrics.contains("converge_pull_failures_total 1\n"),
         "{metrics}"
@@ -470,15 +472,27 @@ fn t1_t3_t4_t5_t11_what_a_hostile_or_broken_hub_serves_is_refused_and_the_curren
     assert_eq!(out.status.code(), Some(4), "{}", text(&out));
     assert!(text(&out).contains("expired at"), "{}", text(&out));
     assert_eq!(host.current(), in_force);
+    // The stamp in force is still valid: a failed pull, not a stale host
+    // (issue 18 item 9; `converge_policy_stale` is about the stamp in force).
     let out = hub.agent(&host);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert!(text(&out).contains("STALE policy source"), "{}", text(&out));
-    let metrics = std::fs::read_to_string(host.state.join("metrics.prom")).unwrap();
-    assert!(metrics.contains("converge_policy_stale 1\n"), "{metrics}");
+    assert!(
+        text(&out).contains("a hub serves an expired stamp"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        !text(&out).contains("STALE policy source"),
+        "{}",
+        text(&out)
+    );
+    let metrics =
+        std::fs::read_to_string(host.root.join("var/lib/converge/metrics/converge.prom")).unwrap();
+    assert!(metrics.contains("converge_policy_stale 0\n"), "{metrics}");
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(host.state.join("reports/last.json")).unwrap())
             .unwrap();
-    assert_eq!(report["agent"]["stale"], true);
+    assert_eq!(report["agent"]["stale"], false);
 
     seen.sort();
     seen.dedup();
