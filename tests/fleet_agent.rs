@@ -10,8 +10,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead as _, BufReader, Read, Write};
+use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -217,6 +217,15 @@ struct Collector {
 
 impl Collector {
     fn start(answer: Answer) -> Collector {
+        Collector::start_with(answer, None)
+    }
+
+    /// The same over HTTPS, with this server configuration.
+    fn start_tls(answer: Answer, tls: Arc<rustls::ServerConfig>) -> Collector {
+        Collector::start_with(answer, Some(tls))
+    }
+
+    fn start_with(answer: Answer, tls: Option<Arc<rustls::ServerConfig>>) -> Collector {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         listener.set_nonblocking(true).unwrap();
@@ -232,7 +241,21 @@ impl Collector {
                         continue;
                     };
                     let (answer, received, stop) = (answer.clone(), received.clone(), stop.clone());
-                    std::thread::spawn(move || serve(stream, &answer, &received, &stop));
+                    let tls = tls.clone();
+                    std::thread::spawn(move || {
+                        stream.set_nonblocking(false).unwrap();
+                        stream
+                            .set_read_timeout(Some(Duration::from_secs(10)))
+                            .unwrap();
+                        match tls {
+                            None => serve(stream, &answer, &received, &stop),
+                            Some(config) => {
+                                let session = rustls::ServerConnection::new(config).unwrap();
+                                let stream = rustls::StreamOwned::new(session, stream);
+                                serve(stream, &answer, &received, &stop);
+                            }
+                        }
+                    });
                 }
             });
         }
@@ -246,6 +269,10 @@ impl Collector {
 
     fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn https_url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.port)
     }
 
     fn set(&self, answer: Answer) {
@@ -263,17 +290,13 @@ impl Drop for Collector {
     }
 }
 
-fn serve(
-    stream: TcpStream,
+fn serve<S: Read + Write>(
+    stream: S,
     answer: &Mutex<Answer>,
     received: &Mutex<Vec<Received>>,
     stop: &AtomicBool,
 ) {
-    stream.set_nonblocking(false).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut reader = BufReader::new(stream);
     let mut first = String::new();
     if reader.read_line(&mut first).unwrap_or(0) == 0 {
         return;
@@ -302,7 +325,7 @@ fn serve(
         body,
     });
     let answer = answer.lock().unwrap().clone();
-    let mut stream = stream;
+    let stream = reader.get_mut();
     match answer {
         Answer::Status(status, body) => {
             let _ = write!(
@@ -311,6 +334,7 @@ fn serve(
                  Connection: close\r\n\r\n{body}",
                 body.len()
             );
+            let _ = stream.flush();
         }
         Answer::Silence => {
             let start = Instant::now();
@@ -629,6 +653,75 @@ fn a_host_not_enrolled_runs_as_before_and_says_how_to_enroll() {
     );
     assert!(collector.received().is_empty());
     assert_eq!(metric(&host.metrics(), "converge_enrolled"), Some(0.0));
+}
+
+/// A test certificate authority and a server certificate it signed for
+/// 127.0.0.1: the CA's PEM, and the server's configuration.
+fn test_ca() -> (String, Arc<rustls::ServerConfig>) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "Converge test CA");
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()])
+        .unwrap()
+        .signed_by(&key, &ca, &ca_key)
+        .unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+        .unwrap();
+    (ca.pem(), Arc::new(config))
+}
+
+/// Uploads over HTTPS trust the `ca_file` of pulls (one HTTP client), and
+/// nothing else: a collector whose certificate the host cannot verify gets
+/// nothing, and the report waits in the spool.
+#[test]
+fn https_uploads_are_verified_against_the_configured_ca() {
+    let hub = Hub::start();
+    hub.publish("hello", 100, &[]);
+    let host = hub.host("web-01");
+    let key = host.enrolled("web-01");
+    let (ca_pem, tls) = test_ca();
+    let collector = Collector::start_tls(STORED, tls);
+
+    host.configure(&[collector.https_url()], "");
+    let out = host.agent();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).to_lowercase().contains("certificate")
+            || text(&out).to_lowercase().contains("issuer"),
+        "{}",
+        text(&out)
+    );
+    assert!(collector.received().is_empty());
+    assert_eq!(host.spool().len(), 1);
+
+    let ca_file = hub.work.path().join("collector-ca.pem");
+    std::fs::write(&ca_file, ca_pem).unwrap();
+    host.configure(
+        &[collector.https_url()],
+        &format!("ca_file = {ca_file:?}\n"),
+    );
+    let out = host.agent();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let sequences: Vec<u64> = collector
+        .received()
+        .iter()
+        .map(|r| open(r, &key).sequence)
+        .collect();
+    assert_eq!(sequences, vec![1, 2]);
+    assert!(host.spool().is_empty());
 }
 
 /// Issue 18 item 9: `converge_policy_stale` said 1 when a hub served an

@@ -57,6 +57,8 @@ pub struct Metrics {
     pub reports_dropped_total: u64,
     /// Reports waiting in the spool after this cycle.
     pub reports_spooled: u64,
+    /// Wall time of this cycle's upload step (signing, sending, spooling).
+    pub upload_seconds: f64,
 }
 
 /// The value of an unlabelled sample in a previous file.
@@ -165,6 +167,11 @@ impl Metrics {
             "converge_report_spooled",
             "Run reports waiting in the spool for a collector.",
             &[("", self.reports_spooled.to_string())],
+        );
+        gauge(
+            "converge_report_upload_duration_seconds",
+            "Wall time of the last cycle's report upload (signing, sending, spooling).",
+            &[("", format!("{:.6}", self.upload_seconds))],
         );
         out
     }

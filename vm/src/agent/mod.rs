@@ -313,6 +313,7 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
         Ok(r) => Ok(r),
         Err((_, message)) => Err(message.as_str()),
     };
+    let upload_started = Instant::now();
     let delivery = upload(
         config,
         &state,
@@ -334,6 +335,7 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
     m.reports_dropped_total =
         carried("converge_report_spool_dropped_total").saturating_add(d.dropped);
     m.reports_spooled = d.spooled;
+    m.upload_seconds = upload_started.elapsed().as_secs_f64();
     a.warnings.extend(d.warnings);
     if let Err(e) = metrics::write(&config.metrics_dir, &state, &m.render()) {
         a.warnings.push(format!(
