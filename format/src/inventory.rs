@@ -308,7 +308,8 @@ mod tests {
     #[test]
     fn an_unknown_field_is_a_syntax_error_with_a_span() {
         let errors = Inventory::parse("[[host]]\nname = \"a\"\nreportkey = \"x\"\n").unwrap_err();
-        assert!(errors[0].message.contains("unknown field `reportkey`"));
-        assert!(errors[0].span.is_some());
+        let first = errors.first().unwrap();
+        assert!(first.message.contains("unknown field `reportkey`"));
+        assert!(first.span.is_some());
     }
 }

@@ -130,8 +130,12 @@ impl Config {
             }
         }
         let upload_timeout = duration("upload_timeout", file.upload_timeout.as_ref(), 5)?;
-        if upload_timeout.is_zero() {
-            return Err("`upload_timeout` must be more than 0s".into());
+        if upload_timeout.is_zero() || upload_timeout > Duration::from_secs(300) {
+            return Err(
+                "`upload_timeout` must be more than 0s and at most 5m: it bounds what a slow \
+                 collector can add to every cycle"
+                    .into(),
+            );
         }
         let defaults = Limits::default();
         let limits = Limits {
@@ -263,6 +267,10 @@ mod tests {
             (
                 format!("{base}hubs = [\"http://x\"]\nupload_timeout = \"0s\""),
                 "`upload_timeout` must be more than 0s",
+            ),
+            (
+                format!("{base}hubs = [\"http://x\"]\nupload_timeout = \"1h\""),
+                "at most 5m",
             ),
             (
                 format!("{base}hubs = [\"http://x\"]\nspool_max_reports = 0"),

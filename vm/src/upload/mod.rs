@@ -173,12 +173,14 @@ pub fn deliver(
             return d;
         }
     };
+    let now = Instant::now();
     let mut sender = match http_agent(&config.http) {
         Ok(agent) => Some(Sender {
             agent,
             collectors: &config.collectors,
             down: vec![false; config.collectors.len()],
-            deadline: Instant::now() + config.http.timeout,
+            // The configuration bounds the timeout (at most 5 minutes).
+            deadline: now.checked_add(config.http.timeout).unwrap_or(now),
         }),
         Err(e) => {
             d.warnings
