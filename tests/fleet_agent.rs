@@ -437,8 +437,15 @@ fn enroll_makes_private_keys_refuses_a_second_time_and_rotates_keeping_the_old_k
     assert_eq!(out.status.code(), Some(73), "{}", text(&out));
     assert!(text(&out).contains("chmod go-rwx"), "{}", text(&out));
 
-    let out = host.enroll(&["--state", "/nonexistent/x", "--name", "bad name"]);
-    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    let other = hub.host("web-02");
+    let out = other.enroll(&["--name", "bad name"]);
+    assert_eq!(out.status.code(), Some(64), "{}", text(&out));
+    assert!(
+        text(&out).contains("cannot be a host name"),
+        "{}",
+        text(&out)
+    );
+    assert!(!other.state.join("identity/report.key").exists());
 }
 
 #[test]

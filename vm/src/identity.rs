@@ -83,6 +83,8 @@ pub enum EnrollError {
     Enrolled {
         name: String,
     },
+    /// The name cannot be a host name in the inventory.
+    BadName(String),
     Invalid(String),
     Io(String),
 }
@@ -95,6 +97,11 @@ impl std::fmt::Display for EnrollError {
                 "this host is already enrolled as {name:?} (identity/report.key exists); \
                  nothing was changed. `policyvm enroll --rotate` makes new keys and keeps the \
                  old report key for the rotation window"
+            ),
+            EnrollError::BadName(name) => write!(
+                f,
+                "{name:?} cannot be a host name in the inventory: use letters, digits, `-`, `.` \
+                 and `_`, starting with a letter or digit (`--name NAME`)"
             ),
             EnrollError::Invalid(e) | EnrollError::Io(e) => f.write_str(e),
         }
@@ -127,10 +134,7 @@ pub fn enroll(
         (None, None) => default_name.to_owned(),
     };
     if !is_host_name(&name) {
-        return Err(EnrollError::Invalid(format!(
-            "{name:?} cannot be a host name in the inventory: use letters, digits, `-`, `.` \
-             and `_`, starting with a letter or digit (`--name NAME`)"
-        )));
+        return Err(EnrollError::BadName(name));
     }
     let mut previous_report_key = None;
     if let Some(old) = &existing {
@@ -383,6 +387,15 @@ mod tests {
         std::fs::set_permissions(state.path(IDENTITY), std::fs::Permissions::from_mode(0o750))
             .unwrap();
         assert!(load(&state).unwrap_err().contains("chmod go-rwx"));
+        std::fs::set_permissions(state.path(IDENTITY), std::fs::Permissions::from_mode(0o700))
+            .unwrap();
+        assert!(load(&state).unwrap().is_some());
+        // As root, a key another user owns is refused (that user can read it).
+        if rustix::process::geteuid().is_root() {
+            std::os::unix::fs::chown(&key, Some(1000), None).unwrap();
+            let err = load(&state).unwrap_err();
+            assert!(err.contains("owned by uid 1000, not root"), "{err}");
+        }
     }
 
     #[test]

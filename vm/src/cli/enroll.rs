@@ -80,9 +80,7 @@ pub fn enroll(args: EnrollArgs) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e @ EnrollError::Invalid(_))
-            if args.name.is_some() && e.to_string().contains("host name") =>
-        {
+        Err(e @ EnrollError::BadName(_)) => {
             eprintln!("error: {e}");
             ExitCode::from(USAGE)
         }
