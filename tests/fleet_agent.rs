@@ -576,6 +576,22 @@ fn a_refusal_drops_the_report_counts_it_and_says_why() {
         );
     }
     assert_eq!(collector.received().len(), 2);
+
+    // A 404 page is no collector's refusal (a mistyped URL, another
+    // server): the report is kept for later, not thrown away.
+    collector.set(Answer::Status(404, "<html>Not Found</html>"));
+    let out = host.agent();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("is this the URL of a converge-collector?"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(host.spool().len(), 1);
+    assert_eq!(
+        metric(&host.metrics(), "converge_report_refused_total"),
+        Some(2.0)
+    );
 }
 
 #[test]

@@ -9,11 +9,14 @@
 //!
 //! - 2xx: stored, or already stored / older (uploads are idempotent by
 //!   host and run id): the report leaves the spool;
-//! - 4xx: refused (unknown or revoked host, bad signature, ...): it never
-//!   will be accepted, so it leaves the spool too, with a warning naming the
-//!   collector's reason, and is counted;
-//! - 5xx, no connection, a timeout: kept, sent again next cycle. Sending
-//!   stops at the first report no collector took, so order is kept.
+//! - 4xx with the collector's refusal (JSON with a `reason`: unknown or
+//!   revoked host, bad signature, ...): it never will be accepted, so it
+//!   leaves the spool too, with a warning naming the collector's reason,
+//!   and is counted;
+//! - 5xx, 407, 408, 429, any other 4xx (a web server's 404 at a mistyped
+//!   URL), a redirect, no connection, a timeout: kept, sent again next
+//!   cycle. Sending stops at the first report no collector took, so order
+//!   is kept.
 //!
 //! The whole upload has one time budget (`upload_timeout`, 5 s by
 //! default): a collector that is down or slow costs at most that, never
@@ -125,31 +128,46 @@ fn post(agent: &ureq::Agent, base: &str, body: &[u8], deadline: Instant) -> Answ
         .limit(MAX_ANSWER)
         .read_to_string()
         .unwrap_or_default();
+    classify(&url, status, &text)
+}
+
+/// What a collector's answer means for the report. A 4xx is a refusal for
+/// good only when it is the collector's own (a JSON body with a `reason`):
+/// a 404 page from a web server at a mistyped URL, a proxy's 407, a 408 or
+/// a 429 (rate limiting) are "later", so a configuration mistake or a busy
+/// collector never throws reports away.
+fn classify(url: &str, status: u16, body: &str) -> Answer {
     match status {
         200..=299 => Answer::Taken,
-        400..=499 => Answer::Refused(format!("{url}: HTTP {status}: {}", refusal(&text))),
+        407 | 408 | 429 => Answer::Retry(format!("{url}: HTTP {status}")),
+        400..=499 => match refusal(body) {
+            Some(why) => Answer::Refused(format!("{url}: HTTP {status}: {why}")),
+            None => Answer::Retry(format!(
+                "{url}: HTTP {status} without a collector's refusal (is this the URL of a \
+                 converge-collector?): {}",
+                printable_start(body)
+            )),
+        },
         _ => Answer::Retry(format!("{url}: HTTP {status}")),
     }
 }
 
 /// The collector's reason in a refusal body (`{"error": ..., "reason":
-/// ...}`), or the start of whatever it sent.
-fn refusal(body: &str) -> String {
-    let value: Option<serde_json::Value> = serde_json::from_str(body).ok();
-    let field = |k: &str| {
-        value
-            .as_ref()
-            .and_then(|v| v.get(k))
-            .and_then(|v| v.as_str())
-            .map(str::to_owned)
-    };
-    match (field("reason"), field("error")) {
-        (Some(reason), Some(error)) => format!("{reason}: {error}"),
-        (Some(one), None) | (None, Some(one)) => one,
-        (None, None) => {
-            crate::rootfs::printable(body.chars().take(200).collect::<String>().trim()).into_owned()
-        }
-    }
+/// ...}`); `None` when the body is not one.
+fn refusal(body: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    let field = |k: &str| value.get(k).and_then(|v| v.as_str()).map(printable_start);
+    let reason = field("reason")?;
+    Some(match field("error") {
+        Some(error) => format!("{reason}: {error}"),
+        None => reason,
+    })
+}
+
+/// The first 200 characters of text from the network, control characters
+/// escaped.
+fn printable_start(text: &str) -> String {
+    crate::rootfs::printable(text.chars().take(200).collect::<String>().trim()).into_owned()
 }
 
 /// Sends the spool, then `body` (the new report, `sequence`/`run_id`),
@@ -260,12 +278,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_refusal_names_the_collectors_reason() {
+    fn only_the_collectors_own_refusal_drops_a_report() {
+        let url = "http://c/api/v1/reports";
         assert_eq!(
-            refusal(r#"{"error":"host web-9 is revoked","reason":"revoked"}"#),
-            "revoked: host web-9 is revoked"
+            classify(
+                url,
+                403,
+                r#"{"error":"host web-9 is revoked","reason":"revoked"}"#
+            ),
+            Answer::Refused(format!("{url}: HTTP 403: revoked: host web-9 is revoked"))
         );
-        assert_eq!(refusal("plain \x1b[31mtext"), "plain \\u{1b}[31mtext");
+        assert_eq!(
+            classify(url, 400, r#"{"reason":"bad\u001b[31m"}"#),
+            Answer::Refused(format!("{url}: HTTP 400: bad\\u{{1b}}[31m"))
+        );
+        assert_eq!(
+            classify(url, 200, r#"{"stored":false,"reason":"duplicate"}"#),
+            Answer::Taken
+        );
+        assert_eq!(classify(url, 204, ""), Answer::Taken);
+        for (status, body) in [
+            (404, "<html>Not Found</html>"),
+            (405, ""),
+            (407, r#"{"reason":"proxy"}"#),
+            (408, r#"{"reason":"slow"}"#),
+            (429, r#"{"reason":"busy"}"#),
+            (500, r#"{"reason":"db down"}"#),
+            (503, ""),
+            (301, ""),
+        ] {
+            assert!(
+                matches!(classify(url, status, body), Answer::Retry(_)),
+                "{status} {body}"
+            );
+        }
     }
 
     #[test]
