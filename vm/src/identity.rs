@@ -193,6 +193,12 @@ fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// Whether this host has a report key (not whether it is usable: see
+/// [`load`]).
+pub fn exists(state: &StateDir) -> bool {
+    std::fs::symlink_metadata(state.path(IDENTITY).join(REPORT_KEY)).is_ok()
+}
+
 /// This host's identity: `Ok(None)` when it was never enrolled, an error
 /// saying what to fix when a file is unsafe or unreadable.
 pub fn load(state: &StateDir) -> Result<Option<HostIdentity>, String> {
@@ -374,8 +380,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let state = StateDir::open(&dir.path().join("state")).unwrap();
         assert!(load(&state).unwrap().is_none());
+        assert!(!exists(&state));
         assert!(!state.path(IDENTITY).exists(), "load creates nothing");
         enroll(&state, Some("h"), "h", false).unwrap();
+        assert!(exists(&state));
         let key = state.path(IDENTITY).join(REPORT_KEY);
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
         let err = load(&state).unwrap_err();

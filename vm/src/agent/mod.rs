@@ -325,7 +325,10 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
         run_ms,
     );
     let carried = |name: &str| metrics::previous(&previous_metrics, name).unwrap_or(0);
-    m.enrolled = delivery.as_ref().is_some_and(|d| d.1);
+    // Without collectors nothing is loaded; whether keys exist is enough.
+    m.enrolled = delivery
+        .as_ref()
+        .map_or_else(|| crate::identity::exists(&state), |d| d.1);
     let d = delivery.map(|d| d.0).unwrap_or_else(|| Delivery {
         spooled: carried("converge_report_spooled"),
         ..Delivery::default()
