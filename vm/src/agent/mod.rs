@@ -203,7 +203,8 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
     let stale = local_stamp.as_ref().is_some_and(|s| s.expires <= now);
     if expired_offer && pulled.is_none() && !stale {
         a.warnings.push(
-            "warning: a hub serves an expired stamp (a frozen mirror?); the stamp in force is              still valid"
+            "warning: a hub serves an expired stamp (a frozen mirror?); the stamp in force is \
+             still valid"
                 .to_owned(),
         );
     }
@@ -375,7 +376,8 @@ fn upload(
         Ok(Some(identity)) => identity,
         Ok(None) => {
             a.warnings.push(
-                "warning: not enrolled: run `policyvm enroll` (and add the entry it prints to                  the inventory); no report was uploaded"
+                "warning: not enrolled: run `policyvm enroll` (and add the entry it prints to \
+                 the inventory); no report was uploaded"
                     .to_owned(),
             );
             return Some((Delivery::default(), false));
