@@ -196,14 +196,18 @@ fn now() -> u64 {
 /// Whether this host has a report key (not whether it is usable: see
 /// [`load`]).
 pub fn exists(state: &StateDir) -> bool {
-    std::fs::symlink_metadata(state.path(IDENTITY).join(REPORT_KEY)).is_ok()
+    state.has(IDENTITY)
+        && state
+            .subdir(IDENTITY, 0o700)
+            .and_then(|dir| dir.stat(REPORT_KEY))
+            .is_ok_and(|info| info.is_some())
 }
 
 /// This host's identity: `Ok(None)` when it was never enrolled, an error
 /// saying what to fix when a file is unsafe or unreadable.
 pub fn load(state: &StateDir) -> Result<Option<HostIdentity>, String> {
     // Not created here: a host that never enrolled has no identity/.
-    if std::fs::symlink_metadata(state.path(IDENTITY)).is_err() {
+    if !state.has(IDENTITY) {
         return Ok(None);
     }
     let dir = state

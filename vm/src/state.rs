@@ -311,6 +311,12 @@ impl StateDir {
         self.write(STAMP, stamp)
     }
 
+    /// Whether `name` exists in the state directory (a link counts, and
+    /// is not followed).
+    pub fn has(&self, name: &str) -> bool {
+        rfs::statat(&*self.fd, name, AtFlags::SYMLINK_NOFOLLOW).is_ok()
+    }
+
     /// The directory `name` of the state directory, created with `mode`
     /// when missing ([`SubDir`]).
     pub fn subdir(&self, name: &str, mode: u32) -> std::io::Result<SubDir> {

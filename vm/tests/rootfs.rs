@@ -527,6 +527,12 @@ const MAY_TOUCH_FILES: &[(&str, &str)] = &[
     ("pull/fetch.rs", "reads the --ca-file"),
     ("agent/config.rs", "reads the agent's configuration file"),
     ("agent/mod.rs", "rotates reports in the state directory"),
+    // The operator's `metrics_dir` (0755, for node_exporter) and the
+    // search permission of the state directory above it.
+    (
+        "agent/metrics.rs",
+        "creates metrics_dir, lets node_exporter reach it",
+    ),
     // The one place that starts a process (argv, no shell, timeouts).
     ("backend/process.rs", "starts every command"),
 ];
