@@ -20,7 +20,7 @@ pub const MAX_STACK: usize = 256;
 pub const MAX_PASS_LIMIT: u32 = 1000;
 
 /// The type of a value on the stack.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Ty {
     Bool,
     Str,
