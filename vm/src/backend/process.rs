@@ -146,6 +146,10 @@ pub struct Ran {
     pub stdout: String,
     pub stderr: String,
     pub timeout: Duration,
+    /// Whether the program wrote more than [`MAX_OUTPUT`] to its standard
+    /// output: `stdout` is then only its start (a probe's value must be
+    /// whole, so a probe refuses it).
+    pub stdout_overflowed: bool,
 }
 
 impl Ran {
@@ -281,14 +285,15 @@ fn run_with(cmd: &Cmd, capture: bool) -> Result<Ran, String> {
     let deadline = Instant::now()
         .checked_add(DRAIN)
         .unwrap_or_else(Instant::now);
-    let stdout = out.collect(deadline);
-    let stderr = err.collect(deadline);
+    let (stdout, stdout_overflowed) = out.collect(deadline);
+    let (stderr, _) = err.collect(deadline);
     Ok(Ran {
         shown,
         code: status,
         stdout,
         stderr,
         timeout: cmd.timeout,
+        stdout_overflowed,
     })
 }
 
@@ -349,18 +354,21 @@ type Stream = Box<dyn std::io::Read + Send>;
 /// The output of one stream, read on its own thread.
 struct Drain {
     kept: Arc<Mutex<Vec<u8>>>,
+    /// Set when the stream held more than [`MAX_OUTPUT`].
+    overflowed: Arc<std::sync::atomic::AtomicBool>,
     done: mpsc::Receiver<()>,
 }
 
 impl Drain {
     /// What was read, once the stream closed or at `deadline`, whichever
-    /// comes first.
-    fn collect(self, deadline: Instant) -> String {
+    /// comes first, and whether more than that was written.
+    fn collect(self, deadline: Instant) -> (String, bool) {
         let _ = self
             .done
             .recv_timeout(deadline.saturating_duration_since(Instant::now()));
         let kept = self.kept.lock().map(|k| k.clone()).unwrap_or_default();
-        String::from_utf8_lossy(&kept).into_owned()
+        let overflowed = self.overflowed.load(std::sync::atomic::Ordering::Relaxed);
+        (String::from_utf8_lossy(&kept).into_owned(), overflowed)
     }
 }
 
@@ -370,6 +378,8 @@ fn drain(stream: Option<Stream>) -> Drain {
     let (tx, done) = mpsc::channel();
     let kept = Arc::new(Mutex::new(Vec::new()));
     let shared = Arc::clone(&kept);
+    let overflowed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let over = Arc::clone(&overflowed);
     std::thread::spawn(move || {
         if let Some(mut s) = stream {
             let mut buf = [0u8; 8192];
@@ -379,13 +389,20 @@ fn drain(stream: Option<Stream>) -> Drain {
                 }
                 if let Ok(mut k) = shared.lock() {
                     let room = MAX_OUTPUT.saturating_sub(k.len());
+                    if n > room {
+                        over.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
                     k.extend_from_slice(buf.get(..n.min(room)).unwrap_or_default());
                 }
             }
         }
         let _ = tx.send(());
     });
-    Drain { kept, done }
+    Drain {
+        kept,
+        overflowed,
+        done,
+    }
 }
 
 /// Kills the process group the command leads, and the command itself in
@@ -426,6 +443,16 @@ mod tests {
         let ran =
             run(&Cmd::new(&["true"], Duration::from_secs(10)).stdin(vec![b'x'; 1 << 20])).unwrap();
         assert!(ran.ok());
+    }
+
+    #[test]
+    fn output_past_the_cap_is_cut_and_said_so() {
+        let exact = format!("head -c {MAX_OUTPUT} /dev/zero");
+        let ran = run(&Cmd::new(&["sh", "-c", &exact], Duration::from_secs(10))).unwrap();
+        assert_eq!((ran.stdout.len(), ran.stdout_overflowed), (MAX_OUTPUT, false));
+        let more = format!("head -c {} /dev/zero", MAX_OUTPUT + 1);
+        let ran = run(&Cmd::new(&["sh", "-c", &more], Duration::from_secs(10))).unwrap();
+        assert_eq!((ran.stdout.len(), ran.stdout_overflowed), (MAX_OUTPUT, true));
     }
 
     #[test]

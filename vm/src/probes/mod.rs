@@ -1,0 +1,177 @@
+//! Probes (LANGUAGE.md section 15, format 2.3): the typed host facts a
+//! bundle declares (`fact NAME: TYPE from [argv]` or `from file "PATH"`),
+//! gathered once per run before classes are evaluated.
+//!
+//! A program runs through [`process::run`] like every external program:
+//! argv only (no shell), stdin closed, the fixed environment, its own
+//! process group killed at the deadline, output bounded. Under `--root` it
+//! runs chrooted into the root, as a `command` does (so only root can run
+//! program probes there). Its path is checked first inside the root, and a
+//! fact file is read through [`RootFs`]: both must pass [`trust`]
+//! (THREATS.md T32). What it printed must fit [`MAX_PROBE_OUTPUT`] and
+//! parse as the declared type ([`parse`]).
+//!
+//! Any failure makes the fact **unknown**, with the reason: every program
+//! that reads it fails with that reason, and the run skips the promises
+//! (and leaves unset the classes) that need it; nothing silently takes a
+//! default. Values and failures go into the run report.
+
+pub mod parse;
+mod trust;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::backend::process::{self, Cmd};
+use crate::bundle::format::Body;
+use crate::bundle::probe::{Probe, ProbeSource, ProbeType, MAX_PROBE_OUTPUT};
+use crate::eval::Val;
+use crate::rootfs::RootFs;
+pub use parse::ProbeValue;
+
+// A probe's output is captured by `process::run`, which keeps this much
+// and says whether there was more.
+const _: () = assert!(process::MAX_OUTPUT == MAX_PROBE_OUTPUT);
+
+/// The most of a failing probe's standard error kept in its reason.
+const MAX_REASON_OUTPUT: usize = 512;
+
+/// What one probe gave on this host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeOutcome {
+    pub name: String,
+    /// The value, or why the fact is unknown.
+    pub result: Result<ProbeValue, String>,
+    pub duration_ms: u64,
+}
+
+/// The probe facts of one run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Probes {
+    outcomes: Vec<ProbeOutcome>,
+}
+
+/// No probes: what a bundle without `fact` declarations reads.
+pub static NONE: Probes = Probes {
+    outcomes: Vec::new(),
+};
+
+impl Probes {
+    /// Runs every probe of the bundle, in table order, for the root that
+    /// `fs` opens; `chroot` is where programs run chrooted (the root, under
+    /// `--root`), `None` to run them as they are (the root is `/`).
+    pub fn gather(body: &Body, fs: &RootFs, chroot: Option<&Path>) -> Probes {
+        let euid = rustix::process::geteuid().as_raw();
+        let outcomes = body
+            .probes()
+            .map(|(_, probe)| {
+                let started = Instant::now();
+                let result = run_one(probe, fs, chroot, euid);
+                ProbeOutcome {
+                    name: probe.name.clone(),
+                    result,
+                    duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                }
+            })
+            .collect();
+        Probes { outcomes }
+    }
+
+    /// Every probe's outcome, in table order.
+    pub fn outcomes(&self) -> &[ProbeOutcome] {
+        &self.outcomes
+    }
+
+    /// The value a `probe` instruction reads: `path` is the probe's name,
+    /// then fields and keys (`hw.cpus`). `Err` is the reason the fact is
+    /// unknown on this host.
+    pub fn read(&self, path: &str) -> Result<Val, String> {
+        let mut steps = path.split('.');
+        let name = steps.next().unwrap_or_default();
+        let outcome = self
+            .outcomes
+            .iter()
+            .find(|o| o.name == name)
+            .ok_or_else(|| format!("probe {name:?} was not run"))?;
+        let value = outcome
+            .result
+            .as_ref()
+            .map_err(|why| format!("probe {name:?} failed: {why}"))?;
+        let steps: Vec<&str> = steps.collect();
+        let value = value
+            .at(&steps)
+            .map_err(|why| format!("probe fact `facts.{path}` is unknown: {why}"))?;
+        match value {
+            ProbeValue::Str(s) => Ok(Val::Str(s.clone())),
+            ProbeValue::Int(i) => Ok(Val::Int(*i)),
+            ProbeValue::Bool(b) => Ok(Val::Bool(*b)),
+            ProbeValue::List(l) => Ok(Val::List(l.clone())),
+            ProbeValue::Map(_) => Err(format!(
+                "probe fact `facts.{path}` is a map, not a value"
+            )),
+        }
+    }
+}
+
+/// Runs or reads one probe and parses what it gave.
+fn run_one(probe: &Probe, fs: &RootFs, chroot: Option<&Path>, euid: u32) -> Result<ProbeValue, String> {
+    let ty = ProbeType::parse(&probe.ty)?;
+    let text = match &probe.source {
+        ProbeSource::Program(argv) => {
+            let program = argv.get(0).ok_or("the argv is empty")?;
+            if let Some(why) = trust::untrusted(fs, program, euid) {
+                return Err(format!("refused to run it: {why}"));
+            }
+            let timeout = Duration::from_secs(probe.timeout_secs);
+            let mut cmd = Cmd::new(&argv.0, timeout);
+            cmd.chroot = chroot.map(Path::to_path_buf);
+            output_of(&cmd)?
+        }
+        ProbeSource::File(path) => {
+            if let Some(why) = trust::untrusted(fs, path, euid) {
+                return Err(format!("refused to read it: {why}"));
+            }
+            let limit = u64::try_from(MAX_PROBE_OUTPUT).unwrap_or(u64::MAX).saturating_add(1);
+            let bytes = fs
+                .read_file_limited(path, limit)
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("`{path}` does not exist"))?;
+            if bytes.len() > MAX_PROBE_OUTPUT {
+                return Err(format!(
+                    "`{path}` holds more than {} KiB",
+                    MAX_PROBE_OUTPUT / 1024
+                ));
+            }
+            String::from_utf8(bytes).map_err(|_| format!("`{path}` is not UTF-8 text"))?
+        }
+    };
+    parse::parse(&ty, &text)
+}
+
+/// The standard output of a probe program that ran to a clean exit.
+fn output_of(cmd: &Cmd) -> Result<String, String> {
+    let started = Instant::now();
+    let ran = process::run(cmd)?;
+    match ran.code {
+        None if started.elapsed() >= cmd.timeout => {
+            return Err(format!("timed out after {}s", cmd.timeout.as_secs()))
+        }
+        None => return Err("it was killed by a signal".to_owned()),
+        Some(0) => {}
+        Some(code) => {
+            let err: String = ran.stderr.trim().chars().take(MAX_REASON_OUTPUT).collect();
+            return Err(if err.is_empty() {
+                format!("it exited with status {code}")
+            } else {
+                format!("it exited with status {code}: {err}")
+            });
+        }
+    }
+    if ran.stdout_overflowed {
+        return Err(format!(
+            "it printed more than {} KiB",
+            MAX_PROBE_OUTPUT / 1024
+        ));
+    }
+    Ok(ran.stdout)
+}
