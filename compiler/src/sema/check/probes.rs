@@ -94,16 +94,18 @@ impl<'a> Checker<'a> {
         match expr.kind {
             ExprKind::Duration(secs) if (1..=MAX_TIMEOUT_SECS).contains(&secs) => Some(secs),
             ExprKind::Duration(secs) => {
-                self.push(
-                    Diagnostic::new(
-                        Code::InvalidProbe,
-                        format!("a probe timeout of {secs}s is outside 1s..{MAX_TIMEOUT_SECS}s"),
-                        expr.span,
-                        "out of range",
-                    )
-                    .with_note("probes run before every run, one after the other")
-                    .with_help(format!("a probe that needs more than {MAX_TIMEOUT_SECS}s should write a fact file from a timer, read with `from file`")),
+                let mut d = Diagnostic::new(
+                    Code::InvalidProbe,
+                    format!("a probe timeout of {secs}s is outside 1s..{MAX_TIMEOUT_SECS}s"),
+                    expr.span,
+                    "out of range",
                 );
+                if secs > MAX_TIMEOUT_SECS {
+                    d = d
+                        .with_note("probes run before every run, one after the other")
+                        .with_help(format!("a probe that needs more than {MAX_TIMEOUT_SECS}s should write a fact file from a timer, read with `from file`"));
+                }
+                self.push(d);
                 None
             }
             _ => {
@@ -151,7 +153,7 @@ impl<'a> Checker<'a> {
             self.push(
                 Diagnostic::new(
                     Code::RelativePath,
-                    format!("{what} must be an absolute path: {why}"),
+                    format!("{what} must be a plain absolute path: {why}"),
                     span,
                     "not a plain absolute path",
                 )
