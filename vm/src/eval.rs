@@ -718,6 +718,66 @@ mod tests {
         );
     }
 
+    /// A probe fact that is unknown on this host (format 2.3) fails the
+    /// program that reads it and a class defined from it with the probe's
+    /// reason, marked unknown (the run skips what needs it); a class read
+    /// of it is unknown too; a known probe fact is pushed with its type.
+    #[test]
+    fn an_unknown_probe_fact_makes_what_reads_it_unknown() {
+        use crate::bundle::format::ClassEntry;
+        use crate::probes::{ProbeOutcome, ProbeValue, Probes};
+        let mut body = body(
+            vec![
+                Constant::Str("dc".into()),
+                Constant::Str("rack".into()),
+                Constant::Word("eu".into()),
+                Constant::Int(3),
+                Constant::Str("^eu".into()),
+            ],
+            vec![
+                vec![Instr::Probe(0), Instr::Match(4)],
+                vec![Instr::Class(2)],
+                vec![Instr::Probe(1), Instr::Const(3), Instr::Eq],
+            ],
+        );
+        body.classes.0 = vec![ClassEntry {
+            name: 2,
+            program: Some(0),
+        }];
+        let probes = Probes::from_outcomes(vec![
+            ProbeOutcome {
+                name: "dc".into(),
+                result: Err("it exited with status 1".into()),
+                duration_ms: 1,
+            },
+            ProbeOutcome {
+                name: "rack".into(),
+                result: Ok(ProbeValue::Int(3)),
+                duration_ms: 1,
+            },
+        ]);
+        let facts = facts();
+        let mut eval = Evaluator::new(&body, &facts).with_probes(&probes);
+        let classes = eval.classes(&[]).unwrap();
+        assert!(!classes.contains("eu"));
+        assert_eq!(
+            eval.class_failures().get("eu").map(String::as_str),
+            Some("class `eu` is unknown: probe \"dc\" failed: it exited with status 1")
+        );
+        let err = eval.run(1, &classes, &[]).unwrap_err();
+        assert!(eval.failed_on_unknown());
+        assert!(err.0.starts_with("class `eu` is unknown"), "{err}");
+        let err = eval.run(0, &classes, &[]).unwrap_err();
+        assert!(eval.failed_on_unknown());
+        assert_eq!(err.0, "probe \"dc\" failed: it exited with status 1");
+        assert_eq!(eval.run(2, &classes, &[]), Ok(Val::Bool(true)));
+        assert!(!eval.failed_on_unknown());
+        // Without probes, a failure is not "unknown".
+        let mut plain = Evaluator::new(&body, &facts);
+        assert!(plain.run(0, &classes, &[]).is_err());
+        assert!(plain.failed_on_unknown(), "no probe table: the fact is unknown too");
+    }
+
     fn func(name: &str) -> Instr {
         Instr::Func(crate::bundle::functions::function(name).unwrap().id)
     }

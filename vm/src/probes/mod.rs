@@ -77,6 +77,12 @@ impl Probes {
         Probes { outcomes }
     }
 
+    /// Probes with these outcomes (what [`Probes::gather`] would give),
+    /// for tests of what reads them.
+    pub fn from_outcomes(outcomes: Vec<ProbeOutcome>) -> Probes {
+        Probes { outcomes }
+    }
+
     /// Every probe's outcome, in table order.
     pub fn outcomes(&self) -> &[ProbeOutcome] {
         &self.outcomes
@@ -174,4 +180,46 @@ fn output_of(cmd: &Cmd) -> Result<String, String> {
         ));
     }
     Ok(ran.stdout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probes() -> Probes {
+        let hw = parse::parse(
+            &ProbeType::parse("{cpus:int,tags:map<string>}").unwrap(),
+            r#"{"cpus": 8, "tags": {"role": "db"}}"#,
+        )
+        .unwrap();
+        Probes::from_outcomes(vec![
+            ProbeOutcome {
+                name: "hw".into(),
+                result: Ok(hw),
+                duration_ms: 3,
+            },
+            ProbeOutcome {
+                name: "dc".into(),
+                result: Err("timed out after 5s".into()),
+                duration_ms: 5000,
+            },
+        ])
+    }
+
+    #[test]
+    fn reads_follow_fields_and_keys_and_say_why_a_fact_is_unknown() {
+        let p = probes();
+        assert_eq!(p.read("hw.cpus"), Ok(Val::Int(8)));
+        assert_eq!(p.read("hw.tags.role"), Ok(Val::Str("db".into())));
+        assert_eq!(
+            p.read("dc"),
+            Err("probe \"dc\" failed: timed out after 5s".into())
+        );
+        assert_eq!(
+            p.read("hw.tags.zone"),
+            Err("probe fact `facts.hw.tags.zone` is unknown: it has no key \"zone\"".into())
+        );
+        assert!(p.read("hw.tags").unwrap_err().contains("is a map"));
+        assert!(p.read("nope").unwrap_err().contains("was not run"));
+    }
 }
