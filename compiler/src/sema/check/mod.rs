@@ -177,6 +177,9 @@ fn global_names(symbols: &Symbols<'_>) -> Names {
     for (_, def) in &symbols.bodies.defs {
         global(DefKind::Body, &def.name, def.span);
     }
+    for (_, def) in &symbols.facts.defs {
+        global(DefKind::ProbeFact, &def.name, def.span);
+    }
     for (_, def) in &symbols.types.defs {
         let ty = names.define(
             Definition {

@@ -22,6 +22,7 @@ use converge_grammar::Span;
 
 use super::Checker;
 use crate::diagnostic::{Code, Diagnostic};
+use crate::sema::names::DefKind;
 use crate::sema::types::Type;
 use crate::suggest::did_you_mean;
 
@@ -217,6 +218,9 @@ impl<'a> Checker<'a> {
             };
             self.push(d);
             return Type::Any;
+        }
+        if let Some(id) = self.names.find(DefKind::ProbeFact, &name.name) {
+            self.names.record(name.span, id);
         }
         let Some(mut ty) = self
             .facts
