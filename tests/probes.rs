@@ -11,7 +11,9 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use converge::support::{compile, converge, failed, repaired, require_root, root_with_a_shell, verified};
+use converge::support::{
+    compile, converge, failed, repaired, require_root, root_with_a_shell, verified,
+};
 use converge_vm::run::operators::Outcome;
 use converge_vm::run::{report, RunReport};
 
@@ -102,7 +104,11 @@ fn fact_files_are_parsed_as_their_declared_types() {
     root.write(&format!("{d}/rack"), "12\n", 0o644);
     root.write(&format!("{d}/vm"), "true\n", 0o644);
     root.write(&format!("{d}/servers"), "a.example\n\nb.example\n", 0o644);
-    root.write(&format!("{d}/labels"), r#"{"role": "db", "tier": "gold"}"#, 0o644);
+    root.write(
+        &format!("{d}/labels"),
+        r#"{"role": "db", "tier": "gold"}"#,
+        0o644,
+    );
     root.write(&format!("{d}/hw"), r#"{"cpus": 8, "model": "x86"}"#, 0o644);
     let policy = r#"
 type Hw = { cpus: int, model: string };
@@ -133,8 +139,14 @@ policy { b(); }
     let probes = probes_json(&r);
     assert_eq!(probes["dc"]["value"], "eu-west-1");
     assert_eq!(probes["rack"]["value"], 12);
-    assert_eq!(probes["servers"]["value"], serde_json::json!(["a.example", "b.example"]));
-    assert_eq!(probes["hw"]["value"], serde_json::json!({"cpus": 8, "model": "x86"}));
+    assert_eq!(
+        probes["servers"]["value"],
+        serde_json::json!(["a.example", "b.example"])
+    );
+    assert_eq!(
+        probes["hw"]["value"],
+        serde_json::json!({"cpus": 8, "model": "x86"})
+    );
     assert_eq!(probes["labels"]["error"], serde_json::Value::Null);
     assert!(probes["hw"]["duration_ms"].is_u64());
     let again = root.run(policy);
@@ -191,8 +203,11 @@ fn t32_group_writable_or_missing_fact_files_are_refused() {
     let root = Root::new();
     root.write("/etc/facts.d/dc", "eu-1\n", 0o664);
     root.write("/srv/open/dc", "eu-2\n", 0o644);
-    std::fs::set_permissions(root.path("/srv/open"), std::fs::Permissions::from_mode(0o777))
-        .unwrap();
+    std::fs::set_permissions(
+        root.path("/srv/open"),
+        std::fs::Permissions::from_mode(0o777),
+    )
+    .unwrap();
     let r = root.run(
         r#"
 fact dc: string from file "/etc/facts.d/dc";
@@ -384,8 +399,11 @@ fn t32_writable_or_linked_probe_programs_are_never_run() {
     )
     .unwrap();
     root.write("/opt/open/p", "#!/bin/sh\ntouch /ran-open; echo x\n", 0o755);
-    std::fs::set_permissions(root.path("/opt/open"), std::fs::Permissions::from_mode(0o1777))
-        .unwrap();
+    std::fs::set_permissions(
+        root.path("/opt/open"),
+        std::fs::Permissions::from_mode(0o1777),
+    )
+    .unwrap();
     root.probe("real", "touch /ran-link; echo x");
     std::os::unix::fs::symlink(
         "/usr/local/lib/converge/probes/real",
@@ -408,7 +426,9 @@ policy { b(); }
     assert!(skipped(&r, "/etc/gw").contains("is writable by its group or others (mode 0o775"));
     assert!(skipped(&r, "/etc/open").contains("`/opt/open` is writable by its group or others"));
     assert!(
-        skipped(&r, "/etc/link").contains("`/usr/local/lib/converge/probes/link` is a symbolic link, not a regular file"),
+        skipped(&r, "/etc/link").contains(
+            "`/usr/local/lib/converge/probes/link` is a symbolic link, not a regular file"
+        ),
         "{r:?}"
     );
     for ran in ["/ran-gw", "/ran-open", "/ran-link"] {

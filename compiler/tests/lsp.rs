@@ -538,10 +538,10 @@ fn probe_facts_complete_hover_go_to_definition_and_rename() {
     let path = dir.path().join("p.policy");
     let text = concat!(
         "fact dc: string from [\"/usr/local/lib/converge/probes/dc\"] timeout 5s;\n", // 0
-        "class eu = facts.dc =~ r\"^eu-\";\n",                                         // 1
-        "bundle b {\n",                                                                // 2
-        "  file \"/etc/dc\" { content = \"${facts.}\"; }\n",                            // 3
-        "  file \"/etc/x\" { content = \"${facts.dc}\\n\"; }\n",                        // 4
+        "class eu = facts.dc =~ r\"^eu-\";\n",                                        // 1
+        "bundle b {\n",                                                               // 2
+        "  file \"/etc/dc\" { content = \"${facts.}\"; }\n",                          // 3
+        "  file \"/etc/x\" { content = \"${facts.dc}\\n\"; }\n",                      // 4
         "}\n",
         "policy { b(); }\n",
     );
@@ -577,7 +577,10 @@ fn probe_facts_complete_hover_go_to_definition_and_rename() {
         .map(|e| {
             assert_eq!(e["newText"], "site");
             let s = &e["range"]["start"];
-            (s["line"].as_u64().unwrap(), s["character"].as_u64().unwrap())
+            (
+                s["line"].as_u64().unwrap(),
+                s["character"].as_u64().unwrap(),
+            )
         })
         .collect();
     starts.sort();

@@ -146,7 +146,10 @@ pub struct FactDef {
 pub enum FactSource {
     /// `from ["/usr/lib/probe", "--flag"]`: a program and its arguments
     /// (no shell), each word with its span.
-    Program { argv: Vec<(StrLit, Span)>, span: Span },
+    Program {
+        argv: Vec<(StrLit, Span)>,
+        span: Span,
+    },
     /// `from file "/etc/converge/facts.d/rack"`: a file's content.
     File { path: (StrLit, Span), span: Span },
 }

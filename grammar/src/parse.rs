@@ -325,7 +325,11 @@ pub(crate) fn contextual(
     if word.name != want {
         errors.push(ErrorRecovery {
             error: ParseError::UnrecognizedToken {
-                token: (word.span.start, Token::Ident(word.name.clone()), word.span.end),
+                token: (
+                    word.span.start,
+                    Token::Ident(word.name.clone()),
+                    word.span.end,
+                ),
                 expected: vec![format!("\"{want}\"")],
             },
             dropped_tokens: Vec::new(),

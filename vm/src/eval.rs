@@ -775,7 +775,10 @@ mod tests {
         // Without probes, a failure is not "unknown".
         let mut plain = Evaluator::new(&body, &facts);
         assert!(plain.run(0, &classes, &[]).is_err());
-        assert!(plain.failed_on_unknown(), "no probe table: the fact is unknown too");
+        assert!(
+            plain.failed_on_unknown(),
+            "no probe table: the fact is unknown too"
+        );
     }
 
     fn func(name: &str) -> Instr {

@@ -1006,7 +1006,9 @@ fn pinned_keys(g: &Guard) -> Option<(&str, Pinned<'_>)> {
             rhs: Value::List(items),
         } = &**inner
         {
-            if let (Some(fact), true) = (lhs.host_fact(), items.iter().all(|v| v.as_str().is_some())) {
+            if let (Some(fact), true) =
+                (lhs.host_fact(), items.iter().all(|v| v.as_str().is_some()))
+            {
                 return Some((fact, Pinned::Except(items)));
             }
         }

@@ -172,7 +172,11 @@ pub(super) fn fact_def(src: &str, f: &FactDef) -> String {
         .as_ref()
         .map(|t| format!(" timeout {}", expr(src, t)))
         .unwrap_or_default();
-    format!("fact {}: {} from {source}{timeout};", f.name.name, ty(&f.ty))
+    format!(
+        "fact {}: {} from {source}{timeout};",
+        f.name.name,
+        ty(&f.ty)
+    )
 }
 
 pub(super) fn ty(t: &TypeExpr) -> String {

@@ -296,7 +296,10 @@ fn facts(analysis: &Analysis, range: Range) -> Vec<CompletionItem> {
             CompletionItem {
                 label: name.clone(),
                 kind: Some(CompletionItemKind::CONSTANT),
-                detail: analysis.text(file).get(f.ty.span.range()).map(str::to_owned),
+                detail: analysis
+                    .text(file)
+                    .get(f.ty.span.range())
+                    .map(str::to_owned),
                 documentation: Some(Documentation::String(
                     "probe fact, gathered by the VM before classes".to_owned(),
                 )),

@@ -98,7 +98,12 @@ pub fn expand<'a>(
         promises: std::mem::take(&mut ex.promises),
         classes,
         exclusive,
-        probes: ex.checker.facts.iter().map(|(_, f)| f.probe.clone()).collect(),
+        probes: ex
+            .checker
+            .facts
+            .iter()
+            .map(|(_, f)| f.probe.clone())
+            .collect(),
         ..ir::Program::default()
     };
     ex.check_references(&program);

@@ -267,7 +267,10 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.contains("  big = p0: probe facts.hw.cpus; const 8; eq\n"), "{text}");
+        assert!(
+            text.contains("  big = p0: probe facts.hw.cpus; const 8; eq\n"),
+            "{text}"
+        );
     }
 
     /// The format 2.2 instructions and list constants as `inspect` shows

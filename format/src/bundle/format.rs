@@ -14,8 +14,8 @@ use serde::de::{SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::instr::Instr;
-use super::probe::Probe;
 use super::limits::{DECODE_SLACK, MAX_DECODE_FACTOR};
+use super::probe::Probe;
 use super::wire::{read_payload, read_tag, refuse, write_tagged, TAGGED_LEN};
 use crate::ids::{constant_kind, item_kind, operand_kind};
 

@@ -364,7 +364,10 @@ mod tests {
         let ty = ProbeType::parse("{hw:{cpus:int},labels:map<string>}").unwrap();
         assert_eq!(ty.at(&["hw", "cpus"]).unwrap(), &ProbeType::Int);
         assert_eq!(ty.at(&["labels", "anything"]).unwrap(), &ProbeType::Str);
-        assert!(ty.at(&["hw", "ram"]).unwrap_err().contains("no field `ram`"));
+        assert!(ty
+            .at(&["hw", "ram"])
+            .unwrap_err()
+            .contains("no field `ram`"));
         assert!(ty
             .at(&["hw", "cpus", "x"])
             .unwrap_err()
@@ -405,7 +408,10 @@ mod tests {
                 },
                 "outside",
             ),
-            (probe(ProbeSource::Program(Vec::new().into())), "argv is empty"),
+            (
+                probe(ProbeSource::Program(Vec::new().into())),
+                "argv is empty",
+            ),
             (
                 probe(ProbeSource::Program(vec!["sh".to_owned()].into())),
                 "not absolute",

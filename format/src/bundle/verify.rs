@@ -8,8 +8,8 @@ use super::error::BundleError;
 use super::format::{AttrValue, Body, Constant, Item, Operand, Program, Promise};
 use super::functions::function_by_id;
 use super::instr::Instr;
-use super::probe::{ProbeType, MAX_PROBES};
 use super::limits::{RegexCache, MAX_CONST_LIST, MAX_EACH_DEPTH, MAX_LOOP_DEPTH, MAX_PROMISES};
+use super::probe::{ProbeType, MAX_PROBES};
 use crate::schema::{attribute_by_id, fact_by_id, promise_type, promise_type_by_id, AttrType};
 
 /// The longest program accepted.
@@ -823,7 +823,11 @@ mod tests {
         use crate::bundle::probe::ProbeSource::{File, Program};
         let program = || Program(vec!["/usr/lib/converge/hw".to_owned()].into());
         let table = vec![
-            probe("hw", "{cpus:int,tags:map<string>,ips:list<string>}", program()),
+            probe(
+                "hw",
+                "{cpus:int,tags:map<string>,ips:list<string>}",
+                program(),
+            ),
             probe("rack", "int", File("/etc/rack".into())),
             Constant::Str("hw.cpus".into()),
             Constant::Str("hw.tags.role".into()),
@@ -855,7 +859,11 @@ mod tests {
             (table.clone(), read(7), "the record has no field `ram` at 0"),
             (table.clone(), read(8), "no probe `nope` is declared"),
             (table.clone(), read(9), "probe constant 9 is not a string"),
-            (table.clone(), vec![Instr::Const(0)], "is a probe declaration"),
+            (
+                table.clone(),
+                vec![Instr::Const(0)],
+                "is a probe declaration",
+            ),
             (
                 vec![probe("x", "int", program()), probe("x", "int", program())],
                 vec![Instr::Const(0)],

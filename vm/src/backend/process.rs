@@ -449,10 +449,16 @@ mod tests {
     fn output_past_the_cap_is_cut_and_said_so() {
         let exact = format!("head -c {MAX_OUTPUT} /dev/zero");
         let ran = run(&Cmd::new(&["sh", "-c", &exact], Duration::from_secs(10))).unwrap();
-        assert_eq!((ran.stdout.len(), ran.stdout_overflowed), (MAX_OUTPUT, false));
+        assert_eq!(
+            (ran.stdout.len(), ran.stdout_overflowed),
+            (MAX_OUTPUT, false)
+        );
         let more = format!("head -c {} /dev/zero", MAX_OUTPUT + 1);
         let ran = run(&Cmd::new(&["sh", "-c", &more], Duration::from_secs(10))).unwrap();
-        assert_eq!((ran.stdout.len(), ran.stdout_overflowed), (MAX_OUTPUT, true));
+        assert_eq!(
+            (ran.stdout.len(), ran.stdout_overflowed),
+            (MAX_OUTPUT, true)
+        );
     }
 
     #[test]

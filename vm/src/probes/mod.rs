@@ -112,15 +112,18 @@ impl Probes {
             ProbeValue::Int(i) => Ok(Val::Int(*i)),
             ProbeValue::Bool(b) => Ok(Val::Bool(*b)),
             ProbeValue::List(l) => Ok(Val::List(l.clone())),
-            ProbeValue::Map(_) => Err(format!(
-                "probe fact `facts.{path}` is a map, not a value"
-            )),
+            ProbeValue::Map(_) => Err(format!("probe fact `facts.{path}` is a map, not a value")),
         }
     }
 }
 
 /// Runs or reads one probe and parses what it gave.
-fn run_one(probe: &Probe, fs: &RootFs, chroot: Option<&Path>, euid: u32) -> Result<ProbeValue, String> {
+fn run_one(
+    probe: &Probe,
+    fs: &RootFs,
+    chroot: Option<&Path>,
+    euid: u32,
+) -> Result<ProbeValue, String> {
     let ty = ProbeType::parse(&probe.ty)?;
     let text = match &probe.source {
         ProbeSource::Program(argv) => {
@@ -137,7 +140,9 @@ fn run_one(probe: &Probe, fs: &RootFs, chroot: Option<&Path>, euid: u32) -> Resu
             if let Some(why) = trust::untrusted(fs, path, euid) {
                 return Err(format!("refused to read it: {why}"));
             }
-            let limit = u64::try_from(MAX_PROBE_OUTPUT).unwrap_or(u64::MAX).saturating_add(1);
+            let limit = u64::try_from(MAX_PROBE_OUTPUT)
+                .unwrap_or(u64::MAX)
+                .saturating_add(1);
             let bytes = fs
                 .read_file_limited(path, limit)
                 .map_err(|e| e.to_string())?

@@ -42,7 +42,10 @@ impl ProbeValue {
             ProbeValue::Bool(b) => serde_json::Value::from(*b),
             ProbeValue::List(items) => serde_json::Value::from(items.clone()),
             ProbeValue::Map(entries) => serde_json::Value::Object(
-                entries.iter().map(|(k, v)| (k.clone(), v.to_json())).collect(),
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_json()))
+                    .collect(),
             ),
         }
     }
@@ -71,8 +74,8 @@ pub fn parse(ty: &ProbeType, text: &str) -> Result<ProbeValue, String> {
                 .collect(),
         )),
         ProbeType::Map(_) | ProbeType::Record(_) => {
-            let json: serde_json::Value = serde_json::from_str(text)
-                .map_err(|e| format!("expected JSON for a {ty}: {e}"))?;
+            let json: serde_json::Value =
+                serde_json::from_str(text).map_err(|e| format!("expected JSON for a {ty}: {e}"))?;
             from_json(ty, &json, "")
         }
     }
@@ -117,7 +120,10 @@ fn from_json(ty: &ProbeType, json: &serde_json::Value, at: &str) -> Result<Probe
             Ok(ProbeValue::Map(out))
         }
         (ProbeType::Record(fields), J::Object(entries)) => {
-            if let Some(extra) = entries.keys().find(|k| !fields.iter().any(|(f, _)| f == *k)) {
+            if let Some(extra) = entries
+                .keys()
+                .find(|k| !fields.iter().any(|(f, _)| f == *k))
+            {
                 return Err(format!("unknown field `{at}.{extra}`"));
             }
             let mut out = BTreeMap::new();
@@ -125,7 +131,10 @@ fn from_json(ty: &ProbeType, json: &serde_json::Value, at: &str) -> Result<Probe
                 let value = entries
                     .get(name)
                     .ok_or_else(|| format!("missing field `{at}.{name}`"))?;
-                out.insert(name.clone(), from_json(fty, value, &format!("{at}.{name}"))?);
+                out.insert(
+                    name.clone(),
+                    from_json(fty, value, &format!("{at}.{name}"))?,
+                );
             }
             Ok(ProbeValue::Map(out))
         }
@@ -192,11 +201,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(v.at(&["cpus"]), Ok(&ProbeValue::Int(8)));
-        assert_eq!(
-            v.at(&["tags", "role"]),
-            Ok(&ProbeValue::Str("db".into()))
-        );
-        assert!(v.at(&["tags", "zone"]).unwrap_err().contains("no key \"zone\""));
+        assert_eq!(v.at(&["tags", "role"]), Ok(&ProbeValue::Str("db".into())));
+        assert!(v
+            .at(&["tags", "zone"])
+            .unwrap_err()
+            .contains("no key \"zone\""));
         assert_eq!(
             v.to_json(),
             serde_json::json!({"cpus": 8, "tags": {"role": "db"}, "ips": ["10.0.0.1"]})
@@ -213,12 +222,28 @@ mod tests {
             (ty("int"), "99999999999999999999", "expected an int"),
             (ty("bool"), "yes", "expected `true` or `false`, got \"yes\""),
             (hw.clone(), "cpus=8", "expected JSON"),
-            (hw.clone(), r#"{"cpus": "8", "tags": {}}"#, "expected an int at `.cpus`, got a string"),
+            (
+                hw.clone(),
+                r#"{"cpus": "8", "tags": {}}"#,
+                "expected an int at `.cpus`, got a string",
+            ),
             (hw.clone(), r#"{"cpus": 8}"#, "missing field `.tags`"),
-            (hw.clone(), r#"{"cpus": 8, "tags": {}, "x": 1}"#, "unknown field `.x`"),
-            (hw.clone(), r#"{"cpus": 8, "tags": {"a": 1}}"#, "expected a string at `.tags.a`, got a number"),
+            (
+                hw.clone(),
+                r#"{"cpus": 8, "tags": {}, "x": 1}"#,
+                "unknown field `.x`",
+            ),
+            (
+                hw.clone(),
+                r#"{"cpus": 8, "tags": {"a": 1}}"#,
+                "expected a string at `.tags.a`, got a number",
+            ),
             (hw, "[]", "expected an object, got a list"),
-            (ty("map<list<string>>"), r#"{"a": [1]}"#, "expected a list of strings at `.a`"),
+            (
+                ty("map<list<string>>"),
+                r#"{"a": [1]}"#,
+                "expected a list of strings at `.a`",
+            ),
             (ty("map<int>"), r#"{"a": 1.5}"#, "expected an int at `.a`"),
         ] {
             let err = parse(&t, text).unwrap_err();

@@ -90,8 +90,7 @@ mod tests {
                 .unwrap();
         }
         std::fs::write(probes.join("p"), "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(probes.join("p"), std::fs::Permissions::from_mode(0o755))
-            .unwrap();
+        std::fs::set_permissions(probes.join("p"), std::fs::Permissions::from_mode(0o755)).unwrap();
         let fs = RootFs::open(dir.path()).unwrap();
         (dir, fs)
     }
@@ -108,13 +107,19 @@ mod tests {
         let p = dir.path().join("usr/lib/probes/p");
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o775)).unwrap();
         let why = untrusted(&fs, "/usr/lib/probes/p", euid()).unwrap();
-        assert!(why.contains("`/usr/lib/probes/p` is writable by its group or others (mode 0o775"), "{why}");
+        assert!(
+            why.contains("`/usr/lib/probes/p` is writable by its group or others (mode 0o775"),
+            "{why}"
+        );
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
         let d = dir.path().join("usr/lib");
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o757)).unwrap();
         let fs = RootFs::open(dir.path()).unwrap();
         let why = untrusted(&fs, "/usr/lib/probes/p", euid()).unwrap();
-        assert!(why.contains("`/usr/lib` is writable by its group or others"), "{why}");
+        assert!(
+            why.contains("`/usr/lib` is writable by its group or others"),
+            "{why}"
+        );
     }
 
     #[test]
@@ -137,7 +142,10 @@ mod tests {
         let why = untrusted(&fs, "/usr/lib/probes/l", euid()).unwrap();
         assert!(why.contains("symbolic link"), "{why}");
         let why = untrusted(&fs, "/usr/lib/probes/none", euid()).unwrap();
-        assert!(why.contains("`/usr/lib/probes/none` does not exist"), "{why}");
+        assert!(
+            why.contains("`/usr/lib/probes/none` does not exist"),
+            "{why}"
+        );
         let why = untrusted(&fs, "/opt/x/y", euid()).unwrap();
         assert!(why.contains("`/opt/x/y` does not exist"), "{why}");
         let why = untrusted(&fs, "/usr/lib/probes", euid()).unwrap();

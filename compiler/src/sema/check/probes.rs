@@ -66,9 +66,9 @@ impl<'a> Checker<'a> {
         };
         let timeout = self.fact_timeout(def);
         let source = match &def.source {
-            FactSource::Program { argv, span } => self.fact_argv(argv, *span).map(|argv| {
-                ProbeSource::Program(argv.into())
-            }),
+            FactSource::Program { argv, span } => self
+                .fact_argv(argv, *span)
+                .map(|argv| ProbeSource::Program(argv.into())),
             FactSource::File { path, .. } => self
                 .fact_path(&path.0, path.1, "the file a fact is read from")
                 .map(ProbeSource::File),
