@@ -334,7 +334,8 @@ policy { b(); }
 
 /// A probe that hangs (with a child holding its output open) is killed
 /// at its deadline and the run finishes promptly; one that floods its
-/// output past 64 KiB is refused; one that fails says its status and
+/// output past 64 KiB is refused (an endless flood too: the cap is the
+/// reason, not the deadline that ended it); one that fails says its status and
 /// standard error. Each skips only what needs it.
 #[test]
 #[ignore = "needs root"]
@@ -346,16 +347,22 @@ fn hanging_flooding_and_failing_probes_are_refused_with_the_reason() {
         "flood",
         "i=0; while [ $i -lt 2000 ]; do echo 0123456789012345678901234567890123456789012345678901234567890123456789; i=$((i+1)); done",
     );
+    root.probe(
+        "endless",
+        "while :; do echo 0123456789012345678901234567890123456789; done",
+    );
     root.probe("fail", "echo broken >&2; exit 3");
     let started = Instant::now();
     let r = root.run(
         r#"
 fact hang: string from ["/usr/local/lib/converge/probes/hang"] timeout 1s;
 fact flood: string from ["/usr/local/lib/converge/probes/flood"];
+fact endless: string from ["/usr/local/lib/converge/probes/endless"] timeout 1s;
 fact fail: string from ["/usr/local/lib/converge/probes/fail"];
 bundle b {
   file "/etc/hang" { content = "${facts.hang}\n"; }
   file "/etc/flood" { content = "${facts.flood}\n"; }
+  file "/etc/endless" { content = "${facts.endless}\n"; }
   file "/etc/fail" { content = "${facts.fail}\n"; }
   file "/etc/other" { content = "x\n"; }
 }
@@ -374,6 +381,10 @@ policy { b(); }
     assert_eq!(
         skipped(&r, "/etc/flood"),
         "probe \"flood\" failed: it printed more than 64 KiB"
+    );
+    assert_eq!(
+        skipped(&r, "/etc/endless"),
+        "probe \"endless\" failed: it printed more than 64 KiB"
     );
     assert_eq!(
         skipped(&r, "/etc/fail"),

@@ -163,6 +163,14 @@ fn run_one(
 fn output_of(cmd: &Cmd) -> Result<String, String> {
     let started = Instant::now();
     let ran = process::run(cmd)?;
+    // Output past the cap is the reason, even when the flood only ended
+    // at the deadline.
+    if ran.stdout_overflowed {
+        return Err(format!(
+            "it printed more than {} KiB",
+            MAX_PROBE_OUTPUT / 1024
+        ));
+    }
     match ran.code {
         None if started.elapsed() >= cmd.timeout => {
             return Err(format!("timed out after {}s", cmd.timeout.as_secs()))
@@ -177,12 +185,6 @@ fn output_of(cmd: &Cmd) -> Result<String, String> {
                 format!("it exited with status {code}: {err}")
             });
         }
-    }
-    if ran.stdout_overflowed {
-        return Err(format!(
-            "it printed more than {} KiB",
-            MAX_PROBE_OUTPUT / 1024
-        ));
     }
     Ok(ran.stdout)
 }
