@@ -54,6 +54,11 @@ pub struct Cmd {
     /// data that must not be in the argv, which every local user can read
     /// in `/proc/PID/cmdline` (a password hash for `chpasswd -e`).
     pub stdin: Option<Input>,
+    /// Kill the program (its process group) as soon as its standard output
+    /// passes [`MAX_OUTPUT`]: for a probe, whose value must be whole, more
+    /// output is refused anyway, and an endless flood must not hold the
+    /// run until the deadline.
+    pub stop_at_output_cap: bool,
 }
 
 /// The standard input of a [`Cmd`]; its `Debug` shows only its length, so
@@ -77,6 +82,7 @@ impl Cmd {
             timeout,
             chroot: None,
             stdin: None,
+            stop_at_output_cap: false,
         }
     }
 
@@ -264,12 +270,13 @@ fn run_with(cmd: &Cmd, capture: bool) -> Result<Ran, String> {
             let _ = pipe.write_all(&bytes);
         });
     }
-    let out = drain(child.stdout.take().map(|s| Box::new(s) as Stream));
-    let err = drain(child.stderr.take().map(|s| Box::new(s) as Stream));
+    let pid = child.id();
+    let stop = cmd.stop_at_output_cap.then_some(pid);
+    let out = drain(child.stdout.take().map(|s| Box::new(s) as Stream), stop);
+    let err = drain(child.stderr.take().map(|s| Box::new(s) as Stream), None);
     // A thread waits for the exit (and reaps it), so a short command is
     // noticed at once and a long one costs no polling; at the deadline the
     // process group is killed and the thread then sees the exit.
-    let pid = child.id();
     let (tx, exited) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait().ok().and_then(|s| s.code()));
@@ -373,8 +380,9 @@ impl Drain {
 }
 
 /// Reads a stream on a thread (so a chatty program cannot block on a full
-/// pipe while we wait for it), keeping at most [`MAX_OUTPUT`] bytes.
-fn drain(stream: Option<Stream>) -> Drain {
+/// pipe while we wait for it), keeping at most [`MAX_OUTPUT`] bytes; past
+/// that, kills the process group `stop` when one is given.
+fn drain(stream: Option<Stream>, stop: Option<u32>) -> Drain {
     let (tx, done) = mpsc::channel();
     let kept = Arc::new(Mutex::new(Vec::new()));
     let shared = Arc::clone(&kept);
@@ -391,6 +399,9 @@ fn drain(stream: Option<Stream>) -> Drain {
                     let room = MAX_OUTPUT.saturating_sub(k.len());
                     if n > room {
                         over.store(true, std::sync::atomic::Ordering::Relaxed);
+                        if let Some(pid) = stop {
+                            kill_group(pid);
+                        }
                     }
                     k.extend_from_slice(buf.get(..n.min(room)).unwrap_or_default());
                 }

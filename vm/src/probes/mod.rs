@@ -134,6 +134,7 @@ fn run_one(
             let timeout = Duration::from_secs(probe.timeout_secs);
             let mut cmd = Cmd::new(&argv.0, timeout);
             cmd.chroot = chroot.map(Path::to_path_buf);
+            cmd.stop_at_output_cap = true;
             output_of(&cmd)?
         }
         ProbeSource::File(path) => {
