@@ -330,21 +330,23 @@ impl<'b> Evaluator<'b> {
                         None => return Err(EvalError(format!("fact {f}"))),
                     })
                 }
-                Instr::Probe(c) => match body.constants.get(c as usize) {
-                    Some(Constant::Str(path)) => match self.probes.read(path) {
-                        Ok(v) => {
-                            if v.bytes() > MAX_EVAL_BYTES.saturating_sub(st.produced) {
-                                return Err(st.over_bytes());
-                            }
-                            Some(v)
+                Instr::Probe(c) => {
+                    let Some(Constant::Str(path)) = body.constants.get(c as usize) else {
+                        return Err(EvalError(format!("probe constant {c}")));
+                    };
+                    // The path is walked (and its keys compared) per read.
+                    self.charge(u64::try_from(path.len()).unwrap_or(u64::MAX))?;
+                    match self.probes.read(path) {
+                        Ok(v) if v.bytes() > MAX_EVAL_BYTES.saturating_sub(st.produced) => {
+                            return Err(st.over_bytes())
                         }
+                        Ok(v) => Some(v),
                         Err(reason) => {
                             self.unknown = true;
                             return Err(EvalError(reason));
                         }
-                    },
-                    _ => return Err(EvalError(format!("probe constant {c}"))),
-                },
+                    }
+                }
                 Instr::LoopVar(i) => Some(Val::Str(
                     st.loop_values
                         .get(i as usize)

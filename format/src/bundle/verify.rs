@@ -78,10 +78,14 @@ fn corrupt(reason: impl Into<String>) -> BundleError {
 }
 
 pub fn verify_body(body: &Body) -> Result<(), BundleError> {
-    let v = Verifier { body };
+    let mut v = Verifier {
+        body,
+        probe_reads: std::collections::HashMap::new(),
+    };
     v.header()?;
     static_limits(body)?;
     probes(body)?;
+    v.resolve_probe_reads();
     // In index order: `each` runs only programs of a lower index, whose
     // facts are known by then.
     let mut programs: Vec<ProgramInfo> = Vec::with_capacity(body.programs.len());
@@ -215,6 +219,10 @@ fn regexes(body: &Body) -> Result<(), BundleError> {
 
 struct Verifier<'b> {
     body: &'b Body,
+    /// The stack type (or why there is none) of each constant a `probe`
+    /// instruction names, worked out once per constant: a type text and a
+    /// path are parsed once however many instructions read them.
+    probe_reads: std::collections::HashMap<u32, Result<Ty, String>>,
 }
 
 impl Verifier<'_> {
@@ -262,21 +270,42 @@ impl Verifier<'_> {
         })
     }
 
+    /// Resolves every constant a `probe` instruction names, once each.
+    fn resolve_probe_reads(&mut self) {
+        let types: std::collections::HashMap<&str, Result<ProbeType, String>> = self
+            .body
+            .probes()
+            .map(|(_, p)| (p.name.as_str(), ProbeType::parse(&p.ty)))
+            .collect();
+        for program in self.body.programs.iter() {
+            for instr in program.code.iter() {
+                if let Instr::Probe(c) = *instr {
+                    if !self.probe_reads.contains_key(&c) {
+                        let read = self.probe_read(c, &types);
+                        self.probe_reads.insert(c, read);
+                    }
+                }
+            }
+        }
+    }
+
     /// The stack type of `probe c`: constant `c` names a declared probe
     /// and the fields or keys down to a scalar or a list (format 2.3).
-    fn probe_read(&self, c: u32) -> Result<Ty, String> {
+    fn probe_read(
+        &self,
+        c: u32,
+        types: &std::collections::HashMap<&str, Result<ProbeType, String>>,
+    ) -> Result<Ty, String> {
         let Constant::Str(path) = self.constant(c)? else {
             return Err(format!("probe constant {c} is not a string"));
         };
         let mut steps = path.split('.');
         let name = steps.next().unwrap_or_default();
-        let probe = self
-            .body
-            .probes()
-            .find(|(_, p)| p.name == name)
-            .map(|(_, p)| p)
-            .ok_or_else(|| format!("no probe `{name}` is declared"))?;
-        let ty = ProbeType::parse(&probe.ty).map_err(|e| format!("probe `{name}`: {e}"))?;
+        let ty = types
+            .get(name)
+            .ok_or_else(|| format!("no probe `{name}` is declared"))?
+            .as_ref()
+            .map_err(|e| format!("probe `{name}`: {e}"))?;
         let steps: Vec<&str> = steps.collect();
         let leaf = ty.at(&steps).map_err(|e| format!("`facts.{path}`: {e}"))?;
         leaf.stack_ty()
@@ -451,7 +480,11 @@ impl Verifier<'_> {
                     (Ty::Str, list.optional)
                 }
                 Instr::Probe(c) => (
-                    self.probe_read(c).map_err(|e| format!("{e} at {pc}"))?,
+                    self.probe_reads
+                        .get(&c)
+                        .cloned()
+                        .unwrap_or_else(|| Err(format!("probe constant {c}")))
+                        .map_err(|e| format!("{e} at {pc}"))?,
                     false,
                 ),
                 Instr::Elem(d) => {
@@ -848,7 +881,11 @@ mod tests {
         ] {
             let body = Body::with_programs(table.clone(), vec![code.clone()]);
             assert_eq!(verify_body(&body).map_err(|e| e.to_string()), Ok(()));
-            let v = Verifier { body: &body };
+            let mut v = Verifier {
+                body: &body,
+                probe_reads: std::collections::HashMap::new(),
+            };
+            v.resolve_probe_reads();
             let info = v.program(0, body.programs.get(0).unwrap(), &[]).unwrap();
             assert_eq!(info.result, ty, "{code:?}");
         }
