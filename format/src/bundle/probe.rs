@@ -35,6 +35,11 @@ pub const MAX_TIMEOUT_SECS: u64 = 60;
 /// The most a probe may print (or a fact file hold): more is refused, not
 /// cut, since a cut value would be a wrong value.
 pub const MAX_PROBE_OUTPUT: usize = 64 * 1024;
+/// The most time all the probes of one run may take together: 256 probes
+/// of 60s each would otherwise hold a run for hours (THREATS.md T14). A
+/// probe is given what is left of it when less than its own timeout, and
+/// one that would start with nothing left is not run (its fact unknown).
+pub const MAX_PROBES_TOTAL_SECS: u64 = 120;
 /// The most probes one bundle may declare.
 pub const MAX_PROBES: usize = 256;
 /// The most words of one probe's argv.

@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 
 use crate::backend::process::{self, Cmd};
 use crate::bundle::format::Body;
-use crate::bundle::probe::{Probe, ProbeSource, ProbeType, MAX_PROBE_OUTPUT};
+use crate::bundle::probe::{
+    Probe, ProbeSource, ProbeType, MAX_PROBES_TOTAL_SECS, MAX_PROBE_OUTPUT,
+};
 use crate::eval::Val;
 use crate::rootfs::RootFs;
 pub use parse::ProbeValue;
@@ -61,12 +63,26 @@ impl Probes {
     /// `fs` opens; `chroot` is where programs run chrooted (the root, under
     /// `--root`), `None` to run them as they are (the root is `/`).
     pub fn gather(body: &Body, fs: &RootFs, chroot: Option<&Path>) -> Probes {
+        Probes::gather_within(body, fs, chroot, Duration::from_secs(MAX_PROBES_TOTAL_SECS))
+    }
+
+    /// [`Probes::gather`] with `budget` for all the probes together.
+    fn gather_within(body: &Body, fs: &RootFs, chroot: Option<&Path>, budget: Duration) -> Probes {
         let euid = rustix::process::geteuid().as_raw();
+        let all_started = Instant::now();
         let outcomes = body
             .probes()
             .map(|(_, probe)| {
                 let started = Instant::now();
-                let result = run_one(probe, fs, chroot, euid);
+                let left = budget.saturating_sub(all_started.elapsed());
+                let result = if left.is_zero() {
+                    Err(format!(
+                        "not run: the probes of this run already took {}s, the limit (docs/bytecode.md, Limits)",
+                        budget.as_secs()
+                    ))
+                } else {
+                    run_one(probe, fs, chroot, euid, left)
+                };
                 ProbeOutcome {
                     name: probe.name.clone(),
                     result,
@@ -117,12 +133,14 @@ impl Probes {
     }
 }
 
-/// Runs or reads one probe and parses what it gave.
+/// Runs or reads one probe and parses what it gave; a program gets its
+/// timeout, or `left` of the run's probe budget when that is less.
 fn run_one(
     probe: &Probe,
     fs: &RootFs,
     chroot: Option<&Path>,
     euid: u32,
+    left: Duration,
 ) -> Result<ProbeValue, String> {
     let ty = ProbeType::parse(&probe.ty)?;
     let text = match &probe.source {
@@ -131,7 +149,7 @@ fn run_one(
             if let Some(why) = trust::untrusted(fs, program, euid) {
                 return Err(format!("refused to run it: {why}"));
             }
-            let timeout = Duration::from_secs(probe.timeout_secs);
+            let timeout = Duration::from_secs(probe.timeout_secs).min(left);
             let mut cmd = Cmd::new(&argv.0, timeout);
             cmd.chroot = chroot.map(Path::to_path_buf);
             cmd.stop_at_output_cap = true;
@@ -174,7 +192,9 @@ fn output_of(cmd: &Cmd) -> Result<String, String> {
     }
     match ran.code {
         None if started.elapsed() >= cmd.timeout => {
-            return Err(format!("timed out after {}s", cmd.timeout.as_secs()))
+            // In whole seconds, rounded up (a budget's remainder is not).
+            let secs = cmd.timeout.as_millis().div_ceil(1000);
+            return Err(format!("timed out after {secs}s"));
         }
         None => return Err("it was killed by a signal".to_owned()),
         Some(0) => {}
@@ -191,6 +211,7 @@ fn output_of(cmd: &Cmd) -> Result<String, String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
@@ -212,6 +233,45 @@ mod tests {
                 duration_ms: 5000,
             },
         ])
+    }
+
+    /// All probes of a run share one time budget: a probe gets what is left
+    /// when that is less than its timeout, and none starts once it is
+    /// spent. Run on `/` (the VM's own root): `/usr/bin/sleep` is only
+    /// stat-ed and run.
+    #[test]
+    fn the_probes_of_a_run_share_one_time_budget() {
+        use crate::bundle::format::Constant;
+        use crate::bundle::probe::Probe;
+        let sleep = |name: &str| {
+            Constant::Probe(Box::new(Probe {
+                name: name.into(),
+                ty: "string".into(),
+                source: ProbeSource::Program(vec!["/usr/bin/sleep".into(), "5".into()].into()),
+                timeout_secs: 5,
+            }))
+        };
+        let body = Body::with_programs(vec![sleep("a"), sleep("b"), sleep("c")], Vec::new());
+        let fs = RootFs::open(Path::new("/")).unwrap();
+        let started = Instant::now();
+        let probes = Probes::gather_within(&body, &fs, None, Duration::from_secs(1));
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "{:?}",
+            started.elapsed()
+        );
+        let reasons: Vec<String> = probes
+            .outcomes()
+            .iter()
+            .map(|o| o.result.clone().unwrap_err())
+            .collect();
+        assert_eq!(reasons[0], "timed out after 1s");
+        for r in &reasons[1..] {
+            assert!(
+                r.starts_with("not run: the probes of this run already took 1s"),
+                "{r}"
+            );
+        }
     }
 
     #[test]
