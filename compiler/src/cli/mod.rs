@@ -115,6 +115,10 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Build(args) => build::run_build(args),
         Command::Publish(args) => publish::run(args),
         Command::Fmt(args) => fmt::run(args),
+        Command::Lsp(tree) if tree.inventory.is_some() => fail_with(
+            exit::USAGE,
+            "`policyc lsp` reads the `inventory.toml` at the root of each policy tree; `--inventory` is for check, build and explain",
+        ),
         Command::Lsp(tree) => crate::lsp::run(tree.policy_root),
     }
 }

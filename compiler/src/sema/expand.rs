@@ -77,12 +77,16 @@ pub fn expand<'a>(
         assumed: Vec::new(),
     };
     ex.stmts(&policy.body, &mut Vec::new(), &Arc::new(Guard::Const(true)));
-    let classes = symbols
+    let mut classes: Vec<ir::ClassDecl> = symbols
         .classes
         .defs
         .iter()
         .map(|(name, def)| ex.class_decl(name, def))
         .collect();
+    // The inventory's groups, as classes over their members' host classes.
+    if let Some(inventory) = &symbols.inventory {
+        classes.extend(inventory.class_decls());
+    }
     let exclusive = symbols
         .exclusives
         .iter()

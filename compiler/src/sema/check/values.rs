@@ -118,6 +118,20 @@ impl<'a> Checker<'a> {
                 .with_help(format!("declare a separate class for the outcome: `class {}_repaired;`", name.name)),
             ),
             Some(_) => {}
+            None if self.names.find(DefKind::InventoryClass, &name.name).is_some() => {
+                if let Some(id) = self.names.find(DefKind::InventoryClass, &name.name) {
+                    self.names.record(name.span, id);
+                }
+                self.push(
+                    Diagnostic::new(
+                        Code::NotAnOutcomeClass,
+                        format!("`{}` is defined by the inventory", name.name),
+                        name.span,
+                        "cannot be set by an outcome",
+                    )
+                    .with_help("declare a class of your own: `class NAME;`"),
+                );
+            }
             None if is_hard_class(&name.name) => self.push(
                 Diagnostic::new(
                     Code::NotAnOutcomeClass,
