@@ -87,11 +87,17 @@ pub fn expand<'a>(
     if let Some(inventory) = &symbols.inventory {
         classes.extend(inventory.class_decls());
     }
-    let exclusive = symbols
+    let mut exclusive: Vec<Vec<String>> = symbols
         .exclusives
         .iter()
         .map(|g| g.classes.iter().map(|c| c.name.to_string()).collect())
         .collect();
+    if let Some(inventory) = &symbols.inventory {
+        let hosts = inventory.exclusive_hosts(&ex.checker.names);
+        if hosts.len() > 1 {
+            exclusive.push(hosts);
+        }
+    }
     // A program cut short by the instance budget is not analysed: its
     // error says why, and contradictions found in an arbitrary part of it
     // would only add noise (and the work the budget exists to avoid).

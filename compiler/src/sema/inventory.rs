@@ -21,7 +21,7 @@ use converge_format::inventory::{group_class, host_class, Inventory};
 use converge_grammar::{FileId, Span};
 
 use super::check::Checker;
-use super::names::DefKind;
+use super::names::{DefKind, Names};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir;
 use crate::suggest::did_you_mean;
@@ -167,6 +167,36 @@ impl InventoryClasses {
                 }
             })
             .collect()
+    }
+}
+
+impl InventoryClasses {
+    /// The `host_` classes the program names (in guards, or as members of
+    /// a group), as an `exclusive` group: a host has one hostname, so at
+    /// most one of them holds. The analyses then know that `group_web` and
+    /// `host_db_01` never hold together when db-01 is not in group `web`,
+    /// and do not report their promises on one file as a contradiction.
+    /// Only the named hosts: the bundle carries the group, and it need not
+    /// list the whole fleet.
+    pub fn exclusive_hosts(&self, names: &Names) -> Vec<String> {
+        let mut hosts: std::collections::BTreeSet<&str> = self
+            .groups
+            .values()
+            .flat_map(|(_, members)| members.iter().map(String::as_str))
+            .collect();
+        for o in names.occurrences() {
+            if o.span.file == self.file {
+                continue;
+            }
+            if let Some(def) = names.definition(o.def) {
+                if def.kind == DefKind::InventoryClass && def.name.starts_with(HOST_PREFIX) {
+                    if let Some((class, _)) = self.hosts.get_key_value(def.name.as_str()) {
+                        hosts.insert(class);
+                    }
+                }
+            }
+        }
+        hosts.into_iter().map(str::to_owned).collect()
     }
 }
 
