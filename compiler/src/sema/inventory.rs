@@ -109,7 +109,7 @@ impl InventoryClasses {
             format!("not a {what} of the inventory"),
         )
         .with_note(self.note());
-        d = match did_you_mean(name, known.keys().map(String::as_str)) {
+        d = match closest(name, HOST_PREFIX, known.keys().map(String::as_str)) {
             Some(s) => d.with_help(format!("did you mean `{s}`?")),
             None => d.with_help(
                 "add the host to the inventory (`policyvm enroll` on the host prints its entry), or correct the name: `host_` and the hostname, with characters other than letters, digits and `_` written `_`",
@@ -132,7 +132,7 @@ impl InventoryClasses {
             "not a group of the inventory",
         )
         .with_note(self.note());
-        match did_you_mean(name, known) {
+        match closest(name, GROUP_PREFIX, known) {
             Some(s) => d.with_help(format!("did you mean `{s}`?")),
             None => d.with_help(format!(
                 "list `{bare}` in the `groups` of its hosts in the inventory, or correct the name"
@@ -168,6 +168,14 @@ impl InventoryClasses {
             })
             .collect()
     }
+}
+
+/// The known class closest to `name`, comparing the names without their
+/// common `prefix`: `host_mail_01` is not a typo of `host_db_01`.
+fn closest<'k>(name: &str, prefix: &str, known: impl Iterator<Item = &'k str>) -> Option<String> {
+    let bare = |n: &'k str| n.strip_prefix(prefix).unwrap_or(n);
+    let known: Vec<&str> = known.map(bare).collect();
+    did_you_mean(name.strip_prefix(prefix).unwrap_or(name), known).map(|s| format!("{prefix}{s}"))
 }
 
 impl InventoryClasses {
@@ -323,7 +331,7 @@ mod tests {
         let d = c.unknown("group_wbe", at).unwrap();
         assert_eq!(d.code, Code::UnknownGroup);
         assert_eq!(d.help.as_deref(), Some("did you mean `group_web`?"));
-        let d = c.unknown("host_mail", at).unwrap();
-        assert!(d.help.unwrap().contains("policyvm enroll"));
+        let d = c.unknown("host_mail_01", at).unwrap();
+        assert!(d.help.unwrap().contains("policyvm enroll"), "not `host_db_01`");
     }
 }
