@@ -160,3 +160,111 @@ fn to_diagnostic(file: FileId, text: &str, err: &InventoryError) -> Diagnostic {
     }
     d
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::workspace::FileSystem;
+
+    const KEY: &str = "ed25519:iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w=";
+
+    fn entry(name: &str) -> String {
+        format!("[[host]]\nname = \"{name}\"\nreport_key = \"{KEY}\"\n")
+    }
+
+    /// A workspace with `site.policy` in `dir` (from the overlay) and the
+    /// given other files; the root and the inventory its program uses.
+    fn load(dir: &Path, files: &[(&str, String)], explicit: Option<&Path>) -> (Workspace, FileId) {
+        let mut fs = FileSystem::new();
+        fs.insert(dir.join("site.policy"), "policy { }\n".to_owned());
+        for (name, text) in files {
+            fs.insert(dir.join(name), text.clone());
+        }
+        let mut ws = Workspace::new(fs);
+        if let Some(path) = explicit {
+            ws.set_inventory(path).unwrap();
+        }
+        let root = ws.add_root(&dir.join("site.policy")).unwrap();
+        (ws, root)
+    }
+
+    fn hosts(ws: &Workspace, root: FileId) -> Option<Vec<String>> {
+        let files = ws.closure(root);
+        ws.inventory(&files).map(|(_, inventory)| {
+            inventory
+                .hosts
+                .iter()
+                .map(|h| h.name.get_ref().clone())
+                .collect()
+        })
+    }
+
+    #[test]
+    fn the_inventory_at_the_tree_root_is_a_document_of_the_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ws, root) = load(dir.path(), &[(INVENTORY_FILE, entry("web-01"))], None);
+        assert_eq!(hosts(&ws, root), Some(vec!["web-01".to_owned()]));
+        let files = ws.closure(root);
+        let (id, _) = ws.inventory(&files).unwrap();
+        assert_eq!(ws.document_kind(id), Some(DocumentKind::Inventory));
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+    }
+
+    #[test]
+    fn without_an_inventory_the_program_has_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ws, root) = load(dir.path(), &[], None);
+        assert_eq!(hosts(&ws, root), None);
+        assert_eq!(ws.closure(root), vec![root]);
+    }
+
+    #[test]
+    fn an_explicit_inventory_replaces_the_trees() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let path = other.path().join("hosts.toml");
+        std::fs::write(&path, entry("db-01")).unwrap();
+        let (ws, root) = load(
+            dir.path(),
+            &[(INVENTORY_FILE, entry("web-01"))],
+            Some(&path),
+        );
+        assert_eq!(hosts(&ws, root), Some(vec!["db-01".to_owned()]));
+    }
+
+    #[test]
+    fn a_missing_explicit_inventory_is_an_input_error() {
+        let mut ws = Workspace::new(FileSystem::new());
+        let err = ws.set_inventory(Path::new("/nonexistent/hosts.toml"));
+        assert!(matches!(err, Err(ReadError::Io(_))), "{err:?}");
+    }
+
+    #[test]
+    fn an_inventory_with_errors_is_diagnosed_in_its_file_and_not_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!("{}{}", entry("web-01"), entry("web-01"));
+        let (ws, root) = load(dir.path(), &[(INVENTORY_FILE, text)], None);
+        assert_eq!(hosts(&ws, root), None);
+        let codes: Vec<(Code, Option<FileId>)> = ws
+            .diagnostics
+            .iter()
+            .map(|d| (d.code, d.primary_span().map(|s| s.file)))
+            .collect();
+        let inventory = *ws.closure(root).last().unwrap();
+        assert_ne!(inventory, root);
+        assert_eq!(codes, vec![(Code::InventoryDuplicateHost, Some(inventory))]);
+    }
+
+    #[test]
+    fn an_inventory_that_is_not_a_file_is_an_error_without_a_place() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(INVENTORY_FILE)).unwrap();
+        let (ws, root) = load(dir.path(), &[], None);
+        assert_eq!(hosts(&ws, root), None);
+        assert_eq!(ws.diagnostics.len(), 1, "{:?}", ws.diagnostics);
+        assert_eq!(ws.diagnostics[0].code, Code::InventoryUnreadable);
+        assert!(ws.diagnostics[0].message.contains("not a regular file"));
+    }
+}
