@@ -257,8 +257,10 @@ pub fn facts(view: &FactsList) -> String {
                 rows.push(vec!["classes".to_owned(), String::new(), names.join(", ")]);
             }
         }
-        for line in table(&["SOURCE", "FACT", "VALUE"], &rows).lines() {
-            let _ = writeln!(out, "  {line}");
+        if !rows.is_empty() {
+            for line in table(&["SOURCE", "FACT", "VALUE"], &rows).lines() {
+                let _ = writeln!(out, "  {line}");
+            }
         }
     }
     out
