@@ -42,7 +42,11 @@ fn inventory() -> String {
         )
     };
     [
-        entry("web-01", 1, "groups = [\"web\"]\nfacts = { datacenter = \"eu-1\" }"),
+        entry(
+            "web-01",
+            1,
+            "groups = [\"web\"]\nfacts = { datacenter = \"eu-1\" }",
+        ),
         entry("web-02", 2, "groups = [\"web\"]"),
         entry("db-01", 3, "groups = [\"db\"]"),
         entry("mail-01", 4, ""),
@@ -68,7 +72,10 @@ impl Collector {
             .arg("--inventory")
             .arg(dir.path().join("inventory.toml"))
             .arg("--database")
-            .arg(format!("sqlite://{}", dir.path().join("collector.db").display()))
+            .arg(format!(
+                "sqlite://{}",
+                dir.path().join("collector.db").display()
+            ))
             .args(["--listen", "127.0.0.1:0", "--interval", "300s"])
             .current_dir(dir.path())
             .stdout(Stdio::piped())
@@ -92,16 +99,28 @@ impl Collector {
     /// Uploads `report` signed with `key`, as an agent does.
     fn post(&self, report: &Report, key: &SigningKey) {
         let body = self.dir.path().join("upload.json");
-        std::fs::write(&body, serde_json::to_vec(&SignedReport::sign(report, key)).unwrap())
-            .unwrap();
+        std::fs::write(
+            &body,
+            serde_json::to_vec(&SignedReport::sign(report, key)).unwrap(),
+        )
+        .unwrap();
         let out = Command::new("curl")
             .args(["-q", "--silent", "--show-error", "--fail-with-body"])
-            .args(["--header", "Content-Type: application/json", "--data-binary"])
+            .args([
+                "--header",
+                "Content-Type: application/json",
+                "--data-binary",
+            ])
             .arg(format!("@{}", body.display()))
             .arg(format!("{}/api/v1/reports", self.url))
             .output()
             .unwrap();
-        assert!(out.status.success(), "upload of {}: {}", report.host, text(&out));
+        assert!(
+            out.status.success(),
+            "upload of {}: {}",
+            report.host,
+            text(&out)
+        );
     }
 
     fn token_file(&self) -> PathBuf {
@@ -244,7 +263,11 @@ fn ask(collector: &Collector, args: &[&str]) -> String {
     let mut all = args.to_vec();
     all.extend(["--collector", &collector.url]);
     let out = policyc(&all);
-    assert!(out.status.success(), "policyc fleet {args:?}: {}", text(&out));
+    assert!(
+        out.status.success(),
+        "policyc fleet {args:?}: {}",
+        text(&out)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -283,21 +306,33 @@ fn status_hosts_and_silent_tables() {
     assert_eq!(row(&table, "failed"), ["failed", "2"]);
     assert_eq!(row(&table, "never"), ["never", "1"]);
     assert_eq!(row(&table, "silent"), ["silent", "1"]);
-    assert!(status.contains("no report for more than 15m (3 intervals of 5m)"), "{status}");
+    assert!(
+        status.contains("no report for more than 15m (3 intervals of 5m)"),
+        "{status}"
+    );
 
     let hosts = ask(&collector, &["hosts"]);
     let table = rows(&hosts);
-    assert_eq!(row(&table, "HOST"), ["HOST", "STATUS", "LAST SEEN", "BUNDLE"]);
+    assert_eq!(
+        row(&table, "HOST"),
+        ["HOST", "STATUS", "LAST SEEN", "BUNDLE"]
+    );
     assert_eq!(table.len(), 5, "{hosts}");
     let web = row(&table, "web-01");
     assert_eq!(web[1], "repaired");
     assert!(web[2].ends_with("s ago"), "{web:?}");
     assert_eq!(web[3], "site 7");
     assert_eq!(row(&table, "db-01")[1], "failed");
-    assert_eq!(row(&table, "mail-01")[1..], ["never", "never (silent)", "-"]);
+    assert_eq!(
+        row(&table, "mail-01")[1..],
+        ["never", "never (silent)", "-"]
+    );
 
     let silent = ask(&collector, &["silent", "--intervals", "5"]);
-    assert!(silent.starts_with("1 silent: no report for more than 25m"), "{silent}");
+    assert!(
+        silent.starts_with("1 silent: no report for more than 25m"),
+        "{silent}"
+    );
     let table = rows(&silent);
     assert_eq!(row(&table, "mail-01")[1], "never");
     assert!(!silent.contains("web-01"), "{silent}");
@@ -328,7 +363,10 @@ fn failures_changes_and_facts_tables() {
 
     let changes = ask(&collector, &["changes", "--since", "1h"]);
     let table = rows(&changes);
-    assert_eq!(row(&table, "TIME"), ["TIME", "HOST", "PROMISE", "SOURCE", "CHANGED"]);
+    assert_eq!(
+        row(&table, "TIME"),
+        ["TIME", "HOST", "PROMISE", "SOURCE", "CHANGED"]
+    );
     let hosts: Vec<&str> = table.iter().skip(2).map(|r| r[1].as_str()).collect();
     assert_eq!(hosts.len(), 3, "{changes}");
     for r in table.iter().skip(2) {
@@ -339,17 +377,30 @@ fn failures_changes_and_facts_tables() {
     assert!(only.contains("db-01") && !only.contains("web-01"), "{only}");
     // A window after the reports has none.
     let after = ask(&collector, &["changes", "--since", "2099-01-01T00:00:00Z"]);
-    assert!(after.starts_with("changes from 2099-01-01T00:00:00Z to "), "{after}");
+    assert!(
+        after.starts_with("changes from 2099-01-01T00:00:00Z to "),
+        "{after}"
+    );
     assert!(after.ends_with("\nno changes\n"), "{after}");
     let none = Command::new(binary("policyc"))
-        .args(["fleet", "changes", "--since", "yesterday", "--collector", &collector.url])
+        .args([
+            "fleet",
+            "changes",
+            "--since",
+            "yesterday",
+            "--collector",
+            &collector.url,
+        ])
         .output()
         .unwrap();
     assert_eq!(none.status.code(), Some(64), "{}", text(&none));
     assert!(text(&none).contains("RFC 3339"), "{}", text(&none));
 
     let facts = ask(&collector, &["facts", "--host", "web-01"]);
-    assert!(facts.starts_with("web-01 (groups: web; reported "), "{facts}");
+    assert!(
+        facts.starts_with("web-01 (groups: web; reported "),
+        "{facts}"
+    );
     let table = rows(&facts);
     assert_eq!(row(&table, "inventory")[1..], ["datacenter", "eu-1"]);
     assert!(table.contains(&vec!["sys".into(), "os_family".into(), "debian".into()]));
@@ -429,11 +480,17 @@ fn the_token_is_required_and_sent_from_its_file() {
 fn hostile_report_text_is_shown_escaped() {
     require_tool("curl", "curl");
     let collector = Collector::start(false);
-    collector.post(&report("web-01", Some("evil\u{1b}]0;owned\u{7}\u{1b}[2J")), &key(1));
+    collector.post(
+        &report("web-01", Some("evil\u{1b}]0;owned\u{7}\u{1b}[2J")),
+        &key(1),
+    );
     let failures = ask(&collector, &["failures"]);
     assert!(!failures.contains('\u{1b}'), "{failures:?}");
     assert!(!failures.contains('\u{7}'), "{failures:?}");
-    assert!(failures.contains("package evil\\u{1b}]0;owned\\u{7}\\u{1b}[2J"), "{failures}");
+    assert!(
+        failures.contains("package evil\\u{1b}]0;owned\\u{7}\\u{1b}[2J"),
+        "{failures}"
+    );
 }
 
 #[test]
@@ -471,7 +528,11 @@ fn a_missing_curl_says_to_install_it() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(69), "{}", text(&out));
-    assert!(text(&out).contains("apt-get install curl"), "{}", text(&out));
+    assert!(
+        text(&out).contains("apt-get install curl"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// A program named `curl` in an otherwise empty `PATH`, answering `body`

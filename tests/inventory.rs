@@ -142,7 +142,11 @@ fn an_inventory_outside_the_tree_is_taken_from_the_command_line() {
         &[&dir.path().join("site.policy")],
     );
     assert_eq!(out.status.code(), Some(66), "{}", text(&out));
-    assert!(text(&out).contains("/nonexistent/inventory.toml"), "{}", text(&out));
+    assert!(
+        text(&out).contains("/nonexistent/inventory.toml"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]
@@ -164,7 +168,10 @@ fn a_misspelt_host_or_group_is_refused_with_the_closest_name() {
 fn an_inventory_error_is_shown_in_the_inventory_and_stops_the_build() {
     let broken = inventory().replacen("report_key", "reportkey", 1);
     let dir = tree(SITE, Some(&broken));
-    let out = policyc(&["check", "--format", "json"], &[&dir.path().join("site.policy")]);
+    let out = policyc(
+        &["check", "--format", "json"],
+        &[&dir.path().join("site.policy")],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let first = &json["diagnostics"][0];
@@ -185,9 +192,10 @@ fn without_an_inventory_host_classes_are_free_and_groups_undefined() {
     assert_eq!(out.status.code(), Some(1), "{shown}");
     assert!(shown.contains("undefined class `group_web`"), "{shown}");
     assert!(!shown.contains("host_db_01"), "{shown}");
-    let free = SITE
-        .replace("group_web", "host_any_name_at_all")
-        .replace("\"/etc/role\" { content = \"db", "\"/etc/db\" { content = \"db");
+    let free = SITE.replace("group_web", "host_any_name_at_all").replace(
+        "\"/etc/role\" { content = \"db",
+        "\"/etc/db\" { content = \"db",
+    );
     let dir = tree(&free, None);
     let out = policyc(&["check"], &[&dir.path().join("site.policy")]);
     assert!(out.status.success(), "{}", text(&out));

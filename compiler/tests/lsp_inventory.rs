@@ -57,12 +57,13 @@ fn the_inventory_is_checked_hovered_and_completed_in_the_editor() {
 
     let policy = client.open(&policy_path, POLICY);
     let shown = client.diagnostics(&policy, 1);
-    assert_eq!(codes(&shown), vec![("E0807".to_owned(), 2, 7)], "{shown:#?}");
-    let message = shown[0]["message"].as_str().unwrap();
-    assert!(
-        message.contains("did you mean `host_db_01`?"),
-        "{message}"
+    assert_eq!(
+        codes(&shown),
+        vec![("E0807".to_owned(), 2, 7)],
+        "{shown:#?}"
     );
+    let message = shown[0]["message"].as_str().unwrap();
+    assert!(message.contains("did you mean `host_db_01`?"), "{message}");
 
     // Hover on a group class says what it is and where it comes from.
     let hover = client.request("textDocument/hover", at(&policy, 1, 10));
@@ -72,7 +73,11 @@ fn the_inventory_is_checked_hovered_and_completed_in_the_editor() {
 
     // Completion in a guard being typed offers the inventory's hosts and
     // groups.
-    client.change(&policy, 2, &POLICY.replace("}\npolicy", "  when  { }\n}\npolicy"));
+    client.change(
+        &policy,
+        2,
+        &POLICY.replace("}\npolicy", "  when  { }\n}\npolicy"),
+    );
     client.diagnostics(&policy, 2);
     let items = client.request("textDocument/completion", at(&policy, 3, 7));
     let labels: Vec<&str> = items
@@ -95,7 +100,11 @@ fn the_inventory_is_checked_hovered_and_completed_in_the_editor() {
     assert_eq!(codes(&client.diagnostics(&inventory, 1)), vec![]);
     client.change(&inventory, 2, &INVENTORY.replace("groups", "group"));
     let shown = client.diagnostics(&inventory, 2);
-    assert_eq!(codes(&shown), vec![("E0802".to_owned(), 3, 0)], "{shown:#?}");
+    assert_eq!(
+        codes(&shown),
+        vec![("E0802".to_owned(), 3, 0)],
+        "{shown:#?}"
+    );
     client.change(&inventory, 3, INVENTORY);
     assert_eq!(codes(&client.diagnostics(&inventory, 3)), vec![]);
     assert!(client.shutdown().success());

@@ -193,7 +193,8 @@ impl Inventory {
         };
         // Syntax first, on its own, so that "not TOML" and "TOML of the
         // wrong shape" are told apart (each has its own code in policyc).
-        toml::from_str::<toml::Table>(text).map_err(|e| toml_error(InventoryErrorKind::Syntax, e))?;
+        toml::from_str::<toml::Table>(text)
+            .map_err(|e| toml_error(InventoryErrorKind::Syntax, e))?;
         let inventory: Inventory =
             toml::from_str(text).map_err(|e| toml_error(InventoryErrorKind::Shape, e))?;
         let errors = inventory.problems();
@@ -345,17 +346,19 @@ mod tests {
     #[test]
     fn an_unknown_field_is_a_shape_error_with_a_span() {
         let errors = Inventory::parse("[[host]]\nname = \"a\"\nreportkey = \"x\"\n").unwrap_err();
-        assert!(errors[0].message.contains("unknown field `reportkey`"));
-        assert_eq!(errors[0].kind, InventoryErrorKind::Shape);
-        assert!(errors[0].span.is_some());
+        let first = errors.first().unwrap();
+        assert!(first.message.contains("unknown field `reportkey`"));
+        assert_eq!(first.kind, InventoryErrorKind::Shape);
+        assert!(first.span.is_some());
     }
 
     #[test]
     fn text_that_is_not_toml_is_a_syntax_error() {
         let errors = Inventory::parse("[[host]\nname = \"a\"\n").unwrap_err();
         assert_eq!(errors.len(), 1);
-        assert_eq!(errors[0].kind, InventoryErrorKind::Syntax);
-        assert!(errors[0].span.is_some());
+        let first = errors.first().unwrap();
+        assert_eq!(first.kind, InventoryErrorKind::Syntax);
+        assert!(first.span.is_some());
     }
 
     #[test]

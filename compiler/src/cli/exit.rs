@@ -36,7 +36,10 @@ pub const TABLE: &[(u8, &str)] = &[
     ),
     (USAGE, "usage error"),
     (NO_INPUT, "an input cannot be read"),
-    (UNAVAILABLE, "the collector cannot be reached or answered an error"),
+    (
+        UNAVAILABLE,
+        "the collector cannot be reached or answered an error",
+    ),
     (CANT_CREATE, "an output cannot be written"),
     (IO_ERROR, "the language server's session broke off"),
     (PROTOCOL, "the collector's answer is not a fleet view"),

@@ -126,7 +126,10 @@ fn prepare(args: FleetArgs) -> Result<(Client, Query, bool), ExitCode> {
         None => None,
     };
     if common.timeout == 0 {
-        return Err(fail_with(exit::USAGE, "`--timeout` must be at least 1 second"));
+        return Err(fail_with(
+            exit::USAGE,
+            "`--timeout` must be at least 1 second",
+        ));
     }
     let query = match args.command {
         FleetCommand::Status => Query::Status,
@@ -134,7 +137,9 @@ fn prepare(args: FleetArgs) -> Result<(Client, Query, bool), ExitCode> {
         FleetCommand::Failures => Query::Failures,
         FleetCommand::Changes { since, host } => Query::Changes {
             since: match since {
-                Some(text) => Some(fleet::since(&text, now()).map_err(|e| fail_with(exit::USAGE, e))?),
+                Some(text) => {
+                    Some(fleet::since(&text, now()).map_err(|e| fail_with(exit::USAGE, e))?)
+                }
                 None => None,
             },
             host,

@@ -178,8 +178,14 @@ impl Client {
             // A write error means curl exited early; its status says why.
             let _ = stdin.write_all(format!("Authorization: Bearer {token}\n").as_bytes());
         }
-        let stdout = child.stdout.take().map(|s| read_bounded(s, MAX_ANSWER_BYTES));
-        let stderr = child.stderr.take().map(|s| read_bounded(s, MAX_STDERR_BYTES));
+        let stdout = child
+            .stdout
+            .take()
+            .map(|s| read_bounded(s, MAX_ANSWER_BYTES));
+        let stderr = child
+            .stderr
+            .take()
+            .map(|s| read_bounded(s, MAX_STDERR_BYTES));
         let deadline = Instant::now() + Duration::from_secs(self.timeout) + GRACE;
         let status = loop {
             match child.try_wait() {
@@ -244,7 +250,11 @@ fn join(handle: std::thread::JoinHandle<(Vec<u8>, bool)>) -> (Vec<u8>, bool) {
 /// The body and the status code `--write-out "\n%{http_code}"` appended.
 fn split_status(out: &[u8]) -> Option<(&[u8], u16)> {
     let at = out.iter().rposition(|b| *b == b'\n')?;
-    let code = std::str::from_utf8(out.get(at + 1..)?).ok()?.trim().parse().ok()?;
+    let code = std::str::from_utf8(out.get(at + 1..)?)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
     Some((out.get(..at)?, code))
 }
 
@@ -283,7 +293,9 @@ mod tests {
     }
 
     fn strings(args: &[OsString]) -> Vec<String> {
-        args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
     }
 
     #[test]
@@ -305,7 +317,10 @@ mod tests {
         assert_eq!(after("--proto"), "=http,https");
         assert_eq!(after("--max-time"), "30");
         assert_eq!(after("--cacert"), "/etc/converge/ca.pem");
-        assert_eq!(after("--url"), "https://collector.example:8470/api/v1/status");
+        assert_eq!(
+            after("--url"),
+            "https://collector.example:8470/api/v1/status"
+        );
         assert!(!args.contains(&"@-".to_owned()));
         assert!(!args.contains(&"--get".to_owned()));
     }
@@ -314,7 +329,10 @@ mod tests {
     fn query_values_are_separate_arguments_encoded_by_curl() {
         let args = strings(&client(None).argv(
             "/api/v1/changes",
-            &[("since", "2026-11-24T00:00:00Z".to_owned()), ("host", "a b&c".to_owned())],
+            &[
+                ("since", "2026-11-24T00:00:00Z".to_owned()),
+                ("host", "a b&c".to_owned()),
+            ],
         ));
         assert!(args.contains(&"--get".to_owned()));
         assert!(args.contains(&"since=2026-11-24T00:00:00Z".to_owned()));
@@ -323,10 +341,19 @@ mod tests {
 
     #[test]
     fn the_status_code_is_split_from_the_body() {
-        assert_eq!(split_status(b"{\"a\":1}\n200"), Some((&b"{\"a\":1}"[..], 200)));
-        assert_eq!(split_status(b"line\nmore\n404"), Some((&b"line\nmore"[..], 404)));
+        assert_eq!(
+            split_status(b"{\"a\":1}\n200"),
+            Some((&b"{\"a\":1}"[..], 200))
+        );
+        assert_eq!(
+            split_status(b"line\nmore\n404"),
+            Some((&b"line\nmore"[..], 404))
+        );
         assert_eq!(split_status(b"no code"), None);
-        assert_eq!(error_message(br#"{"error":"no such host"}"#).as_deref(), Some("no such host"));
+        assert_eq!(
+            error_message(br#"{"error":"no such host"}"#).as_deref(),
+            Some("no such host")
+        );
     }
 
     #[test]

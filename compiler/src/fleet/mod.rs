@@ -93,8 +93,12 @@ fn is_rfc3339(text: &str) -> bool {
         let b = o.as_bytes();
         b.len() == 5
             && b.get(2) == Some(&b':')
-            && o.get(..2).and_then(|h| h.parse::<u8>().ok()).is_some_and(|h| h < 24)
-            && o.get(3..).and_then(|m| m.parse::<u8>().ok()).is_some_and(|m| m < 60)
+            && o.get(..2)
+                .and_then(|h| h.parse::<u8>().ok())
+                .is_some_and(|h| h < 24)
+            && o.get(3..)
+                .and_then(|m| m.parse::<u8>().ok())
+                .is_some_and(|m| m < 60)
     };
     rest == "Z" || rest.strip_prefix(['+', '-']).is_some_and(offset)
 }
@@ -191,7 +195,13 @@ mod tests {
         ] {
             assert_eq!(since(ok, now).unwrap(), ok);
         }
-        for bad in ["yesterday", "2026-11-24", "2026-13-01T00:00:00Z", "2026-11-24T00:00:00+1:00", ""] {
+        for bad in [
+            "yesterday",
+            "2026-11-24",
+            "2026-13-01T00:00:00Z",
+            "2026-11-24T00:00:00+1:00",
+            "",
+        ] {
             assert!(since(bad, now).unwrap_err().contains("RFC 3339"), "{bad}");
         }
     }

@@ -90,7 +90,10 @@ pub fn status(view: &Status) -> String {
     let order = ["kept", "repaired", "failed", "refused", "never"];
     rows.sort_by_key(|r| {
         let name = r.first().map(String::as_str).unwrap_or_default();
-        (order.iter().position(|o| *o == name).unwrap_or(order.len()), name.to_owned())
+        (
+            order.iter().position(|o| *o == name).unwrap_or(order.len()),
+            name.to_owned(),
+        )
     });
     rows.push(vec!["silent".to_owned(), view.silent.to_string()]);
     format!(
@@ -101,8 +104,12 @@ pub fn status(view: &Status) -> String {
         table(&["STATUS", "HOSTS"], &rows),
         age(view.silent_after_seconds),
         plural(
-            u64::try_from(view.silent_after_seconds.checked_div(view.interval_seconds).unwrap_or(0))
-                .unwrap_or(0),
+            u64::try_from(
+                view.silent_after_seconds
+                    .checked_div(view.interval_seconds)
+                    .unwrap_or(0)
+            )
+            .unwrap_or(0),
             "interval"
         ),
         age(view.interval_seconds),
@@ -125,7 +132,11 @@ pub fn hosts(view: &HostList) -> String {
                 Some(a) => format!("{} ago", age(a)),
                 None => "never".to_owned(),
             };
-            let seen = if h.silent { format!("{seen} (silent)") } else { seen };
+            let seen = if h.silent {
+                format!("{seen} (silent)")
+            } else {
+                seen
+            };
             let serial = match (&h.bundle_name, h.bundle_serial) {
                 (Some(name), Some(serial)) => format!("{name} {serial}"),
                 (None, Some(serial)) => serial.to_string(),
@@ -171,7 +182,10 @@ pub fn failures(view: &FailureList) -> String {
             ]
         })
         .collect();
-    table(&["PROMISE", "SOURCE", "HOSTS", "WHICH", "LAST ERROR"], &rows)
+    table(
+        &["PROMISE", "SOURCE", "HOSTS", "WHICH", "LAST ERROR"],
+        &rows,
+    )
 }
 
 /// `policyc fleet changes`.
@@ -198,7 +212,10 @@ pub fn changes(view: &ChangeList) -> String {
             ]
         })
         .collect();
-    out.push_str(&table(&["TIME", "HOST", "PROMISE", "SOURCE", "CHANGED"], &rows));
+    out.push_str(&table(
+        &["TIME", "HOST", "PROMISE", "SOURCE", "CHANGED"],
+        &rows,
+    ));
     if view.truncated {
         out.push_str("(more changes in this window: ask for a shorter one with --since)\n");
     }
@@ -286,7 +303,10 @@ mod tests {
 
     #[test]
     fn control_characters_never_reach_the_terminal() {
-        assert_eq!(clean("ok\u{1b}]0;pwned\u{7}x\n"), "ok\\u{1b}]0;pwned\\u{7}x\\n");
+        assert_eq!(
+            clean("ok\u{1b}]0;pwned\u{7}x\n"),
+            "ok\\u{1b}]0;pwned\\u{7}x\\n"
+        );
         let text = table(&["A"], &[vec!["\u{1b}[2J".into()]]);
         assert!(!text.contains('\u{1b}'), "{text:?}");
     }

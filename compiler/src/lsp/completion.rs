@@ -418,10 +418,11 @@ fn classes(analysis: &Analysis) -> Vec<CompletionItem> {
             .hosts
             .iter()
             .map(|h| (host_class(h.name.get_ref()), "inventory host"));
-        let groups = inventory
-            .hosts
-            .iter()
-            .flat_map(|h| h.groups.iter().map(|g| (group_class(g.get_ref()), "inventory group")));
+        let groups = inventory.hosts.iter().flat_map(|h| {
+            h.groups
+                .iter()
+                .map(|g| (group_class(g.get_ref()), "inventory group"))
+        });
         for (name, detail) in hosts.chain(groups) {
             if seen.insert(name.as_str().into()) {
                 items.push(CompletionItem {

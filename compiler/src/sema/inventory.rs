@@ -153,8 +153,10 @@ impl InventoryClasses {
         self.groups
             .iter()
             .map(|(name, (span, members))| {
-                let mut parts: Vec<ir::Guard> =
-                    members.iter().map(|m| ir::Guard::Class(m.clone())).collect();
+                let mut parts: Vec<ir::Guard> = members
+                    .iter()
+                    .map(|m| ir::Guard::Class(m.clone()))
+                    .collect();
                 let expr = if parts.len() == 1 {
                     parts.pop().unwrap_or(ir::Guard::Const(false))
                 } else {
@@ -292,7 +294,11 @@ mod tests {
             key(2),
             key(3)
         );
-        InventoryClasses::new(FileId(7), "inventory.toml", &Inventory::parse(&text).unwrap())
+        InventoryClasses::new(
+            FileId(7),
+            "inventory.toml",
+            &Inventory::parse(&text).unwrap(),
+        )
     }
 
     #[test]
@@ -332,6 +338,9 @@ mod tests {
         assert_eq!(d.code, Code::UnknownGroup);
         assert_eq!(d.help.as_deref(), Some("did you mean `group_web`?"));
         let d = c.unknown("host_mail_01", at).unwrap();
-        assert!(d.help.unwrap().contains("policyvm enroll"), "not `host_db_01`");
+        assert!(
+            d.help.unwrap().contains("policyvm enroll"),
+            "not `host_db_01`"
+        );
     }
 }

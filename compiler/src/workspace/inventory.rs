@@ -52,8 +52,7 @@ impl Workspace {
             Some(id) => Some(id),
             None => self.tree_inventory(tree),
         };
-        if let (Some(id), Some(docs)) = (inventory, self.document_edges.get_mut(root.0 as usize))
-        {
+        if let (Some(id), Some(docs)) = (inventory, self.document_edges.get_mut(root.0 as usize)) {
             if !docs.contains(&id) {
                 docs.push(id);
             }
@@ -100,7 +99,9 @@ impl Workspace {
         if self.inventories.contains_key(&id) {
             return;
         }
-        self.document_kinds.entry(id).or_insert(DocumentKind::Inventory);
+        self.document_kinds
+            .entry(id)
+            .or_insert(DocumentKind::Inventory);
         let text = self.db.get(id).map(|f| f.text.clone()).unwrap_or_default();
         match Inventory::parse(&text) {
             Ok(inventory) => {
@@ -133,7 +134,9 @@ fn unreadable(path: &Path, err: &ReadError) -> Diagnostic {
         Code::InventoryUnreadable,
         format!("cannot read the inventory `{}`: {err}", path.display()),
     )
-    .with_help("make it a regular UTF-8 file inside the policy tree, or name one with `--inventory FILE`")
+    .with_help(
+        "make it a regular UTF-8 file inside the policy tree, or name one with `--inventory FILE`",
+    )
 }
 
 /// An error of [`Inventory::parse`] as a diagnostic at its place in the

@@ -109,7 +109,9 @@ impl<'a> Checker<'a> {
                 "define it (`class {name} = ...;`), or declare it for outcomes and --define (`class {name};`)"
             )),
         };
-        if name.starts_with(crate::sema::inventory::GROUP_PREFIX) && self.symbols.inventory.is_none() {
+        if name.starts_with(crate::sema::inventory::GROUP_PREFIX)
+            && self.symbols.inventory.is_none()
+        {
             d = d.with_note("`group_` classes come from the inventory (`inventory.toml` at the root of the policy tree, or `--inventory FILE`), and this program has none");
         }
         self.push(d);
