@@ -518,6 +518,24 @@ fn unreachable_collector_and_unknown_answers_have_their_exit_codes() {
     assert!(text(&out).contains("no such endpoint"), "{}", text(&out));
 }
 
+/// A collector that accepts the connection and never answers: curl's
+/// deadline (`--timeout`) ends the wait, and policyc says so.
+#[test]
+#[ignore = "needs curl"]
+fn a_collector_that_never_answers_times_out() {
+    require_tool("curl", "curl");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let held = std::thread::spawn(move || listener.accept().map(|(s, _)| s));
+    let started = std::time::Instant::now();
+    let out = policyc(&["status", "--collector", &url, "--timeout", "1"]);
+    assert_eq!(out.status.code(), Some(69), "{}", text(&out));
+    assert!(text(&out).contains("cannot reach the collector"), "{}", text(&out));
+    assert!(text(&out).contains("imed out"), "{}", text(&out));
+    assert!(started.elapsed() < std::time::Duration::from_secs(6));
+    drop(held.join());
+}
+
 /// `policyc fleet` with curl missing from `PATH` says to install it.
 #[test]
 fn a_missing_curl_says_to_install_it() {
