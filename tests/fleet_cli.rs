@@ -530,7 +530,11 @@ fn a_collector_that_never_answers_times_out() {
     let started = std::time::Instant::now();
     let out = policyc(&["status", "--collector", &url, "--timeout", "1"]);
     assert_eq!(out.status.code(), Some(69), "{}", text(&out));
-    assert!(text(&out).contains("cannot reach the collector"), "{}", text(&out));
+    assert!(
+        text(&out).contains("cannot reach the collector"),
+        "{}",
+        text(&out)
+    );
     assert!(text(&out).contains("imed out"), "{}", text(&out));
     assert!(started.elapsed() < std::time::Duration::from_secs(6));
     drop(held.join());

@@ -78,6 +78,7 @@ impl<'a> Checker<'a> {
                 if let Some(id) = self.names.find(DefKind::Class, &class.name) {
                     self.names.record(class.span, id);
                 } else if self.inventory_class(&class.name, class.span) {
+                    // The inventory's: recorded, or reported as unknown.
                 } else if is_hard_class(&class.name) {
                     let id = self.names.builtin(DefKind::HardClass, &class.name);
                     self.names.record(class.span, id);
