@@ -412,6 +412,74 @@ fn failures_changes_and_facts_tables() {
 
 #[test]
 #[ignore = "needs curl"]
+fn one_host_and_one_promise_across_the_fleet() {
+    let collector = fleet(false);
+
+    let host = ask(&collector, &["host", "web-02"]);
+    let first = host.lines().next().unwrap();
+    assert!(first.starts_with("web-02: failed, last seen "), "{host}");
+    assert!(first.ends_with(", bundle site 7, groups: web"), "{host}");
+    let table = rows(&host);
+    assert_eq!(
+        row(&table, "RECEIVED"),
+        ["RECEIVED", "RUN", "STATUS", "KEPT", "REPAIRED", "FAILED", "SKIPPED", "SERIAL"]
+    );
+    let run = &table[2];
+    assert_eq!(
+        run[1..],
+        ["1", "failed", "18", "1", "1", "0", "7"],
+        "{host}"
+    );
+    assert!(host.contains("not kept in the last report:\n"), "{host}");
+    assert_eq!(
+        row(&table, "package nginx")[1..],
+        [
+            "failed",
+            "site.policy:9:1",
+            "apt-get install: exit status 100"
+        ]
+    );
+    assert_eq!(
+        row(&table, "file /etc/motd")[1..],
+        ["repaired", "site.policy:3:5"]
+    );
+
+    let never = ask(&collector, &["host", "mail-01"]);
+    assert_eq!(never, "mail-01: never, never reported, silent\n");
+    let unknown = policyc(&["host", "nope-99", "--collector", &collector.url]);
+    assert_eq!(unknown.status.code(), Some(69), "{}", text(&unknown));
+    assert!(
+        text(&unknown).contains("answered 404"),
+        "{}",
+        text(&unknown)
+    );
+    let bad = policyc(&["host", "../status", "--collector", &collector.url]);
+    assert_eq!(bad.status.code(), Some(64), "{}", text(&bad));
+
+    let promise = ask(
+        &collector,
+        &["promise", "--type", "package", "--promiser", "nginx"],
+    );
+    assert_eq!(
+        promise.lines().next().unwrap(),
+        "package nginx: failed 2, kept_or_absent 1, never 1, repaired 0, skipped 0"
+    );
+    let table = rows(&promise);
+    assert_eq!(row(&table, "HOST"), ["HOST", "OUTCOME", "SOURCE", "ERROR"]);
+    assert_eq!(
+        row(&table, "db-01")[1..],
+        [
+            "failed",
+            "site.policy:9:1",
+            "apt-get install: exit status 100"
+        ]
+    );
+    assert_eq!(row(&table, "web-01")[1..], ["kept_or_absent", "-"]);
+    assert_eq!(row(&table, "mail-01")[1..], ["never", "-"]);
+}
+
+#[test]
+#[ignore = "needs curl"]
 fn json_is_the_collectors_answer() {
     let collector = fleet(false);
     for (args, path) in [
@@ -419,6 +487,11 @@ fn json_is_the_collectors_answer() {
         (vec!["hosts"], "/api/v1/hosts"),
         (vec!["failures"], "/api/v1/failures"),
         (vec!["facts", "--host", "db-01"], "/api/v1/facts?host=db-01"),
+        (vec!["host", "db-01"], "/api/v1/hosts/db-01"),
+        (
+            vec!["promise", "--type", "file", "--promiser", "/etc/motd"],
+            "/api/v1/promises?type=file&promiser=%2Fetc%2Fmotd",
+        ),
     ] {
         let mut all = args.clone();
         all.extend(["--format", "json"]);
@@ -434,6 +507,9 @@ fn json_is_the_collectors_answer() {
         let strip = |mut v: Value| {
             if let Some(o) = v.as_object_mut() {
                 o.remove("generated_at");
+                if let Some(h) = o.get_mut("host").and_then(Value::as_object_mut) {
+                    h.remove("age_seconds");
+                }
                 if let Some(hosts) = o.get_mut("hosts").and_then(Value::as_array_mut) {
                     for h in hosts {
                         if let Some(h) = h.as_object_mut() {

@@ -1,4 +1,4 @@
-//! `policyc fleet status|hosts|failures|changes|facts|silent --collector URL`
+//! `policyc fleet status|hosts|host|failures|promise|changes|facts|silent --collector URL`
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -69,6 +69,21 @@ enum FleetCommand {
         /// Only this host.
         #[arg(long, value_name = "HOST")]
         host: Option<String>,
+    },
+    /// One host: its recent runs and what its last report did not keep.
+    Host {
+        /// The host's name in the inventory.
+        name: String,
+    },
+    /// One promise on every host: repaired, failed, skipped, kept (or not
+    /// the host's), never reported.
+    Promise {
+        /// The promise type (`file`, `package`).
+        #[arg(long = "type", value_name = "TYPE")]
+        kind: String,
+        /// The promiser (`/etc/motd`, `nginx`).
+        #[arg(long, value_name = "PROMISER")]
+        promiser: String,
     },
     /// Hosts with no report for more than N run intervals.
     Silent {
@@ -146,6 +161,19 @@ fn prepare(args: FleetArgs) -> Result<(Client, Query, bool), ExitCode> {
         },
         FleetCommand::Facts { host } => Query::Facts { host },
         FleetCommand::Silent { intervals } => Query::Silent { intervals },
+        FleetCommand::Host { name } => {
+            if !converge_format::inventory::is_host_name(&name) {
+                return Err(fail_with(
+                    exit::USAGE,
+                    format!(
+                        "`{}` is not a host name (letters, digits, `-`, `.` and `_`)",
+                        crate::fleet::tables::clean(&name)
+                    ),
+                ));
+            }
+            Query::Host { name }
+        }
+        FleetCommand::Promise { kind, promiser } => Query::Promise { kind, promiser },
     };
     let client = Client {
         base,

@@ -36,6 +36,12 @@ pub enum Query {
     Facts { host: Option<String> },
     /// Hosts without a report for more than `intervals` run intervals.
     Silent { intervals: Option<u32> },
+    /// One host: its recent runs and what its last report did not keep.
+    /// The name is an inventory host name (checked by the caller), so it
+    /// goes into the path as it is.
+    Host { name: String },
+    /// One promise across the hosts' last reports.
+    Promise { kind: String, promiser: String },
 }
 
 /// Why `policyc fleet` has nothing to show.
@@ -105,11 +111,16 @@ fn is_rfc3339(text: &str) -> bool {
 
 impl Query {
     /// The API path and query parameters.
-    pub fn request(&self) -> (&'static str, Vec<(&'static str, String)>) {
-        match self {
-            Query::Status => ("/api/v1/status", Vec::new()),
-            Query::Hosts => ("/api/v1/hosts", Vec::new()),
-            Query::Failures => ("/api/v1/failures", Vec::new()),
+    pub fn request(&self) -> (String, Vec<(&'static str, String)>) {
+        let (path, query) = match self {
+            Query::Status => ("status".to_owned(), Vec::new()),
+            Query::Hosts => ("hosts".to_owned(), Vec::new()),
+            Query::Host { name } => (format!("hosts/{name}"), Vec::new()),
+            Query::Failures => ("failures".to_owned(), Vec::new()),
+            Query::Promise { kind, promiser } => (
+                "promises".to_owned(),
+                vec![("type", kind.clone()), ("promiser", promiser.clone())],
+            ),
             Query::Changes { since, host } => {
                 let mut q = Vec::new();
                 if let Some(s) = since {
@@ -118,20 +129,21 @@ impl Query {
                 if let Some(h) = host {
                     q.push(("host", h.clone()));
                 }
-                ("/api/v1/changes", q)
+                ("changes".to_owned(), q)
             }
             Query::Facts { host } => (
-                "/api/v1/facts",
+                "facts".to_owned(),
                 host.iter().map(|h| ("host", h.clone())).collect(),
             ),
             Query::Silent { intervals } => (
-                "/api/v1/silent",
+                "silent".to_owned(),
                 intervals
                     .iter()
                     .map(|n| ("intervals", n.to_string()))
                     .collect(),
             ),
-        }
+        };
+        (format!("/api/v1/{path}"), query)
     }
 }
 
@@ -139,14 +151,16 @@ impl Query {
 /// the collector's answer itself (checked to be the view asked for).
 pub fn run(client: &Client, query: &Query, json: bool) -> Result<String, FleetError> {
     let (path, params) = query.request();
-    let body = client.get(path, &params).map_err(FleetError::Fetch)?;
-    let url = client.url(path);
+    let body = client.get(&path, &params).map_err(FleetError::Fetch)?;
+    let url = client.url(&path);
     let text = match query {
         Query::Status => tables::status(&view(&url, &body)?),
         Query::Hosts => tables::hosts(&view(&url, &body)?),
         Query::Failures => tables::failures(&view(&url, &body)?),
         Query::Changes { .. } => tables::changes(&view(&url, &body)?),
         Query::Facts { .. } => tables::facts(&view(&url, &body)?),
+        Query::Host { .. } => tables::host(&view(&url, &body)?),
+        Query::Promise { .. } => tables::promise(&view(&url, &body)?),
         Query::Silent { .. } => {
             let list: views::HostList = view(&url, &body)?;
             format!(
@@ -215,7 +229,7 @@ mod tests {
         assert_eq!(
             q.request(),
             (
-                "/api/v1/changes",
+                "/api/v1/changes".to_owned(),
                 vec![
                     ("since", "2026-11-24T00:00:00Z".to_owned()),
                     ("host", "web-01".to_owned())
@@ -224,8 +238,21 @@ mod tests {
         );
         assert_eq!(
             Query::Silent { intervals: Some(5) }.request(),
-            ("/api/v1/silent", vec![("intervals", "5".to_owned())])
+            (
+                "/api/v1/silent".to_owned(),
+                vec![("intervals", "5".to_owned())]
+            )
         );
-        assert_eq!(Query::Status.request(), ("/api/v1/status", vec![]));
+        assert_eq!(
+            Query::Status.request(),
+            ("/api/v1/status".to_owned(), vec![])
+        );
+        assert_eq!(
+            Query::Host {
+                name: "web-01".into()
+            }
+            .request(),
+            ("/api/v1/hosts/web-01".to_owned(), vec![])
+        );
     }
 }

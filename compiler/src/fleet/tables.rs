@@ -10,7 +10,9 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::views::{ChangeList, FactsList, FailureList, HostList, Status};
+use super::views::{
+    ChangeList, FactsList, FailureList, HostDetail, HostList, PromiseAcross, Status,
+};
 
 /// `text` with control characters escaped (`\u{1b}`), so it prints as
 /// what it is and never acts on the terminal.
@@ -149,6 +151,115 @@ pub fn hosts(view: &HostList) -> String {
         return "no hosts\n".to_owned();
     }
     table(&["HOST", "STATUS", "LAST SEEN", "BUNDLE"], &rows)
+}
+
+/// `policyc fleet host NAME`: the host, its recent runs, and what its
+/// last report did not keep.
+pub fn host(view: &HostDetail) -> String {
+    let h = &view.host;
+    let seen = match h.age_seconds {
+        Some(a) => format!("last seen {} ago", age(a)),
+        None => "never reported".to_owned(),
+    };
+    let mut about = vec![h.status.clone(), seen];
+    if h.silent {
+        about.push("silent".to_owned());
+    }
+    if let (Some(name), Some(serial)) = (&h.bundle_name, h.bundle_serial) {
+        about.push(format!("bundle {name} {serial}"));
+    }
+    if !h.groups.is_empty() {
+        about.push(format!("groups: {}", h.groups.join(", ")));
+    }
+    if h.revoked {
+        about.push("revoked".to_owned());
+    }
+    let mut out = format!(
+        "{}: {}
+",
+        clean(&h.name),
+        clean(&about.join(", "))
+    );
+    if !view.recent_reports.is_empty() {
+        let rows: Vec<Vec<String>> = view
+            .recent_reports
+            .iter()
+            .map(|r| {
+                vec![
+                    r.received_at.clone(),
+                    r.sequence.to_string(),
+                    r.status.clone(),
+                    r.kept.to_string(),
+                    r.repaired.to_string(),
+                    r.failed.to_string(),
+                    r.skipped.to_string(),
+                    r.bundle_serial.map_or("-".to_owned(), |s| s.to_string()),
+                ]
+            })
+            .collect();
+        out.push_str(&table(
+            &[
+                "RECEIVED", "RUN", "STATUS", "KEPT", "REPAIRED", "FAILED", "SKIPPED", "SERIAL",
+            ],
+            &rows,
+        ));
+    }
+    let promises = view
+        .last_report
+        .get("promises")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if !promises.is_empty() {
+        let field = |p: &Value, k: &str| p.get(k).map(value).unwrap_or_default();
+        let rows: Vec<Vec<String>> = promises
+            .iter()
+            .map(|p| {
+                vec![
+                    format!("{} {}", field(p, "type"), field(p, "promiser")),
+                    field(p, "outcome"),
+                    field(p, "source"),
+                    p.get("error")
+                        .filter(|e| !e.is_null())
+                        .map(value)
+                        .unwrap_or_default(),
+                ]
+            })
+            .collect();
+        out.push_str("not kept in the last report:\n");
+        out.push_str(&table(&["PROMISE", "OUTCOME", "SOURCE", "ERROR"], &rows));
+    }
+    out
+}
+
+/// `policyc fleet promise --type T --promiser P`: its outcome on every
+/// host's last report.
+pub fn promise(view: &PromiseAcross) -> String {
+    let counts: Vec<String> = view
+        .counts
+        .iter()
+        .map(|(outcome, n)| format!("{outcome} {n}"))
+        .collect();
+    let mut out = format!(
+        "{} {}: {}\n",
+        clean(&view.kind),
+        clean(&view.promiser),
+        clean(&counts.join(", "))
+    );
+    let rows: Vec<Vec<String>> = view
+        .hosts
+        .iter()
+        .map(|h| {
+            vec![
+                h.host.clone(),
+                h.outcome.clone(),
+                h.source.clone().unwrap_or_else(|| "-".to_owned()),
+                h.error.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(&["HOST", "OUTCOME", "SOURCE", "ERROR"], &rows));
+    out
 }
 
 /// At most this many host names in a cell; the rest are counted.

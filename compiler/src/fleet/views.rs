@@ -76,10 +76,61 @@ pub struct Host {
     pub in_inventory: bool,
     #[serde(default)]
     pub revoked: bool,
+    #[serde(default)]
+    pub groups: Vec<String>,
 }
 
 fn yes() -> bool {
     true
+}
+
+/// `GET /api/v1/hosts/NAME`.
+#[derive(Clone, Debug, Deserialize)]
+pub struct HostDetail {
+    pub host: Host,
+    /// The last report as the host signed it (`converge-report/1`).
+    #[serde(default)]
+    pub last_report: Value,
+    #[serde(default)]
+    pub recent_reports: Vec<ReportSummary>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct ReportSummary {
+    pub received_at: String,
+    pub status: String,
+    #[serde(default)]
+    pub sequence: i64,
+    #[serde(default)]
+    pub kept: i64,
+    #[serde(default)]
+    pub repaired: i64,
+    #[serde(default)]
+    pub failed: i64,
+    #[serde(default)]
+    pub skipped: i64,
+    #[serde(default)]
+    pub bundle_serial: Option<i64>,
+}
+
+/// `GET /api/v1/promises?type=&promiser=`.
+#[derive(Clone, Debug, Deserialize)]
+pub struct PromiseAcross {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub promiser: String,
+    pub counts: BTreeMap<String, u64>,
+    pub hosts: Vec<PromiseOnHost>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct PromiseOnHost {
+    pub host: String,
+    pub outcome: String,
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub error: Option<String>,
 }
 
 /// `GET /api/v1/failures`.
