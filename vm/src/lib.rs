@@ -23,6 +23,7 @@ pub mod facts;
 pub mod identity;
 pub mod instance;
 pub mod outcome;
+pub mod probes;
 pub mod pull;
 pub mod rootfs;
 pub mod run;
