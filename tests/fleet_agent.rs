@@ -85,8 +85,12 @@ impl Hub {
     }
 
     fn publish(&self, motd: &str, serial: u64, extra: &[&str]) {
+        self.publish_source(&policy(motd), serial, extra);
+    }
+
+    fn publish_source(&self, source: &str, serial: u64, extra: &[&str]) {
         let file = self.work.path().join("site.policy");
-        std::fs::write(&file, policy(motd)).unwrap();
+        std::fs::write(&file, source).unwrap();
         let out = Command::new(binary("policyc"))
             .arg("publish")
             .arg(&file)
@@ -499,6 +503,57 @@ fn each_cycle_uploads_a_report_the_collector_can_verify() {
     let metrics = host.metrics();
     assert_eq!(metric(&metrics, "converge_report_uploads_total"), Some(2.0));
     assert_eq!(metric(&metrics, "converge_enrolled"), Some(1.0));
+}
+
+/// Probe facts reach the report: each value, or why it is unknown, and
+/// the promise that needed an unknown one is reported skipped.
+#[test]
+fn probe_facts_and_skipped_promises_are_in_the_report() {
+    let hub = Hub::start();
+    hub.publish_source(
+        r#"
+fact dc: string from file "/etc/converge/facts.d/dc";
+fact rack: int from ["/usr/local/lib/converge/probes/rack"] timeout 2s;
+bundle site {
+  file "/etc/dc" { content = "${facts.dc}\n"; }
+  file "/etc/rack" { content = "${facts.rack}\n"; }
+}
+policy { site(); }
+"#,
+        100,
+        &[],
+    );
+    let host = hub.host("web-01");
+    std::fs::create_dir_all(host.root.join("etc/converge/facts.d")).unwrap();
+    std::fs::write(host.root.join("etc/converge/facts.d/dc"), "eu-1\n").unwrap();
+    let key = host.enrolled("web-01");
+    let collector = Collector::start(STORED);
+    host.configure(&[collector.url()], "");
+    let out = host.agent();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = open(&collector.received()[0], &key);
+    let dc = &report.facts.probes["dc"];
+    assert_eq!(dc.value, Some(serde_json::json!("eu-1")), "{dc:?}");
+    let rack = &report.facts.probes["rack"];
+    assert!(rack.value.is_none());
+    assert!(
+        rack.error
+            .as_deref()
+            .unwrap_or("")
+            .contains("does not exist"),
+        "{rack:?}"
+    );
+    let skipped = report
+        .promises
+        .iter()
+        .find(|p| p.promiser == "/etc/rack")
+        .unwrap();
+    assert_eq!(skipped.outcome, "skipped");
+    assert!(
+        skipped.error.as_deref().unwrap_or("").contains("rack"),
+        "{skipped:?}"
+    );
+    assert_eq!(report.summary.skipped, 1);
 }
 
 #[test]

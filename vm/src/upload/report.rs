@@ -1,13 +1,14 @@
 //! From an agent cycle to the uploaded report (`converge_format::report`,
 //! `converge-report/1`): only what a fleet view needs (every promise not
-//! kept, with its source location; owed notifications; `sys` facts and
-//! classes; the bundle; timings), cut to [`MAX_REPORT_BYTES`].
+//! kept, with its source location; owed notifications; `sys` facts, probe
+//! facts (each value or why it is unknown) and classes; the bundle;
+//! timings), cut to [`MAX_REPORT_BYTES`].
 
 use std::collections::BTreeMap;
 
 use converge_format::report::{
-    BundleRef, Change, Facts as ReportFacts, OwedNotification, PromiseResult, Report, Status,
-    Summary, Timings, MAX_REPORT_BYTES, REPORT_FORMAT,
+    BundleRef, Change, Facts as ReportFacts, OwedNotification, ProbeFact, PromiseResult, Report,
+    Status, Summary, Timings, MAX_REPORT_BYTES, REPORT_FORMAT,
 };
 use serde_json::Value;
 
@@ -91,6 +92,24 @@ pub fn build(cycle: &Cycle<'_>) -> Report {
                 .collect();
             report.facts.sys = sys_facts(&r.facts);
             report.facts.classes = r.classes.clone();
+            report.facts.probes = r
+                .probes
+                .outcomes()
+                .iter()
+                .map(|o| {
+                    let fact = match &o.result {
+                        Ok(v) => ProbeFact {
+                            value: Some(v.to_json()),
+                            error: None,
+                        },
+                        Err(e) => ProbeFact {
+                            value: None,
+                            error: Some(e.clone()),
+                        },
+                    };
+                    (o.name.clone(), fact)
+                })
+                .collect();
             if !r.converged {
                 report.error = Some(format!(
                     "not converged after {} passes{}",
