@@ -966,3 +966,71 @@ fn node_exporter_reads_the_textfile() {
         assert!(out.status.success(), "{}", text(&out));
     }
 }
+
+/// The real `converge-collector` (SQLite in a temporary directory) takes
+/// the agent's reports, and refuses them once the host is revoked in the
+/// inventory: the two sides agree on the contract.
+#[test]
+fn the_real_collector_stores_the_reports_and_refuses_a_revoked_host() {
+    use std::io::BufRead as _;
+    let hub = Hub::start();
+    hub.publish("hello", 100, &[]);
+    let host = hub.host("web-01");
+    let out = host.enroll(&["--name", "web-01"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let inventory = hub.work.path().join("inventory.toml");
+    std::fs::write(&inventory, &out.stdout).unwrap();
+    let db = hub.work.path().join("collector.db");
+    let mut collector = Command::new(binary("converge-collector"))
+        .arg("serve")
+        .arg("--inventory")
+        .arg(&inventory)
+        .arg("--database")
+        .arg(format!("sqlite://{}", db.display()))
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(collector.stdout.take().unwrap()).lines();
+    let url = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.split_whitespace()
+                .find(|w| w.starts_with("http://"))
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| panic!("the collector said no address"));
+    host.configure(&[url], "");
+    let out = host.agent();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!text(&out).contains("warning"), "{}", text(&out));
+    assert_eq!(
+        metric(&host.metrics(), "converge_report_uploads_total"),
+        Some(1.0)
+    );
+
+    let mut text_now = std::fs::read_to_string(&inventory).unwrap();
+    text_now.push_str("revoked = true\n");
+    std::fs::write(&inventory, text_now).unwrap();
+    // The collector re-reads the inventory when it changes.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = host.agent();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        if text(&out).contains("revoked") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never refused: {}", text(&out));
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let _ = collector.kill();
+    let _ = collector.wait();
+    let metrics = host.metrics();
+    assert!(
+        metric(&metrics, "converge_report_refused_total") >= Some(1.0),
+        "{metrics}"
+    );
+    assert!(host.spool().is_empty());
+}
