@@ -36,7 +36,7 @@ pub fn require_chromium() -> (PathBuf, PathBuf) {
 }
 
 pub struct Browser {
-    driver: Child,
+    _driver: Driver,
     pub client: Client,
     _profile: tempfile::TempDir,
 }
@@ -54,6 +54,7 @@ impl Browser {
             .stderr(Stdio::null())
             .process_group(0)
             .spawn()
+            .map(Driver)
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -75,6 +76,9 @@ impl Browser {
                 ],
             }),
         );
+        // chromedriver is plain HTTP on loopback; fantoccini's rustls
+        // connector still wants a process-wide crypto provider.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = ClientBuilder::rustls()
             .unwrap()
             .capabilities(capabilities)
@@ -82,7 +86,7 @@ impl Browser {
             .await
             .unwrap_or_else(|e| panic!("chromedriver did not start a session: {e}"));
         Browser {
-            driver,
+            _driver: driver,
             client,
             _profile: profile,
         }
@@ -169,13 +173,16 @@ pub fn artefacts_dir() -> PathBuf {
     target.join("test-artefacts/web")
 }
 
-/// Kills chromedriver's process group (the browsers it started too).
-impl Drop for Browser {
+/// chromedriver, whose process group (with the browsers it started) is
+/// killed when dropped, even when the test fails half-way.
+struct Driver(Child);
+
+impl Drop for Driver {
     fn drop(&mut self) {
         let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.driver.id())])
+            .args(["-KILL", "--", &format!("-{}", self.0.id())])
             .output();
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
