@@ -132,6 +132,38 @@ fn format_links_neither_side() {
     );
 }
 
+/// The collector is a server of its own: it shares the format crate with
+/// the hosts and `policyc` (the report and inventory contracts) and links
+/// neither the compiler nor the VM.
+#[test]
+fn collector_links_neither_compiler_nor_vm() {
+    assert_links_none(
+        "converge-collector",
+        &["converge-compiler", "converge-vm", "converge-grammar", "converge-stdlib"],
+    );
+    let collector = linked_packages("converge-collector");
+    for expected in ["converge-format", "axum", "sqlx"] {
+        assert!(collector.contains(expected), "converge-collector should link {expected}");
+    }
+}
+
+/// `policyc fleet` queries the collector with curl; the compiler itself
+/// links no HTTP client or server stack (nor the collector).
+#[test]
+fn compiler_links_no_http_stack() {
+    assert_links_none(
+        "converge-compiler",
+        &[
+            "converge-collector",
+            "hyper",
+            "axum",
+            "reqwest",
+            "tokio",
+            "sqlx",
+        ],
+    );
+}
+
 /// The grammar crate knows nothing of the compiler (the language server and
 /// fuzzers parse without linking the back end).
 #[test]

@@ -61,6 +61,13 @@ pub struct ServeArgs {
     /// Open connections at most; more are closed at once.
     #[arg(long, default_value_t = 1024)]
     pub max_connections: usize,
+    /// A client that has not sent a request's headers within this time
+    /// loses its connection (slowloris).
+    #[arg(long, default_value = "10s")]
+    pub header_timeout: String,
+    /// A request (body included) not answered within this time gets 408.
+    #[arg(long, default_value = "30s")]
+    pub request_timeout: String,
 }
 
 #[derive(Debug, clap::Args)]

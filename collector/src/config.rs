@@ -2,6 +2,7 @@
 //! error naming the option and what to give instead.
 
 use std::path::Path;
+use std::time::Duration;
 
 use crate::cli::ServeArgs;
 
@@ -12,12 +13,16 @@ pub struct ServeConfig {
     pub interval: i64,
     /// The read endpoints' bearer token.
     pub token: Option<String>,
+    pub header_timeout: Duration,
+    pub request_timeout: Duration,
 }
 
 /// Checks `args`: the interval parses, the token file holds a token, and a
 /// non-loopback address has a token (T31).
 pub fn check(args: &ServeArgs) -> Result<ServeConfig, String> {
-    let interval = parse_interval(&args.interval)?;
+    let interval = parse_seconds("--interval", &args.interval)?;
+    let header_timeout = parse_seconds("--header-timeout", &args.header_timeout)?;
+    let request_timeout = parse_seconds("--request-timeout", &args.request_timeout)?;
     let token = args.token_file.as_deref().map(read_token).transpose()?;
     if !args.listen.ip().is_loopback() && token.is_none() {
         return Err(format!(
@@ -27,17 +32,23 @@ pub fn check(args: &ServeArgs) -> Result<ServeConfig, String> {
             args.listen
         ));
     }
-    Ok(ServeConfig { interval, token })
+    Ok(ServeConfig {
+        interval,
+        token,
+        header_timeout: Duration::from_secs(header_timeout.unsigned_abs()),
+        request_timeout: Duration::from_secs(request_timeout.unsigned_abs()),
+    })
 }
 
-/// `300s`, `5m`, `1h 30m`, or ISO 8601 (`PT5M`), in whole seconds >= 1.
-pub fn parse_interval(text: &str) -> Result<i64, String> {
+/// The value of `option`: `300s`, `5m`, `1h 30m`, or ISO 8601 (`PT5M`),
+/// in whole seconds >= 1.
+pub fn parse_seconds(option: &str, text: &str) -> Result<i64, String> {
     let duration: jiff::SignedDuration = text
         .parse()
-        .map_err(|e| format!("--interval {text:?}: {e} (give e.g. `300s` or `5m`)"))?;
+        .map_err(|e| format!("{option} {text:?}: {e} (give e.g. `300s` or `5m`)"))?;
     let seconds = duration.as_secs();
     if seconds < 1 {
-        return Err(format!("--interval {text:?}: must be at least one second"));
+        return Err(format!("{option} {text:?}: must be at least one second"));
     }
     Ok(seconds)
 }
@@ -72,11 +83,13 @@ mod tests {
 
     #[test]
     fn intervals_parse_in_friendly_units() {
-        assert_eq!(parse_interval("300s"), Ok(300));
-        assert_eq!(parse_interval("5m"), Ok(300));
-        assert_eq!(parse_interval("1h 30m"), Ok(5_400));
-        assert!(parse_interval("soon").unwrap_err().contains("--interval"));
-        assert!(parse_interval("0s").is_err());
+        assert_eq!(parse_seconds("--interval", "300s"), Ok(300));
+        assert_eq!(parse_seconds("--interval", "5m"), Ok(300));
+        assert_eq!(parse_seconds("--interval", "1h 30m"), Ok(5_400));
+        assert!(parse_seconds("--interval", "soon")
+            .unwrap_err()
+            .contains("--interval \"soon\""));
+        assert!(parse_seconds("--interval", "0s").is_err());
     }
 
     #[test]

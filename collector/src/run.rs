@@ -35,7 +35,13 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
         interval: config.interval,
         token: config.token,
     });
-    let router = api::router(app, Limits::default());
+    let router = api::router(
+        app,
+        Limits {
+            request_timeout: config.request_timeout,
+            ..Limits::default()
+        },
+    );
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(database = %redact(&args.database), "listening on {scheme}://{address}");
     // Scripts and tests read the bound address (port 0) from this line.
@@ -44,6 +50,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
     let _ = stdout.flush();
     let limits = ConnectionLimits {
         max_connections: args.max_connections,
+        header_timeout: config.header_timeout,
         ..ConnectionLimits::default()
     };
     server::serve(listener, router, tls, limits, shutdown_signal()).await;
