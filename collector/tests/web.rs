@@ -4,33 +4,144 @@
 //! person sees and where the links lead. Screenshots are kept in
 //! `target/test-artefacts/web/` (docs/fleet.md, "Dashboard").
 
-mod web_fixture;
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use web_fixture::browser::Browser;
-use web_fixture::{change, probe, promise, report, Collector, TestHost, IMG, SCRIPT, SQL};
+mod support;
+
+use std::collections::BTreeMap;
+
+use converge_format::report::{
+    BundleRef, Change, Facts, ProbeFact, PromiseResult, Report, Status, Summary, Timings,
+    REPORT_FORMAT,
+};
+use ed25519_dalek::SigningKey;
+use support::browser::Browser;
+use support::{inventory_text, key, signed, sqlite_url, Answer, Collector, Entry};
+
+/// The hostile strings of T28, as a compromised host would send them.
+const SCRIPT: &str = "<script>alert(1)</script>";
+const IMG: &str = "\"><img src=x onerror=alert(1)>";
+const SQL: &str = "'; DROP TABLE reports; --";
+
+/// A report of `host`'s run `sequence` listing `promises`; the status and
+/// summary follow from their outcomes.
+fn report(host: &str, sequence: u64, promises: Vec<PromiseResult>) -> Report {
+    let count = |o: &str| promises.iter().filter(|p| p.outcome == o).count() as u64;
+    let (repaired, failed, skipped) = (count("repaired"), count("failed"), count("skipped"));
+    let status = if failed > 0 {
+        Status::Failed
+    } else if repaired > 0 {
+        Status::Repaired
+    } else {
+        Status::Kept
+    };
+    Report {
+        format: REPORT_FORMAT.to_owned(),
+        host: host.to_owned(),
+        run_id: support::run_id(),
+        sequence,
+        started_at: "2026-11-24T00:00:00Z".to_owned(),
+        finished_at: "2026-11-24T00:00:02Z".to_owned(),
+        status,
+        bundle: Some(BundleRef {
+            name: "site".to_owned(),
+            serial: 40 + sequence,
+            digest: "ab".repeat(32),
+        }),
+        summary: Summary {
+            kept: 20,
+            repaired,
+            failed,
+            skipped,
+            passes: 1,
+            converged: failed == 0,
+            ..Summary::default()
+        },
+        promises,
+        owed_notifications: vec![],
+        facts: Facts {
+            sys: [
+                ("hostname".to_owned(), serde_json::Value::from(host)),
+                ("os_family".to_owned(), serde_json::Value::from("debian")),
+            ]
+            .into_iter()
+            .collect(),
+            probes: BTreeMap::new(),
+            classes: vec!["debian".to_owned(), "group_web".to_owned()],
+        },
+        timings: Timings::default(),
+        error: None,
+        truncated: false,
+        extensions: BTreeMap::new(),
+    }
+}
+
+fn promise(kind: &str, promiser: &str, outcome: &str, source: &str) -> PromiseResult {
+    PromiseResult {
+        kind: kind.to_owned(),
+        promiser: promiser.to_owned(),
+        outcome: outcome.to_owned(),
+        source: source.to_owned(),
+        error: None,
+        changes: vec![],
+    }
+}
+
+fn change(what: &str, before: &str, after: &str) -> Change {
+    Change {
+        what: what.to_owned(),
+        before: before.to_owned(),
+        after: after.to_owned(),
+        diff: None,
+    }
+}
+
+fn probe(value: Option<serde_json::Value>, error: Option<&str>) -> ProbeFact {
+    ProbeFact {
+        value,
+        error: error.map(str::to_owned),
+    }
+}
+
+/// Posts `report` signed with `key`; it must be stored.
+fn post(collector: &Collector, key: &SigningKey, report: &Report) {
+    let answer = collector.post(&signed(report, key));
+    assert_eq!(answer.status, 201, "{}", answer.body);
+}
+
+/// The inventory of the test fleet: groups and static facts on each host.
+fn fleet_inventory(hosts: &[(&str, &SigningKey)]) -> String {
+    let entries: Vec<Entry> = hosts
+        .iter()
+        .map(|(name, key)| Entry {
+            name,
+            key,
+            extra: "groups = [\"web\", \"eu\"]\nfacts = { datacenter = \"eu-1\", rack = 12 }",
+        })
+        .collect();
+    inventory_text(&entries)
+}
 
 /// A promiser longer than any page shows whole.
 fn long_promiser() -> String {
     format!("/srv/{}", "x".repeat(5_000))
 }
 
-struct Fleet {
-    collector: Collector,
-}
-
 /// Four hosts: `web-1` (a repaired run, then a failed one full of hostile
 /// strings), `web-2` (failed on the same promise), `db-1` (kept),
 /// `never-1` (in the inventory, never reported).
-fn fleet(extra_args: &[&str]) -> Fleet {
-    let web1 = TestHost::new("web-1", 1);
-    let web2 = TestHost::new("web-2", 2);
-    let db1 = TestHost::new("db-1", 3);
-    let never = TestHost::new("never-1", 4);
-    let collector = Collector::start(&[&web1, &web2, &db1, &never], "", extra_args);
+fn fleet(extra_args: &[&str]) -> Collector {
+    let (web1, web2, db1, never) = (key(1), key(2), key(3), key(4));
+    let inventory = fleet_inventory(&[("web-1", &web1), ("web-2", &web2), ("db-1", &db1), ("never-1", &never)]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("inventory.toml");
+    std::fs::write(&path, inventory).unwrap();
+    let database = sqlite_url(dir.path());
+    let collector = Collector::start_with(dir, path, &database, extra_args);
 
     let mut motd = promise("file", "/etc/motd", "repaired", "site.policy:4:3");
     motd.changes = vec![change("content", "old", "new")];
-    assert_eq!(collector.post(&web1, &report("web-1", 1, vec![motd])), 201);
+    post(&collector, &web1, &report("web-1", 1, vec![motd]));
 
     let mut failing = promise("file", SCRIPT, "failed", "site.policy:12:3");
     failing.error = Some(IMG.to_owned());
@@ -45,12 +156,12 @@ fn fleet(extra_args: &[&str]) -> Fleet {
     hostile.facts.sys.insert("evil".to_owned(), SCRIPT.into());
     hostile.facts.probes.insert("kernel".to_owned(), probe(Some("6.1".into()), None));
     hostile.facts.probes.insert("broken".to_owned(), probe(None, Some(IMG)));
-    assert_eq!(collector.post(&web1, &hostile), 201);
+    post(&collector, &web1, &hostile);
 
     failing.error = Some("permission denied".to_owned());
-    assert_eq!(collector.post(&web2, &report("web-2", 1, vec![failing])), 201);
-    assert_eq!(collector.post(&db1, &report("db-1", 1, vec![])), 201);
-    Fleet { collector }
+    post(&collector, &web2, &report("web-2", 1, vec![failing]));
+    post(&collector, &db1, &report("db-1", 1, vec![]));
+    collector
 }
 
 fn promise_path(kind: &str, promiser: &str) -> String {
@@ -67,7 +178,7 @@ fn promise_path(kind: &str, promiser: &str) -> String {
     format!("/promises?type={}&promiser={}", encode(kind), encode(promiser))
 }
 
-fn assert_security_headers(path: &str, page: &web_fixture::Page) {
+fn assert_security_headers(path: &str, page: &Answer) {
     let csp = page.header("content-security-policy");
     assert!(csp.starts_with("default-src 'self'"), "{path}: CSP {csp:?}");
     assert!(!csp.contains("unsafe-inline"), "{path}: CSP {csp:?}");
@@ -77,8 +188,7 @@ fn assert_security_headers(path: &str, page: &web_fixture::Page) {
 
 #[test]
 fn every_page_answers_200_with_the_security_headers() {
-    let fleet = fleet(&[]);
-    let c = &fleet.collector;
+    let c = &fleet(&[]);
     let reports_before = c.get("/api/v1/status").body;
     for path in [
         "/".to_owned(),
@@ -108,8 +218,7 @@ fn every_page_answers_200_with_the_security_headers() {
 
 #[test]
 fn an_unknown_host_or_a_bad_query_is_an_html_error_page() {
-    let fleet = fleet(&[]);
-    let c = &fleet.collector;
+    let c = &fleet(&[]);
     for (path, status, says) in [
         ("/hosts/nobody", 404, "No such host"),
         ("/hosts/%3Cscript%3Ealert(1)%3C%2Fscript%3E", 404, "No such host"),
@@ -128,8 +237,7 @@ fn an_unknown_host_or_a_bad_query_is_an_html_error_page() {
 
 #[test]
 fn hostile_report_content_is_escaped_in_the_html() {
-    let fleet = fleet(&[]);
-    let c = &fleet.collector;
+    let c = &fleet(&[]);
     let host = c.get("/hosts/web-1");
     assert_eq!(host.status, 200);
     for raw in ["<script>alert", "<img src=x", "<b>site</b>", "\"><img"] {
@@ -155,24 +263,36 @@ fn with_a_token_the_dashboard_needs_the_bearer_like_the_api() {
     let token = "0123456789abcdef0123456789abcdef";
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, format!("{token}\n")).unwrap();
-    let host = TestHost::new("web-1", 1);
-    let c = Collector::start(&[&host], "", &["--token-file", token_file.to_str().unwrap()]);
+    let web1 = key(1);
+    let c = Collector::start(
+        &sqlite_url(dir.path()),
+        &fleet_inventory(&[("web-1", &web1)]),
+        &["--token-file", token_file.to_str().unwrap()],
+    );
+    let with = |path: &str, token: &str| {
+        support::client()
+            .get(format!("{}{path}", c.url))
+            .header("authorization", format!("Bearer {token}"))
+            .call()
+            .unwrap()
+            .status()
+            .as_u16()
+    };
     for path in ["/", "/hosts/web-1", "/promises?type=file&promiser=x", "/static/style.css"] {
         let refused = c.get(path);
         assert_eq!(refused.status, 401, "{path} without the token");
         assert!(!refused.body.contains("web-1"), "{path} leaked the fleet");
-        assert_eq!(c.get_with(path, Some("wrong-token-wrong-token")).status, 401, "{path}");
-        let page = c.get_with(path, Some(token));
-        assert_eq!(page.status, 200, "{path} with the token");
+        assert_eq!(with(path, "wrong-token-wrong-token"), 401, "{path}");
+        assert_eq!(with(path, token), 200, "{path} with the token");
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs chromium"]
 async fn chromium_shows_the_fleet_follows_the_links_and_runs_no_report_content() {
-    web_fixture::browser::require_chromium();
-    let fleet = tokio::task::spawn_blocking(|| fleet(&[])).await.unwrap();
-    let url = fleet.collector.url.clone();
+    support::browser::require_chromium();
+    let collector = tokio::task::spawn_blocking(|| fleet(&[])).await.unwrap();
+    let url = collector.url.clone();
     let b = Browser::start().await;
 
     // Overview: counts, hosts, silent hosts, the failing promise as text.
@@ -266,6 +386,6 @@ async fn chromium_shows_the_fleet_follows_the_links_and_runs_no_report_content()
     b.assert_inert().await;
 
     b.finish().await;
-    let shot = web_fixture::browser::artefacts_dir().join("host-web-1.png");
+    let shot = support::browser::artefacts_dir().join("host-web-1.png");
     assert!(std::fs::metadata(&shot).map(|m| m.len() > 1_000).unwrap_or(false), "{shot:?}");
 }
