@@ -194,6 +194,7 @@ fn every_page_answers_200_with_the_security_headers() {
         "/".to_owned(),
         "/?status=failed".to_owned(),
         "/?status=silent".to_owned(),
+        "/?status=kept&page=2".to_owned(),
         "/hosts/web-1".to_owned(),
         "/hosts/never-1".to_owned(),
         promise_path("file", SCRIPT),
@@ -225,6 +226,7 @@ fn an_unknown_host_or_a_bad_query_is_an_html_error_page() {
         ("/promises", 400, "Which promise?"),
         ("/promises?type=file", 400, "Which promise?"),
         ("/?status=bogus", 400, "Unknown status"),
+        ("/?page=0", 400, "Unknown page"),
     ] {
         let page = c.get(path);
         assert_eq!(page.status, status, "{path}: {}", page.body);

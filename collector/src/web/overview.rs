@@ -1,7 +1,9 @@
 //! `/`: the fleet at a glance. Built from [`fleet::status`] (the counts),
 //! [`fleet::hosts`] (the table, the silent hosts) and [`fleet::failures`]
 //! (failing promises, linked to their promise pages). `?status=S` narrows
-//! the table to one status (`silent`: the silent hosts).
+//! the table to one status (`silent`: the silent hosts); the table shows
+//! [`PAGE_SIZE`] hosts a page (`?page=N`, from 1), so the page stays small
+//! and quick with 10,000 hosts (docs/performance.md, "Dashboard").
 
 use std::sync::Arc;
 
@@ -19,7 +21,13 @@ use crate::fleet::{self, FailureGroup, HostView, StatusView, STATUSES};
 #[derive(Debug, Deserialize)]
 pub(super) struct OverviewQuery {
     status: Option<String>,
+    page: Option<usize>,
 }
+
+/// Hosts per page of the table.
+pub(super) const PAGE_SIZE: usize = 500;
+/// Silent hosts listed by name; the rest are counted and linked.
+pub(super) const SILENT_SHOWN: usize = 100;
 
 /// One status and how many hosts have it.
 pub(super) struct StatusCount {
@@ -100,8 +108,17 @@ pub(super) struct OverviewPage {
     pub counts: Vec<StatusCount>,
     /// The `?status=` the table is narrowed to, if any.
     pub filter: Option<String>,
+    /// The table's first and last row (from 1), the rows of the table in
+    /// all (every page), and the links to the neighbour pages.
+    pub first: usize,
+    pub last: usize,
+    pub matching: usize,
+    pub previous: String,
+    pub next: String,
     pub hosts: Vec<HostLine>,
     pub silent: Vec<HostLine>,
+    /// Silent hosts beyond [`SILENT_SHOWN`].
+    pub silent_more: usize,
     pub failures: Vec<FailureLine>,
 }
 
@@ -124,24 +141,41 @@ pub(super) async fn page(
             );
         }
     }
+    let page_number = query.page.unwrap_or(1);
+    if page_number == 0 {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "Unknown page",
+            "?page= counts from 1.",
+        );
+    }
     let clock = app.clock(DEFAULT_SILENT_INTERVALS);
     let inventory = app.inventory.current();
-    let status = match fleet::status(&app.store, &inventory, &clock).await {
-        Ok(s) => s,
-        Err(e) => return store_error(&e),
-    };
     let hosts = match fleet::hosts(&app.store, &inventory, &clock).await {
         Ok(h) => h,
+        Err(e) => return store_error(&e),
+    };
+    let reports = match app.store.report_count().await {
+        Ok(n) => n,
         Err(e) => return store_error(&e),
     };
     let failures = match fleet::failures(&app.store, &clock).await {
         Ok(f) => f,
         Err(e) => return store_error(&e),
     };
+    let status = fleet::status_of(&hosts, reports, &clock);
     html(
         StatusCode::OK,
-        &overview(&status, &hosts, &failures.failures, query.status),
+        &overview(&status, &hosts, &failures.failures, query.status, page_number),
     )
+}
+
+/// The link to page `page` of the table narrowed to `filter`.
+fn page_link(filter: Option<&str>, page: usize) -> String {
+    match filter {
+        Some(f) => format!("/?status={f}&page={page}"),
+        None => format!("/?page={page}"),
+    }
 }
 
 fn overview(
@@ -149,12 +183,23 @@ fn overview(
     hosts: &[HostView],
     failures: &[FailureGroup],
     filter: Option<String>,
+    page: usize,
 ) -> OverviewPage {
     let shown = |h: &&HostView| match filter.as_deref() {
         None => true,
         Some(SILENT) => h.silent,
         Some(s) => h.status == s,
     };
+    let matching = hosts.iter().filter(shown).count();
+    let skip = page.saturating_sub(1).saturating_mul(PAGE_SIZE);
+    let table: Vec<HostLine> = hosts
+        .iter()
+        .filter(shown)
+        .skip(skip)
+        .take(PAGE_SIZE)
+        .map(HostLine::of)
+        .collect();
+    let silent_all = hosts.iter().filter(|h| h.silent);
     OverviewPage {
         generated_at: status.generated_at.clone(),
         total: status.hosts,
@@ -170,8 +215,22 @@ fn overview(
                 hosts: status.by_status.get(*s).copied().unwrap_or(0),
             })
             .collect(),
-        hosts: hosts.iter().filter(shown).map(HostLine::of).collect(),
-        silent: hosts.iter().filter(|h| h.silent).map(HostLine::of).collect(),
+        first: if table.is_empty() { 0 } else { skip + 1 },
+        last: skip + table.len(),
+        matching,
+        previous: if page > 1 {
+            page_link(filter.as_deref(), page - 1)
+        } else {
+            String::new()
+        },
+        next: if skip + table.len() < matching {
+            page_link(filter.as_deref(), page + 1)
+        } else {
+            String::new()
+        },
+        hosts: table,
+        silent: silent_all.clone().take(SILENT_SHOWN).map(HostLine::of).collect(),
+        silent_more: silent_all.count().saturating_sub(SILENT_SHOWN),
         failures: failures.iter().map(FailureLine::of).collect(),
         filter,
     }
@@ -230,7 +289,7 @@ mod tests {
             last_error: Some("\"><img src=x onerror=alert(1)>".into()),
             hosts: vec![],
         };
-        let text = overview(&status(&hosts), &hosts, &[failure], None)
+        let text = overview(&status(&hosts), &hosts, &[failure], None, 1)
             .render()
             .unwrap();
         assert!(!text.contains("<script"), "{text}");
@@ -244,15 +303,36 @@ mod tests {
     #[test]
     fn the_status_filter_narrows_the_table_not_the_counts() {
         let hosts = vec![host("a", "failed", false), host("b", "kept", true)];
-        let page = overview(&status(&hosts), &hosts, &[], Some("failed".into()));
+        let page = overview(&status(&hosts), &hosts, &[], Some("failed".into()), 1);
         assert_eq!(page.hosts.len(), 1);
         assert_eq!(page.hosts[0].name, "a");
         assert_eq!(page.silent.len(), 1);
         let failed = page.counts.iter().find(|c| c.status == "failed").unwrap();
         assert_eq!(failed.hosts, 1);
-        let page = overview(&status(&hosts), &hosts, &[], Some(SILENT.into()));
+        let page = overview(&status(&hosts), &hosts, &[], Some(SILENT.into()), 1);
         assert_eq!(page.hosts.len(), 1);
         assert_eq!(page.hosts[0].name, "b");
         assert_eq!(page.hosts[0].age, "1 min ago");
+    }
+
+    #[test]
+    fn the_table_is_paged_and_the_silent_list_capped() {
+        let hosts: Vec<HostView> = (0..PAGE_SIZE * 2 + 3)
+            .map(|i| host(&format!("h{i:04}"), "kept", true))
+            .collect();
+        let first = overview(&status(&hosts), &hosts, &[], None, 1);
+        assert_eq!(first.hosts.len(), PAGE_SIZE);
+        assert_eq!((first.first, first.last, first.matching), (1, PAGE_SIZE, hosts.len()));
+        assert_eq!((first.previous.as_str(), first.next.as_str()), ("", "/?page=2"));
+        assert_eq!(first.silent.len(), SILENT_SHOWN);
+        assert_eq!(first.silent_more, hosts.len() - SILENT_SHOWN);
+        let last = overview(&status(&hosts), &hosts, &[], Some(SILENT.into()), 3);
+        assert_eq!(last.hosts.len(), 3);
+        assert_eq!(last.hosts[0].name, format!("h{:04}", PAGE_SIZE * 2));
+        assert_eq!(last.previous, "/?status=silent&page=2");
+        assert_eq!(last.next, "");
+        let beyond = overview(&status(&hosts), &hosts, &[], None, 9);
+        assert!(beyond.hosts.is_empty());
+        assert_eq!((beyond.first, beyond.last), (0, PAGE_SIZE * 9 - PAGE_SIZE));
     }
 }

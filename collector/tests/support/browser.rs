@@ -76,11 +76,9 @@ impl Browser {
                 ],
             }),
         );
-        // chromedriver is plain HTTP on loopback; fantoccini's rustls
-        // connector still wants a process-wide crypto provider.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = ClientBuilder::rustls()
-            .unwrap()
+        // chromedriver speaks plain HTTP on loopback: no TLS connector.
+        let http = hyper_util::client::legacy::connect::HttpConnector::new();
+        let client = ClientBuilder::new(http)
             .capabilities(capabilities)
             .connect(&format!("http://127.0.0.1:{port}"))
             .await
