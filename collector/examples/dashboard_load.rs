@@ -213,7 +213,14 @@ fn run(child: &mut std::process::Child, keys: &[SigningKey], rounds: usize) -> R
         keys.len(),
         start.elapsed().as_secs_f64()
     );
-    for (what, path) in [("GET /", "/"), ("GET /api/v1/status", "/api/v1/status"), ("GET /hosts/host-00000", "/hosts/host-00000")] {
+    // The overview, then the views it is built from, then a host page.
+    for path in [
+        "/",
+        "/api/v1/status",
+        "/api/v1/failures",
+        "/hosts/host-00000",
+    ] {
+        let what = format!("GET {path}");
         let (median, max, size) = time_get(&format!("{url}{path}"), rounds)?;
         println!(
             "{what}: median {median:.0} ms, max {max:.0} ms over {rounds} requests ({} hosts, {size} bytes)",

@@ -151,17 +151,15 @@ pub(super) async fn page(
     }
     let clock = app.clock(DEFAULT_SILENT_INTERVALS);
     let inventory = app.inventory.current();
-    let hosts = match fleet::hosts(&app.store, &inventory, &clock).await {
-        Ok(h) => h,
-        Err(e) => return store_error(&e),
-    };
-    let reports = match app.store.report_count().await {
-        Ok(n) => n,
-        Err(e) => return store_error(&e),
-    };
-    let failures = match fleet::failures(&app.store, &clock).await {
-        Ok(f) => f,
-        Err(e) => return store_error(&e),
+    // The three reads are independent: run them at once.
+    let (hosts, reports, failures) = tokio::join!(
+        fleet::hosts(&app.store, &inventory, &clock),
+        app.store.report_count(),
+        fleet::failures(&app.store, &clock),
+    );
+    let (hosts, reports, failures) = match (hosts, reports, failures) {
+        (Ok(h), Ok(r), Ok(f)) => (h, r, f),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return store_error(&e),
     };
     let status = fleet::status_of(&hosts, reports, &clock);
     html(
