@@ -26,8 +26,7 @@ use std::time::{Duration, Instant};
 
 use converge_format::inventory::format_report_key;
 use converge_format::report::{
-    BundleRef, Facts, PromiseResult, Report, SignedReport, Status, Summary, Timings,
-    REPORT_FORMAT,
+    BundleRef, Facts, PromiseResult, Report, SignedReport, Status, Summary, Timings, REPORT_FORMAT,
 };
 use ed25519_dalek::SigningKey;
 use serde_json::Value;
@@ -113,7 +112,11 @@ fn report(n: usize, hosts: usize, base_sequence: u64) -> Report {
         sequence,
         started_at: "2026-11-24T01:00:00Z".into(),
         finished_at: "2026-11-24T01:00:02Z".into(),
-        status: if failed > 0 { Status::Failed } else { Status::Kept },
+        status: if failed > 0 {
+            Status::Failed
+        } else {
+            Status::Kept
+        },
         bundle: Some(BundleRef {
             name: "site".into(),
             serial: 42,
@@ -280,7 +283,10 @@ fn main() {
     std::fs::write(&inventory, text).unwrap();
     let (mut child, url) = start(&args, &inventory);
     let pid = child.id();
-    println!("database: {}", args.database.split('?').next().unwrap_or(""));
+    println!(
+        "database: {}",
+        args.database.split('?').next().unwrap_or("")
+    );
     println!("hosts: {}, concurrency: {}", args.hosts, args.concurrency);
 
     if args.fill > 0 {
@@ -294,7 +300,10 @@ fn main() {
             let bodies: Vec<Vec<u8>> = bodies;
             post_all(&url, &bodies, args.concurrency);
             done += batch;
-            println!("fill: {done} reports stored ({:.0}s)", started.elapsed().as_secs_f64());
+            println!(
+                "fill: {done} reports stored ({:.0}s)",
+                started.elapsed().as_secs_f64()
+            );
         }
     }
 

@@ -18,8 +18,7 @@ use std::time::{Duration, Instant};
 
 use converge_format::inventory::format_report_key;
 use converge_format::report::{
-    BundleRef, Facts, PromiseResult, Report, SignedReport, Status, Summary, Timings,
-    REPORT_FORMAT,
+    BundleRef, Facts, PromiseResult, Report, SignedReport, Status, Summary, Timings, REPORT_FORMAT,
 };
 use ed25519_dalek::SigningKey;
 
@@ -66,7 +65,11 @@ fn report(i: usize) -> Report {
         sequence: 1,
         started_at: "2026-11-24T01:00:00Z".into(),
         finished_at: "2026-11-24T01:00:01Z".into(),
-        status: if failing { Status::Failed } else { Status::Repaired },
+        status: if failing {
+            Status::Failed
+        } else {
+            Status::Repaired
+        },
         bundle: Some(BundleRef {
             name: "site".into(),
             serial: 7,
@@ -131,7 +134,9 @@ fn time_get(url: &str, rounds: usize) -> Result<(f64, f64, usize)> {
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let binary = args.get(1).ok_or("usage: dashboard_load COLLECTOR_BINARY [HOSTS] [ROUNDS]")?;
+    let binary = args
+        .get(1)
+        .ok_or("usage: dashboard_load COLLECTOR_BINARY [HOSTS] [ROUNDS]")?;
     let hosts: usize = args.get(2).map_or(Ok(10_000), |s| s.parse())?;
     let rounds: usize = args.get(3).map_or(Ok(9), |s| s.parse())?;
 
@@ -155,7 +160,14 @@ fn main() -> Result<()> {
         .arg("serve")
         .arg("--inventory")
         .arg(&inventory_path)
-        .args(["--database", &database, "--listen", "127.0.0.1:0", "--retention-days", "0"])
+        .args([
+            "--database",
+            &database,
+            "--listen",
+            "127.0.0.1:0",
+            "--retention-days",
+            "0",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()?;

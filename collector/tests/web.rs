@@ -132,7 +132,12 @@ fn long_promiser() -> String {
 /// `never-1` (in the inventory, never reported).
 fn fleet(extra_args: &[&str]) -> Collector {
     let (web1, web2, db1, never) = (key(1), key(2), key(3), key(4));
-    let inventory = fleet_inventory(&[("web-1", &web1), ("web-2", &web2), ("db-1", &db1), ("never-1", &never)]);
+    let inventory = fleet_inventory(&[
+        ("web-1", &web1),
+        ("web-2", &web2),
+        ("db-1", &db1),
+        ("never-1", &never),
+    ]);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("inventory.toml");
     std::fs::write(&path, inventory).unwrap();
@@ -154,8 +159,14 @@ fn fleet(extra_args: &[&str]) -> Collector {
         b.name = "<b>site</b>".to_owned();
     }
     hostile.facts.sys.insert("evil".to_owned(), SCRIPT.into());
-    hostile.facts.probes.insert("kernel".to_owned(), probe(Some("6.1".into()), None));
-    hostile.facts.probes.insert("broken".to_owned(), probe(None, Some(IMG)));
+    hostile
+        .facts
+        .probes
+        .insert("kernel".to_owned(), probe(Some("6.1".into()), None));
+    hostile
+        .facts
+        .probes
+        .insert("broken".to_owned(), probe(None, Some(IMG)));
     post(&collector, &web1, &hostile);
 
     failing.error = Some("permission denied".to_owned());
@@ -175,7 +186,11 @@ fn promise_path(kind: &str, promiser: &str) -> String {
             })
             .collect()
     };
-    format!("/promises?type={}&promiser={}", encode(kind), encode(promiser))
+    format!(
+        "/promises?type={}&promiser={}",
+        encode(kind),
+        encode(promiser)
+    )
 }
 
 fn assert_security_headers(path: &str, page: &Answer) {
@@ -202,9 +217,16 @@ fn every_page_answers_200_with_the_security_headers() {
     ] {
         let page = c.get(&path);
         assert_eq!(page.status, 200, "{path}: {}", page.body);
-        assert_eq!(page.header("content-type"), "text/html; charset=utf-8", "{path}");
+        assert_eq!(
+            page.header("content-type"),
+            "text/html; charset=utf-8",
+            "{path}"
+        );
         assert_security_headers(&path, &page);
-        assert!(!page.body.contains("<script"), "{path} has a script element");
+        assert!(
+            !page.body.contains("<script"),
+            "{path} has a script element"
+        );
     }
     let css = c.get("/static/style.css");
     assert_eq!(css.status, 200);
@@ -212,7 +234,8 @@ fn every_page_answers_200_with_the_security_headers() {
     assert!(css.body.contains(".status-failed"));
     // Reading pages stored nothing (no state change on GET).
     let after = c.get("/api/v1/status").body;
-    let reports = |body: &str| serde_json::from_str::<serde_json::Value>(body).unwrap()["reports"].clone();
+    let reports =
+        |body: &str| serde_json::from_str::<serde_json::Value>(body).unwrap()["reports"].clone();
     assert_eq!(reports(&reports_before), reports(&after));
     assert_eq!(reports(&after), 4);
 }
@@ -222,7 +245,11 @@ fn an_unknown_host_or_a_bad_query_is_an_html_error_page() {
     let c = &fleet(&[]);
     for (path, status, says) in [
         ("/hosts/nobody", 404, "No such host"),
-        ("/hosts/%3Cscript%3Ealert(1)%3C%2Fscript%3E", 404, "No such host"),
+        (
+            "/hosts/%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+            404,
+            "No such host",
+        ),
         ("/promises", 400, "Which promise?"),
         ("/promises?type=file", 400, "Which promise?"),
         ("/?status=bogus", 400, "Unknown status"),
@@ -230,7 +257,10 @@ fn an_unknown_host_or_a_bad_query_is_an_html_error_page() {
     ] {
         let page = c.get(path);
         assert_eq!(page.status, status, "{path}: {}", page.body);
-        assert!(page.header("content-type").starts_with("text/html"), "{path}");
+        assert!(
+            page.header("content-type").starts_with("text/html"),
+            "{path}"
+        );
         assert_security_headers(path, &page);
         assert!(page.body.contains(says), "{path}: {}", page.body);
         assert!(!page.body.contains("<script"), "{path}: {}", page.body);
@@ -245,15 +275,28 @@ fn hostile_report_content_is_escaped_in_the_html() {
     for raw in ["<script>alert", "<img src=x", "<b>site</b>", "\"><img"] {
         assert!(!host.body.contains(raw), "raw {raw:?} in the host page");
     }
-    assert!(host.body.contains("&#60;script&#62;alert(1)&#60;/script&#62;"), "{}", host.body);
+    assert!(
+        host.body
+            .contains("&#60;script&#62;alert(1)&#60;/script&#62;"),
+        "{}",
+        host.body
+    );
     assert!(host.body.contains("site.policy:12:3"));
     // The long strings are shortened, the page stays small.
     assert!(host.body.contains("more characters)"));
-    assert!(host.body.len() < 200_000, "host page is {} bytes", host.body.len());
+    assert!(
+        host.body.len() < 200_000,
+        "host page is {} bytes",
+        host.body.len()
+    );
     let overview = c.get("/");
     assert!(!overview.body.contains("<script>alert") && !overview.body.contains("<img src"));
     let promise = c.get(&promise_path("package", SQL));
-    assert!(promise.body.contains("&#39;; DROP TABLE reports; --"), "{}", promise.body);
+    assert!(
+        promise.body.contains("&#39;; DROP TABLE reports; --"),
+        "{}",
+        promise.body
+    );
     // The statement stayed a string: every report is still there.
     let status: serde_json::Value = serde_json::from_str(&c.get("/api/v1/status").body).unwrap();
     assert_eq!(status["reports"], 4);
@@ -280,7 +323,12 @@ fn with_a_token_the_dashboard_needs_the_bearer_like_the_api() {
             .status()
             .as_u16()
     };
-    for path in ["/", "/hosts/web-1", "/promises?type=file&promiser=x", "/static/style.css"] {
+    for path in [
+        "/",
+        "/hosts/web-1",
+        "/promises?type=file&promiser=x",
+        "/static/style.css",
+    ] {
         let refused = c.get(path);
         assert_eq!(refused.status, 401, "{path} without the token");
         assert!(!refused.body.contains("web-1"), "{path} leaked the fleet");
@@ -331,36 +379,59 @@ async fn chromium_shows_the_fleet_follows_the_links_and_runs_no_report_content()
     assert_eq!(b.text("#host-name").await, "web-1");
     assert_eq!(b.text("#report-status").await, "failed");
     assert_eq!(b.text("#report-bundle").await, "<b>site</b> #42");
-    assert_eq!(b.text("#report-summary").await, "20 kept, 1 repaired, 1 failed, 1 skipped");
+    assert_eq!(
+        b.text("#report-summary").await,
+        "20 kept, 1 repaired, 1 failed, 1 skipped"
+    );
     assert_eq!(b.texts("#failures .promiser").await, vec![SCRIPT]);
     assert_eq!(b.texts("#failures .source").await, vec!["site.policy:12:3"]);
     assert_eq!(b.texts("#failures .error").await, vec![IMG]);
     let others = b.texts("#others .promiser").await;
     assert_eq!(others.len(), 2, "{others:?}");
     assert_eq!(others[0], SQL);
-    assert!(others[1].ends_with("… (4605 more characters)"), "{}", &others[1][others[1].len() - 40..]);
-    assert!(b.text("#others").await.contains(&format!("version: 1.0 → {SQL}")));
+    assert!(
+        others[1].ends_with("… (4605 more characters)"),
+        "{}",
+        &others[1][others[1].len() - 40..]
+    );
+    assert!(b
+        .text("#others")
+        .await
+        .contains(&format!("version: 1.0 → {SQL}")));
     assert_eq!(b.count("#recent .recent-row").await, 2);
     let changes = b.texts("#changes .promiser").await;
-    assert!(changes.contains(&"/etc/motd".to_owned()) && changes.contains(&SQL.to_owned()), "{changes:?}");
+    assert!(
+        changes.contains(&"/etc/motd".to_owned()) && changes.contains(&SQL.to_owned()),
+        "{changes:?}"
+    );
     let sys = b.text("#sys-facts").await;
     assert!(sys.contains(&format!("evil {SCRIPT}")), "{sys}");
     assert!(sys.contains("os_family debian"), "{sys}");
-    assert!(b.text("#probe-facts").await.contains(&format!("broken (unknown) {IMG}")));
+    assert!(b
+        .text("#probe-facts")
+        .await
+        .contains(&format!("broken (unknown) {IMG}")));
     assert!(b.text("#inventory-facts").await.contains("datacenter eu-1"));
     assert_eq!(b.text("#classes").await, "debian group_web");
     b.assert_inert().await;
 
     // Host -> promise: the hosts that fail it, the rest counted.
     b.click_link("#failures a.promise", "alert(1)").await;
-    assert!(b.url().await.contains("/promises?type=file&promiser="), "{}", b.url().await);
+    assert!(
+        b.url().await.contains("/promises?type=file&promiser="),
+        "{}",
+        b.url().await
+    );
     b.screenshot("promise-script").await;
     assert_eq!(b.text("#promise-kind").await, "file");
     assert_eq!(b.text("#promise-promiser").await, SCRIPT);
     assert_eq!(b.text("#count-failed").await, "2");
     assert_eq!(b.text("#count-kept_or_absent").await, "1");
     assert_eq!(b.text("#count-never").await, "1");
-    assert_eq!(b.texts("#promise-hosts a.host").await, vec!["web-1", "web-2"]);
+    assert_eq!(
+        b.texts("#promise-hosts a.host").await,
+        vec!["web-1", "web-2"]
+    );
     assert_eq!(
         b.texts("#promise-hosts .error").await,
         vec![IMG.to_owned(), "permission denied".to_owned()]
@@ -389,5 +460,10 @@ async fn chromium_shows_the_fleet_follows_the_links_and_runs_no_report_content()
 
     b.finish().await;
     let shot = support::browser::artefacts_dir().join("host-web-1.png");
-    assert!(std::fs::metadata(&shot).map(|m| m.len() > 1_000).unwrap_or(false), "{shot:?}");
+    assert!(
+        std::fs::metadata(&shot)
+            .map(|m| m.len() > 1_000)
+            .unwrap_or(false),
+        "{shot:?}"
+    );
 }

@@ -175,7 +175,16 @@ pub(super) async fn promises(
         );
     };
     let clock = app.clock(DEFAULT_SILENT_INTERVALS);
-    respond(fleet::promise(&app.store, &app.inventory.current(), &kind, &promiser, &clock).await)
+    respond(
+        fleet::promise(
+            &app.store,
+            &app.inventory.current(),
+            &kind,
+            &promiser,
+            &clock,
+        )
+        .await,
+    )
 }
 
 pub(super) async fn metrics(State(app): State<Arc<App>>) -> Response {

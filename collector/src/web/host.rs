@@ -115,7 +115,11 @@ impl LastReport {
                 .as_ref()
                 .map(|b| format!("{} #{}", shorten(&b.name), b.serial))
                 .unwrap_or_else(|| "(none)".to_owned()),
-            digest: r.bundle.as_ref().map(|b| shorten(&b.digest)).unwrap_or_default(),
+            digest: r
+                .bundle
+                .as_ref()
+                .map(|b| shorten(&b.digest))
+                .unwrap_or_default(),
             kept: r.summary.kept,
             repaired: r.summary.repaired,
             failed: r.summary.failed,
@@ -237,7 +241,11 @@ pub(super) async fn page(State(app): State<Arc<App>>, Path(name): Path<String>) 
         Ok(f) => f,
         Err(e) => return store_error(&e),
     };
-    let facts = facts.hosts.first().map(FactsSection::of).unwrap_or_default();
+    let facts = facts
+        .hosts
+        .first()
+        .map(FactsSection::of)
+        .unwrap_or_default();
     html(
         StatusCode::OK,
         &host_page(detail, &changes.changes, changes.truncated, facts),

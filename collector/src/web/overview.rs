@@ -164,7 +164,13 @@ pub(super) async fn page(
     let status = fleet::status_of(&hosts, reports, &clock);
     html(
         StatusCode::OK,
-        &overview(&status, &hosts, &failures.failures, query.status, page_number),
+        &overview(
+            &status,
+            &hosts,
+            &failures.failures,
+            query.status,
+            page_number,
+        ),
     )
 }
 
@@ -227,7 +233,11 @@ fn overview(
             String::new()
         },
         hosts: table,
-        silent: silent_all.clone().take(SILENT_SHOWN).map(HostLine::of).collect(),
+        silent: silent_all
+            .clone()
+            .take(SILENT_SHOWN)
+            .map(HostLine::of)
+            .collect(),
         silent_more: silent_all.count().saturating_sub(SILENT_SHOWN),
         failures: failures.iter().map(FailureLine::of).collect(),
         filter,
@@ -293,8 +303,15 @@ mod tests {
         assert!(!text.contains("<script"), "{text}");
         assert!(!text.contains("<img"), "{text}");
         assert!(!text.contains("<b>site"), "{text}");
-        assert!(text.contains("&#60;script&#62;alert(1)&#60;/script&#62;") || text.contains("&lt;script&gt;"), "{text}");
-        assert!(text.contains("promiser=%3Cscript%3Ealert%281%29%3C%2Fscript%3E"), "{text}");
+        assert!(
+            text.contains("&#60;script&#62;alert(1)&#60;/script&#62;")
+                || text.contains("&lt;script&gt;"),
+            "{text}"
+        );
+        assert!(
+            text.contains("promiser=%3Cscript%3Ealert%281%29%3C%2Fscript%3E"),
+            "{text}"
+        );
         assert!(text.contains("href=\"/hosts/web-1\""));
     }
 
@@ -320,8 +337,14 @@ mod tests {
             .collect();
         let first = overview(&status(&hosts), &hosts, &[], None, 1);
         assert_eq!(first.hosts.len(), PAGE_SIZE);
-        assert_eq!((first.first, first.last, first.matching), (1, PAGE_SIZE, hosts.len()));
-        assert_eq!((first.previous.as_str(), first.next.as_str()), ("", "/?page=2"));
+        assert_eq!(
+            (first.first, first.last, first.matching),
+            (1, PAGE_SIZE, hosts.len())
+        );
+        assert_eq!(
+            (first.previous.as_str(), first.next.as_str()),
+            ("", "/?page=2")
+        );
         assert_eq!(first.silent.len(), SILENT_SHOWN);
         assert_eq!(first.silent_more, hosts.len() - SILENT_SHOWN);
         let last = overview(&status(&hosts), &hosts, &[], Some(SILENT.into()), 3);

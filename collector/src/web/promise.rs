@@ -69,7 +69,15 @@ pub(super) async fn page(
         );
     };
     let clock = app.clock(DEFAULT_SILENT_INTERVALS);
-    match fleet::promise(&app.store, &app.inventory.current(), &kind, &promiser, &clock).await {
+    match fleet::promise(
+        &app.store,
+        &app.inventory.current(),
+        &kind,
+        &promiser,
+        &clock,
+    )
+    .await
+    {
         Ok(view) => html(StatusCode::OK, &promise_page(&view)),
         Err(e) => store_error(&e),
     }
@@ -87,8 +95,17 @@ fn promise_page(view: &PromiseView) -> PromisePage {
             error: h.error.as_deref().map(shorten).unwrap_or_default(),
         })
         .collect();
-    let order = |o: &str| OUTCOMES.iter().position(|(k, _)| *k == o).unwrap_or(OUTCOMES.len());
-    hosts.sort_by(|a, b| order(&a.outcome).cmp(&order(&b.outcome)).then(a.host.cmp(&b.host)));
+    let order = |o: &str| {
+        OUTCOMES
+            .iter()
+            .position(|(k, _)| *k == o)
+            .unwrap_or(OUTCOMES.len())
+    };
+    hosts.sort_by(|a, b| {
+        order(&a.outcome)
+            .cmp(&order(&b.outcome))
+            .then(a.host.cmp(&b.host))
+    });
     PromisePage {
         kind: shorten(&view.kind),
         promiser: shorten(&view.promiser),
@@ -142,6 +159,9 @@ mod tests {
         let counts: Vec<u64> = page.counts.iter().map(|c| c.hosts).collect();
         assert_eq!(counts, vec![1, 1, 0, 2, 0]);
         let text = page.render().unwrap();
-        assert!(text.contains("&#39;; DROP TABLE reports; --") || text.contains("&#x27;; DROP"), "{text}");
+        assert!(
+            text.contains("&#39;; DROP TABLE reports; --") || text.contains("&#x27;; DROP"),
+            "{text}"
+        );
     }
 }

@@ -32,7 +32,10 @@ pub fn require_chromium() -> (PathBuf, PathBuf) {
             )
         })
     };
-    (tool("chromium", "chromium"), tool("chromedriver", "chromium-driver"))
+    (
+        tool("chromium", "chromium"),
+        tool("chromedriver", "chromium-driver"),
+    )
 }
 
 pub struct Browser {
@@ -58,7 +61,10 @@ impl Browser {
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "chromedriver did not listen on port {port}");
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver did not listen on port {port}"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let profile = tempfile::tempdir().unwrap();
@@ -112,7 +118,11 @@ impl Browser {
     }
 
     pub async fn url(&self) -> String {
-        self.client.current_url().await.map(|u| u.to_string()).unwrap_or_default()
+        self.client
+            .current_url()
+            .await
+            .map(|u| u.to_string())
+            .unwrap_or_default()
     }
 
     /// Clicks the link whose visible text is `text` among the elements
@@ -126,11 +136,15 @@ impl Browser {
                 break;
             }
         }
-        let link = found.unwrap_or_else(|| panic!("no link {css:?} with text {text:?} on {before}"));
+        let link =
+            found.unwrap_or_else(|| panic!("no link {css:?} with text {text:?} on {before}"));
         link.click().await.unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         while self.url().await == before {
-            assert!(Instant::now() < deadline, "clicking {text:?} did not leave {before}");
+            assert!(
+                Instant::now() < deadline,
+                "clicking {text:?} did not leave {before}"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -140,9 +154,23 @@ impl Browser {
     /// themselves have none).
     pub async fn assert_inert(&self) {
         let alert = self.client.get_alert_text().await;
-        assert!(alert.is_err(), "an alert is open on {}: {alert:?}", self.url().await);
-        assert_eq!(self.count("script").await, 0, "a <script> element on {}", self.url().await);
-        assert_eq!(self.count("img").await, 0, "an <img> element on {}", self.url().await);
+        assert!(
+            alert.is_err(),
+            "an alert is open on {}: {alert:?}",
+            self.url().await
+        );
+        assert_eq!(
+            self.count("script").await,
+            0,
+            "a <script> element on {}",
+            self.url().await
+        );
+        assert_eq!(
+            self.count("img").await,
+            0,
+            "an <img> element on {}",
+            self.url().await
+        );
     }
 
     /// Saves a screenshot as `target/test-artefacts/web/NAME.png`.
