@@ -70,6 +70,8 @@ fn retention(database: &str) {
             .map(|r| r.sequence)
             .collect();
         assert_eq!(recent, [4]);
+        // The fleet total follows the deletions.
+        assert_eq!(store.report_count().await.unwrap(), 2);
         // web-02's only report is its latest: kept however old.
         assert_eq!(store.recent_reports("web-02", 10).await.unwrap().len(), 1);
         let days = store.daily_summaries("web-01", 10).await.unwrap();

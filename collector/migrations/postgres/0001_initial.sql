@@ -40,9 +40,14 @@ CREATE TABLE hosts (
     kept BIGINT NOT NULL,
     repaired BIGINT NOT NULL,
     failed BIGINT NOT NULL,
-    skipped BIGINT NOT NULL
+    skipped BIGINT NOT NULL,
+    -- How many of this host's reports are stored (kept in step by ingest
+    -- and retention, so the fleet total is a sum over hosts, not a count
+    -- over every report).
+    reports BIGINT NOT NULL
 );
 CREATE INDEX hosts_last_seen ON hosts (last_seen);
+CREATE INDEX hosts_last_report ON hosts (last_report_id);
 
 CREATE TABLE promise_results (
     report_id BIGINT NOT NULL REFERENCES reports (id) ON DELETE CASCADE,

@@ -74,8 +74,17 @@ impl Store {
                 .promises_failed
                 .saturating_add(row.try_get::<i64, _>(4)?);
         }
+        let mut per_host: BTreeMap<&str, i64> = BTreeMap::new();
         for summary in days.values() {
             add_summary(&mut tx, summary).await?;
+            *per_host.entry(summary.host.as_str()).or_default() += summary.reports;
+        }
+        for (host, deleted) in per_host {
+            sqlx::query("UPDATE hosts SET reports = reports - $1 WHERE name = $2")
+                .bind(deleted)
+                .bind(host)
+                .execute(&mut *tx)
+                .await?;
         }
         tx.commit().await?;
         Ok((rows.len() as u64, days.len() as u64))

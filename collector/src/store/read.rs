@@ -27,9 +27,10 @@ impl Store {
         row.as_ref().map(host_row).transpose()
     }
 
-    /// How many reports are stored (all hosts).
+    /// How many reports are stored (all hosts): a sum over the hosts'
+    /// counters, which ingest and retention keep in step.
     pub async fn report_count(&self) -> Result<i64, StoreError> {
-        let row = sqlx::query("SELECT COUNT(*) FROM reports")
+        let row = sqlx::query("SELECT CAST(COALESCE(SUM(reports), 0) AS BIGINT) FROM hosts")
             .fetch_one(&self.reader)
             .await?;
         Ok(row.try_get::<i64, _>(0)?)

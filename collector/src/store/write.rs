@@ -1,9 +1,19 @@
-//! Storing a verified report. One transaction per report; its first
-//! statement is the write that decides (the host's row, updated only for a
-//! higher sequence), so on SQLite the transaction holds the write lock from
-//! the start, and on PostgreSQL two collectors storing runs of one host
-//! serialize on that row: the second sees the first's sequence and is
-//! `older` or `duplicate`, never a lost update.
+//! Storing a verified report: one transaction of at most four statements.
+//!
+//! 1. The report row, `ON CONFLICT (host, run_id) DO NOTHING`: no row back
+//!    means this run is stored already (`duplicate`). On PostgreSQL a
+//!    second collector inserting the same run at the same time waits on
+//!    the unique index and then gets nothing back.
+//! 2. The host's row, updated only when this report's sequence is higher
+//!    than the stored one (`WHERE hosts.last_sequence < excluded...`); no
+//!    row back means a newer run is there (`older`), and the transaction
+//!    is rolled back, report row included. Two collectors storing runs of
+//!    one host serialize on this row: the second sees the first's
+//!    sequence, never a lost update.
+//! 3. The promise rows, 4. the facts.
+//!
+//! On SQLite the first statement is a write, so the transaction holds the
+//! write lock from its start (no lock upgrade that could fail).
 
 use converge_format::report::Report;
 use sqlx::{Any, Transaction};
@@ -27,27 +37,14 @@ impl Store {
             StoreError::Invalid(format!("sequence {} is past 2^63", report.sequence))
         })?;
         let mut tx = self.writer.begin().await?;
-        let claimed = claim_host(&mut tx, report, sequence, received_at).await?;
-        if !claimed {
-            let seen = already_stored(&mut tx, &report.host, &report.run_id).await?;
-            tx.rollback().await?;
-            return Ok(if seen {
-                IngestOutcome::Duplicate
-            } else {
-                IngestOutcome::Older
-            });
-        }
         let Some(id) = insert_report(&mut tx, report, sequence, raw, received_at).await? else {
-            // The same run id under a higher sequence: the host replays
-            // its own run; keep the first.
             tx.rollback().await?;
             return Ok(IngestOutcome::Duplicate);
         };
-        sqlx::query("UPDATE hosts SET last_report_id = $1 WHERE name = $2")
-            .bind(id)
-            .bind(&report.host)
-            .execute(&mut *tx)
-            .await?;
+        if !claim_host(&mut tx, report, id, sequence, received_at).await? {
+            tx.rollback().await?;
+            return Ok(IngestOutcome::Older);
+        }
         insert_promises(&mut tx, report, id, received_at).await?;
         upsert_facts(&mut tx, report, id, received_at).await?;
         tx.commit().await?;
@@ -55,29 +52,33 @@ impl Store {
     }
 }
 
-/// Makes `report` the host's latest unless a report with this sequence or
-/// a higher one is there; whether it did.
+/// Makes report `id` the host's latest unless a report with this sequence
+/// or a higher one is there; whether it did.
 async fn claim_host(
     tx: &mut Transaction<'_, Any>,
     report: &Report,
+    id: i64,
     sequence: i64,
     received_at: i64,
 ) -> Result<bool, sqlx::Error> {
     let bundle = report.bundle.as_ref();
     let row = sqlx::query(
         "INSERT INTO hosts (name, last_report_id, last_run_id, last_sequence, last_status, \
-             last_seen, last_started_at, bundle_name, bundle_serial, kept, repaired, failed, skipped) \
-         VALUES ($1, NULL, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
-         ON CONFLICT (name) DO UPDATE SET last_report_id = NULL, last_run_id = excluded.last_run_id, \
+             last_seen, last_started_at, bundle_name, bundle_serial, kept, repaired, failed, \
+             skipped, reports) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1) \
+         ON CONFLICT (name) DO UPDATE SET last_report_id = excluded.last_report_id, \
+             last_run_id = excluded.last_run_id, \
              last_sequence = excluded.last_sequence, last_status = excluded.last_status, \
              last_seen = excluded.last_seen, last_started_at = excluded.last_started_at, \
              bundle_name = excluded.bundle_name, bundle_serial = excluded.bundle_serial, \
              kept = excluded.kept, repaired = excluded.repaired, failed = excluded.failed, \
-             skipped = excluded.skipped \
+             skipped = excluded.skipped, reports = hosts.reports + 1 \
          WHERE hosts.last_sequence < excluded.last_sequence \
          RETURNING name",
     )
     .bind(&report.host)
+    .bind(id)
     .bind(&report.run_id)
     .bind(sequence)
     .bind(report.status.as_str())
@@ -91,19 +92,6 @@ async fn claim_host(
     .bind(count(report.summary.skipped))
     .fetch_optional(&mut **tx)
     .await?;
-    Ok(row.is_some())
-}
-
-async fn already_stored(
-    tx: &mut Transaction<'_, Any>,
-    host: &str,
-    run_id: &str,
-) -> Result<bool, sqlx::Error> {
-    let row = sqlx::query("SELECT 1 FROM reports WHERE host = $1 AND run_id = $2")
-        .bind(host)
-        .bind(run_id)
-        .fetch_optional(&mut **tx)
-        .await?;
     Ok(row.is_some())
 }
 
