@@ -237,6 +237,14 @@ codes! {
     /// interpolated into a string, a loop over a map without a key
     /// variable, an `{% if %}` on something that is not a condition.
     TemplateType = "E0228", Error, "value cannot be used here";
+
+    /// A `fact` declaration the VM could not run: a type no probe output
+    /// is parsed as, an empty argv, a word with `${...}`, a timeout that is
+    /// not a duration from 1s to 60s (LANGUAGE.md section 15).
+    InvalidProbe = "E0240", Error, "invalid probe declaration";
+    /// `facts.NAME` read as a whole record or map: the VM reads probe
+    /// facts a field or key at a time.
+    ProbeFactWhole = "E0241", Error, "probe fact read whole";
 }
 
 impl std::fmt::Display for Code {

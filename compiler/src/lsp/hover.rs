@@ -103,7 +103,7 @@ pub fn describe(analysis: &Analysis, shown: FileId, target: Target<'_>) -> Optio
                 origin(analysis, shown, item.file)
             ))
         }
-        DefKind::Class | DefKind::Let | DefKind::Body | DefKind::Type => {
+        DefKind::Class | DefKind::Let | DefKind::Body | DefKind::Type | DefKind::ProbeFact => {
             let item = def.item?;
             let text = analysis.text(item.file).get(item.range())?;
             Some(format!(

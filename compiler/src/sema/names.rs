@@ -58,6 +58,9 @@ pub enum DefKind {
     Field,
     /// A built-in function (`join`), described by `sema::functions`.
     Function,
+    /// A probe fact (`fact NAME: T from ...;`), read as `facts.NAME`: its
+    /// uses are the `NAME` after `facts.`.
+    ProbeFact,
 }
 
 impl DefKind {
@@ -77,6 +80,7 @@ impl DefKind {
                 | DefKind::Param
                 | DefKind::LoopVar
                 | DefKind::Type
+                | DefKind::ProbeFact
         )
     }
 

@@ -397,6 +397,9 @@ impl<'a> Checker<'a> {
         if first.name == "sys" {
             return self.fact_type(path, span);
         }
+        if first.name == "facts" {
+            return self.probe_fact_type(path, span);
+        }
         let base = if let Some(var) = self.lookup_var(&first.name, scope) {
             self.names.record(first.span, var.def);
             var.ty.clone()
