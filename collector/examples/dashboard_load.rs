@@ -35,9 +35,9 @@ fn host_name(i: usize) -> String {
 }
 
 fn report(i: usize) -> Report {
-    let failing = i % 50 == 0;
+    let failing = i.is_multiple_of(50);
     let mut promises: Vec<PromiseResult> = (0..20)
-        .filter(|p| p % 10 == 0)
+        .filter(|p: &usize| p.is_multiple_of(10))
         .map(|p| PromiseResult {
             kind: "file".into(),
             promiser: format!("/etc/app/{p}.conf"),
