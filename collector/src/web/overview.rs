@@ -304,8 +304,7 @@ mod tests {
         assert!(!text.contains("<img"), "{text}");
         assert!(!text.contains("<b>site"), "{text}");
         assert!(
-            text.contains("&#60;script&#62;alert(1)&#60;/script&#62;")
-                || text.contains("&lt;script&gt;"),
+            text.contains("&#60;script&#62;alert(1)&#60;/script&#62;"),
             "{text}"
         );
         assert!(
