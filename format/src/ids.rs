@@ -36,6 +36,9 @@ pub mod opcode {
     pub const COALESCE: u8 = 0x0f;
     pub const EACH: u8 = 0x10;
     pub const ELEM: u8 = 0x11;
+    // Format 2.3: probe facts (issue 18). 0x12 is left to the lookup
+    // table opcode of the same version.
+    pub const PROBE: u8 = 0x13;
 }
 
 /// Tags of the kinds of constant in the pool.
@@ -48,6 +51,8 @@ pub mod constant_kind {
     pub const BLOB: u8 = 6;
     /// A list of strings (format 2.2).
     pub const LIST: u8 = 7;
+    /// A probe declaration (format 2.3, `bundle/probe.rs`).
+    pub const PROBE: u8 = 8;
     /// Each tag with its name, for the id tables.
     pub const ALL: &[(u8, &str)] = &[
         (STR, "str"),
@@ -57,7 +62,15 @@ pub mod constant_kind {
         (DURATION, "duration"),
         (BLOB, "blob"),
         (LIST, "list"),
+        (PROBE, "probe"),
     ];
+}
+
+/// Tags of where a probe's value comes from (format 2.3).
+pub mod probe_source {
+    pub const PROGRAM: u8 = 1;
+    pub const FILE: u8 = 2;
+    pub const ALL: &[(u8, &str)] = &[(PROGRAM, "program"), (FILE, "file")];
 }
 
 /// Tags of an item: a value known at compile time, or computed on the host.
@@ -102,6 +115,7 @@ pub fn tables() -> Vec<IdTable> {
         table("Constant kinds", tags(constant_kind::ALL)),
         table("Item kinds", tags(item_kind::ALL)),
         table("Operand kinds", tags(operand_kind::ALL)),
+        table("Probe sources", tags(probe_source::ALL)),
         table(
             "Promise types",
             schema::PROMISE_TYPES

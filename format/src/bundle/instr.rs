@@ -78,12 +78,18 @@ pub enum Instr {
     /// `[] -> [s]`: the current element of the `d`-th innermost enclosing
     /// [`Instr::Each`] (0 = innermost; format 2.2).
     Elem(u32),
+    /// `[] -> [v]`: the value of a probe fact (format 2.3): constant `c` is
+    /// a string naming the probe and, through records and maps, the field
+    /// or key to read (`hw.cpus`); `v` is a string, int, bool or list. A
+    /// probe that failed on this host makes the program fail with its
+    /// reason, and the promise that needed it is skipped.
+    Probe(u32),
 }
 
 impl Instr {
     /// One instruction of each kind (operands 0): the opcode table is
     /// built from it, and a test checks it misses none.
-    pub const ONE_OF_EACH: [Instr; 17] = [
+    pub const ONE_OF_EACH: [Instr; 18] = [
         Instr::Const(0),
         Instr::Fact(0),
         Instr::LoopVar(0),
@@ -101,6 +107,7 @@ impl Instr {
         Instr::Coalesce,
         Instr::Each(0),
         Instr::Elem(0),
+        Instr::Probe(0),
     ];
 
     /// The opcode byte that starts the instruction on the wire.
@@ -123,6 +130,7 @@ impl Instr {
             Instr::Coalesce => opcode::COALESCE,
             Instr::Each(_) => opcode::EACH,
             Instr::Elem(_) => opcode::ELEM,
+            Instr::Probe(_) => opcode::PROBE,
         }
     }
 
@@ -137,7 +145,8 @@ impl Instr {
             | Instr::Concat(x)
             | Instr::Func(x)
             | Instr::Each(x)
-            | Instr::Elem(x) => Some(x),
+            | Instr::Elem(x)
+            | Instr::Probe(x) => Some(x),
             Instr::Not
             | Instr::And
             | Instr::Or
@@ -161,7 +170,8 @@ impl Instr {
             | opcode::CONCAT
             | opcode::FUNC
             | opcode::EACH
-            | opcode::ELEM => Some(true),
+            | opcode::ELEM
+            | opcode::PROBE => Some(true),
             opcode::NOT
             | opcode::AND
             | opcode::OR
@@ -195,6 +205,7 @@ impl Instr {
             opcode::COALESCE => Instr::Coalesce,
             opcode::EACH => Instr::Each(x),
             opcode::ELEM => Instr::Elem(x),
+            opcode::PROBE => Instr::Probe(x),
             _ => return None,
         })
     }
@@ -219,6 +230,7 @@ impl Instr {
             Instr::Coalesce => "coalesce",
             Instr::Each(_) => "each",
             Instr::Elem(_) => "elem",
+            Instr::Probe(_) => "probe",
         }
     }
 }

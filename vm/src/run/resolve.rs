@@ -111,7 +111,9 @@ impl<'b> Resolver<'b> {
             Some(Constant::Blob(b)) => Value::Bytes(Arc::from(b.0.as_slice())),
             // Refused by the verifier as an attribute value; kept whole.
             Some(Constant::List(l)) => Value::List(l.0.clone()),
-            None => return Err(format!("cannot evaluate: constant {c}")),
+            Some(Constant::Probe(_)) | None => {
+                return Err(format!("cannot evaluate: constant {c}"))
+            }
         };
         *slot = Some(value.clone());
         Ok(value)
@@ -127,7 +129,15 @@ impl<'b> Resolver<'b> {
         match item {
             Item::Const(c) => self.constant(c),
             Item::Code(p) => {
-                let value = match eval.run(p, classes, loops).map_err(|e| e.to_string())? {
+                // A probe fact that is unknown here is its own reason (the
+                // promise is skipped with it), not an evaluation failure.
+                let value = match eval.run(p, classes, loops).map_err(|e| {
+                    if eval.failed_on_unknown() {
+                        e.0
+                    } else {
+                        e.to_string()
+                    }
+                })? {
                     Val::Str(s) => Value::Str(Arc::from(s)),
                     Val::Int(i) => Value::Int(i),
                     Val::Bool(b) => Value::Bool(b),
