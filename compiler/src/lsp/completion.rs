@@ -438,6 +438,30 @@ fn classes(analysis: &Analysis) -> Vec<CompletionItem> {
             }
         }
     }
+    // The inventory's hosts and groups (`sema::inventory`).
+    let files = analysis.ws.closure(analysis.root);
+    if let Some((_, inventory)) = analysis.ws.inventory(&files) {
+        use converge_format::inventory::{group_class, host_class};
+        let hosts = inventory
+            .hosts
+            .iter()
+            .map(|h| (host_class(h.name.get_ref()), "inventory host"));
+        let groups = inventory.hosts.iter().flat_map(|h| {
+            h.groups
+                .iter()
+                .map(|g| (group_class(g.get_ref()), "inventory group"))
+        });
+        for (name, detail) in hosts.chain(groups) {
+            if seen.insert(name.as_str().into()) {
+                items.push(CompletionItem {
+                    label: name,
+                    kind: Some(CompletionItemKind::CONSTANT),
+                    detail: Some(detail.to_owned()),
+                    ..CompletionItem::default()
+                });
+            }
+        }
+    }
     items.extend(
         schema::hard_class_names()
             .into_iter()

@@ -77,17 +77,27 @@ pub fn expand<'a>(
         assumed: Vec::new(),
     };
     ex.stmts(&policy.body, &mut Vec::new(), &Arc::new(Guard::Const(true)));
-    let classes = symbols
+    let mut classes: Vec<ir::ClassDecl> = symbols
         .classes
         .defs
         .iter()
         .map(|(name, def)| ex.class_decl(name, def))
         .collect();
-    let exclusive = symbols
+    // The inventory's groups, as classes over their members' host classes.
+    if let Some(inventory) = &symbols.inventory {
+        classes.extend(inventory.class_decls());
+    }
+    let mut exclusive: Vec<Vec<String>> = symbols
         .exclusives
         .iter()
         .map(|g| g.classes.iter().map(|c| c.name.to_string()).collect())
         .collect();
+    if let Some(inventory) = &symbols.inventory {
+        let hosts = inventory.exclusive_hosts(&ex.checker.names);
+        if hosts.len() > 1 {
+            exclusive.push(hosts);
+        }
+    }
     // A program cut short by the instance budget is not analysed: its
     // error says why, and contradictions found in an arbitrary part of it
     // would only add noise (and the work the budget exists to avoid).

@@ -41,6 +41,10 @@ pub enum DefKind {
     Class,
     /// A class the VM defines from facts (`debian`, `monday`, `any`).
     HardClass,
+    /// A class the inventory defines: `host_NAME` for each host,
+    /// `group_NAME` for each group (`sema::inventory`). Defined in
+    /// `inventory.toml`, so not renamed from the policy.
+    InventoryClass,
     Let,
     Body,
     Bundle,

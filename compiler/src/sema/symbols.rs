@@ -69,12 +69,18 @@ pub struct Symbols<'a> {
     /// The workspace the program was loaded into: its data files and
     /// templates (`workspace::documents`).
     pub ws: Option<&'a Workspace>,
+    /// The classes the program's inventory defines, when it has one
+    /// (`sema::inventory`).
+    pub inventory: Option<super::inventory::InventoryClasses>,
 }
 
 impl<'a> Symbols<'a> {
     pub fn collect(ws: &'a Workspace, files: &[FileId], diagnostics: &mut Vec<Diagnostic>) -> Self {
         let mut symbols = Symbols {
             ws: Some(ws),
+            inventory: ws.inventory(files).map(|(file, inventory)| {
+                super::inventory::InventoryClasses::new(file, ws.db.name(file), inventory)
+            }),
             ..Symbols::default()
         };
         for &file in files {

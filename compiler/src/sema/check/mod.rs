@@ -125,6 +125,7 @@ impl<'a> Checker<'a> {
         // First: classes, lets and promises read them.
         self.check_facts();
         self.check_classes();
+        self.check_inventory_clashes();
         self.check_exclusives();
         // Every declared type, used or not: a recursive or malformed type
         // is an error where it is declared.
@@ -179,6 +180,20 @@ fn global_names(symbols: &Symbols<'_>) -> Names {
     }
     for (_, def) in &symbols.facts.defs {
         global(DefKind::ProbeFact, &def.name, def.span);
+    }
+    if let Some(inventory) = &symbols.inventory {
+        for (class, span) in inventory.classes() {
+            names.define(
+                Definition {
+                    kind: DefKind::InventoryClass,
+                    name: class.into(),
+                    span: Some(span),
+                    item: Some(span),
+                    parent: None,
+                },
+                true,
+            );
+        }
     }
     for (_, def) in &symbols.types.defs {
         let ty = names.define(
