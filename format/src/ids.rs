@@ -36,6 +36,8 @@ pub mod opcode {
     pub const COALESCE: u8 = 0x0f;
     pub const EACH: u8 = 0x10;
     pub const ELEM: u8 = 0x11;
+    // Format 2.3: host-side lookups in a table (issue 16, merged splits).
+    pub const LOOKUP: u8 = 0x12;
 }
 
 /// Tags of the kinds of constant in the pool.
@@ -48,6 +50,8 @@ pub mod constant_kind {
     pub const BLOB: u8 = 6;
     /// A list of strings (format 2.2).
     pub const LIST: u8 = 7;
+    /// A table from string keys to constants, read by `lookup` (2.3).
+    pub const TABLE: u8 = 8;
     /// Each tag with its name, for the id tables.
     pub const ALL: &[(u8, &str)] = &[
         (STR, "str"),
@@ -57,6 +61,7 @@ pub mod constant_kind {
         (DURATION, "duration"),
         (BLOB, "blob"),
         (LIST, "list"),
+        (TABLE, "table"),
     ];
 }
 

@@ -206,6 +206,41 @@ pub enum Constant {
     /// A list of strings, pushed by `const` (format 2.2): at most
     /// [`MAX_CONST_LIST`](super::limits::MAX_CONST_LIST) elements.
     List(List<String>),
+    /// A map from strings to scalar constants, read by `lookup` (format
+    /// 2.3): one promise's values per host key, where the writer merged
+    /// the instances of a lookup split per key back into one promise.
+    Table(Table),
+}
+
+/// The payload of a [`Constant::Table`]: entries sorted by key, keys
+/// unique, every value the index of a scalar constant (all of one type),
+/// and the value of every other key if there is one. At most
+/// [`MAX_CONST_LIST`](super::limits::MAX_CONST_LIST) entries.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Table {
+    pub entries: List<TableEntry>,
+    /// The constant for a key that is not in `entries`; `None`: `lookup`
+    /// of such a key fails the program (the writer guards the promise so
+    /// that it never happens).
+    pub default: Option<u32>,
+}
+
+/// One key of a [`Table`] and the index of its value constant.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TableEntry {
+    pub key: String,
+    pub value: u32,
+}
+
+impl Table {
+    /// The value constant of `key`: its entry's, else the default (a binary
+    /// search; the verifier checked the entries are sorted).
+    pub fn get(&self, key: &str) -> Option<u32> {
+        match self.entries.0.binary_search_by(|e| e.key.as_str().cmp(key)) {
+            Ok(i) => self.entries.get(i).map(|e| e.value),
+            Err(_) => self.default,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -289,6 +324,7 @@ impl Constant {
             Constant::Duration(_) => constant_kind::DURATION,
             Constant::Blob(_) => constant_kind::BLOB,
             Constant::List(_) => constant_kind::LIST,
+            Constant::Table(_) => constant_kind::TABLE,
         }
     }
 }
@@ -303,6 +339,7 @@ impl Serialize for Constant {
             Constant::Duration(v) => write_tagged(s, tag, Some(v)),
             Constant::Blob(v) => write_tagged(s, tag, Some(v)),
             Constant::List(v) => write_tagged(s, tag, Some(v)),
+            Constant::Table(v) => write_tagged(s, tag, Some(v)),
         }
     }
 }
@@ -325,6 +362,7 @@ impl<'de> Deserialize<'de> for Constant {
                     constant_kind::DURATION => Constant::Duration(read_payload(&mut seq, WHAT)?),
                     constant_kind::BLOB => Constant::Blob(read_payload(&mut seq, WHAT)?),
                     constant_kind::LIST => Constant::List(read_payload(&mut seq, WHAT)?),
+                    constant_kind::TABLE => Constant::Table(read_payload(&mut seq, WHAT)?),
                     other => return Err(refuse(format!("unknown constant kind {other}"))),
                 })
             }

@@ -78,12 +78,16 @@ pub enum Instr {
     /// `[] -> [s]`: the current element of the `d`-th innermost enclosing
     /// [`Instr::Each`] (0 = innermost; format 2.2).
     Elem(u32),
+    /// `[key] -> [v]`: the value of string `key` in the table constant `t`
+    /// (a binary search), else the table's default; a key with neither
+    /// fails the program run (format 2.3).
+    Lookup(u32),
 }
 
 impl Instr {
     /// One instruction of each kind (operands 0): the opcode table is
     /// built from it, and a test checks it misses none.
-    pub const ONE_OF_EACH: [Instr; 17] = [
+    pub const ONE_OF_EACH: [Instr; 18] = [
         Instr::Const(0),
         Instr::Fact(0),
         Instr::LoopVar(0),
@@ -101,6 +105,7 @@ impl Instr {
         Instr::Coalesce,
         Instr::Each(0),
         Instr::Elem(0),
+        Instr::Lookup(0),
     ];
 
     /// The opcode byte that starts the instruction on the wire.
@@ -123,6 +128,7 @@ impl Instr {
             Instr::Coalesce => opcode::COALESCE,
             Instr::Each(_) => opcode::EACH,
             Instr::Elem(_) => opcode::ELEM,
+            Instr::Lookup(_) => opcode::LOOKUP,
         }
     }
 
@@ -137,7 +143,8 @@ impl Instr {
             | Instr::Concat(x)
             | Instr::Func(x)
             | Instr::Each(x)
-            | Instr::Elem(x) => Some(x),
+            | Instr::Elem(x)
+            | Instr::Lookup(x) => Some(x),
             Instr::Not
             | Instr::And
             | Instr::Or
@@ -161,7 +168,8 @@ impl Instr {
             | opcode::CONCAT
             | opcode::FUNC
             | opcode::EACH
-            | opcode::ELEM => Some(true),
+            | opcode::ELEM
+            | opcode::LOOKUP => Some(true),
             opcode::NOT
             | opcode::AND
             | opcode::OR
@@ -195,6 +203,7 @@ impl Instr {
             opcode::COALESCE => Instr::Coalesce,
             opcode::EACH => Instr::Each(x),
             opcode::ELEM => Instr::Elem(x),
+            opcode::LOOKUP => Instr::Lookup(x),
             _ => return None,
         })
     }
@@ -219,6 +228,7 @@ impl Instr {
             Instr::Coalesce => "coalesce",
             Instr::Each(_) => "each",
             Instr::Elem(_) => "elem",
+            Instr::Lookup(_) => "lookup",
         }
     }
 }

@@ -5,7 +5,7 @@
 //! After this, the interpreter can trust the body's shape.
 
 use super::error::BundleError;
-use super::format::{AttrValue, Body, Constant, Item, Operand, Program, Promise};
+use super::format::{AttrValue, Body, Constant, Item, Operand, Program, Promise, Table};
 use super::functions::function_by_id;
 use super::instr::Instr;
 use super::limits::{RegexCache, MAX_CONST_LIST, MAX_EACH_DEPTH, MAX_LOOP_DEPTH, MAX_PROMISES};
@@ -77,9 +77,10 @@ fn corrupt(reason: impl Into<String>) -> BundleError {
 }
 
 pub fn verify_body(body: &Body) -> Result<(), BundleError> {
-    let v = Verifier { body };
-    v.header()?;
     static_limits(body)?;
+    let tables = table_types(body)?;
+    let v = Verifier { body, tables };
+    v.header()?;
     // In index order: `each` runs only programs of a lower index, whose
     // facts are known by then.
     let mut programs: Vec<ProgramInfo> = Vec::with_capacity(body.programs.len());
@@ -125,13 +126,15 @@ fn static_limits(body: &Body) -> Result<(), BundleError> {
         )));
     }
     for (c, constant) in body.constants.iter().enumerate() {
-        if let Constant::List(items) = constant {
-            if items.len() > MAX_CONST_LIST {
-                return Err(corrupt(format!(
-                    "constant {c}: a list of {} elements, more than the limit of {MAX_CONST_LIST}",
-                    items.len()
-                )));
-            }
+        let (what, len) = match constant {
+            Constant::List(items) => ("a list", items.len()),
+            Constant::Table(table) => ("a table", table.entries.len()),
+            _ => continue,
+        };
+        if len > MAX_CONST_LIST {
+            return Err(corrupt(format!(
+                "constant {c}: {what} of {len} elements, more than the limit of {MAX_CONST_LIST}"
+            )));
         }
     }
     for (i, p) in body.promises.iter().enumerate() {
@@ -186,8 +189,69 @@ fn regexes(body: &Body) -> Result<(), BundleError> {
     Ok(())
 }
 
+/// The type of the values of every table constant (format 2.3), by
+/// constant index (`None` for other constants), checked once here so that
+/// each `lookup` costs nothing more: keys sorted and unique, every value
+/// and the default the index of an existing scalar constant, all of one
+/// type.
+fn table_types(body: &Body) -> Result<Vec<Option<Ty>>, BundleError> {
+    body.constants
+        .iter()
+        .enumerate()
+        .map(|(c, constant)| match constant {
+            Constant::Table(table) => table_type(body, table)
+                .map(Some)
+                .map_err(|e| corrupt(format!("constant {c}: table {e}"))),
+            _ => Ok(None),
+        })
+        .collect()
+}
+
+fn table_type(body: &Body, table: &Table) -> Result<Ty, String> {
+    let value_ty = |v: u32| match body.constants.get(v as usize) {
+        Some(Constant::Str(_) | Constant::Word(_)) => Ok(Ty::Str),
+        Some(Constant::Int(_) | Constant::Duration(_)) => Ok(Ty::Int),
+        Some(Constant::Bool(_)) => Ok(Ty::Bool),
+        Some(_) => Err(format!("value {v} is not a string, int or bool constant")),
+        None => Err(format!("value {v} does not exist")),
+    };
+    let mut ty: Option<Ty> = None;
+    let mut previous: Option<&str> = None;
+    let values = table
+        .entries
+        .iter()
+        .map(|e| (Some(e.key.as_str()), e.value))
+        .chain(table.default.map(|d| (None, d)));
+    for (key, value) in values {
+        if let (Some(key), Some(before)) = (key, previous) {
+            if key <= before {
+                return Err(format!(
+                    "keys are not sorted and unique: {key:?} after {before:?}"
+                ));
+            }
+        }
+        if key.is_some() {
+            previous = key;
+        }
+        let this = value_ty(value)?;
+        match ty {
+            Some(t) if t != this => {
+                return Err(format!(
+                    "mixes {} and {} values (value {value})",
+                    t.name(),
+                    this.name()
+                ))
+            }
+            _ => ty = Some(this),
+        }
+    }
+    ty.ok_or_else(|| "has no entries and no default".to_owned())
+}
+
 struct Verifier<'b> {
     body: &'b Body,
+    /// [`table_types`].
+    tables: Vec<Option<Ty>>,
 }
 
 impl Verifier<'_> {
@@ -231,6 +295,7 @@ impl Verifier<'_> {
             Constant::Bool(_) => Ty::Bool,
             Constant::List(_) => Ty::List,
             Constant::Blob(_) => return Err(format!("constant {c} is a blob")),
+            Constant::Table(_) => return Err(format!("constant {c} is a table")),
         })
     }
 
@@ -400,6 +465,17 @@ impl Verifier<'_> {
                     let list = pop(&mut stack)?;
                     expect(list.ty, Ty::List, pc)?;
                     (Ty::Str, list.optional)
+                }
+                Instr::Lookup(t) => {
+                    let ty = self
+                        .tables
+                        .get(t as usize)
+                        .copied()
+                        .flatten()
+                        .ok_or_else(|| format!("lookup in constant {t} at {pc}, not a table"))?;
+                    let key = pop(&mut stack)?;
+                    expect(key.ty, Ty::Str, pc)?;
+                    (ty, key.optional)
                 }
                 Instr::Elem(d) => {
                     if d as usize >= MAX_EACH_DEPTH {
@@ -1031,5 +1107,158 @@ mod tests {
             vec![deepest, longest],
         );
         verify_body(&body).unwrap();
+    }
+
+    /// A table of `(key, value constant)` entries and a default.
+    fn table(entries: &[(&str, u32)], default: Option<u32>) -> Constant {
+        use crate::bundle::format::{List, Table, TableEntry};
+        Constant::Table(Table {
+            entries: List(
+                entries
+                    .iter()
+                    .map(|(k, v)| TableEntry {
+                        key: (*k).to_owned(),
+                        value: *v,
+                    })
+                    .collect(),
+            ),
+            default,
+        })
+    }
+
+    /// Format 2.3: tables and `lookup`. Constants 0-3 as in
+    /// [`constants_2_2`], 4 a word, 5 a blob; the table under test is 6.
+    fn verify_table(t: Constant, code: Vec<Instr>) -> Result<(), BundleError> {
+        use crate::bundle::format::Bytes;
+        let mut constants = constants_2_2();
+        constants.push(Constant::Word("w".into()));
+        constants.push(Constant::Blob(Bytes(vec![1])));
+        constants.push(t);
+        verify_used(constants, vec![code], &[0])
+    }
+
+    #[test]
+    fn bad_tables_and_lookups_are_refused_with_their_reason() {
+        use Instr::*;
+        let host = fact("sys.hostname");
+        let as_bool = |ty_const: u32| vec![fact("sys.hostname"), Lookup(6), Const(ty_const), Eq];
+        let cases: Vec<(Constant, Vec<Instr>, &str)> = vec![
+            (
+                table(&[("b", 0), ("a", 0)], None),
+                as_bool(0),
+                "constant 6: table keys are not sorted and unique: \"a\" after \"b\"",
+            ),
+            (
+                table(&[("a", 0), ("a", 0)], None),
+                as_bool(0),
+                "keys are not sorted and unique: \"a\" after \"a\"",
+            ),
+            (table(&[("a", 9)], None), as_bool(0), "value 9 does not exist"),
+            (
+                table(&[("a", 0)], Some(99)),
+                as_bool(0),
+                "value 99 does not exist",
+            ),
+            (
+                table(&[("a", 1)], None),
+                as_bool(0),
+                "value 1 is not a string, int or bool constant",
+            ),
+            (
+                table(&[("a", 5)], None),
+                as_bool(0),
+                "value 5 is not a string, int or bool constant",
+            ),
+            (table(&[("a", 6)], None), as_bool(0), "value 6 is not"),
+            (
+                table(&[("a", 0), ("b", 2)], None),
+                as_bool(0),
+                "mixes string and int values (value 2)",
+            ),
+            (
+                table(&[("a", 4)], Some(3)),
+                as_bool(0),
+                "mixes string and bool values (value 3)",
+            ),
+            (table(&[], None), as_bool(0), "has no entries and no default"),
+            // `lookup` of something that is not a table, of a missing
+            // constant, with no key, with a key that is not a string.
+            (
+                table(&[("a", 0)], None),
+                vec![host, Lookup(0), Const(0), Eq],
+                "lookup in constant 0 at 1, not a table",
+            ),
+            (
+                table(&[("a", 0)], None),
+                vec![host, Lookup(70), Const(0), Eq],
+                "lookup in constant 70 at 1, not a table",
+            ),
+            (table(&[("a", 0)], None), vec![Lookup(6)], "stack underflow at 0"),
+            (
+                table(&[("a", 0)], None),
+                vec![Const(2), Lookup(6), Const(0), Eq],
+                "Str expected at 1, found Int",
+            ),
+            // The value's type is the table's: a string is not a guard.
+            (table(&[("a", 0)], None), vec![host, Lookup(6)], "gives Str, Bool expected"),
+            // A table is never pushed whole.
+            (table(&[("a", 0)], None), vec![Const(6)], "constant 6 is a table"),
+        ];
+        for (t, code, reason) in cases {
+            let shown = format!("{t:?} {code:?}");
+            match verify_table(t, code) {
+                Err(BundleError::Corrupt { reason: got }) => {
+                    assert!(got.contains(reason), "{shown}: {got:?} lacks {reason:?}")
+                }
+                other => panic!("{shown} was not refused: {other:?}"),
+            }
+        }
+        // Too many entries: the limit of list constants.
+        let keys: Vec<String> = (0..=MAX_CONST_LIST).map(|i| format!("{i:08}")).collect();
+        let entries: Vec<(&str, u32)> = keys.iter().map(|k| (k.as_str(), 0)).collect();
+        match verify_table(table(&entries, None), as_bool(0)) {
+            Err(BundleError::Corrupt { reason }) => assert!(
+                reason.contains("a table of 65537 elements, more than the limit of 65536"),
+                "{reason}"
+            ),
+            other => panic!("an oversized table was not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn good_tables_and_lookups_are_accepted() {
+        use Instr::*;
+        let host = fact("sys.hostname");
+        // Strings and words are one type; an int default; bool values; a
+        // default alone; an optional key (an index) gives an optional value.
+        let ok: Vec<(Constant, Vec<Instr>)> = vec![
+            (
+                table(&[("a", 0), ("b", 4)], Some(0)),
+                vec![host, Lookup(6), Const(0), Eq],
+            ),
+            (
+                table(&[("a", 2)], Some(2)),
+                vec![host, Lookup(6), Const(2), Eq],
+            ),
+            (table(&[("a", 3), ("ab", 3)], None), vec![host, Lookup(6)]),
+            (table(&[], Some(3)), vec![host, Lookup(6)]),
+            (
+                table(&[("x", 3)], None),
+                vec![Const(1), Const(2), func("index"), Lookup(6), Const(3), Coalesce],
+            ),
+        ];
+        for (t, code) in ok {
+            let shown = format!("{t:?} {code:?}");
+            verify_table(t, code).unwrap_or_else(|e| panic!("{shown}: {e}"));
+        }
+        // Without the coalesce, the optional key makes the guard optional.
+        let optional = verify_table(
+            table(&[("x", 3)], None),
+            vec![Const(1), Const(2), func("index"), Lookup(6)],
+        );
+        assert!(
+            matches!(&optional, Err(BundleError::Corrupt { reason }) if reason.contains("may give a missing value")),
+            "{optional:?}"
+        );
     }
 }

@@ -180,6 +180,43 @@ mod tests {
         assert_eq!(decode(&bytes).unwrap(), b);
     }
 
+    /// A table constant (format 2.3) is its tag 8, the entry count, each
+    /// entry's key and value index, then the default as an option; it
+    /// round-trips, and a truncated one is refused, not a panic.
+    #[test]
+    fn a_table_constant_round_trips() {
+        use crate::bundle::format::{Table, TableEntry};
+        let table = Constant::Table(Table {
+            entries: vec![TableEntry {
+                key: "h1".into(),
+                value: 0,
+            }]
+            .into(),
+            default: Some(1),
+        });
+        let wire = postcard::to_allocvec(&table).unwrap();
+        assert_eq!(
+            wire,
+            [crate::ids::constant_kind::TABLE, 1, 2, b'h', b'1', 0, 1, 1]
+        );
+        let mut b = body();
+        b.constants.0.push(table);
+        b.programs.0.push(crate::bundle::format::Program {
+            code: vec![Instr::Const(0), Instr::Lookup(2)].into(),
+        });
+        let bytes = encode(&b).unwrap();
+        assert_eq!(decode(&bytes).unwrap(), b);
+        for cut in 1..bytes.len() {
+            assert!(decode(&bytes[..cut]).is_err(), "a prefix of {cut} bytes decoded");
+        }
+        // An option tag other than 0 or 1 for the default.
+        let mut bad = wire.clone();
+        if let Some(last) = bad.get_mut(6) {
+            *last = 2;
+        }
+        assert!(postcard::from_bytes::<Constant>(&bad).is_err());
+    }
+
     /// Issue 14 item 18: bytes after the body were ignored.
     #[test]
     fn trailing_bytes_after_the_body_are_refused() {
