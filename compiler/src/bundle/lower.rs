@@ -25,8 +25,11 @@ use converge_format::schema::{self, AttrRole, AttrType};
 use converge_grammar::Span;
 use sha2::{Digest, Sha256};
 
+use super::merge::{self, Merge};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, CompareOp, EdgeKind, Guard, TemplatePart, Value};
+
+mod merged;
 use crate::sema::expand::{value_kind, ValueKind};
 use crate::source::SourceDb;
 
@@ -88,15 +91,29 @@ pub fn lower(
             EdgeKind::Outcome => {}
         }
     }
+    for list in after.iter_mut().chain(notify.iter_mut()) {
+        list.sort_unstable();
+    }
+    // The instances of a lookup split per key become one promise again
+    // (`merge`); edges and the order are renumbered to match.
+    let settled = merge::settle(
+        merge::plan(program),
+        program.promises.len(),
+        &after,
+        &notify,
+        &program.order,
+    );
     let mut sources: Vec<SourceLoc> = Vec::new();
-    let mut promises = Vec::with_capacity(program.promises.len());
-    for (i, p) in program.promises.iter().enumerate() {
-        let mut a = after.get(i).cloned().unwrap_or_default();
-        a.sort_unstable();
-        let mut n = notify.get(i).cloned().unwrap_or_default();
-        n.sort_unstable();
+    let mut promises = Vec::with_capacity(settled.promises.len());
+    for (j, &(i, m)) in settled.promises.iter().enumerate() {
+        let Some(p) = program.promises.get(i) else {
+            continue;
+        };
+        let a = settled.after.get(j).cloned().unwrap_or_default();
+        let n = settled.notify.get(j).cloned().unwrap_or_default();
         let source = l.source_loc(p.span, &mut sources);
-        if let Some(lowered) = l.promise(p, a, n, source) {
+        let merged = m.and_then(|m| settled.merges.get(m));
+        if let Some(lowered) = l.promise(p, a, n, source, merged.map(|m| (m, program))) {
             promises.push(lowered);
         }
     }
@@ -117,7 +134,7 @@ pub fn lower(
         classes: List(classes),
         exclusive: List(exclusive),
         promises: List(promises),
-        order: List(program.order.iter().map(|&i| i as u32).collect()),
+        order: List(settled.order),
         sources: List(sources),
     })
 }
@@ -513,12 +530,15 @@ impl Lowerer<'_> {
         Item::Code(self.program(code))
     }
 
+    /// One bundle promise: `p`, or, with `merged`, the instances of a split
+    /// lookup of which `p` is the first (`merge`).
     fn promise(
         &mut self,
         p: &ir::Promise,
         after: Vec<u32>,
         notify: Vec<u32>,
         source: u32,
+        merged: Option<(&Merge, &ir::Program)>,
     ) -> Option<Promise> {
         self.at = p.span;
         let Some(pt) = schema::promise_type(p.kind) else {
@@ -529,7 +549,7 @@ impl Lowerer<'_> {
         let promiser = self.item(&p.promiser, &loops);
         let mut attrs = Vec::new();
         let mut classes = [None, None, None];
-        for attr in &p.attrs {
+        for (j, attr) in p.attrs.iter().enumerate() {
             let Some(spec) = pt.attr(&attr.name) else {
                 self.internal(format!(
                     "`{}` is not an attribute of `{}`",
@@ -557,7 +577,17 @@ impl Lowerer<'_> {
                 }
                 continue;
             }
+            let joint = merged.and_then(|(m, program)| {
+                m.attrs
+                    .get(j)
+                    .and_then(Option::as_ref)
+                    .map(|joint| (m, program, joint))
+            });
             let value = match (attr.name.as_str(), &spec.ty) {
+                _ if joint.is_some() => {
+                    let (m, program, joint) = joint?;
+                    self.joint_operand(m, program, j, joint, &loops)
+                }
                 ("source", _) if pt.name == "directory" => self.embed_tree(p, attr)?,
                 ("source", _) => self.embed_source(p, attr)?,
                 (_, AttrType::List(_)) => match &attr.value {
@@ -573,7 +603,8 @@ impl Lowerer<'_> {
                 value,
             });
         }
-        let guard = match &*p.guard {
+        let merged_guard = merged.map(|(m, _)| m.guard());
+        let guard = match merged_guard.as_ref().unwrap_or(&p.guard) {
             Guard::Const(true) => None,
             g => {
                 let mut code = Vec::new();
