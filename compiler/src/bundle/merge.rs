@@ -486,3 +486,6 @@ fn respects_after(after: &[Vec<u32>], order: &[u32]) -> bool {
             .all(|&a| position.get(a as usize).is_some_and(|&p| p < mine))
     })
 }
+
+#[cfg(test)]
+mod tests;
