@@ -61,7 +61,10 @@ impl Lowerer<'_> {
             },
             Some(Joint::Scalar) => {
                 let constants = values.iter().map(|v| constant_of(v)).collect();
-                self.lookup(m, constants, loops, &mut code);
+                let pushed = self.lookup(m, constants, loops, &mut code);
+                if pushed > 1 {
+                    code.push(Instr::Concat(pushed));
+                }
             }
             Some(Joint::Template(differs)) => {
                 let parts: Vec<&[TemplatePart]> = values
@@ -71,7 +74,9 @@ impl Lowerer<'_> {
                         _ => None,
                     })
                     .collect();
+                let mut pushed = 0u32;
                 for (k, &differs) in differs.iter().enumerate() {
+                    pushed = pushed.saturating_add(1);
                     let column: Vec<Option<&TemplatePart>> =
                         parts.iter().map(|p| p.get(k)).collect();
                     match column.first().copied().flatten() {
@@ -85,7 +90,8 @@ impl Lowerer<'_> {
                                     _ => None,
                                 })
                                 .collect();
-                            self.lookup(m, constants, loops, &mut code);
+                            let n = self.lookup(m, constants, loops, &mut code);
+                            pushed = pushed.saturating_add(n).saturating_sub(1);
                         }
                         Some(TemplatePart::Lit(text)) => {
                             let c = self.constant(Constant::Str(text.clone()));
@@ -101,7 +107,7 @@ impl Lowerer<'_> {
                         None => self.internal("a merged template lost a part".to_owned()),
                     }
                 }
-                code.push(Instr::Concat(differs.len().max(1) as u32));
+                code.push(Instr::Concat(pushed.max(1)));
             }
             Some(Joint::List(_)) => self.internal("a list inside a list attribute".to_owned()),
         }
@@ -109,8 +115,73 @@ impl Lowerer<'_> {
     }
 
     /// Pushes `<key>; lookup t`, `t` the table from each member's keys to
-    /// its constant (the default member's as the default).
+    /// its constant (the default member's as the default), and returns how
+    /// many values it pushed: strings that all begin or end alike (a
+    /// rendered file per host) keep only what differs in the table, and
+    /// the common text around it is pushed once, as constants, for the
+    /// caller to `concat` (a bundle of 10,000 hosts carries each host's
+    /// part of the file, not the whole file 10,000 times).
     fn lookup(
+        &mut self,
+        m: &Merge,
+        constants: Vec<Option<Constant>>,
+        loops: &[ir::RuntimeLoop],
+        code: &mut Vec<Instr>,
+    ) -> u32 {
+        let texts: Option<Vec<&str>> = constants
+            .iter()
+            .map(|c| match c {
+                Some(Constant::Str(s)) => Some(s.as_str()),
+                _ => None,
+            })
+            .collect();
+        let (prefix, suffix) = match texts.as_deref().map(common_ends) {
+            Some((p, s)) if p + s >= MIN_COMMON_ENDS => (p, s),
+            _ => (0, 0),
+        };
+        let ends = texts
+            .as_deref()
+            .and_then(|t| t.first())
+            .map(|first| {
+                (
+                    first.get(..prefix).unwrap_or_default().to_owned(),
+                    first
+                        .get(first.len().saturating_sub(suffix)..)
+                        .unwrap_or_default()
+                        .to_owned(),
+                )
+            })
+            .unwrap_or_default();
+        let constants: Vec<Option<Constant>> = if prefix + suffix == 0 {
+            constants
+        } else {
+            constants
+                .into_iter()
+                .map(|c| match c {
+                    Some(Constant::Str(s)) => s
+                        .get(prefix..s.len().saturating_sub(suffix))
+                        .map(|middle| Constant::Str(middle.to_owned())),
+                    other => other,
+                })
+                .collect()
+        };
+        let mut pushed = 1;
+        if !ends.0.is_empty() {
+            let c = self.constant(Constant::Str(ends.0));
+            code.push(Instr::Const(c));
+            pushed += 1;
+        }
+        self.table_lookup(m, constants, loops, code);
+        if !ends.1.is_empty() {
+            let c = self.constant(Constant::Str(ends.1));
+            code.push(Instr::Const(c));
+            pushed += 1;
+        }
+        pushed
+    }
+
+    /// Pushes `<key>; lookup t` over the constants as they are.
+    fn table_lookup(
         &mut self,
         m: &Merge,
         constants: Vec<Option<Constant>>,
@@ -140,5 +211,61 @@ impl Lowerer<'_> {
         }));
         self.scalar(&m.on, loops, code);
         code.push(Instr::Lookup(table));
+    }
+}
+
+/// The least common text around the differing part of looked-up strings
+/// that is factored out of a table: shorter ends cost more instructions
+/// than the bytes they save.
+const MIN_COMMON_ENDS: usize = 32;
+
+/// The lengths in bytes of the longest prefix and suffix all `texts`
+/// share, on character boundaries and not overlapping in any of them.
+fn common_ends(texts: &[&str]) -> (usize, usize) {
+    let Some((first, rest)) = texts.split_first() else {
+        return (0, 0);
+    };
+    let shortest = texts.iter().map(|t| t.len()).min().unwrap_or(0);
+    let mut prefix = rest.iter().fold(first.len(), |n, t| {
+        first
+            .bytes()
+            .zip(t.bytes())
+            .take(n)
+            .take_while(|(a, b)| a == b)
+            .count()
+    });
+    while !first.is_char_boundary(prefix) {
+        prefix -= 1;
+    }
+    let room = shortest - prefix;
+    let mut suffix = rest.iter().fold(room, |n, t| {
+        first
+            .bytes()
+            .rev()
+            .zip(t.bytes().rev())
+            .take(n)
+            .take_while(|(a, b)| a == b)
+            .count()
+    });
+    while !first.is_char_boundary(first.len() - suffix) {
+        suffix -= 1;
+    }
+    (prefix, suffix)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::common_ends;
+
+    #[test]
+    fn common_ends_never_overlap_nor_split_a_character() {
+        assert_eq!(common_ends(&["ab-1-yz", "ab-22-yz"]), (3, 3));
+        assert_eq!(common_ends(&["aXa", "aa"]), (1, 1));
+        assert_eq!(common_ends(&["aaa", "aaa", "aa"]), (2, 0));
+        assert_eq!(common_ends(&["", "x"]), (0, 0));
+        assert_eq!(common_ends(&["é1é", "é2é"]), (2, 2));
+        // "é" and "è" share their first byte only.
+        assert_eq!(common_ends(&["é", "è"]), (0, 0));
+        assert_eq!(common_ends(&["only"]), (4, 0));
     }
 }

@@ -187,6 +187,43 @@ fn literal_parts_around_a_fact_are_looked_up_inside_the_concat() {
     assert_eq!(default, Some(Constant::Str("port=80 os=".into())));
 }
 
+/// Rendered files that differ in a line: the table keeps only the
+/// differing middle, the common text around it is pushed once.
+#[test]
+fn common_text_around_the_differing_part_is_pushed_once() {
+    let policy = format!(
+        "let motd: map<string, string> = {{ {} }};\n\
+         bundle b {{ file \"/etc/motd\" {{ content = \"# managed by converge, do not edit\\nmotd = ${{motd[sys.hostname] ?? \"none\"}}\\n# end of the file\\n\"; }} }}\n\
+         policy {{ b(); }}\n",
+        entries(3, |i| format!("\"hello {i}\""))
+    );
+    let (_, body) = build(&policy);
+    assert_eq!(body.promises.len(), 1);
+    let code = content(&body, body.promises.get(0).unwrap());
+    let constant = |i: &Instr| match i {
+        Instr::Const(c) => body.constants.get(*c as usize).cloned(),
+        _ => None,
+    };
+    assert!(
+        matches!(code.as_slice(), [_, h, Instr::Lookup(_), _, Instr::Concat(3)] if *h == hostname()),
+        "{code:?}"
+    );
+    assert_eq!(
+        code.first().and_then(constant),
+        Some(Constant::Str("# managed by converge, do not edit\nmotd = ".into()))
+    );
+    assert_eq!(
+        code.get(3).and_then(constant),
+        Some(Constant::Str("\n# end of the file\n".into()))
+    );
+    let (entries, default) = table(&body, &code);
+    assert_eq!(
+        entries.get(1),
+        Some(&("h01".to_owned(), Constant::Str("hello 1".into())))
+    );
+    assert_eq!(default, Some(Constant::Str("none".into())));
+}
+
 /// A list attribute whose items differ per key: one promise, each
 /// differing item a lookup, the others constants.
 #[test]
