@@ -50,7 +50,13 @@ fn refusal(encoded: &[u8]) -> String {
 fn a_good_body_opens() {
     let (_, public) = signer();
     let (bytes, public) = sealed(&encode(&body("site", public.id)).unwrap());
-    assert_eq!(open(&bytes, &[public]).unwrap().body.header.name, "site");
+    let opened = open(&bytes, &[public]).unwrap();
+    assert_eq!(opened.body.header.name, "site");
+    // The digest of the whole file, computed in the same pass as the signed
+    // digest: the SHA-256 of every byte, signature included.
+    use sha2::Digest;
+    let whole: [u8; 32] = sha2::Sha256::digest(&bytes).into();
+    assert_eq!(opened.digest, whole);
 }
 
 #[test]
