@@ -395,11 +395,11 @@ impl<'b> Evaluator<'b> {
                         };
                         // A binary search compares the key about log2(n) times.
                         examined = key.len().saturating_mul(
-                            (usize::BITS.saturating_sub(table.entries.len().leading_zeros()))
+                            (usize::BITS.saturating_sub(table.ends.len().leading_zeros()))
                                 as usize,
                         );
                         match table.get(&key) {
-                            Some(v) => Some(scalar_constant(body, v)?),
+                            Some(text) => Some(table_value(table.kind, text)?),
                             None => {
                                 return Err(EvalError(format!(
                                     "the key {key:?} is not in table {t}, which has no default"
@@ -483,6 +483,21 @@ fn scalar_constant(body: &Body, c: u32) -> Result<Val, EvalError> {
         Some(Constant::Bool(b)) => Val::Bool(*b),
         _ => return Err(EvalError(format!("constant {c}"))),
     })
+}
+
+/// A value of a table (format 2.3) from its text: a string as it is, an
+/// int in decimal, a bool `true`/`false` (the verifier checked each).
+fn table_value(kind: u8, text: &str) -> Result<Val, EvalError> {
+    use crate::ids::constant_kind;
+    match kind {
+        constant_kind::STR => Ok(Val::Str(text.to_owned())),
+        constant_kind::INT => text
+            .parse()
+            .map(Val::Int)
+            .map_err(|_| EvalError(format!("table int {text:?}"))),
+        constant_kind::BOOL => Ok(Val::Bool(text == "true")),
+        other => Err(EvalError(format!("table of constant kind {other}"))),
+    }
 }
 
 fn underflow() -> EvalError {
@@ -1033,42 +1048,39 @@ mod tests {
         assert!(matches!(&results[3], Ok(Val::Str(s)) if s.len() == 16 * 1024 * 4));
     }
 
-    /// A table (format 2.3) of `(key, value constant)` entries.
-    fn table(entries: &[(&str, u32)], default: Option<u32>) -> Constant {
-        use crate::bundle::format::{Table, TableEntry};
-        Constant::Table(Table {
-            entries: entries
+    /// A table (format 2.3) of kind `kind`: `(key, value text)` entries.
+    fn table(kind: u8, entries: &[(&str, &str)], default: Option<&str>) -> Constant {
+        Constant::Table(crate::bundle::format::Table::new(
+            kind,
+            entries
                 .iter()
-                .map(|(k, v)| TableEntry {
-                    key: (*k).to_owned(),
-                    value: *v,
-                })
-                .collect::<Vec<_>>()
-                .into(),
-            default,
-        })
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            default.map(str::to_owned),
+        ))
     }
 
     /// `lookup` (format 2.3): the entry of the host's key, found by binary
-    /// search among many; the default for another key; a word as a
-    /// string, an int, a bool; without a default, another key fails the
+    /// search among many; the default for another key; a string, an int, a
+    /// bool; without a default, another key fails the
     /// program with the key named; a missing key stays missing.
     #[test]
     fn lookup_finds_the_key_or_the_default() {
         use Instr::*;
         let host = Fact(fact("sys.hostname"));
-        // 0..=3 values; 4 a table of 1,000 keys around "web01" (the test
-        // host); 5 the same keys without "web01"; 6 no default; 7 ints;
-        // 8 bools; 9 a list, 10 the fallback string.
+        // 4 a table of 1,000 keys around "web01" (the test host); 5 the
+        // same keys without "web01"; 6 no default; 7 ints; 8 bools; 9 a
+        // list, 10 the fallback string.
         let mut keys: Vec<String> = (0..1000).map(|i| format!("host{i:04}")).collect();
         keys.push("web01".into());
         keys.push("web010".into());
         keys.sort();
-        let entries: Vec<(&str, u32)> = keys
+        use crate::ids::constant_kind::{BOOL, INT, STR};
+        let entries: Vec<(&str, &str)> = keys
             .iter()
-            .map(|k| (k.as_str(), if k == "web01" { 0 } else { 1 }))
+            .map(|k| (k.as_str(), if k == "web01" { "mine" } else { "theirs" }))
             .collect();
-        let without: Vec<(&str, u32)> = entries
+        let without: Vec<(&str, &str)> = entries
             .iter()
             .copied()
             .filter(|(k, _)| *k != "web01")
@@ -1078,11 +1090,11 @@ mod tests {
             Constant::Word("theirs".into()),
             Constant::Int(8080),
             Constant::Bool(true),
-            table(&entries, Some(1)),
-            table(&without, Some(1)),
-            table(&without, None),
-            table(&[("a", 2), ("web01", 2)], Some(2)),
-            table(&[("web01", 3)], Some(3)),
+            table(STR, &entries, Some("theirs")),
+            table(STR, &without, Some("theirs")),
+            table(STR, &without, None),
+            table(INT, &[("a", "1"), ("web01", "8080")], Some("2")),
+            table(BOOL, &[("web01", "true")], Some("false")),
             list(&["a", "b"]),
             Constant::Str("FALLBACK".into()),
         ];
@@ -1120,9 +1132,12 @@ mod tests {
     fn lookup_is_charged_for_its_search() {
         use Instr::*;
         let keys: Vec<String> = (0..1023).map(|i| format!("h{i:04}")).collect();
-        let entries: Vec<(&str, u32)> = keys.iter().map(|k| (k.as_str(), 0)).collect();
+        let entries: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), "v")).collect();
         let body = body(
-            vec![Constant::Str("v".into()), table(&entries, Some(0))],
+            vec![
+                Constant::Str("v".into()),
+                table(crate::ids::constant_kind::STR, &entries, Some("v")),
+            ],
             vec![vec![Fact(fact("sys.hostname")), Lookup(1)]],
         );
         crate::bundle::verify::verify_body(&body).unwrap();

@@ -159,16 +159,22 @@ pub fn disassemble(body: &Body, version: (u16, u16)) -> String {
             let _ = writeln!(out, "\ntables:");
             heading = true;
         }
-        let default = table
-            .default
-            .map_or_else(|| "none".to_owned(), |v| d.constant(v));
+        // Strings quoted; ints and bools as they are.
+        let text = |v: &str| {
+            if table.kind == crate::ids::constant_kind::STR {
+                format!("{v:?}")
+            } else {
+                v.to_owned()
+            }
+        };
+        let default = table.default.as_deref().map_or_else(|| "none".to_owned(), text);
         let _ = writeln!(
             out,
             "  t{c}: {} keys, default {default}",
-            table.entries.len()
+            table.ends.len()
         );
-        for e in table.entries.iter() {
-            let _ = writeln!(out, "    {:?} = {}", e.key, d.constant(e.value));
+        for (key, value) in table.entries() {
+            let _ = writeln!(out, "    {key:?} = {}", text(value));
         }
     }
     out
@@ -298,23 +304,19 @@ mod tests {
     /// at the end with its default and one line per key.
     #[test]
     fn lookups_name_their_table_and_tables_are_listed_at_the_end() {
-        use crate::bundle::format::{Table, TableEntry};
-        let entry = |key: &str, value| TableEntry {
-            key: key.into(),
-            value,
-        };
+        use crate::bundle::format::Table;
+        use crate::ids::constant_kind::{INT, STR};
+        let pair = |k: &str, v: &str| (k.to_owned(), v.to_owned());
         let mut body = Body::with_programs(
             vec![
                 Constant::Str("a\n".into()),
                 Constant::Str("b".into()),
-                Constant::Table(Table {
-                    entries: vec![entry("h1", 0), entry("h2", 1)].into(),
-                    default: Some(1),
-                }),
-                Constant::Table(Table {
-                    entries: vec![entry("h1", 0)].into(),
-                    default: None,
-                }),
+                Constant::Table(Table::new(
+                    STR,
+                    vec![pair("h2", "b"), pair("h1", "a\n")],
+                    Some("b".into()),
+                )),
+                Constant::Table(Table::new(INT, vec![pair("h1", "80")], None)),
                 Constant::Word("web".into()),
             ],
             vec![vec![
@@ -339,7 +341,7 @@ mod tests {
         assert!(
             text.ends_with(
                 "\ntables:\n  t2: 2 keys, default \"b\"\n    \"h1\" = \"a\\n\"\n    \"h2\" = \"b\"\n  \
-                 t3: 1 keys, default none\n    \"h1\" = \"a\\n\"\n"
+                 t3: 1 keys, default none\n    \"h1\" = 80\n"
             ),
             "{text}"
         );

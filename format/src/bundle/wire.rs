@@ -180,24 +180,22 @@ mod tests {
         assert_eq!(decode(&bytes).unwrap(), b);
     }
 
-    /// A table constant (format 2.3) is its tag 8, the entry count, each
-    /// entry's key and value index, then the default as an option; it
+    /// A table constant (format 2.3) is its tag 8, the kind, the keys and
+    /// values texts, the ends, then the default as an option; it
     /// round-trips, and a truncated one is refused, not a panic.
     #[test]
     fn a_table_constant_round_trips() {
-        use crate::bundle::format::{Table, TableEntry};
-        let table = Constant::Table(Table {
-            entries: vec![TableEntry {
-                key: "h1".into(),
-                value: 0,
-            }]
-            .into(),
-            default: Some(1),
-        });
+        use crate::bundle::format::Table;
+        use crate::ids::constant_kind::{STR, TABLE};
+        let table = Constant::Table(Table::new(
+            STR,
+            vec![("h1".into(), "x".into())],
+            Some("d".into()),
+        ));
         let wire = postcard::to_allocvec(&table).unwrap();
         assert_eq!(
             wire,
-            [crate::ids::constant_kind::TABLE, 1, 2, b'h', b'1', 0, 1, 1]
+            [TABLE, STR, 2, b'h', b'1', 1, b'x', 1, 2, 1, 1, 1, b'd']
         );
         let mut b = body();
         b.constants.0.push(table);
@@ -211,8 +209,8 @@ mod tests {
         }
         // An option tag other than 0 or 1 for the default.
         let mut bad = wire.clone();
-        if let Some(last) = bad.get_mut(6) {
-            *last = 2;
+        if let Some(tag) = bad.get_mut(10) {
+            *tag = 2;
         }
         assert!(postcard::from_bytes::<Constant>(&bad).is_err());
     }

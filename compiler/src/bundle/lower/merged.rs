@@ -3,7 +3,8 @@
 //! table constant from every key to its instance's constant, the default
 //! instance's constant as the table's default (format 2.3).
 
-use converge_format::bundle::format::{Constant, Item, List, Operand, Table, TableEntry};
+use converge_format::bundle::format::{Constant, Item, List, Operand, Table};
+use converge_format::ids::constant_kind;
 use converge_format::bundle::instr::Instr;
 
 use super::{constant_of, Lowerer};
@@ -180,7 +181,8 @@ impl Lowerer<'_> {
         pushed
     }
 
-    /// Pushes `<key>; lookup t` over the constants as they are.
+    /// Pushes `<key>; lookup t` over the constants as they are, all
+    /// scalars of one stack type (`merge` checked it).
     fn table_lookup(
         &mut self,
         m: &Merge,
@@ -190,28 +192,37 @@ impl Lowerer<'_> {
     ) {
         let mut entries = Vec::new();
         let mut default = None;
+        let mut kind = None;
         for (keys, constant) in m.keys.iter().zip(constants) {
-            let Some(constant) = constant else {
-                self.internal("a merged lookup has a value that is not a constant".to_owned());
+            let Some((k, text)) = constant.as_ref().and_then(table_text) else {
+                self.internal("a merged lookup has a value that is not a scalar".to_owned());
                 continue;
             };
-            let value = self.constant(constant);
-            if keys.is_empty() {
-                default = Some(value);
+            if kind.is_some_and(|kind| kind != k) {
+                self.internal("a merged lookup mixes values of two types".to_owned());
             }
-            entries.extend(keys.iter().map(|key| TableEntry {
-                key: key.clone(),
-                value,
-            }));
+            kind = Some(k);
+            if keys.is_empty() {
+                default = Some(text.clone());
+            }
+            entries.extend(keys.iter().map(|key| (key.clone(), text.clone())));
         }
-        entries.sort_unstable_by(|a, b| a.key.cmp(&b.key));
-        let table = self.constant(Constant::Table(Table {
-            entries: List(entries),
-            default,
-        }));
+        let kind = kind.unwrap_or(constant_kind::STR);
+        let table = self.constant(Constant::Table(Table::new(kind, entries, default)));
         self.scalar(&m.on, loops, code);
         code.push(Instr::Lookup(table));
     }
+}
+
+/// A scalar constant as a table holds it: its kind and its text.
+fn table_text(c: &Constant) -> Option<(u8, String)> {
+    Some(match c {
+        Constant::Str(s) | Constant::Word(s) => (constant_kind::STR, s.clone()),
+        Constant::Int(i) => (constant_kind::INT, i.to_string()),
+        Constant::Duration(d) => (constant_kind::INT, d.to_string()),
+        Constant::Bool(b) => (constant_kind::BOOL, b.to_string()),
+        _ => return None,
+    })
 }
 
 /// The least common text around the differing part of looked-up strings

@@ -69,15 +69,18 @@ fn table(body: &Body, code: &[Instr]) -> (Vec<(String, Constant)>, Option<Consta
             _ => None,
         })
         .expect("a lookup");
-    let constant = |c: u32| body.constants.get(c as usize).unwrap().clone();
-    match constant(t) {
+    let value = |kind: u8, text: &str| match kind {
+        converge_format::ids::constant_kind::STR => Constant::Str(text.to_owned()),
+        converge_format::ids::constant_kind::INT => Constant::Int(text.parse().unwrap()),
+        _ => Constant::Bool(text == "true"),
+    };
+    match body.constants.get(t as usize).unwrap() {
         Constant::Table(table) => (
             table
-                .entries
-                .iter()
-                .map(|e| (e.key.clone(), constant(e.value)))
+                .entries()
+                .map(|(k, v)| (k.to_owned(), value(table.kind, v)))
                 .collect(),
-            table.default.map(constant),
+            table.default.as_deref().map(|d| value(table.kind, d)),
         ),
         other => panic!("{other:?} is not a table"),
     }
@@ -222,6 +225,26 @@ fn common_text_around_the_differing_part_is_pushed_once() {
         Some(&("h01".to_owned(), Constant::Str("hello 1".into())))
     );
     assert_eq!(default, Some(Constant::Str("none".into())));
+}
+
+/// An int attribute: a table of ints, its program an int.
+#[test]
+fn an_int_attribute_is_looked_up_as_an_int() {
+    let policy = format!(
+        "let uids: map<string, int> = {{ {} }};\n\
+         bundle b {{ user \"app\" {{ uid = uids[sys.hostname] ?? 1000; }} }}\n\
+         policy {{ b(); }}\n",
+        entries(3, |i| format!("{}", 2000 + i))
+    );
+    let (_, body) = build(&policy);
+    assert_eq!(body.promises.len(), 1);
+    let p = body.promises.get(0).unwrap();
+    let Operand::Item(uid) = &p.attrs.iter().find(|a| a.attr == 35).unwrap().value else {
+        panic!("a list")
+    };
+    let (entries, default) = table(&body, &code(&body, *uid));
+    assert_eq!(entries.get(2), Some(&("h02".to_owned(), Constant::Int(2002))));
+    assert_eq!(default, Some(Constant::Int(1000)));
 }
 
 /// A list attribute whose items differ per key: one promise, each
