@@ -525,8 +525,12 @@ fn item08_a_directory_moved_out_mid_run_receives_no_write() {
         .map(|e| e.unwrap().file_name())
         .filter(|n| !moved.contains(n))
         .collect();
+    // The one write in flight when the rename landed (its containment check
+    // passed just before) may finish outside: the documented residual of
+    // item 8 (docs/security.md). A cached handle would put every later
+    // file there.
     assert!(
-        after.is_empty(),
+        after.len() <= 1,
         "{} files were written outside the root after the move (of {} moved): {:?}\n{}",
         after.len(),
         moved.len(),

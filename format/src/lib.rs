@@ -1,8 +1,9 @@
 //! `converge-format`: what `policyc` writes and `policyvm` reads.
 //!
 //! The bundle format (envelope, body, instruction set, verifier,
-//! disassembler, key files), the signed stamp, the promise-type schema and
-//! the grammar of policy paths. Both sides depend on this crate and on
+//! disassembler, key files), the signed stamp, the promise-type schema,
+//! the grammar of policy paths, the inventory and the signed run report
+//! that hosts upload to the collector. Both sides depend on this crate and on
 //! nothing else of each other: the compiler links no HTTP or TLS stack, and
 //! the VM links neither the grammar nor the compiler
 //! (`tests/architecture.rs` checks the real dependency graph).
@@ -11,7 +12,9 @@
 pub mod atomic;
 pub mod bundle;
 pub mod ids;
+pub mod inventory;
 pub mod paths;
+pub mod report;
 pub mod schema;
 pub mod stamp;
 pub mod system;
