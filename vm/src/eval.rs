@@ -395,8 +395,7 @@ impl<'b> Evaluator<'b> {
                         };
                         // A binary search compares the key about log2(n) times.
                         examined = key.len().saturating_mul(
-                            (usize::BITS.saturating_sub(table.ends.len().leading_zeros()))
-                                as usize,
+                            (usize::BITS.saturating_sub(table.ends.len().leading_zeros())) as usize,
                         );
                         match table.get(&key) {
                             Some(text) => Some(table_value(table.kind, text)?),
@@ -1108,7 +1107,14 @@ mod tests {
                 vec![host, Lookup(8)],
                 // index 8080 of a two-element list: missing, looked up
                 // (missing), coalesced.
-                vec![Const(9), Const(2), func("index"), Lookup(4), Const(10), Coalesce],
+                vec![
+                    Const(9),
+                    Const(2),
+                    func("index"),
+                    Lookup(4),
+                    Const(10),
+                    Coalesce,
+                ],
             ],
         );
         assert_eq!(

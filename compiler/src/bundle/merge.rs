@@ -256,7 +256,10 @@ fn joint_attr(values: &[&Value], spec: &schema::AttrSpec) -> Option<Option<Joint
                 _ => 1,
             };
             let n = len(first);
-            let lists = values.iter().filter(|v| matches!(v, Value::List(_))).count();
+            let lists = values
+                .iter()
+                .filter(|v| matches!(v, Value::List(_)))
+                .count();
             if values.iter().any(|v| len(v) != n) || (lists != 0 && lists != values.len()) {
                 return None;
             }

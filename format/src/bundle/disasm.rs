@@ -167,12 +167,11 @@ pub fn disassemble(body: &Body, version: (u16, u16)) -> String {
                 v.to_owned()
             }
         };
-        let default = table.default.as_deref().map_or_else(|| "none".to_owned(), text);
-        let _ = writeln!(
-            out,
-            "  t{c}: {} keys, default {default}",
-            table.ends.len()
-        );
+        let default = table
+            .default
+            .as_deref()
+            .map_or_else(|| "none".to_owned(), text);
+        let _ = writeln!(out, "  t{c}: {} keys, default {default}", table.ends.len());
         for (key, value) in table.entries() {
             let _ = writeln!(out, "    {key:?} = {}", text(value));
         }

@@ -213,7 +213,11 @@ fn table_type(table: &Table) -> Result<Ty, String> {
         constant_kind::STR => Ty::Str,
         constant_kind::INT => Ty::Int,
         constant_kind::BOOL => Ty::Bool,
-        other => return Err(format!("values of constant kind {other}, not str, int or bool")),
+        other => {
+            return Err(format!(
+                "values of constant kind {other}, not str, int or bool"
+            ))
+        }
     };
     let value_ok = |v: &str| match ty {
         Ty::Int => v.parse::<i64>().is_ok_and(|n| n.to_string() == v),
@@ -1226,16 +1230,28 @@ mod tests {
                 vec![host, Lookup(70), Const(0), Eq],
                 "lookup in constant 70 at 1, not a table",
             ),
-            (table(&[("a", "x")], None), vec![Lookup(4)], "stack underflow at 0"),
+            (
+                table(&[("a", "x")], None),
+                vec![Lookup(4)],
+                "stack underflow at 0",
+            ),
             (
                 table(&[("a", "x")], None),
                 vec![Const(2), Lookup(4), Const(0), Eq],
                 "Str expected at 1, found Int",
             ),
             // The value's type is the table's: a string is not a guard.
-            (table(&[("a", "x")], None), vec![host, Lookup(4)], "gives Str, Bool expected"),
+            (
+                table(&[("a", "x")], None),
+                vec![host, Lookup(4)],
+                "gives Str, Bool expected",
+            ),
             // A table is never pushed whole.
-            (table(&[("a", "x")], None), vec![Const(4)], "constant 4 is a table"),
+            (
+                table(&[("a", "x")], None),
+                vec![Const(4)],
+                "constant 4 is a table",
+            ),
         ];
         for (t, code, reason) in cases {
             let shown = format!("{t:?} {code:?}");
@@ -1281,7 +1297,14 @@ mod tests {
             (table_of(BOOL, &[], Some("true")), vec![host, Lookup(4)]),
             (
                 table_of(BOOL, &[("x", "true")], None),
-                vec![Const(1), Const(2), func("index"), Lookup(4), Const(3), Coalesce],
+                vec![
+                    Const(1),
+                    Const(2),
+                    func("index"),
+                    Lookup(4),
+                    Const(3),
+                    Coalesce,
+                ],
             ),
         ];
         for (t, code) in ok {
@@ -1307,7 +1330,10 @@ mod tests {
         let keys: Vec<String> = (0..100).map(|i| format!("k{:03}", i * 2)).collect();
         let t = Table::new(
             crate::ids::constant_kind::STR,
-            keys.iter().rev().map(|k| (k.clone(), format!("v{k}"))).collect(),
+            keys.iter()
+                .rev()
+                .map(|k| (k.clone(), format!("v{k}")))
+                .collect(),
             Some("none".into()),
         );
         for k in &keys {

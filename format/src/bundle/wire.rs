@@ -224,7 +224,10 @@ mod tests {
         let bytes = encode(&b).unwrap();
         assert_eq!(decode(&bytes).unwrap(), b);
         for cut in 1..bytes.len() {
-            assert!(decode(&bytes[..cut]).is_err(), "a prefix of {cut} bytes decoded");
+            assert!(
+                decode(&bytes[..cut]).is_err(),
+                "a prefix of {cut} bytes decoded"
+            );
         }
         // An option tag other than 0 or 1 for the default.
         let mut bad = wire.clone();

@@ -113,7 +113,9 @@ impl<'b> Resolver<'b> {
             Some(Constant::List(l)) => Value::List(l.0.clone()),
             // Refused by the verifier as an attribute value: only `lookup`
             // reads a table.
-            Some(Constant::Table(_)) | None => return Err(format!("cannot evaluate: constant {c}")),
+            Some(Constant::Table(_)) | None => {
+                return Err(format!("cannot evaluate: constant {c}"))
+            }
         };
         *slot = Some(value.clone());
         Ok(value)

@@ -4,8 +4,8 @@
 //! instance's constant as the table's default (format 2.3).
 
 use converge_format::bundle::format::{Constant, Item, List, Operand, Table};
-use converge_format::ids::constant_kind;
 use converge_format::bundle::instr::Instr;
+use converge_format::ids::constant_kind;
 
 use super::{constant_of, Lowerer};
 use crate::bundle::merge::{list_item, Joint, Merge};

@@ -109,7 +109,10 @@ fn a_lookup_with_a_default_is_one_promise_with_a_table() {
     let p = body.promises.get(0).unwrap();
     assert_eq!(p.guard, None);
     let code = content(&body, p);
-    assert!(matches!(code.as_slice(), [f, Instr::Lookup(_)] if *f == hostname()), "{code:?}");
+    assert!(
+        matches!(code.as_slice(), [f, Instr::Lookup(_)] if *f == hostname()),
+        "{code:?}"
+    );
     let (entries, default) = table(&body, &code);
     assert_eq!(entries.len(), 20);
     assert_eq!(
@@ -213,7 +216,9 @@ fn common_text_around_the_differing_part_is_pushed_once() {
     );
     assert_eq!(
         code.first().and_then(constant),
-        Some(Constant::Str("# managed by converge, do not edit\nmotd = ".into()))
+        Some(Constant::Str(
+            "# managed by converge, do not edit\nmotd = ".into()
+        ))
     );
     assert_eq!(
         code.get(3).and_then(constant),
@@ -243,7 +248,10 @@ fn an_int_attribute_is_looked_up_as_an_int() {
         panic!("a list")
     };
     let (entries, default) = table(&body, &code(&body, *uid));
-    assert_eq!(entries.get(2), Some(&("h02".to_owned(), Constant::Int(2002))));
+    assert_eq!(
+        entries.get(2),
+        Some(&("h02".to_owned(), Constant::Int(2002)))
+    );
     assert_eq!(default, Some(Constant::Int(1000)));
 }
 
@@ -378,7 +386,10 @@ fn settle_drops_merges_whose_members_differ_in_edges() {
         &[4, 0, 1, 2, 3],
     );
     assert_eq!(settled.merges.len(), 2);
-    assert_eq!(settled.promises, vec![(0, Some(0)), (2, Some(1)), (4, None)]);
+    assert_eq!(
+        settled.promises,
+        vec![(0, Some(0)), (2, Some(1)), (4, None)]
+    );
     assert_eq!(settled.after, vec![vec![2], vec![0], vec![]]);
     assert_eq!(settled.order, vec![2, 0, 1]);
 }
