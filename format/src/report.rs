@@ -248,7 +248,7 @@ impl Report {
 }
 
 fn signed_message(report: &[u8]) -> Vec<u8> {
-    let mut message = Vec::with_capacity(SIGNING_CONTEXT.len() + report.len());
+    let mut message = Vec::with_capacity(SIGNING_CONTEXT.len().saturating_add(report.len()));
     message.extend_from_slice(SIGNING_CONTEXT);
     message.extend_from_slice(report);
     message
