@@ -308,7 +308,11 @@ mod tests {
     #[test]
     fn an_unknown_field_is_a_syntax_error_with_a_span() {
         let errors = Inventory::parse("[[host]]\nname = \"a\"\nreportkey = \"x\"\n").unwrap_err();
-        assert!(errors.first().unwrap().message.contains("unknown field `reportkey`"));
+        assert!(errors
+            .first()
+            .unwrap()
+            .message
+            .contains("unknown field `reportkey`"));
         assert!(errors.first().unwrap().span.is_some());
     }
 }

@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 
 use super::merge::{self, Merge};
 use crate::diagnostic::{Code, Diagnostic};
-use crate::ir::{self, CompareOp, EdgeKind, Guard, TemplatePart, Value};
+use crate::ir::{self, CompareOp, Guard, TemplatePart, Value};
 
 mod merged;
 use crate::sema::expand::{value_kind, ValueKind};
@@ -69,40 +69,9 @@ pub fn lower(
             )
         })
         .collect();
-    let mut after: Vec<Vec<u32>> = vec![Vec::new(); program.promises.len()];
-    let mut notify: Vec<Vec<u32>> = vec![Vec::new(); program.promises.len()];
-    for e in &program.edges {
-        let (from, to) = (e.from as u32, e.to as u32);
-        match e.kind {
-            EdgeKind::After | EdgeKind::Contains | EdgeKind::Account => {
-                if let Some(list) = after.get_mut(e.to) {
-                    if !list.contains(&from) {
-                        list.push(from);
-                    }
-                }
-            }
-            EdgeKind::Notify => {
-                if let Some(list) = notify.get_mut(e.from) {
-                    if !list.contains(&to) {
-                        list.push(to);
-                    }
-                }
-            }
-            EdgeKind::Outcome => {}
-        }
-    }
-    for list in after.iter_mut().chain(notify.iter_mut()) {
-        list.sort_unstable();
-    }
     // The instances of a lookup split per key become one promise again
     // (`merge`); edges and the order are renumbered to match.
-    let settled = merge::settle(
-        merge::plan(program),
-        program.promises.len(),
-        &after,
-        &notify,
-        &program.order,
-    );
+    let settled = merge::layout(program);
     let mut sources: Vec<SourceLoc> = Vec::new();
     let mut promises = Vec::with_capacity(settled.promises.len());
     for (j, &(i, m)) in settled.promises.iter().enumerate() {

@@ -25,7 +25,7 @@
 use converge_format::bundle::limits::MAX_CONST_LIST;
 use converge_format::schema::{self, AttrRole, AttrType};
 
-use crate::ir::{self, CompareOp, Guard, LookupCase, TemplatePart, Value};
+use crate::ir::{self, CompareOp, EdgeKind, Guard, LookupCase, TemplatePart, Value};
 
 /// Instances of one split promise that become one bundle promise.
 #[derive(Clone, Debug, PartialEq)]
@@ -345,6 +345,33 @@ pub struct Settled {
     pub notify: Vec<Vec<u32>>,
     /// The order of application, in bundle indices.
     pub order: Vec<u32>,
+}
+
+/// The bundle's promises for `program`: the merges of [`plan`], settled
+/// against the `after` (explicit, containment, accounts) and `notify`
+/// edges of the ordering graph. The writer lays the bundle out by it.
+pub fn layout(program: &ir::Program) -> Settled {
+    let n = program.promises.len();
+    let mut after: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut notify: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for e in &program.edges {
+        let (list, other) = match e.kind {
+            EdgeKind::After | EdgeKind::Contains | EdgeKind::Account => {
+                (after.get_mut(e.to), e.from)
+            }
+            EdgeKind::Notify => (notify.get_mut(e.from), e.to),
+            EdgeKind::Outcome => continue,
+        };
+        if let Some(list) = list {
+            if !list.contains(&(other as u32)) {
+                list.push(other as u32);
+            }
+        }
+    }
+    for list in after.iter_mut().chain(notify.iter_mut()) {
+        list.sort_unstable();
+    }
+    settle(plan(program), n, &after, &notify, &program.order)
 }
 
 /// Keeps the merges whose members have the same edges once merged (after
