@@ -56,6 +56,7 @@ pub fn lower(
         diagnostics: Vec::new(),
         at: Span::default(),
         elems: Vec::new(),
+        overrides: merged::Overrides::default(),
     };
     let classes = l.classes(program);
     let exclusive: Vec<List<u32>> = program
@@ -138,6 +139,9 @@ struct Lowerer<'a> {
     /// The variables of the `each` loops around the code being lowered,
     /// innermost last (an `elem` reads one by depth).
     elems: Vec<String>,
+    /// Lookups written in place of the nodes of a merged value
+    /// (`merged`); empty otherwise.
+    overrides: merged::Overrides,
 }
 
 impl Lowerer<'_> {
@@ -367,6 +371,10 @@ impl Lowerer<'_> {
 
     /// Pushes one value (a fact may push a list).
     fn scalar(&mut self, v: &Value, loops: &[ir::RuntimeLoop], code: &mut Vec<Instr>) {
+        if let Some(snippet) = self.overrides.values.get(&merged::address(v)) {
+            code.extend_from_slice(snippet);
+            return;
+        }
         match v {
             Value::Fact(name) => {
                 let f = self.fact_id(name);
@@ -406,6 +414,10 @@ impl Lowerer<'_> {
             }
             Value::Template(parts) => {
                 for part in parts {
+                    if let Some(snippet) = self.overrides.lits.get(&merged::address(part)) {
+                        code.extend_from_slice(snippet);
+                        continue;
+                    }
                     match part {
                         TemplatePart::Lit(text) => {
                             let c = self.constant(Constant::Str(text.clone()));

@@ -17,9 +17,10 @@
 //! of one promise (kind, place, call chain, promiser, run-time loops,
 //! attribute names, the lookups split before this one) whose guards are
 //! exactly `base && <their case>`, whose keys are disjoint and together
-//! are every key of the lookup, and whose differing values are constants
-//! (or strings built on the host whose literal parts differ) of an
-//! attribute the host may compute. The edges are checked in [`settle`].
+//! are every key of the lookup, and whose differing values are constants,
+//! or values the host computes that differ only in constants and literal
+//! text inside them ([`leaves`]), of an attribute the host may compute.
+//! The edges are checked in [`settle`].
 //! Anything else is written as before, one promise per instance.
 
 use converge_format::bundle::limits::MAX_CONST_LIST;
@@ -85,6 +86,117 @@ pub enum Joint {
     Template(Vec<bool>),
     /// A list attribute, item by item (`None`: the same in all).
     List(Vec<Option<Joint>>),
+    /// A value only the host computes, the same in every member but for
+    /// constant leaves inside it (in a `{% for %}` body over a host list,
+    /// a function's argument, a branch): each such leaf is looked up
+    /// ([`leaves`]).
+    Deep,
+}
+
+/// A place where the members' values differ inside a value the host
+/// computes, with each member's value there.
+#[derive(Debug)]
+pub enum Leaf<'v> {
+    /// A constant scalar.
+    Value(Vec<&'v Value>),
+    /// A literal part of a string built on the host.
+    Lit(Vec<&'v TemplatePart>),
+}
+
+/// Collects where `values` (one per member) differ; false when they
+/// differ anywhere but in constant scalars of one type and literal parts
+/// of strings (a different function, loop variable, condition, list or
+/// number of parts).
+pub fn leaves<'v>(values: &[&'v Value], out: &mut Vec<Leaf<'v>>) -> bool {
+    let Some(first) = values.first().copied() else {
+        return false;
+    };
+    if values.iter().all(|v| *v == first) {
+        return true;
+    }
+    if let Some(kind) = scalar_kind(first) {
+        let same = values.iter().all(|v| scalar_kind(v) == Some(kind));
+        if same {
+            out.push(Leaf::Value(values.to_vec()));
+        }
+        return same;
+    }
+    if let Value::Template(parts) = first {
+        let mut all: Vec<&[TemplatePart]> = Vec::with_capacity(values.len());
+        for v in values {
+            match v {
+                Value::Template(p) if p.len() == parts.len() => all.push(p),
+                _ => return false,
+            }
+        }
+        for k in 0..parts.len() {
+            let column: Vec<&TemplatePart> = all.iter().filter_map(|p| p.get(k)).collect();
+            let Some(head) = column.first().copied() else {
+                return false;
+            };
+            if column.iter().all(|p| *p == head) {
+                continue;
+            }
+            if column.iter().all(|p| matches!(p, TemplatePart::Lit(_))) {
+                out.push(Leaf::Lit(column));
+                continue;
+            }
+            let hosts: Option<Vec<&Value>> = column
+                .iter()
+                .map(|p| match p {
+                    TemplatePart::Host(v) => Some(v),
+                    _ => None,
+                })
+                .collect();
+            match hosts {
+                Some(hosts) if leaves(&hosts, out) => {}
+                _ => return false,
+            }
+        }
+        return true;
+    }
+    // The same operation on children that may differ.
+    let mut columns: Vec<Vec<&Value>> = Vec::new();
+    for v in values {
+        let Some(children) = same_operation(first, v) else {
+            return false;
+        };
+        if columns.is_empty() {
+            columns = vec![Vec::with_capacity(values.len()); children.len()];
+        }
+        for (column, child) in columns.iter_mut().zip(children) {
+            column.push(child);
+        }
+    }
+    columns.iter().all(|column| leaves(column, out))
+}
+
+/// The children of `v` that may differ from `shape`'s, when `v` is the
+/// same operation as `shape` (same function, loop variable, condition,
+/// arity); `None` otherwise.
+fn same_operation<'v>(shape: &Value, v: &'v Value) -> Option<Vec<&'v Value>> {
+    match (shape, v) {
+        (Value::Call { func: f, args: a }, Value::Call { func, args })
+            if f == func && a.len() == args.len() =>
+        {
+            Some(args.iter().collect())
+        }
+        (Value::Coalesce(a), Value::Coalesce(items)) if a.len() == items.len() => {
+            Some(items.iter().collect())
+        }
+        (
+            Value::Select { cond: c, .. },
+            Value::Select {
+                cond,
+                then,
+                otherwise,
+            },
+        ) if c == cond => Some(vec![then, otherwise]),
+        (Value::Each { var: x, .. }, Value::Each { list, var, body }) if x == var => {
+            Some(vec![list, body])
+        }
+        _ => None,
+    }
 }
 
 /// Item `k` of a list attribute's value (a single value is a list of one).
@@ -298,7 +410,16 @@ fn joint_value(values: &[&Value]) -> Option<Option<Joint>> {
             .all(|v| scalar_kind(v) == Some(kind))
             .then_some(Some(Joint::Scalar));
     }
-    let Value::Template(parts) = first else {
+    if let Some(differs) = differing_lits(values) {
+        return Some(Some(Joint::Template(differs)));
+    }
+    leaves(values, &mut Vec::new()).then_some(Some(Joint::Deep))
+}
+
+/// For strings built on the host that differ only in literal parts: per
+/// part, whether it differs.
+fn differing_lits(values: &[&Value]) -> Option<Vec<bool>> {
+    let Some(Value::Template(parts)) = values.first() else {
         return None;
     };
     let mut differs = vec![false; parts.len()];
@@ -317,7 +438,7 @@ fn joint_value(values: &[&Value]) -> Option<Option<Joint>> {
             }
         }
     }
-    Some(Some(Joint::Template(differs)))
+    Some(differs)
 }
 
 /// The stack type a constant scalar has on the host (a word is a string,

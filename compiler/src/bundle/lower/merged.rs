@@ -8,7 +8,7 @@ use converge_format::bundle::instr::Instr;
 use converge_format::ids::constant_kind;
 
 use super::{constant_of, Lowerer};
-use crate::bundle::merge::{list_item, Joint, Merge};
+use crate::bundle::merge::{self, list_item, Joint, Leaf, Merge};
 use crate::ir::{self, TemplatePart, Value};
 
 impl Lowerer<'_> {
@@ -109,6 +109,44 @@ impl Lowerer<'_> {
                     }
                 }
                 code.push(Instr::Concat(pushed.max(1)));
+            }
+            Some(Joint::Deep) => {
+                // Member 0's value is lowered as usual, but at each place
+                // where the members differ the lookup is written instead
+                // (by the address of member 0's node there).
+                let mut leaves = Vec::new();
+                if !merge::leaves(values, &mut leaves) {
+                    self.internal("a merged lookup's values lost their shape".to_owned());
+                }
+                for leaf in leaves {
+                    let mut snippet = Vec::new();
+                    match leaf {
+                        Leaf::Value(vs) => {
+                            let constants = vs.iter().map(|v| constant_of(v)).collect();
+                            self.table_lookup(m, constants, loops, &mut snippet);
+                            if let Some(v) = vs.first() {
+                                self.overrides.values.insert(address(*v), snippet);
+                            }
+                        }
+                        Leaf::Lit(parts) => {
+                            let constants = parts
+                                .iter()
+                                .map(|p| match p {
+                                    TemplatePart::Lit(text) => Some(Constant::Str(text.clone())),
+                                    _ => None,
+                                })
+                                .collect();
+                            self.table_lookup(m, constants, loops, &mut snippet);
+                            if let Some(p) = parts.first() {
+                                self.overrides.lits.insert(address(*p), snippet);
+                            }
+                        }
+                    }
+                }
+                if let Some(v) = values.first() {
+                    self.scalar(v, loops, &mut code);
+                }
+                self.overrides = Overrides::default();
             }
             Some(Joint::List(_)) => self.internal("a list inside a list attribute".to_owned()),
         }
@@ -212,6 +250,20 @@ impl Lowerer<'_> {
         self.scalar(&m.on, loops, code);
         code.push(Instr::Lookup(table));
     }
+}
+
+/// The code written in place of nodes of the value being lowered (a
+/// merged lookup's differing leaves, [`Joint::Deep`]), by the node's
+/// address: constant values, and literal parts of strings.
+#[derive(Debug, Default)]
+pub(super) struct Overrides {
+    pub values: std::collections::HashMap<usize, Vec<Instr>>,
+    pub lits: std::collections::HashMap<usize, Vec<Instr>>,
+}
+
+/// A node's address, the key of [`Overrides`].
+pub(super) fn address<T>(node: &T) -> usize {
+    node as *const T as usize
 }
 
 /// A scalar constant as a table holds it: its kind and its text.

@@ -280,8 +280,8 @@ fn list_items_that_differ_are_looked_up_item_by_item() {
 }
 
 /// What cannot be looked up on the host stays one promise per instance, as
-/// before: a mode (a constant in a bundle), and a value that differs
-/// inside a loop over a host list.
+/// before: a mode (a constant in a bundle), and values of different
+/// shapes (a constant for the keys, a fact for the other hosts).
 #[test]
 fn instances_that_differ_otherwise_are_not_merged() {
     let modes = format!(
@@ -298,6 +298,22 @@ fn instances_that_differ_otherwise_are_not_merged() {
         .iter()
         .all(|c| !matches!(c, Constant::Table(_))));
 
+    let shapes = format!(
+        "let name: map<string, string> = {{ {} }};\n\
+         bundle b {{ file \"/etc/name\" {{ content = name[sys.hostname] ?? sys.os; }} }}\n\
+         policy {{ b(); }}\n",
+        entries(3, |i| format!("\"n{i}\""))
+    );
+    let (program, body) = build(&shapes);
+    assert_eq!(program.promises.len(), 4);
+    assert_eq!(body.promises.len(), 4);
+}
+
+/// A value that differs inside a loop over a host list (a `{% for %}`
+/// over `sys.ipv4` whose body reads the host's record): one promise, the
+/// body run by `each` looks the differing text up.
+#[test]
+fn a_value_that_differs_inside_a_host_loop_is_looked_up_there() {
     let inside_each = format!(
         "let port: map<string, int> = {{ {} }};\n\
          bundle b {{ file \"/etc/ips\" {{ content = \"{{% for ip in sys.ipv4 %}}${{ip}}:${{port[sys.hostname] ?? 80}} {{% endfor %}}\"; }} }}\n\
@@ -306,7 +322,22 @@ fn instances_that_differ_otherwise_are_not_merged() {
     );
     let (program, body) = build(&inside_each);
     assert_eq!(program.promises.len(), 4);
-    assert_eq!(body.promises.len(), 4);
+    assert_eq!(body.promises.len(), 1);
+    let code = content(&body, body.promises.get(0).unwrap());
+    let each = code
+        .iter()
+        .find_map(|i| match i {
+            Instr::Each(p) => Some(*p),
+            _ => None,
+        })
+        .expect("an each");
+    let inner = body.programs.get(each as usize).unwrap().code.0.clone();
+    let (entries, default) = table(&body, &inner);
+    assert_eq!(
+        entries.get(1),
+        Some(&("h01".to_owned(), Constant::Str(":8001 ".into())))
+    );
+    assert_eq!(default, Some(Constant::Str(":80 ".into())));
 }
 
 /// The merged promise takes the first instance's place: the edges of
