@@ -190,3 +190,28 @@ pub fn require_tool(program: &str, package: &str) -> std::path::PathBuf {
         )
     })
 }
+
+/// Makes `root` able to run `/bin/sh` chrooted (`command` promises and
+/// probes under `--root` run chrooted into it): the host's shell and the
+/// libraries `ldd` lists for it, copied in.
+pub fn root_with_a_shell(root: &Path) {
+    let inside = |p: &Path| root.join(p.strip_prefix("/").unwrap_or(p));
+    let sh = std::fs::canonicalize("/bin/sh").unwrap();
+    let mut files = vec![sh.clone()];
+    let ldd = std::process::Command::new("ldd").arg(&sh).output().unwrap();
+    for word in String::from_utf8_lossy(&ldd.stdout).split_whitespace() {
+        if word.starts_with('/') {
+            files.push(std::path::PathBuf::from(word));
+        }
+    }
+    for file in files {
+        let to = inside(&file);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&file, &to).unwrap();
+    }
+    let to = inside(Path::new("/bin/sh"));
+    if !to.exists() {
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&sh, &to).unwrap();
+    }
+}

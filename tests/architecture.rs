@@ -115,7 +115,8 @@ fn compiler_links_no_http_tls_or_vm() {
 }
 
 /// The format crate is what both sides share: it links neither side, and no
-/// network, clock or configuration parser.
+/// network or clock. It does parse TOML: the inventory (LANGUAGE.md §16) is
+/// a contract of `policyc` and the collector, read by one parser.
 #[test]
 fn format_links_neither_side() {
     assert_links_none(
@@ -127,7 +128,46 @@ fn format_links_neither_side() {
             "ureq",
             "rustls",
             "jiff",
-            "toml",
+        ],
+    );
+}
+
+/// The collector is a server of its own: it shares the format crate with
+/// the hosts and `policyc` (the report and inventory contracts) and links
+/// neither the compiler nor the VM.
+#[test]
+fn collector_links_neither_compiler_nor_vm() {
+    assert_links_none(
+        "converge-collector",
+        &[
+            "converge-compiler",
+            "converge-vm",
+            "converge-grammar",
+            "converge-stdlib",
+        ],
+    );
+    let collector = linked_packages("converge-collector");
+    for expected in ["converge-format", "axum", "sqlx"] {
+        assert!(
+            collector.contains(expected),
+            "converge-collector should link {expected}"
+        );
+    }
+}
+
+/// `policyc fleet` queries the collector with curl; the compiler itself
+/// links no HTTP client or server stack (nor the collector).
+#[test]
+fn compiler_links_no_http_stack() {
+    assert_links_none(
+        "converge-compiler",
+        &[
+            "converge-collector",
+            "hyper",
+            "axum",
+            "reqwest",
+            "tokio",
+            "sqlx",
         ],
     );
 }

@@ -73,7 +73,15 @@ fn every_test_security_md_cites_exists() {
     let page = doc("security.md");
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut sources = String::new();
-    for dir in ["tests", "format", "vm", "compiler", "grammar", "fuzz"] {
+    for dir in [
+        "tests",
+        "format",
+        "vm",
+        "compiler",
+        "grammar",
+        "fuzz",
+        "collector",
+    ] {
         rust_sources(&root.join(dir), &mut sources);
     }
     let cited: Vec<&str> = page

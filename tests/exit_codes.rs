@@ -357,22 +357,51 @@ fn every_documented_exit_code_is_what_policyc_returns() {
         (exit::ERRORS, vec!["check".into(), d("bad.policy")]),
         (exit::USAGE, vec!["frobnicate".into()]),
         (exit::NO_INPUT, vec!["check".into(), d("missing.policy")]),
+        // Nothing listens on port 1 (and without curl, 69 says to install it).
+        (
+            exit::UNAVAILABLE,
+            vec![
+                "fleet".into(),
+                "status".into(),
+                "--collector".into(),
+                "http://127.0.0.1:1".into(),
+            ],
+        ),
         (
             exit::CANT_CREATE,
             vec!["keygen".into(), "--out".into(), d("no/such/dir/key")],
         ),
         (exit::IO_ERROR, vec!["lsp".into()]),
+        // `curl` here is a stand-in that answers HTML (tests/fleet_cli.rs
+        // has the cases against a real collector).
+        (
+            exit::PROTOCOL,
+            vec![
+                "fleet".into(),
+                "status".into(),
+                "--collector".into(),
+                "http://collector.invalid".into(),
+            ],
+        ),
     ];
+    let fake_curl = tempfile::tempdir().unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let curl = fake_curl.path().join("curl");
+        std::fs::write(&curl, "#!/bin/sh\nprintf '<html>\\n200'\n").unwrap();
+        std::fs::set_permissions(&curl, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     let tried: Vec<u8> = cases.iter().map(|(c, _)| *c).collect();
     let listed: Vec<u8> = table.iter().map(|(c, _)| *c).collect();
     assert_eq!(tried, listed, "every documented code needs a case");
     for (code, args) in cases {
         // `lsp` with nothing on standard input: the session never starts.
-        let out = Command::new(binary("policyc"))
-            .args(&args)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let mut cmd = Command::new(binary("policyc"));
+        cmd.args(&args).stdin(Stdio::null());
+        if code == exit::PROTOCOL {
+            cmd.env("PATH", fake_curl.path());
+        }
+        let out = cmd.output().unwrap();
         assert_eq!(
             out.status.code(),
             Some(i32::from(code)),

@@ -11,7 +11,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use converge::binary;
-use converge::support::{compile, failed, repaired, require_root, verified, write_trust};
+use converge::support::{
+    compile, failed, repaired, require_root, root_with_a_shell, verified, write_trust,
+};
 use converge_vm::bundle::Verified;
 use converge_vm::run::operators::Outcome;
 use converge_vm::run::{report, run, RunOptions, RunReport};
@@ -451,29 +453,6 @@ policy { b(); }"#,
     );
 }
 
-/// A minimal root that can run `/bin/sh` chrooted: the host's shell and
-/// the libraries `ldd` lists for it.
-fn root_with_a_shell(s: &Sandbox) {
-    let sh = std::fs::canonicalize("/bin/sh").unwrap();
-    let mut files = vec![sh.clone()];
-    let ldd = Command::new("ldd").arg(&sh).output().unwrap();
-    for word in String::from_utf8_lossy(&ldd.stdout).split_whitespace() {
-        if word.starts_with('/') {
-            files.push(PathBuf::from(word));
-        }
-    }
-    for file in files {
-        let to = s.path(&file.display().to_string());
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(&file, &to).unwrap();
-    }
-    let to = s.path("/bin/sh");
-    if !to.exists() {
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(&sh, &to).unwrap();
-    }
-}
-
 /// Item 8 and §18: under `--root`, a command and a `validate` run chrooted
 /// into the root (`/` is the root, `%s` is the staged copy's path inside
 /// it); `host = true` runs on the host. Before, every command ran on the
@@ -483,7 +462,7 @@ fn root_with_a_shell(s: &Sandbox) {
 fn commands_and_validate_run_chrooted_unless_host() {
     require_root("chroot(2), through `unshare --root`");
     let s = Sandbox::new();
-    root_with_a_shell(&s);
+    root_with_a_shell(s.root());
     let bundle = verified(&compile(
         r#"bundle b {
   command "inside" { run = ["/bin/sh", "-c", "pwd > where; echo \"$CONVERGE_ROOT\" >> where"]; creates = "/where"; }

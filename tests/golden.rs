@@ -21,8 +21,9 @@ use converge_compiler::check::check;
 use converge_compiler::workspace::{FileSystem, Workspace};
 use converge_vm::bundle::format::{Body, Item, Operand};
 use converge_vm::bundle::keys::{key_id, load_trust_dir, PublicKey};
+use converge_vm::bundle::probe::ProbeSource;
 use converge_vm::bundle::{open, Verified};
-use converge_vm::ids::{item_kind, operand_kind, tables};
+use converge_vm::ids::{item_kind, operand_kind, probe_source, tables};
 use converge_vm::schema::{self, AttrRole, ARCHITECTURES, WEEKDAYS};
 use ed25519_dalek::SigningKey;
 use serde_json::Value;
@@ -151,6 +152,11 @@ fn normalise(report: &mut Value, root: &Path) {
     }
     strings(report, &|s: &str| s.replace(&root, "<root>"));
     report["duration_ms"] = Value::from(0);
+    if let Some(probes) = report["probes"].as_object_mut() {
+        for probe in probes.values_mut() {
+            probe["duration_ms"] = Value::from(0);
+        }
+    }
     report["host"]["arch"] = Value::from("<arch>");
     let volatile = |c: &str| {
         ARCHITECTURES.contains(&c)
@@ -234,6 +240,15 @@ fn used(body: &Body, into: &mut BTreeSet<(&'static str, u32)>) {
     }
     for c in body.constants.iter() {
         into.insert(("Constant kinds", u32::from(c.kind())));
+    }
+    for (_, probe) in body.probes() {
+        into.insert((
+            "Probe sources",
+            u32::from(match probe.source {
+                ProbeSource::Program(_) => probe_source::PROGRAM,
+                ProbeSource::File(_) => probe_source::FILE,
+            }),
+        ));
     }
     let item = |i: &Item, into: &mut BTreeSet<_>| {
         into.insert((

@@ -4,28 +4,39 @@
 //! open, so a promise is left out only when its guard is false for every
 //! host with these facts.
 
-use converge_format::schema::{self, AttrType, FactSpec};
+use converge_format::bundle::probe::{Probe, ProbeType};
+use converge_format::schema::{self, AttrType};
 
 use crate::ir::{CompareOp, Guard, Value};
 
 /// Fact values given on the command line.
 #[derive(Debug, Default)]
 pub struct HostFacts {
-    values: Vec<(&'static FactSpec, Value)>,
+    /// By full name: `sys.hostname`, `facts.datacenter`.
+    values: Vec<(String, Value)>,
 }
 
 impl HostFacts {
-    /// Parses `hostname=web01` (or `sys.hostname=web01`) arguments; an
-    /// unknown fact, a fact with more than one value, or a value of the
+    /// Parses `hostname=web01` (or `sys.hostname=web01`) arguments, and
+    /// `facts.NAME=VALUE` for the program's string, int and bool `probes`;
+    /// an unknown fact, a fact with more than one value, or a value of the
     /// wrong type is an error that says what to write.
-    pub fn parse(args: &[String]) -> Result<HostFacts, String> {
-        let mut values: Vec<(&'static FactSpec, Value)> = Vec::new();
+    pub fn parse(args: &[String], probes: &[Probe]) -> Result<HostFacts, String> {
+        let mut values: Vec<(String, Value)> = Vec::new();
         for arg in args {
             let Some((name, value)) = arg.split_once('=') else {
                 return Err(format!(
                     "`--facts {arg}`: write NAME=VALUE, for example `--facts hostname=web01`"
                 ));
             };
+            if let Some(probe) = name.strip_prefix("facts.") {
+                let value = probe_value(arg, probe, value, probes)?;
+                if values.iter().any(|(n, _)| n == name) {
+                    return Err(format!("`--facts`: `{name}` is given twice"));
+                }
+                values.push((name.to_owned(), value));
+                continue;
+            }
             let full = if name.starts_with("sys.") {
                 name.to_owned()
             } else {
@@ -50,10 +61,10 @@ impl HostFacts {
                     ))
                 }
             };
-            if values.iter().any(|(s, _)| s.name == spec.name) {
+            if values.iter().any(|(n, _)| n == spec.name) {
                 return Err(format!("`--facts`: `{full}` is given twice"));
             }
-            values.push((spec, value));
+            values.push((spec.name.to_owned(), value));
         }
         Ok(HostFacts { values })
     }
@@ -67,7 +78,7 @@ impl HostFacts {
         let parts: Vec<String> = self
             .values
             .iter()
-            .map(|(spec, value)| format!("{} = {}", spec.name, value.display()))
+            .map(|(name, value)| format!("{name} = {}", value.display()))
             .collect();
         parts.join(", ")
     }
@@ -112,10 +123,10 @@ impl HostFacts {
     /// The value of a guard operand on this host, when known.
     fn known(&self, v: &Value) -> Option<Value> {
         match v {
-            Value::Fact(name) => self
+            Value::Fact(name) | Value::Probe { name, .. } => self
                 .values
                 .iter()
-                .find(|(spec, _)| spec.name == name)
+                .find(|(n, _)| n == name)
                 .map(|(_, value)| value.clone()),
             Value::Str(_) | Value::Int(_) | Value::Bool(_) | Value::Word(_) => Some(v.clone()),
             Value::List(items) => items
@@ -125,6 +136,37 @@ impl HostFacts {
                 .map(Value::List),
             _ => None,
         }
+    }
+}
+
+/// The value given for probe fact `facts.NAME` (a string, int or bool
+/// probe of the program).
+fn probe_value(arg: &str, name: &str, value: &str, probes: &[Probe]) -> Result<Value, String> {
+    let Some(probe) = probes.iter().find(|p| p.name == name) else {
+        let hint = crate::suggest::did_you_mean(name, probes.iter().map(|p| p.name.as_str()))
+            .map(|s| format!("; did you mean `facts.{s}`?"))
+            .unwrap_or_default();
+        return Err(format!(
+            "`--facts {arg}`: the program declares no fact `{name}`{hint}"
+        ));
+    };
+    match ProbeType::parse(&probe.ty) {
+        Ok(ProbeType::Str) => Ok(Value::Str(value.to_owned())),
+        Ok(ProbeType::Int) => value
+            .parse()
+            .map(Value::Int)
+            .map_err(|_| format!("`--facts {arg}`: `facts.{name}` is a number, `{value}` is not")),
+        Ok(ProbeType::Bool) => match value {
+            "true" => Ok(Value::Bool(true)),
+            "false" => Ok(Value::Bool(false)),
+            _ => Err(format!(
+                "`--facts {arg}`: `facts.{name}` is `true` or `false`"
+            )),
+        },
+        _ => Err(format!(
+            "`--facts {arg}`: `facts.{name}` is a {}; --facts takes facts with one string, number or truth value",
+            probe.ty
+        )),
     }
 }
 
@@ -153,7 +195,11 @@ mod tests {
     use super::*;
 
     fn facts(args: &[&str]) -> HostFacts {
-        HostFacts::parse(&args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>()).unwrap()
+        HostFacts::parse(
+            &args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>(),
+            &[],
+        )
+        .unwrap()
     }
 
     fn eq(fact: &str, value: &str) -> Guard {
@@ -212,11 +258,77 @@ mod tests {
     #[test]
     fn bad_facts_say_what_to_write() {
         let err = |args: &[&str]| {
-            HostFacts::parse(&args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>()).unwrap_err()
+            HostFacts::parse(
+                &args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>(),
+                &[],
+            )
+            .unwrap_err()
         };
         assert!(err(&["hostname"]).contains("NAME=VALUE"));
         assert!(err(&["hostnme=x"]).contains("did you mean `hostname`"));
         assert!(err(&["cpus=four"]).contains("is a number"));
         assert!(err(&["hostname=a", "hostname=b"]).contains("twice"));
+    }
+
+    /// `facts.NAME=VALUE` for the program's scalar probe facts decides
+    /// guards on them like a `sys` fact.
+    #[test]
+    fn probe_facts_are_given_by_their_declared_type() {
+        use converge_format::bundle::probe::ProbeSource;
+        let probe = |name: &str, ty: &str| Probe {
+            name: name.into(),
+            ty: ty.into(),
+            source: ProbeSource::File("/x".into()),
+            timeout_secs: 10,
+        };
+        let probes = [
+            probe("dc", "string"),
+            probe("rack", "int"),
+            probe("vm", "bool"),
+            probe("hw", "{cpus:int}"),
+        ];
+        let parse = |args: &[&str]| {
+            HostFacts::parse(
+                &args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>(),
+                &probes,
+            )
+        };
+        let host = parse(&["facts.dc=eu-1", "facts.rack=3", "facts.vm=true"]).unwrap();
+        let read = |name: &str, ty| Value::Probe {
+            name: name.into(),
+            ty,
+        };
+        use converge_format::bundle::verify::Ty;
+        let dc = Guard::Compare {
+            op: CompareOp::Eq,
+            lhs: read("facts.dc", Ty::Str),
+            rhs: Value::Str("eu-1".into()),
+        };
+        assert_eq!(host.holds(&dc), Some(true));
+        let rack = Guard::Compare {
+            op: CompareOp::Eq,
+            lhs: read("facts.rack", Ty::Int),
+            rhs: Value::Int(4),
+        };
+        assert_eq!(host.holds(&rack), Some(false));
+        assert_eq!(
+            host.describe(),
+            "facts.dc = \"eu-1\", facts.rack = 3, facts.vm = true"
+        );
+        assert!(parse(&["facts.dcc=x"])
+            .unwrap_err()
+            .contains("did you mean `facts.dc`"));
+        assert!(parse(&["facts.rack=x"])
+            .unwrap_err()
+            .contains("is a number"));
+        assert!(parse(&["facts.vm=yes"])
+            .unwrap_err()
+            .contains("`true` or `false`"));
+        assert!(parse(&["facts.hw={}"])
+            .unwrap_err()
+            .contains("is a {cpus:int}"));
+        assert!(parse(&["facts.dc=a", "facts.dc=b"])
+            .unwrap_err()
+            .contains("twice"));
     }
 }

@@ -25,6 +25,9 @@ pub struct Program {
     /// The longest chain of outcome-class edges (promise indices), which
     /// sets the pass limit; empty without feedback.
     pub feedback_chain: Vec<usize>,
+    /// The probe facts the VM gathers before classes (LANGUAGE.md section
+    /// 15), in declaration order, as the bundle records them.
+    pub probes: Vec<converge_format::bundle::probe::Probe>,
 }
 
 /// An edge of the ordering graph: promise `from` is applied before `to`.
@@ -171,6 +174,14 @@ pub enum Value {
     Template(Vec<TemplatePart>),
     /// The value of a fact (`sys.cpus`).
     Fact(String),
+    /// The value of a probe fact (LANGUAGE.md section 15): `name` is the
+    /// whole read, `facts.hw.cpus`, and `ty` what the VM pushes for it.
+    /// One value per host like a fact, but one the host may not know (its
+    /// probe failed): the promises that need it are then skipped.
+    Probe {
+        name: String,
+        ty: converge_format::bundle::verify::Ty,
+    },
     /// The current element of a run-time loop.
     LoopVar(String),
     /// A value looked up in a compile-time map by a value only the host
@@ -226,6 +237,7 @@ impl Value {
         match self {
             Value::Template(_)
             | Value::Fact(_)
+            | Value::Probe { .. }
             | Value::LoopVar(_)
             | Value::Choice(_)
             | Value::Missing(_)
@@ -271,6 +283,15 @@ impl Value {
             Value::Each { list, body, .. } => vec![list, body],
             Value::Ref { target, .. } => vec![target],
             _ => Vec::new(),
+        }
+    }
+
+    /// The name of the host fact this value is (`sys.hostname`,
+    /// `facts.datacenter`): the analyses treat both kinds alike.
+    pub fn host_fact(&self) -> Option<&str> {
+        match self {
+            Value::Fact(name) | Value::Probe { name, .. } => Some(name),
+            _ => None,
         }
     }
 
@@ -321,7 +342,7 @@ impl Value {
                     .collect();
                 format!("{text:?}")
             }
-            Value::Fact(f) => f.clone(),
+            Value::Fact(f) | Value::Probe { name: f, .. } => f.clone(),
             Value::LoopVar(v) | Value::Elem(v) => v.clone(),
             Value::Choice(c) => {
                 let cases: Vec<String> = c

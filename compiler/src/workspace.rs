@@ -13,8 +13,10 @@
 //! imports the rest, as one program).
 
 mod documents;
+mod inventory;
 
 pub use documents::{DocumentKind, DocumentRequest};
+pub use inventory::INVENTORY_FILE;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -56,6 +58,12 @@ impl FileSystem {
         String::from_utf8(bytes).map_err(|e| ReadError::NotUtf8 {
             offset: e.utf8_error().valid_up_to(),
         })
+    }
+
+    /// Whether a file is there: in the overlay, or on disk (a dangling
+    /// link counts, so that reading it reports why it cannot be read).
+    fn exists(&self, path: &Path) -> bool {
+        self.overlay.contains_key(&normalize(path)) || path.symlink_metadata().is_ok()
     }
 
     /// The identity of a file: its canonical path when it exists on disk,
@@ -141,6 +149,14 @@ pub struct Workspace {
     /// `--policy-root`: the tree of every root; without it, each root's
     /// tree is its own directory.
     policy_root: Option<Arc<PolicyTree>>,
+    /// `--inventory`: the inventory of every root (`inventory.rs`).
+    explicit_inventory: Option<FileId>,
+    /// The inventory at the root of each policy tree, by the tree's
+    /// directory (`None`: the tree has none).
+    tree_inventories: HashMap<PathBuf, Option<FileId>>,
+    /// Every file read as an inventory: what it parsed to (`None` when it
+    /// has errors).
+    inventories: HashMap<FileId, Option<converge_format::inventory::Inventory>>,
 }
 
 impl Workspace {
@@ -160,6 +176,9 @@ impl Workspace {
             by_key: HashMap::new(),
             fs,
             policy_root: None,
+            explicit_inventory: None,
+            tree_inventories: HashMap::new(),
+            inventories: HashMap::new(),
         }
     }
 
@@ -199,9 +218,10 @@ impl Workspace {
                     .fs
                     .read(path, &tree)
                     .map_err(|e| (path.to_path_buf(), e))?;
-                self.add_file(key, path.to_path_buf(), text, Some(tree))
+                self.add_file(key, path.to_path_buf(), text, Some(Arc::clone(&tree)))
             }
         };
+        self.attach_inventory(id, &tree);
         if !self.roots.contains(&id) {
             self.roots.push(id);
         }

@@ -528,3 +528,62 @@ fn a_bool_parameter_in_a_guard_is_the_parameter() {
     assert_eq!(edits, [(0, 9), (1, 7), (2, 36), (5, 11)], "{edit}");
     assert!(client.shutdown().success());
 }
+
+/// Probe facts in the editor: completion after `facts.`, hover on a use
+/// shows the declaration, definition goes to it, and rename changes the
+/// declaration and every `facts.NAME` (LANGUAGE.md section 15).
+#[test]
+fn probe_facts_complete_hover_go_to_definition_and_rename() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.policy");
+    let text = concat!(
+        "fact dc: string from [\"/usr/local/lib/converge/probes/dc\"] timeout 5s;\n", // 0
+        "class eu = facts.dc =~ r\"^eu-\";\n",                                        // 1
+        "bundle b {\n",                                                               // 2
+        "  file \"/etc/dc\" { content = \"${facts.}\"; }\n",                          // 3
+        "  file \"/etc/x\" { content = \"${facts.dc}\\n\"; }\n",                      // 4
+        "}\n",
+        "policy { b(); }\n",
+    );
+    std::fs::write(&path, text).unwrap();
+    let mut client = Client::start();
+    client.initialize(dir.path());
+    let uri = client.open(&path, text);
+    client.diagnostics(&uri, 1);
+    let items = client.request(
+        "textDocument/completion",
+        json!({"textDocument": {"uri": uri}, "position": pos(3, 38)}),
+    );
+    let dc = items
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["label"] == "facts.dc")
+        .unwrap_or_else(|| panic!("{items}"));
+    assert_eq!(dc["detail"], "string");
+    let hover = client.request("textDocument/hover", at(&uri, 1, 18));
+    let shown = hover["contents"]["value"].as_str().unwrap();
+    assert!(shown.contains("fact dc: string from"), "{shown}");
+    let def = client.request("textDocument/definition", at(&uri, 4, 38));
+    assert_eq!(def[0]["range"]["start"], pos(0, 5));
+    let edit = client.request(
+        "textDocument/rename",
+        json!({"textDocument": {"uri": uri}, "position": pos(1, 18), "newName": "site"}),
+    );
+    let mut starts: Vec<(u64, u64)> = edit["changes"][&uri]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            assert_eq!(e["newText"], "site");
+            let s = &e["range"]["start"];
+            (
+                s["line"].as_u64().unwrap(),
+                s["character"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    starts.sort();
+    assert_eq!(starts, [(0, 5), (1, 17), (4, 37)]);
+    assert!(client.shutdown().success());
+}

@@ -36,6 +36,9 @@ pub mod opcode {
     pub const COALESCE: u8 = 0x0f;
     pub const EACH: u8 = 0x10;
     pub const ELEM: u8 = 0x11;
+    // Format 2.3: probe facts (issue 18). 0x12 is left to the lookup
+    // table opcode of the same version.
+    pub const PROBE: u8 = 0x13;
     // Format 2.3: host-side lookups in a table (issue 16, merged splits).
     pub const LOOKUP: u8 = 0x12;
 }
@@ -50,8 +53,10 @@ pub mod constant_kind {
     pub const BLOB: u8 = 6;
     /// A list of strings (format 2.2).
     pub const LIST: u8 = 7;
-    /// A table from string keys to constants, read by `lookup` (2.3).
-    pub const TABLE: u8 = 8;
+    /// A probe declaration (format 2.3, `bundle/probe.rs`).
+    pub const PROBE: u8 = 8;
+    /// A table from string keys to values, read by `lookup` (2.3).
+    pub const TABLE: u8 = 9;
     /// Each tag with its name, for the id tables.
     pub const ALL: &[(u8, &str)] = &[
         (STR, "str"),
@@ -61,8 +66,16 @@ pub mod constant_kind {
         (DURATION, "duration"),
         (BLOB, "blob"),
         (LIST, "list"),
+        (PROBE, "probe"),
         (TABLE, "table"),
     ];
+}
+
+/// Tags of where a probe's value comes from (format 2.3).
+pub mod probe_source {
+    pub const PROGRAM: u8 = 1;
+    pub const FILE: u8 = 2;
+    pub const ALL: &[(u8, &str)] = &[(PROGRAM, "program"), (FILE, "file")];
 }
 
 /// Tags of an item: a value known at compile time, or computed on the host.
@@ -107,6 +120,7 @@ pub fn tables() -> Vec<IdTable> {
         table("Constant kinds", tags(constant_kind::ALL)),
         table("Item kinds", tags(item_kind::ALL)),
         table("Operand kinds", tags(operand_kind::ALL)),
+        table("Probe sources", tags(probe_source::ALL)),
         table(
             "Promise types",
             schema::PROMISE_TYPES

@@ -66,10 +66,29 @@ pub enum FactValue {
 /// A problem in the inventory, at a byte range of its text when known.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InventoryError {
+    pub kind: InventoryErrorKind,
     pub message: String,
     pub span: Option<Range<usize>>,
     /// What to do about it.
     pub help: Option<String>,
+}
+
+/// What kind of problem an [`InventoryError`] is: `policyc` gives each kind
+/// its own diagnostic code (docs/diagnostics.md, `E08xx`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum InventoryErrorKind {
+    /// Not TOML.
+    Syntax,
+    /// TOML of another shape: an unknown or missing field, a value of the
+    /// wrong type.
+    Shape,
+    /// A host or group name the inventory does not accept.
+    Name,
+    /// A host listed twice, or two hosts whose names define one class.
+    Duplicate,
+    /// A report key or age recipient that is not one.
+    Key,
 }
 
 impl std::fmt::Display for InventoryError {
@@ -84,8 +103,14 @@ impl std::fmt::Display for InventoryError {
 
 impl std::error::Error for InventoryError {}
 
-fn error(message: String, span: Range<usize>, help: Option<&str>) -> InventoryError {
+fn error(
+    kind: InventoryErrorKind,
+    message: String,
+    span: Range<usize>,
+    help: Option<&str>,
+) -> InventoryError {
     InventoryError {
+        kind,
         message,
         span: Some(span),
         help: help.map(str::to_owned),
@@ -158,13 +183,20 @@ impl Inventory {
     /// rule of its own (names, keys, duplicates). All problems are returned,
     /// each at its span.
     pub fn parse(text: &str) -> Result<Inventory, Vec<InventoryError>> {
-        let inventory: Inventory = toml::from_str(text).map_err(|e| {
+        let toml_error = |kind, e: toml::de::Error| {
             vec![InventoryError {
-                message: e.message().to_owned(),
+                kind,
+                message: e.message().trim_end().to_owned(),
                 span: e.span(),
                 help: None,
             }]
-        })?;
+        };
+        // Syntax first, on its own, so that "not TOML" and "TOML of the
+        // wrong shape" are told apart (each has its own code in policyc).
+        toml::from_str::<toml::Table>(text)
+            .map_err(|e| toml_error(InventoryErrorKind::Syntax, e))?;
+        let inventory: Inventory =
+            toml::from_str(text).map_err(|e| toml_error(InventoryErrorKind::Shape, e))?;
         let errors = inventory.problems();
         if errors.is_empty() {
             Ok(inventory)
@@ -181,18 +213,21 @@ impl Inventory {
             let name = host.name.get_ref();
             if !is_host_name(name) {
                 errors.push(error(
+                    InventoryErrorKind::Name,
                     format!("{name:?} is not a host name"),
                     host.name.span(),
                     Some("use letters, digits, `-`, `.` and `_`, starting with a letter or digit"),
                 ));
             } else if seen.insert(name, host.name.span()).is_some() {
                 errors.push(error(
+                    InventoryErrorKind::Duplicate,
                     format!("host {name:?} is listed twice"),
                     host.name.span(),
                     Some("keep one entry per host"),
                 ));
             } else if let Some(other) = classes.insert(host_class(name), name) {
                 errors.push(error(
+                    InventoryErrorKind::Duplicate,
                     format!(
                         "hosts {other:?} and {name:?} both define class {}",
                         host_class(name)
@@ -205,6 +240,7 @@ impl Inventory {
             for key in keys {
                 if let Err(e) = parse_report_key(key.get_ref()) {
                     errors.push(error(
+                        InventoryErrorKind::Key,
                         e,
                         key.span(),
                         Some("paste the line `policyvm enroll` printed on the host"),
@@ -214,6 +250,7 @@ impl Inventory {
             if let Some(recipient) = &host.age_recipient {
                 if !looks_like_age_recipient(recipient.get_ref()) {
                     errors.push(error(
+                        InventoryErrorKind::Key,
                         format!("{:?} is not an age recipient", recipient.get_ref()),
                         recipient.span(),
                         Some("an age recipient is `age1` and 58 more characters, as `policyvm enroll` prints it"),
@@ -223,6 +260,7 @@ impl Inventory {
             for group in &host.groups {
                 if identifier(group.get_ref()) != *group.get_ref() || group.get_ref().is_empty() {
                     errors.push(error(
+                        InventoryErrorKind::Name,
                         format!("{:?} is not a group name", group.get_ref()),
                         group.span(),
                         Some("use letters, digits and `_`"),
@@ -254,6 +292,7 @@ impl Host {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
@@ -306,13 +345,44 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_field_is_a_syntax_error_with_a_span() {
+    fn an_unknown_field_is_a_shape_error_with_a_span() {
         let errors = Inventory::parse("[[host]]\nname = \"a\"\nreportkey = \"x\"\n").unwrap_err();
-        assert!(errors
-            .first()
-            .unwrap()
-            .message
-            .contains("unknown field `reportkey`"));
-        assert!(errors.first().unwrap().span.is_some());
+        let first = errors.first().unwrap();
+        assert!(first.message.contains("unknown field `reportkey`"));
+        assert_eq!(first.kind, InventoryErrorKind::Shape);
+        assert!(first.span.is_some());
+    }
+
+    #[test]
+    fn text_that_is_not_toml_is_a_syntax_error() {
+        let errors = Inventory::parse("[[host]\nname = \"a\"\n").unwrap_err();
+        assert_eq!(errors.len(), 1);
+        let first = errors.first().unwrap();
+        assert_eq!(first.kind, InventoryErrorKind::Syntax);
+        assert!(first.span.is_some());
+    }
+
+    #[test]
+    fn each_rule_has_its_kind() {
+        let text = format!(
+            "[[host]]\nname = \"-web\"\nreport_key = \"{k}\"\ngroups = [\"a-b\"]\n\
+             [[host]]\nname = \"web.1\"\nreport_key = \"{k}\"\n\
+             [[host]]\nname = \"web_1\"\nreport_key = \"nope\"\n",
+            k = key(1)
+        );
+        let kinds: Vec<InventoryErrorKind> = Inventory::parse(&text)
+            .unwrap_err()
+            .iter()
+            .map(|e| e.kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                InventoryErrorKind::Name,
+                InventoryErrorKind::Name,
+                InventoryErrorKind::Duplicate,
+                InventoryErrorKind::Key,
+            ]
+        );
     }
 }

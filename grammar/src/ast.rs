@@ -37,6 +37,7 @@ pub enum Item {
     Bundle(BundleDef),
     Policy(PolicyDef),
     Type(TypeDef),
+    Fact(FactDef),
     /// A top-level item the parser could not make sense of.
     Error(Span),
 }
@@ -52,6 +53,7 @@ impl Item {
             Item::Bundle(i) => i.span,
             Item::Policy(i) => i.span,
             Item::Type(i) => i.span,
+            Item::Fact(i) => i.span,
             Item::Error(span) => *span,
         }
     }
@@ -123,6 +125,33 @@ pub struct TypeDef {
     pub name: Ident,
     pub fields: Vec<FieldDef>,
     pub span: Span,
+}
+
+/// `fact datacenter: string from ["/usr/local/lib/converge/probes/dc"] timeout 5s;`
+/// or `fact rack: int from file "/etc/converge/facts.d/rack";`: a host fact
+/// the VM probes before it evaluates classes, read as `facts.NAME`
+/// (LANGUAGE.md section 15).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FactDef {
+    pub name: Ident,
+    pub ty: TypeExpr,
+    pub source: FactSource,
+    /// `timeout 5s`: the number as written (the checker wants a duration).
+    pub timeout: Option<Expr>,
+    pub span: Span,
+}
+
+/// Where a [`FactDef`] comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FactSource {
+    /// `from ["/usr/lib/probe", "--flag"]`: a program and its arguments
+    /// (no shell), each word with its span.
+    Program {
+        argv: Vec<(StrLit, Span)>,
+        span: Span,
+    },
+    /// `from file "/etc/converge/facts.d/rack"`: a file's content.
+    File { path: (StrLit, Span), span: Span },
 }
 
 /// One field of a record type: `port: int = 80`.

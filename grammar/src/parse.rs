@@ -314,6 +314,29 @@ fn describe_expected(expected: Vec<String>) -> Vec<String> {
     out
 }
 
+/// Records a syntax error unless `word` is the contextual keyword `want`
+/// (`from`, `file`, `timeout` in a `fact`): those stay ordinary names
+/// everywhere else, so the grammar takes an identifier and checks it here.
+pub(crate) fn contextual(
+    errors: &mut Vec<ErrorRecovery<u32, Token, LexError>>,
+    word: &Ident,
+    want: &str,
+) {
+    if word.name != want {
+        errors.push(ErrorRecovery {
+            error: ParseError::UnrecognizedToken {
+                token: (
+                    word.span.start,
+                    Token::Ident(word.name.clone()),
+                    word.span.end,
+                ),
+                expected: vec![format!("\"{want}\"")],
+            },
+            dropped_tokens: Vec::new(),
+        });
+    }
+}
+
 /// Builds a span; used by the generated parser.
 pub(crate) fn sp(file: FileId, start: u32, end: u32) -> Span {
     Span::new(file, start, end)

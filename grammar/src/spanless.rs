@@ -8,6 +8,7 @@
 //! program.
 
 use crate::ast::*;
+use crate::span::Span;
 use crate::token::{StrLit, StrPart};
 
 /// Equality that ignores spans and byte offsets.
@@ -126,7 +127,37 @@ impl SpanlessEq for Item {
                 } = a;
                 name.spanless_eq(&b.name) && fields.spanless_eq(&b.fields)
             }
+            (Item::Fact(a), Item::Fact(b)) => {
+                let FactDef {
+                    name,
+                    ty,
+                    source,
+                    timeout,
+                    span: _,
+                } = a;
+                name.spanless_eq(&b.name)
+                    && ty.spanless_eq(&b.ty)
+                    && source.spanless_eq(&b.source)
+                    && timeout.spanless_eq(&b.timeout)
+            }
             (Item::Error(_), Item::Error(_)) => true,
+            _ => false,
+        }
+    }
+}
+
+impl SpanlessEq for FactSource {
+    fn spanless_eq(&self, other: &Self) -> bool {
+        let words = |a: &[(StrLit, Span)], b: &[(StrLit, Span)]| {
+            a.len() == b.len() && a.iter().zip(b).all(|((x, _), (y, _))| x.spanless_eq(y))
+        };
+        match (self, other) {
+            (FactSource::Program { argv: a, span: _ }, FactSource::Program { argv: b, .. }) => {
+                words(a, b)
+            }
+            (FactSource::File { path: a, span: _ }, FactSource::File { path: b, .. }) => {
+                a.0.spanless_eq(&b.0)
+            }
             _ => false,
         }
     }

@@ -142,6 +142,7 @@ pub const KEYWORDS: &[&str] = &[
     "true",
     "false",
     "type",
+    "fact",
 ];
 
 /// What a lexer knows besides the text: the file (strings parse the
@@ -195,6 +196,8 @@ pub enum Token {
     False,
     #[token("type")]
     Type,
+    #[token("fact")]
+    Fact,
 
     #[regex("[A-Za-z_][A-Za-z0-9_]*", |lex| SmolStr::new(lex.slice()))]
     Ident(SmolStr),
@@ -289,6 +292,7 @@ impl Token {
             Token::True => "true",
             Token::False => "false",
             Token::Type => "type",
+            Token::Fact => "fact",
             Token::LBrace => "{",
             Token::RBrace => "}",
             Token::LParen => "(",

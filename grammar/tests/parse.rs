@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use converge_grammar::ast::{Expr, ExprKind, Item, Stmt};
+use converge_grammar::ast::{Expr, ExprKind, FactSource, Item, Stmt};
 use converge_grammar::{parse, FileId, SyntaxError, SyntaxErrorKind};
 
 fn module(src: &str) -> Vec<Item> {
@@ -266,4 +266,62 @@ policy { b(p = len(keys(sites)) ?? 1); }
     }
     let _ = parse(FileId(0), src);
     assert!(errors(src).is_empty(), "{:?}", errors(src));
+}
+
+/// `fact` declarations (LANGUAGE.md section 15): a program with its
+/// arguments and an optional timeout, or a file; `from`, `file` and
+/// `timeout` stay ordinary names everywhere else.
+#[test]
+fn fact_declarations() {
+    let src = r#"fact dc: string from ["/usr/lib/p", "--short"] timeout 5s;
+fact rack: int from file "/etc/rack";
+fact hw: map<string, int> from [];
+bundle b { file "/etc/x" { timeout = 5s; } command "from" { run = ["/bin/true"]; } }
+"#;
+    let items = module(src);
+    let facts: Vec<_> = items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Fact(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(facts.len(), 3);
+    let FactSource::Program { argv, .. } = &facts[0].source else {
+        panic!("{:?}", facts[0].source)
+    };
+    let words: Vec<String> = argv.iter().map(|(w, _)| w.as_plain().unwrap()).collect();
+    assert_eq!(words, ["/usr/lib/p", "--short"]);
+    let (_, span) = &argv[1];
+    assert_eq!(&src[span.start as usize..span.end as usize], "\"--short\"");
+    assert!(matches!(
+        facts[0].timeout.as_ref().map(|t| &t.kind),
+        Some(ExprKind::Duration(5))
+    ));
+    let FactSource::File { path, .. } = &facts[1].source else {
+        panic!("{:?}", facts[1].source)
+    };
+    assert_eq!(path.0.as_plain().unwrap(), "/etc/rack");
+    assert!(facts[1].timeout.is_none());
+    assert!(matches!(&facts[2].source, FactSource::Program { argv, .. } if argv.is_empty()));
+    assert_eq!(facts[2].ty.args.len(), 2);
+    // A misspelt contextual word is a syntax error on that word, and the
+    // item is still built.
+    for (src, at, want) in [
+        ("fact a: int form [\"/p\"];", "form", "from"),
+        ("fact a: int from fil \"/p\";", "fil", "file"),
+        ("fact a: int from [\"/p\"] timout 5s;", "timout", "timeout"),
+    ] {
+        let (module, errs) = parse(FileId(0), src);
+        assert!(matches!(module.items.as_slice(), [Item::Fact(_)]), "{src}");
+        let first = &errs[0];
+        assert_eq!(&src[first.span.start as usize..first.span.end as usize], at);
+        assert!(
+            matches!(&first.kind, SyntaxErrorKind::UnexpectedToken { expected, .. } if expected == &[format!("`{want}`")]),
+            "{src}: {errs:?}"
+        );
+    }
+    for end in 0..=src.len() {
+        let _ = parse(FileId(0), &src[..end]);
+    }
 }

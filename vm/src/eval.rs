@@ -18,13 +18,14 @@
 
 mod functions;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::bundle::format::{Body, Constant};
 use crate::bundle::functions::function_by_id;
 use crate::bundle::instr::Instr;
 use crate::bundle::limits::{RegexCache, MAX_EACH_DEPTH};
 use crate::facts::{FactValue, Facts};
+use crate::probes::Probes;
 use crate::schema::fact_by_id;
 use functions::{Applied, FuncError};
 
@@ -153,6 +154,14 @@ pub struct Evaluator<'b> {
     /// a program that reads one fails with it, so exactly the promises that
     /// depend on it fail (and the classes defined from it are not set).
     failed_classes: HashMap<String, String>,
+    /// The probe facts of the run (format 2.3).
+    probes: &'b Probes,
+    /// The classes left unset because a probe fact they need is unknown.
+    unknown_classes: HashSet<String>,
+    /// Set when the last [`Evaluator::run`] failed because a probe fact it
+    /// needs is unknown on this host (directly or through a class): its
+    /// promise is then skipped, not failed.
+    unknown: bool,
 }
 
 impl<'b> Evaluator<'b> {
@@ -163,7 +172,23 @@ impl<'b> Evaluator<'b> {
             regexes: RegexCache::default(),
             steps_left: MAX_RUN_STEPS,
             failed_classes: HashMap::new(),
+            probes: &crate::probes::NONE,
+            unknown_classes: HashSet::new(),
+            unknown: false,
         }
+    }
+
+    /// The probe facts `probe` instructions read (none by default).
+    pub fn with_probes(mut self, probes: &'b Probes) -> Self {
+        self.probes = probes;
+        self
+    }
+
+    /// Whether the last [`Evaluator::run`] failed because a probe fact it
+    /// needs is unknown on this host (LANGUAGE.md section 15): what needs
+    /// it is skipped with the reason, never taken as false.
+    pub fn failed_on_unknown(&self) -> bool {
+        self.unknown
     }
 
     /// The classes set on this host: the hard classes, the classes given on
@@ -175,6 +200,7 @@ impl<'b> Evaluator<'b> {
         let mut set: BTreeSet<String> = self.facts.hard_classes().into_iter().collect();
         set.extend(defined.iter().cloned());
         self.failed_classes.clear();
+        self.unknown_classes.clear();
         for class in self.body.classes.iter() {
             let Some(program) = class.program else {
                 continue;
@@ -194,8 +220,12 @@ impl<'b> Evaluator<'b> {
                     // reason, not a chain of them.
                     let reason = match e.0.strip_prefix("class `") {
                         Some(_) => e.0,
+                        None if self.unknown => format!("class `{name}` is unknown: {}", e.0),
                         None => format!("class `{name}` cannot be evaluated: {}", e.0),
                     };
+                    if self.unknown {
+                        self.unknown_classes.insert(name.clone());
+                    }
                     self.failed_classes.insert(name, reason);
                 }
             }
@@ -238,6 +268,7 @@ impl<'b> Evaluator<'b> {
         classes: &BTreeSet<String>,
         loop_values: &[String],
     ) -> Result<Val, EvalError> {
+        self.unknown = false;
         let mut state = RunState {
             program,
             classes,
@@ -295,6 +326,23 @@ impl<'b> Evaluator<'b> {
                         None => return Err(EvalError(format!("fact {f}"))),
                     })
                 }
+                Instr::Probe(c) => {
+                    let Some(Constant::Str(path)) = body.constants.get(c as usize) else {
+                        return Err(EvalError(format!("probe constant {c}")));
+                    };
+                    // The path is walked (and its keys compared) per read.
+                    self.charge(u64::try_from(path.len()).unwrap_or(u64::MAX))?;
+                    match self.probes.read(path) {
+                        Ok(v) if v.bytes() > MAX_EVAL_BYTES.saturating_sub(st.produced) => {
+                            return Err(st.over_bytes())
+                        }
+                        Ok(v) => Some(v),
+                        Err(reason) => {
+                            self.unknown = true;
+                            return Err(EvalError(reason));
+                        }
+                    }
+                }
                 Instr::LoopVar(i) => Some(Val::Str(
                     st.loop_values
                         .get(i as usize)
@@ -304,6 +352,7 @@ impl<'b> Evaluator<'b> {
                 Instr::Class(c) => match body.constants.get(c as usize) {
                     Some(Constant::Word(n) | Constant::Str(n)) => {
                         if let Some(reason) = self.failed_classes.get(n) {
+                            self.unknown = self.unknown_classes.contains(n);
                             return Err(EvalError(reason.clone()));
                         }
                         Some(Val::Bool(st.classes.contains(n)))
@@ -712,6 +761,69 @@ mod tests {
         assert!(
             err.0.starts_with("class `big` cannot be evaluated"),
             "{err}"
+        );
+    }
+
+    /// A probe fact that is unknown on this host (format 2.3) fails the
+    /// program that reads it and a class defined from it with the probe's
+    /// reason, marked unknown (the run skips what needs it); a class read
+    /// of it is unknown too; a known probe fact is pushed with its type.
+    #[test]
+    fn an_unknown_probe_fact_makes_what_reads_it_unknown() {
+        use crate::bundle::format::ClassEntry;
+        use crate::probes::{ProbeOutcome, ProbeValue, Probes};
+        let mut body = body(
+            vec![
+                Constant::Str("dc".into()),
+                Constant::Str("rack".into()),
+                Constant::Word("eu".into()),
+                Constant::Int(3),
+                Constant::Str("^eu".into()),
+            ],
+            vec![
+                vec![Instr::Probe(0), Instr::Match(4)],
+                vec![Instr::Class(2)],
+                vec![Instr::Probe(1), Instr::Const(3), Instr::Eq],
+            ],
+        );
+        body.classes.0 = vec![ClassEntry {
+            name: 2,
+            program: Some(0),
+        }];
+        let probes = Probes::from_outcomes(vec![
+            ProbeOutcome {
+                name: "dc".into(),
+                result: Err("it exited with status 1".into()),
+                duration_ms: 1,
+            },
+            ProbeOutcome {
+                name: "rack".into(),
+                result: Ok(ProbeValue::Int(3)),
+                duration_ms: 1,
+            },
+        ]);
+        let facts = facts();
+        let mut eval = Evaluator::new(&body, &facts).with_probes(&probes);
+        let classes = eval.classes(&[]).unwrap();
+        assert!(!classes.contains("eu"));
+        assert_eq!(
+            eval.class_failures().get("eu").map(String::as_str),
+            Some("class `eu` is unknown: probe \"dc\" failed: it exited with status 1")
+        );
+        let err = eval.run(1, &classes, &[]).unwrap_err();
+        assert!(eval.failed_on_unknown());
+        assert!(err.0.starts_with("class `eu` is unknown"), "{err}");
+        let err = eval.run(0, &classes, &[]).unwrap_err();
+        assert!(eval.failed_on_unknown());
+        assert_eq!(err.0, "probe \"dc\" failed: it exited with status 1");
+        assert_eq!(eval.run(2, &classes, &[]), Ok(Val::Bool(true)));
+        assert!(!eval.failed_on_unknown());
+        // Without probes, a failure is not "unknown".
+        let mut plain = Evaluator::new(&body, &facts);
+        assert!(plain.run(0, &classes, &[]).is_err());
+        assert!(
+            plain.failed_on_unknown(),
+            "no probe table: the fact is unknown too"
         );
     }
 

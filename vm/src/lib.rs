@@ -22,6 +22,7 @@ pub mod eval;
 pub mod facts;
 pub mod instance;
 pub mod outcome;
+pub mod probes;
 pub mod pull;
 pub mod rootfs;
 pub mod run;

@@ -1002,12 +1002,14 @@ fn pinned_keys(g: &Guard) -> Option<(&str, Pinned<'_>)> {
     if let Guard::Not(inner) = g {
         if let Guard::Compare {
             op: crate::ir::CompareOp::In,
-            lhs: Value::Fact(fact),
+            lhs,
             rhs: Value::List(items),
         } = &**inner
         {
-            if items.iter().all(|v| v.as_str().is_some()) {
-                return Some((fact.as_str(), Pinned::Except(items)));
+            if let (Some(fact), true) =
+                (lhs.host_fact(), items.iter().all(|v| v.as_str().is_some()))
+            {
+                return Some((fact, Pinned::Except(items)));
             }
         }
         return None;
@@ -1015,13 +1017,11 @@ fn pinned_keys(g: &Guard) -> Option<(&str, Pinned<'_>)> {
     let Guard::Compare { op, lhs, rhs } = g else {
         return None;
     };
-    let Value::Fact(fact) = lhs else { return None };
+    let fact = lhs.host_fact()?;
     match (op, rhs) {
-        (crate::ir::CompareOp::Eq, Value::Str(k)) => {
-            Some((fact.as_str(), Pinned::Keys(vec![k.as_str()])))
-        }
+        (crate::ir::CompareOp::Eq, Value::Str(k)) => Some((fact, Pinned::Keys(vec![k.as_str()]))),
         (crate::ir::CompareOp::In, Value::List(items)) => Some((
-            fact.as_str(),
+            fact,
             Pinned::Keys(
                 items
                     .iter()

@@ -303,14 +303,14 @@ pub fn too_complex(span: Span, question: &str, err: TooComplex) -> Diagnostic {
 fn host_term(v: &Value) -> Option<String> {
     fn per_host(v: &Value) -> bool {
         match v {
-            Value::Fact(_) => true,
+            Value::Fact(_) | Value::Probe { .. } => true,
             Value::Call { args, .. } => args.iter().all(|a| per_host(a) || a.is_constant()),
             Value::Coalesce(items) => items.iter().all(|a| per_host(a) || a.is_constant()),
             _ => false,
         }
     }
     match v {
-        Value::Fact(fact) => Some(fact.clone()),
+        Value::Fact(fact) | Value::Probe { name: fact, .. } => Some(fact.clone()),
         v if per_host(v) => Some(v.display()),
         _ => None,
     }

@@ -58,6 +58,11 @@ pub fn lower(
         elems: Vec::new(),
         overrides: merged::Overrides::default(),
     };
+    // The probe table first (format 2.3): declared facts run on every host
+    // whether or not a promise reads them, so reports carry them all.
+    for probe in &program.probes {
+        l.constant(Constant::Probe(Box::new(probe.clone())));
+    }
     let classes = l.classes(program);
     let exclusive: Vec<List<u32>> = program
         .exclusive
@@ -379,6 +384,11 @@ impl Lowerer<'_> {
             Value::Fact(name) => {
                 let f = self.fact_id(name);
                 code.push(Instr::Fact(f));
+            }
+            Value::Probe { name, .. } => {
+                let path = name.strip_prefix("facts.").unwrap_or(name).to_owned();
+                let c = self.constant(Constant::Str(path));
+                code.push(Instr::Probe(c));
             }
             Value::LoopVar(var) => {
                 let i = match loops.iter().rposition(|l| l.var == *var) {

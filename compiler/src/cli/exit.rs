@@ -14,12 +14,18 @@ pub const USAGE: u8 = 64;
 /// `EX_NOINPUT`: an input cannot be read: a policy file or directory, a
 /// key, the published stamp.
 pub const NO_INPUT: u8 = 66;
+/// `EX_UNAVAILABLE`: `fleet`: the collector cannot be reached, answers
+/// with an HTTP error, or `curl` is not installed.
+pub const UNAVAILABLE: u8 = 69;
 /// `EX_CANTCREAT`: an output cannot be made: the bundle, the keys, the
 /// publish directory or its files, a reformatted file.
 pub const CANT_CREATE: u8 = 73;
 /// `EX_IOERR`: `lsp`: the session with the editor broke off (no
 /// `initialize`, a closed pipe, a malformed message).
 pub const IO_ERROR: u8 = 74;
+/// `EX_PROTOCOL`: `fleet`: the collector's answer is not a fleet view (not
+/// JSON, another version, malformed).
+pub const PROTOCOL: u8 = 76;
 
 /// Every code with its meaning, as docs/exit-codes.md lists them.
 pub const TABLE: &[(u8, &str)] = &[
@@ -30,6 +36,11 @@ pub const TABLE: &[(u8, &str)] = &[
     ),
     (USAGE, "usage error"),
     (NO_INPUT, "an input cannot be read"),
+    (
+        UNAVAILABLE,
+        "the collector cannot be reached or answered an error",
+    ),
     (CANT_CREATE, "an output cannot be written"),
     (IO_ERROR, "the language server's session broke off"),
+    (PROTOCOL, "the collector's answer is not a fleet view"),
 ];

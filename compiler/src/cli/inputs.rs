@@ -18,6 +18,13 @@ pub struct TreeArgs {
     /// line.
     #[arg(long, value_name = "DIR")]
     pub policy_root: Option<PathBuf>,
+
+    /// The inventory (hosts, their keys and groups: docs/fleet.md) to check
+    /// `host_` and `group_` classes against, instead of the
+    /// `inventory.toml` at the root of the policy tree. May lie outside the
+    /// tree.
+    #[arg(long, value_name = "FILE")]
+    pub inventory: Option<PathBuf>,
 }
 
 /// A problem reading input, shown as one line.
@@ -64,6 +71,12 @@ pub fn load(paths: &[PathBuf], tree: &TreeArgs) -> Result<Workspace, InputError>
     let mut ws = Workspace::new(FileSystem::new());
     if let Some(dir) = &tree.policy_root {
         ws.set_policy_root(dir);
+    }
+    if let Some(path) = &tree.inventory {
+        ws.set_inventory(path).map_err(|err| InputError::Read {
+            path: path.clone(),
+            err,
+        })?;
     }
     for (root, dir) in policy_files(paths)? {
         let added = match (&tree.policy_root, dir) {

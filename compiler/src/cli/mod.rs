@@ -8,6 +8,7 @@ pub(crate) mod atomic;
 mod build;
 mod check;
 pub mod exit;
+mod fleet;
 mod fmt;
 mod inputs;
 mod program;
@@ -63,6 +64,13 @@ enum Command {
     Fmt(fmt::FmtArgs),
     /// Run the language server on standard input and output (for editors).
     Lsp(inputs::TreeArgs),
+    /// Ask the collector about the fleet: hosts by status, failures,
+    /// changes, facts, silent hosts (docs/fleet.md).
+    ///
+    /// Runs `curl` to reach the collector. Exits 69 when the collector
+    /// cannot be reached or answers with an error (or curl is missing), 76
+    /// when its answer is not a fleet view.
+    Fleet(fleet::FleetArgs),
 }
 
 /// Exit status for "the input has errors".
@@ -115,7 +123,12 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Build(args) => build::run_build(args),
         Command::Publish(args) => publish::run(args),
         Command::Fmt(args) => fmt::run(args),
+        Command::Lsp(tree) if tree.inventory.is_some() => fail_with(
+            exit::USAGE,
+            "`policyc lsp` reads the `inventory.toml` at the root of each policy tree; `--inventory` is for check, build and explain",
+        ),
         Command::Lsp(tree) => crate::lsp::run(tree.policy_root),
+        Command::Fleet(args) => fleet::run(args),
     }
 }
 

@@ -45,12 +45,14 @@ pub enum GraphFormat {
 }
 
 pub fn explain(args: ExplainArgs) -> ExitCode {
-    let host = match HostFacts::parse(&args.facts) {
-        Ok(host) => host,
-        Err(message) => return super::fail_with(super::exit::USAGE, message),
-    };
     match load(&args.file, &args.tree) {
         Ok((ws, program)) => {
+            // After loading: `facts.NAME` values are typed by the program's
+            // own `fact` declarations.
+            let host = match HostFacts::parse(&args.facts, &program.probes) {
+                Ok(host) => host,
+                Err(message) => return super::fail_with(super::exit::USAGE, message),
+            };
             out(crate::explain::explain(&ws.db, &program, &host));
             ExitCode::SUCCESS
         }

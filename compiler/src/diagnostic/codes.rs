@@ -1,7 +1,8 @@
 //! The registry of diagnostic codes. A code is stable forever: it is never
 //! renumbered or reused, because CI configurations and SARIF baselines refer
 //! to it. Ranges: `E00xx` syntax, `E01xx` names and imports, `E02xx` types,
-//! `E03xx` contradictions and cycles, `E07xx` data files, `W0xxx` warnings. Every code has a page
+//! `E03xx` contradictions and cycles, `E07xx` data files, `E08xx` the
+//! inventory, `W0xxx` warnings. Every code has a page
 //! in `docs/src/diagnostics.md` (a test checks this).
 
 use super::Severity;
@@ -237,6 +238,33 @@ codes! {
     /// interpolated into a string, a loop over a map without a key
     /// variable, an `{% if %}` on something that is not a condition.
     TemplateType = "E0228", Error, "value cannot be used here";
+
+    /// A `fact` declaration the VM could not run: a type no probe output
+    /// is parsed as, an empty argv, a word with `${...}`, a timeout that is
+    /// not a duration from 1s to 60s (LANGUAGE.md section 15).
+    InvalidProbe = "E0240", Error, "invalid probe declaration";
+    /// `facts.NAME` read as a whole record or map: the VM reads probe
+    /// facts a field or key at a time.
+    ProbeFactWhole = "E0241", Error, "probe fact read whole";
+    /// An inventory (`inventory.toml`, LANGUAGE.md section 16) that is not
+    /// TOML.
+    InventorySyntax = "E0801", Error, "malformed inventory";
+    /// An inventory entry of the wrong shape: an unknown or missing field,
+    /// a value of the wrong type.
+    InventoryShape = "E0802", Error, "inventory entry of the wrong shape";
+    /// A host or group name the inventory does not accept.
+    InventoryName = "E0803", Error, "invalid name in inventory";
+    /// A host listed twice in the inventory, or two hosts whose names give
+    /// one `host_` class.
+    InventoryDuplicateHost = "E0804", Error, "host listed twice in inventory";
+    /// A report key or age recipient in the inventory that is not one.
+    InventoryBadKey = "E0805", Error, "invalid key in inventory";
+    /// The inventory file exists but cannot be read.
+    InventoryUnreadable = "E0806", Error, "cannot read inventory";
+    /// A `host_NAME` class that names no host of the inventory.
+    UnknownHost = "E0807", Error, "host not in inventory";
+    /// A `group_NAME` class that names no group of the inventory.
+    UnknownGroup = "E0808", Error, "group not in inventory";
 }
 
 impl std::fmt::Display for Code {

@@ -7,7 +7,8 @@
 //! grammar needs them to give back the same tree.
 
 use converge_grammar::ast::{
-    Arg, AttrStmt, Call, Expr, ExprKind, FieldDef, For, Param, Promise, Stmt, TypeExpr, When,
+    Arg, AttrStmt, Call, Expr, ExprKind, FactDef, FactSource, FieldDef, For, Param, Promise, Stmt,
+    TypeExpr, When,
 };
 use converge_grammar::Span;
 
@@ -154,6 +155,28 @@ pub(super) fn field_def(src: &str, f: &FieldDef) -> String {
         Some(d) => format!("{}: {} = {}", f.name.name, ty(&f.ty), expr(src, d)),
         None => format!("{}: {}", f.name.name, ty(&f.ty)),
     }
+}
+
+/// `fact name: T from ["/p", "arg"] timeout 5s;` or `fact name: T from
+/// file "/path";`, on one line (strings as written).
+pub(super) fn fact_def(src: &str, f: &FactDef) -> String {
+    let source = match &f.source {
+        FactSource::Program { argv, .. } => {
+            let words: Vec<&str> = argv.iter().map(|(_, span)| slice(src, *span)).collect();
+            format!("[{}]", words.join(", "))
+        }
+        FactSource::File { path, .. } => format!("file {}", slice(src, path.1)),
+    };
+    let timeout = f
+        .timeout
+        .as_ref()
+        .map(|t| format!(" timeout {}", expr(src, t)))
+        .unwrap_or_default();
+    format!(
+        "fact {}: {} from {source}{timeout};",
+        f.name.name,
+        ty(&f.ty)
+    )
 }
 
 pub(super) fn ty(t: &TypeExpr) -> String {

@@ -226,6 +226,7 @@ impl<'a> Printer<'a> {
             Item::Bundle(b) => self.bundle_def(b),
             Item::Policy(p) => self.policy_def(p),
             Item::Type(t) => self.type_def(t),
+            Item::Fact(f) => self.out.push_str(&flat::fact_def(src, f)),
             Item::Error(span) => self.out.push_str(flat::slice(src, *span)),
         }
     }

@@ -70,7 +70,7 @@ pub fn complete(analysis: &Analysis, doc: &Document, pos: Position) -> Vec<Compl
         }
         if let Some(start) = fact_prefix(before) {
             let range = doc.lines.range(&doc.text, start as u32, offset as u32);
-            return facts(range);
+            return facts(analysis, range);
         }
         return expressions::complete(analysis, file, offset as u32, head);
     }
@@ -82,7 +82,7 @@ pub fn complete(analysis: &Analysis, doc: &Document, pos: Position) -> Vec<Compl
         // In a string, only inside `${...}`.
         if !string || before.get(..start).is_some_and(|b| b.ends_with("${")) {
             let range = doc.lines.range(&doc.text, start as u32, offset as u32);
-            return facts(range);
+            return facts(analysis, range);
         }
     }
     if string {
@@ -269,7 +269,7 @@ fn in_comment_or_string(before: &str) -> (bool, bool) {
     (in_comment, in_string)
 }
 
-/// The offset of `sys.` when the cursor is in a `sys.` name.
+/// The offset of `sys.` (or `facts.`) when the cursor is in such a name.
 fn fact_prefix(before: &str) -> Option<usize> {
     let tail = before
         .bytes()
@@ -278,10 +278,37 @@ fn fact_prefix(before: &str) -> Option<usize> {
         .count();
     let start = before.len() - tail;
     let word = before.get(start..)?;
-    word.starts_with("sys.").then_some(start)
+    (word.starts_with("sys.") || word.starts_with("facts.")).then_some(start)
 }
 
-fn facts(range: Range) -> Vec<CompletionItem> {
+/// The `sys.*` facts and the program's probe facts (`facts.NAME`, from the
+/// `fact` declarations of every loaded file).
+fn facts(analysis: &Analysis, range: Range) -> Vec<CompletionItem> {
+    let probes = analysis.ws.modules.iter().flat_map(|m| {
+        m.items.iter().filter_map(move |item| match item {
+            converge_grammar::ast::Item::Fact(f) => Some((m.file, f)),
+            _ => None,
+        })
+    });
+    let probe_items: Vec<CompletionItem> = probes
+        .map(|(file, f)| {
+            let name = format!("facts.{}", f.name.name);
+            CompletionItem {
+                label: name.clone(),
+                kind: Some(CompletionItemKind::CONSTANT),
+                detail: analysis
+                    .text(file)
+                    .get(f.ty.span.range())
+                    .map(str::to_owned),
+                documentation: Some(Documentation::String(
+                    "probe fact, gathered by the VM before classes".to_owned(),
+                )),
+                filter_text: Some(name.clone()),
+                text_edit: Some(CompletionTextEdit::Edit(TextEdit::new(range, name))),
+                ..CompletionItem::default()
+            }
+        })
+        .collect();
     schema::FACTS
         .iter()
         .map(|f| CompletionItem {
@@ -296,6 +323,7 @@ fn facts(range: Range) -> Vec<CompletionItem> {
             ))),
             ..CompletionItem::default()
         })
+        .chain(probe_items)
         .collect()
 }
 
@@ -410,6 +438,30 @@ fn classes(analysis: &Analysis) -> Vec<CompletionItem> {
             }
         }
     }
+    // The inventory's hosts and groups (`sema::inventory`).
+    let files = analysis.ws.closure(analysis.root);
+    if let Some((_, inventory)) = analysis.ws.inventory(&files) {
+        use converge_format::inventory::{group_class, host_class};
+        let hosts = inventory
+            .hosts
+            .iter()
+            .map(|h| (host_class(h.name.get_ref()), "inventory host"));
+        let groups = inventory.hosts.iter().flat_map(|h| {
+            h.groups
+                .iter()
+                .map(|g| (group_class(g.get_ref()), "inventory group"))
+        });
+        for (name, detail) in hosts.chain(groups) {
+            if seen.insert(name.as_str().into()) {
+                items.push(CompletionItem {
+                    label: name,
+                    kind: Some(CompletionItemKind::CONSTANT),
+                    detail: Some(detail.to_owned()),
+                    ..CompletionItem::default()
+                });
+            }
+        }
+    }
     items.extend(
         schema::hard_class_names()
             .into_iter()
@@ -513,6 +565,7 @@ mod tests {
         );
         assert_eq!(fact_prefix("when sys.ho"), Some(5));
         assert_eq!(fact_prefix("when sy"), None);
+        assert_eq!(fact_prefix("when facts.d"), Some(5));
         assert!(open_tag("listen ${site."));
         assert!(open_tag("{% for b in "));
         assert!(!open_tag("listen ${site.port} "));

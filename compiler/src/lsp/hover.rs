@@ -83,6 +83,17 @@ pub fn describe(analysis: &Analysis, shown: FileId, target: Target<'_>) -> Optio
         DefKind::HardClass => Some(format!(
             "```policy\nclass {name}\n```\nhard class: set by the VM from the host's facts"
         )),
+        DefKind::InventoryClass => Some(format!(
+            "```policy\nclass {name}\n```\n{}{}",
+            if name.starts_with(crate::sema::inventory::GROUP_PREFIX) {
+                "group class: true on the hosts the inventory lists in this group"
+            } else {
+                "host class: true on the inventory host of this name (the VM sets it from the hostname)"
+            },
+            def.span
+                .map(|s| origin(analysis, shown, s.file))
+                .unwrap_or_default()
+        )),
         DefKind::Function => {
             let f = crate::sema::functions::function(name)?;
             Some(format!(
@@ -103,7 +114,7 @@ pub fn describe(analysis: &Analysis, shown: FileId, target: Target<'_>) -> Optio
                 origin(analysis, shown, item.file)
             ))
         }
-        DefKind::Class | DefKind::Let | DefKind::Body | DefKind::Type => {
+        DefKind::Class | DefKind::Let | DefKind::Body | DefKind::Type | DefKind::ProbeFact => {
             let item = def.item?;
             let text = analysis.text(item.file).get(item.range())?;
             Some(format!(

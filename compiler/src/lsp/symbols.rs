@@ -48,6 +48,15 @@ pub fn document_symbols(analysis: &Analysis, doc: &Document) -> Vec<DocumentSymb
                 c.name.span,
                 Vec::new(),
             )),
+            Item::Fact(f) => Some(symbol(
+                doc,
+                format!("facts.{}", f.name.name),
+                Some(slice(f.ty.span)),
+                SymbolKind::PROPERTY,
+                f.span,
+                f.name.span,
+                Vec::new(),
+            )),
             Item::Let(l) => Some(symbol(
                 doc,
                 l.name.name.to_string(),

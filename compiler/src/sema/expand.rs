@@ -77,17 +77,27 @@ pub fn expand<'a>(
         assumed: Vec::new(),
     };
     ex.stmts(&policy.body, &mut Vec::new(), &Arc::new(Guard::Const(true)));
-    let classes = symbols
+    let mut classes: Vec<ir::ClassDecl> = symbols
         .classes
         .defs
         .iter()
         .map(|(name, def)| ex.class_decl(name, def))
         .collect();
-    let exclusive = symbols
+    // The inventory's groups, as classes over their members' host classes.
+    if let Some(inventory) = &symbols.inventory {
+        classes.extend(inventory.class_decls());
+    }
+    let mut exclusive: Vec<Vec<String>> = symbols
         .exclusives
         .iter()
         .map(|g| g.classes.iter().map(|c| c.name.to_string()).collect())
         .collect();
+    if let Some(inventory) = &symbols.inventory {
+        let hosts = inventory.exclusive_hosts(&ex.checker.names);
+        if hosts.len() > 1 {
+            exclusive.push(hosts);
+        }
+    }
     // A program cut short by the instance budget is not analysed: its
     // error says why, and contradictions found in an arbitrary part of it
     // would only add noise (and the work the budget exists to avoid).
@@ -98,6 +108,12 @@ pub fn expand<'a>(
         promises: std::mem::take(&mut ex.promises),
         classes,
         exclusive,
+        probes: ex
+            .checker
+            .facts
+            .iter()
+            .map(|(_, f)| f.probe.clone())
+            .collect(),
         ..ir::Program::default()
     };
     ex.check_references(&program);
@@ -348,6 +364,18 @@ impl<'a> Expander<'a, '_> {
                 env.pop();
                 self.loops.pop();
                 self.shared_loops = Arc::from(self.loops.as_slice());
+            }
+            Value::Probe { name, .. } => {
+                self.report(
+                    Diagnostic::new(
+                        Code::InvalidExpression,
+                        format!("a promise-level loop cannot run over the probe fact `{name}`"),
+                        f.list.span,
+                        "a probe fact's list is only read in values",
+                    )
+                    .with_note("a bundle names the facts a promise repeats over by their ids in the schema; probe facts have none")
+                    .with_help(format!("loop inside a value instead: `content = \"{{% for x in {name} %}}${{x}}\\n{{% endfor %}}\";`")),
+                );
             }
             other => {
                 self.report(
@@ -1001,6 +1029,9 @@ impl<'a> Expander<'a, '_> {
             let name: Vec<&str> = path.iter().map(|i| i.name.as_str()).collect();
             return Value::Fact(name.join("."));
         }
+        if first.name == "facts" {
+            return self.probe_read(path);
+        }
         let Some(mut value) = self.lookup(&first.name, first.span, env) else {
             return Value::Word(first.name.to_string());
         };
@@ -1009,6 +1040,27 @@ impl<'a> Expander<'a, '_> {
             value = self.present(value, key.span);
         }
         value
+    }
+
+    /// `facts.NAME...`: a probe fact's value, typed by what the VM pushes
+    /// for the declared type at that path (the checker refused any other).
+    fn probe_read(&mut self, path: &'a [ast::Ident]) -> Value {
+        let names: Vec<&str> = path.iter().map(|i| i.name.as_str()).collect();
+        let declared = names.get(1).and_then(|n| {
+            self.checker
+                .facts
+                .iter()
+                .find(|(name, _)| name == n)
+                .map(|(_, f)| &f.probe_type)
+        });
+        let ty = declared
+            .and_then(|t| t.at(names.get(2..).unwrap_or_default()).ok())
+            .and_then(|t| t.stack_ty())
+            .unwrap_or(converge_format::bundle::verify::Ty::Str);
+        Value::Probe {
+            name: names.join("."),
+            ty,
+        }
     }
 
     /// A string literal with its interpolations substituted: constants are

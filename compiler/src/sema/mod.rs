@@ -6,6 +6,7 @@
 pub mod check;
 pub mod expand;
 pub mod functions;
+pub mod inventory;
 pub mod let_order;
 pub mod names;
 pub mod symbols;

@@ -41,6 +41,10 @@ pub enum DefKind {
     Class,
     /// A class the VM defines from facts (`debian`, `monday`, `any`).
     HardClass,
+    /// A class the inventory defines: `host_NAME` for each host,
+    /// `group_NAME` for each group (`sema::inventory`). Defined in
+    /// `inventory.toml`, so not renamed from the policy.
+    InventoryClass,
     Let,
     Body,
     Bundle,
@@ -58,6 +62,9 @@ pub enum DefKind {
     Field,
     /// A built-in function (`join`), described by `sema::functions`.
     Function,
+    /// A probe fact (`fact NAME: T from ...;`), read as `facts.NAME`: its
+    /// uses are the `NAME` after `facts.`.
+    ProbeFact,
 }
 
 impl DefKind {
@@ -77,6 +84,7 @@ impl DefKind {
                 | DefKind::Param
                 | DefKind::LoopVar
                 | DefKind::Type
+                | DefKind::ProbeFact
         )
     }
 

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use converge_grammar::ast::{
-    BodyDef, BundleDef, ClassDef, Exclusive, Item, LetDef, PolicyDef, TypeDef,
+    BodyDef, BundleDef, ClassDef, Exclusive, FactDef, Item, LetDef, PolicyDef, TypeDef,
 };
 use converge_grammar::{FileId, Span};
 
@@ -59,6 +59,8 @@ pub struct Symbols<'a> {
     pub bundles: Table<'a, BundleDef>,
     /// Record types (`type NAME = { ... };`).
     pub types: Table<'a, TypeDef>,
+    /// Probe facts (`fact NAME: T from ...;`), read as `facts.NAME`.
+    pub facts: Table<'a, FactDef>,
     pub exclusives: Vec<&'a Exclusive>,
     pub policy: Option<&'a PolicyDef>,
     /// Files of the embedded standard library (their definitions are never
@@ -67,12 +69,18 @@ pub struct Symbols<'a> {
     /// The workspace the program was loaded into: its data files and
     /// templates (`workspace::documents`).
     pub ws: Option<&'a Workspace>,
+    /// The classes the program's inventory defines, when it has one
+    /// (`sema::inventory`).
+    pub inventory: Option<super::inventory::InventoryClasses>,
 }
 
 impl<'a> Symbols<'a> {
     pub fn collect(ws: &'a Workspace, files: &[FileId], diagnostics: &mut Vec<Diagnostic>) -> Self {
         let mut symbols = Symbols {
             ws: Some(ws),
+            inventory: ws.inventory(files).map(|(file, inventory)| {
+                super::inventory::InventoryClasses::new(file, ws.db.name(file), inventory)
+            }),
             ..Symbols::default()
         };
         for &file in files {
@@ -104,6 +112,10 @@ impl<'a> Symbols<'a> {
                         .types
                         .insert(&def.name.name, def)
                         .map(|old| ("type", &def.name.name, def.name.span, old.name.span)),
+                    Item::Fact(def) => symbols
+                        .facts
+                        .insert(&def.name.name, def)
+                        .map(|old| ("fact", &def.name.name, def.name.span, old.name.span)),
                     Item::Exclusive(def) => {
                         symbols.exclusives.push(def);
                         None

@@ -26,6 +26,9 @@ pub enum DocumentKind {
     /// checked here (against the policy tree), so a path that leaves the
     /// tree is an error whatever else is wrong with the policy.
     Source,
+    /// `inventory.toml` (or `--inventory`): the hosts of the site, read
+    /// for every program of its tree (`inventory.rs`).
+    Inventory,
 }
 
 impl DocumentKind {
@@ -34,6 +37,7 @@ impl DocumentKind {
             DocumentKind::Data => "data",
             DocumentKind::Template => "template",
             DocumentKind::Source => "source",
+            DocumentKind::Inventory => "inventory",
         }
     }
 }
@@ -249,7 +253,9 @@ fn read_failed(request: &DocumentRequest, path: &Path, err: &ReadError) -> Diagn
     // template or a `source` file is embedded in the bundle.
     let code = match request.kind {
         DocumentKind::Data => Code::DataUnreadable,
-        DocumentKind::Template | DocumentKind::Source => Code::EmbedFailed,
+        DocumentKind::Template | DocumentKind::Source | DocumentKind::Inventory => {
+            Code::EmbedFailed
+        }
     };
     Diagnostic::new(
         code,

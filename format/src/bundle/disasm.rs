@@ -33,6 +33,20 @@ pub fn disassemble(body: &Body, version: (u16, u16)) -> String {
         body.promises.len()
     );
 
+    // Format 2.3: the probe table, as the policy declared it.
+    if body.probes().next().is_some() {
+        let _ = writeln!(out, "\nprobes:");
+        for (_, p) in body.probes() {
+            let _ = writeln!(
+                out,
+                "  facts.{}: {} from {} timeout {}s",
+                p.name,
+                p.ty,
+                p.describe_source(),
+                p.timeout_secs
+            );
+        }
+    }
     if !body.classes.is_empty() {
         let _ = writeln!(out, "\nclasses:");
         for class in body.classes.iter() {
@@ -196,6 +210,7 @@ impl Disasm<'_> {
                 let items: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
                 format!("[{}]", items.join(", "))
             }
+            Some(Constant::Probe(p)) => format!("<probe {}>", p.name),
             Some(Constant::Table(_)) => format!("t{c}"),
             None => format!("<constant {c}?>"),
         }
@@ -236,6 +251,7 @@ impl Disasm<'_> {
                 },
                 Instr::Each(q) => format!("each p{q}"),
                 Instr::Elem(d) => format!("elem {d}"),
+                Instr::Probe(c) => format!("probe facts.{}", self.name(c)),
                 Instr::Lookup(t) => format!("lookup {}", self.constant(t)),
                 other => other.mnemonic().to_owned(),
             })
@@ -249,6 +265,48 @@ mod tests {
     use super::*;
     use crate::bundle::format::{ClassEntry, List};
     use crate::bundle::functions::function;
+
+    /// The probe table (format 2.3) and the `probe` instruction.
+    #[test]
+    fn probes_are_listed_and_read_by_name() {
+        use crate::bundle::probe::{Probe, ProbeSource};
+        let mut body = Body::with_programs(
+            vec![
+                Constant::Probe(Box::new(Probe {
+                    name: "hw".into(),
+                    ty: "{cpus:int}".into(),
+                    source: ProbeSource::Program(vec!["/usr/lib/hw".to_owned()].into()),
+                    timeout_secs: 5,
+                })),
+                Constant::Probe(Box::new(Probe {
+                    name: "rack".into(),
+                    ty: "int".into(),
+                    source: ProbeSource::File("/etc/rack".into()),
+                    timeout_secs: 10,
+                })),
+                Constant::Str("hw.cpus".into()),
+                Constant::Word("big".into()),
+                Constant::Int(8),
+            ],
+            vec![vec![Instr::Probe(2), Instr::Const(4), Instr::Eq]],
+        );
+        body.classes = List(vec![ClassEntry {
+            name: 3,
+            program: Some(0),
+        }]);
+        let text = disassemble(&body, (2, 3));
+        assert!(
+            text.contains(
+                "\nprobes:\n  facts.hw: {cpus:int} from [\"/usr/lib/hw\"] timeout 5s\n  \
+                 facts.rack: int from file \"/etc/rack\" timeout 10s\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("  big = p0: probe facts.hw.cpus; const 8; eq\n"),
+            "{text}"
+        );
+    }
 
     /// The format 2.2 instructions and list constants as `inspect` shows
     /// them, and the programs `each` runs listed once at the end.

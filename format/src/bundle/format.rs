@@ -15,6 +15,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::instr::Instr;
 use super::limits::{DECODE_SLACK, MAX_DECODE_FACTOR};
+use super::probe::Probe;
 use super::wire::{read_payload, read_tag, refuse, write_tagged, TAGGED_LEN};
 use crate::ids::{constant_kind, item_kind, operand_kind};
 
@@ -206,6 +207,10 @@ pub enum Constant {
     /// A list of strings, pushed by `const` (format 2.2): at most
     /// [`MAX_CONST_LIST`](super::limits::MAX_CONST_LIST) elements.
     List(List<String>),
+    /// A probe declaration (format 2.3): the probe table of a bundle is
+    /// every constant of this kind, in pool order. Never pushed by `const`;
+    /// `probe` reads its value.
+    Probe(Box<Probe>),
     /// A map from strings to scalar constants, read by `lookup` (format
     /// 2.3): one promise's values per host key, where the writer merged
     /// the instances of a lookup split per key back into one promise.
@@ -382,6 +387,7 @@ impl Constant {
             Constant::Duration(_) => constant_kind::DURATION,
             Constant::Blob(_) => constant_kind::BLOB,
             Constant::List(_) => constant_kind::LIST,
+            Constant::Probe(_) => constant_kind::PROBE,
             Constant::Table(_) => constant_kind::TABLE,
         }
     }
@@ -397,6 +403,7 @@ impl Serialize for Constant {
             Constant::Duration(v) => write_tagged(s, tag, Some(v)),
             Constant::Blob(v) => write_tagged(s, tag, Some(v)),
             Constant::List(v) => write_tagged(s, tag, Some(v)),
+            Constant::Probe(v) => write_tagged(s, tag, Some(v)),
             Constant::Table(v) => write_tagged(s, tag, Some(v)),
         }
     }
@@ -420,6 +427,7 @@ impl<'de> Deserialize<'de> for Constant {
                     constant_kind::DURATION => Constant::Duration(read_payload(&mut seq, WHAT)?),
                     constant_kind::BLOB => Constant::Blob(read_payload(&mut seq, WHAT)?),
                     constant_kind::LIST => Constant::List(read_payload(&mut seq, WHAT)?),
+                    constant_kind::PROBE => Constant::Probe(read_payload(&mut seq, WHAT)?),
                     constant_kind::TABLE => Constant::Table(read_payload(&mut seq, WHAT)?),
                     other => return Err(refuse(format!("unknown constant kind {other}"))),
                 })
@@ -490,6 +498,18 @@ impl<'de> Deserialize<'de> for Operand {
 }
 
 impl Body {
+    /// The probe table: every probe declaration, with its constant index
+    /// (what `probe` instructions name), in pool order.
+    pub fn probes(&self) -> impl Iterator<Item = (u32, &Probe)> {
+        self.constants
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| match c {
+                Constant::Probe(p) => Some((i as u32, &**p)),
+                _ => None,
+            })
+    }
+
     /// A body with only constants and programs, for crafted-program tests
     /// (here and in the VM's evaluator); never used to build a real bundle.
     #[doc(hidden)]

@@ -78,6 +78,12 @@ pub enum Instr {
     /// `[] -> [s]`: the current element of the `d`-th innermost enclosing
     /// [`Instr::Each`] (0 = innermost; format 2.2).
     Elem(u32),
+    /// `[] -> [v]`: the value of a probe fact (format 2.3): constant `c` is
+    /// a string naming the probe and, through records and maps, the field
+    /// or key to read (`hw.cpus`); `v` is a string, int, bool or list. A
+    /// probe that failed on this host makes the program fail with its
+    /// reason, and the promise that needed it is skipped.
+    Probe(u32),
     /// `[key] -> [v]`: the value of string `key` in the table constant `t`
     /// (a binary search), else the table's default; a key with neither
     /// fails the program run (format 2.3).
@@ -87,7 +93,7 @@ pub enum Instr {
 impl Instr {
     /// One instruction of each kind (operands 0): the opcode table is
     /// built from it, and a test checks it misses none.
-    pub const ONE_OF_EACH: [Instr; 18] = [
+    pub const ONE_OF_EACH: [Instr; 19] = [
         Instr::Const(0),
         Instr::Fact(0),
         Instr::LoopVar(0),
@@ -105,6 +111,7 @@ impl Instr {
         Instr::Coalesce,
         Instr::Each(0),
         Instr::Elem(0),
+        Instr::Probe(0),
         Instr::Lookup(0),
     ];
 
@@ -128,6 +135,7 @@ impl Instr {
             Instr::Coalesce => opcode::COALESCE,
             Instr::Each(_) => opcode::EACH,
             Instr::Elem(_) => opcode::ELEM,
+            Instr::Probe(_) => opcode::PROBE,
             Instr::Lookup(_) => opcode::LOOKUP,
         }
     }
@@ -144,7 +152,8 @@ impl Instr {
             | Instr::Func(x)
             | Instr::Each(x)
             | Instr::Elem(x)
-            | Instr::Lookup(x) => Some(x),
+            | Instr::Probe(x) => Some(x),
+            Instr::Lookup(x) => Some(x),
             Instr::Not
             | Instr::And
             | Instr::Or
@@ -169,7 +178,8 @@ impl Instr {
             | opcode::FUNC
             | opcode::EACH
             | opcode::ELEM
-            | opcode::LOOKUP => Some(true),
+            | opcode::PROBE => Some(true),
+            opcode::LOOKUP => Some(true),
             opcode::NOT
             | opcode::AND
             | opcode::OR
@@ -203,6 +213,7 @@ impl Instr {
             opcode::COALESCE => Instr::Coalesce,
             opcode::EACH => Instr::Each(x),
             opcode::ELEM => Instr::Elem(x),
+            opcode::PROBE => Instr::Probe(x),
             opcode::LOOKUP => Instr::Lookup(x),
             _ => return None,
         })
@@ -228,6 +239,7 @@ impl Instr {
             Instr::Coalesce => "coalesce",
             Instr::Each(_) => "each",
             Instr::Elem(_) => "elem",
+            Instr::Probe(_) => "probe",
             Instr::Lookup(_) => "lookup",
         }
     }

@@ -9,6 +9,7 @@ use super::format::{AttrValue, Body, Constant, Item, Operand, Program, Promise, 
 use super::functions::function_by_id;
 use super::instr::Instr;
 use super::limits::{RegexCache, MAX_CONST_LIST, MAX_EACH_DEPTH, MAX_LOOP_DEPTH, MAX_PROMISES};
+use super::probe::{ProbeType, MAX_PROBES};
 use crate::schema::{attribute_by_id, fact_by_id, promise_type, promise_type_by_id, AttrType};
 
 /// The longest program accepted.
@@ -19,7 +20,7 @@ pub const MAX_STACK: usize = 256;
 pub const MAX_PASS_LIMIT: u32 = 1000;
 
 /// The type of a value on the stack.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Ty {
     Bool,
     Str,
@@ -77,10 +78,16 @@ fn corrupt(reason: impl Into<String>) -> BundleError {
 }
 
 pub fn verify_body(body: &Body) -> Result<(), BundleError> {
-    static_limits(body)?;
-    let tables = table_types(body)?;
-    let v = Verifier { body, tables };
+    let mut v = Verifier {
+        body,
+        probe_reads: std::collections::HashMap::new(),
+        tables: Vec::new(),
+    };
     v.header()?;
+    static_limits(body)?;
+    probes(body)?;
+    v.resolve_probe_reads();
+    v.tables = table_types(body)?;
     // In index order: `each` runs only programs of a lower index, whose
     // facts are known by then.
     let mut programs: Vec<ProgramInfo> = Vec::with_capacity(body.programs.len());
@@ -144,6 +151,31 @@ fn static_limits(body: &Body) -> Result<(), BundleError> {
                 p.loops.len()
             )));
         }
+    }
+    Ok(())
+}
+
+/// The probe table (format 2.3): at most [`MAX_PROBES`] declarations, each
+/// by the rules of [`Probe::problem`](super::probe::Probe::problem), no
+/// name declared twice.
+fn probes(body: &Body) -> Result<(), BundleError> {
+    let mut seen: Vec<&str> = Vec::new();
+    for (c, p) in body.probes() {
+        if seen.len() >= MAX_PROBES {
+            return Err(corrupt(format!(
+                "more than the limit of {MAX_PROBES} probes"
+            )));
+        }
+        if let Some(why) = p.problem() {
+            return Err(corrupt(format!("probe constant {c}: {why}")));
+        }
+        if seen.contains(&p.name.as_str()) {
+            return Err(corrupt(format!(
+                "probe constant {c}: the fact `{}` is declared twice",
+                p.name
+            )));
+        }
+        seen.push(&p.name);
     }
     Ok(())
 }
@@ -255,6 +287,10 @@ fn table_type(table: &Table) -> Result<Ty, String> {
 
 struct Verifier<'b> {
     body: &'b Body,
+    /// The stack type (or why there is none) of each constant a `probe`
+    /// instruction names, worked out once per constant: a type text and a
+    /// path are parsed once however many instructions read them.
+    probe_reads: std::collections::HashMap<u32, Result<Ty, String>>,
     /// [`table_types`].
     tables: Vec<Option<Ty>>,
 }
@@ -300,8 +336,51 @@ impl Verifier<'_> {
             Constant::Bool(_) => Ty::Bool,
             Constant::List(_) => Ty::List,
             Constant::Blob(_) => return Err(format!("constant {c} is a blob")),
+            Constant::Probe(_) => return Err(format!("constant {c} is a probe declaration")),
             Constant::Table(_) => return Err(format!("constant {c} is a table")),
         })
+    }
+
+    /// Resolves every constant a `probe` instruction names, once each.
+    fn resolve_probe_reads(&mut self) {
+        let types: std::collections::HashMap<&str, Result<ProbeType, String>> = self
+            .body
+            .probes()
+            .map(|(_, p)| (p.name.as_str(), ProbeType::parse(&p.ty)))
+            .collect();
+        for program in self.body.programs.iter() {
+            for instr in program.code.iter() {
+                if let Instr::Probe(c) = *instr {
+                    if !self.probe_reads.contains_key(&c) {
+                        let read = self.probe_read(c, &types);
+                        self.probe_reads.insert(c, read);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The stack type of `probe c`: constant `c` names a declared probe
+    /// and the fields or keys down to a scalar or a list (format 2.3).
+    fn probe_read(
+        &self,
+        c: u32,
+        types: &std::collections::HashMap<&str, Result<ProbeType, String>>,
+    ) -> Result<Ty, String> {
+        let Constant::Str(path) = self.constant(c)? else {
+            return Err(format!("probe constant {c} is not a string"));
+        };
+        let mut steps = path.split('.');
+        let name = steps.next().unwrap_or_default();
+        let ty = types
+            .get(name)
+            .ok_or_else(|| format!("no probe `{name}` is declared"))?
+            .as_ref()
+            .map_err(|e| format!("probe `{name}`: {e}"))?;
+        let steps: Vec<&str> = steps.collect();
+        let leaf = ty.at(&steps).map_err(|e| format!("`facts.{path}`: {e}"))?;
+        leaf.stack_ty()
+            .ok_or_else(|| format!("`facts.{path}` is a {leaf}: only a scalar or a list is read"))
     }
 
     /// Simulates program `index` on a stack of types. `earlier` holds what
@@ -471,6 +550,14 @@ impl Verifier<'_> {
                     expect(list.ty, Ty::List, pc)?;
                     (Ty::Str, list.optional)
                 }
+                Instr::Probe(c) => (
+                    self.probe_reads
+                        .get(&c)
+                        .cloned()
+                        .unwrap_or_else(|| Err(format!("probe constant {c}")))
+                        .map_err(|e| format!("{e} at {pc}"))?,
+                    false,
+                ),
                 Instr::Lookup(t) => {
                     let ty = self
                         .tables
@@ -831,6 +918,118 @@ mod tests {
                 other => panic!("{shown} was not refused: {other:?}"),
             }
         }
+    }
+
+    /// A probe declaration for the format 2.3 cases.
+    fn probe(name: &str, ty: &str, source: crate::bundle::probe::ProbeSource) -> Constant {
+        Constant::Probe(Box::new(crate::bundle::probe::Probe {
+            name: name.into(),
+            ty: ty.into(),
+            source,
+            timeout_secs: 5,
+        }))
+    }
+
+    /// Format 2.3: the probe table and `probe` reads, each crafted case
+    /// with the reason it is refused; the well-formed reads are accepted
+    /// with their stack types.
+    #[test]
+    fn crafted_probe_tables_and_reads_are_refused_with_their_reason() {
+        use crate::bundle::probe::ProbeSource::{File, Program};
+        let program = || Program(vec!["/usr/lib/converge/hw".to_owned()].into());
+        let table = vec![
+            probe(
+                "hw",
+                "{cpus:int,tags:map<string>,ips:list<string>}",
+                program(),
+            ),
+            probe("rack", "int", File("/etc/rack".into())),
+            Constant::Str("hw.cpus".into()),
+            Constant::Str("hw.tags.role".into()),
+            Constant::Str("hw.ips".into()),
+            Constant::Str("rack".into()),
+            Constant::Str("hw".into()),
+            Constant::Str("hw.ram".into()),
+            Constant::Str("nope".into()),
+            Constant::Int(1),
+            Constant::Str("hw.tags".into()),
+        ];
+        // Well-formed: each read has the type of its leaf.
+        for (code, ty) in [
+            (vec![Instr::Probe(2), Instr::Const(9), Instr::Eq], Ty::Bool),
+            (vec![Instr::Probe(3)], Ty::Str),
+            (vec![Instr::Probe(4)], Ty::List),
+            (vec![Instr::Probe(5)], Ty::Int),
+        ] {
+            let body = Body::with_programs(table.clone(), vec![code.clone()]);
+            assert_eq!(verify_body(&body).map_err(|e| e.to_string()), Ok(()));
+            let mut v = Verifier {
+                body: &body,
+                probe_reads: std::collections::HashMap::new(),
+            };
+            v.resolve_probe_reads();
+            let info = v.program(0, body.programs.get(0).unwrap(), &[]).unwrap();
+            assert_eq!(info.result, ty, "{code:?}");
+        }
+        let read = |c: u32| vec![Instr::Probe(c)];
+        let cases: Vec<(Vec<Constant>, Vec<Instr>, &str)> = vec![
+            (table.clone(), read(6), "`facts.hw` is a {cpus:int"),
+            (table.clone(), read(10), "is a map<string>: only a scalar"),
+            (table.clone(), read(7), "the record has no field `ram` at 0"),
+            (table.clone(), read(8), "no probe `nope` is declared"),
+            (table.clone(), read(9), "probe constant 9 is not a string"),
+            (
+                table.clone(),
+                vec![Instr::Const(0)],
+                "is a probe declaration",
+            ),
+            (
+                vec![probe("x", "int", program()), probe("x", "int", program())],
+                vec![Instr::Const(0)],
+                "the fact `x` is declared twice",
+            ),
+            (
+                vec![probe("x", "float", program())],
+                vec![Instr::Const(0)],
+                "not a probe type",
+            ),
+            (
+                vec![probe("x", "int", Program(vec!["probe".to_owned()].into()))],
+                vec![Instr::Const(0)],
+                "it is not absolute",
+            ),
+            (
+                vec![probe("x", "int", File("rel/x".into()))],
+                vec![Instr::Const(0)],
+                "the file \"rel/x\": it is not absolute",
+            ),
+            (
+                (0..=crate::bundle::probe::MAX_PROBES)
+                    .map(|i| probe(&format!("p{i}"), "int", program()))
+                    .collect(),
+                vec![Instr::Const(0)],
+                "more than the limit of 256 probes",
+            ),
+        ];
+        for (constants, code, reason) in cases {
+            let body = Body::with_programs(constants, vec![code]);
+            match verify_body(&body) {
+                Err(BundleError::Corrupt { reason: got }) => {
+                    assert!(got.contains(reason), "{got:?} lacks {reason:?}")
+                }
+                other => panic!("{reason}: not refused: {other:?}"),
+            }
+        }
+        // A timeout past the cap.
+        let mut long = table.clone();
+        if let Some(Constant::Probe(p)) = long.get_mut(1) {
+            p.timeout_secs = crate::bundle::probe::MAX_TIMEOUT_SECS + 1;
+        }
+        let body = Body::with_programs(long, vec![read(5)]);
+        assert!(verify_body(&body)
+            .unwrap_err()
+            .to_string()
+            .contains("a timeout of 61s is outside 1s..=60s"));
     }
 
     /// Verifies `programs` (with `constants`), where `direct` programs are

@@ -54,6 +54,11 @@ pub struct Cmd {
     /// data that must not be in the argv, which every local user can read
     /// in `/proc/PID/cmdline` (a password hash for `chpasswd -e`).
     pub stdin: Option<Input>,
+    /// Kill the program (its process group) as soon as its standard output
+    /// passes [`MAX_OUTPUT`]: for a probe, whose value must be whole, more
+    /// output is refused anyway, and an endless flood must not hold the
+    /// run until the deadline.
+    pub stop_at_output_cap: bool,
 }
 
 /// The standard input of a [`Cmd`]; its `Debug` shows only its length, so
@@ -77,6 +82,7 @@ impl Cmd {
             timeout,
             chroot: None,
             stdin: None,
+            stop_at_output_cap: false,
         }
     }
 
@@ -146,6 +152,10 @@ pub struct Ran {
     pub stdout: String,
     pub stderr: String,
     pub timeout: Duration,
+    /// Whether the program wrote more than [`MAX_OUTPUT`] to its standard
+    /// output: `stdout` is then only its start (a probe's value must be
+    /// whole, so a probe refuses it).
+    pub stdout_overflowed: bool,
 }
 
 impl Ran {
@@ -260,12 +270,13 @@ fn run_with(cmd: &Cmd, capture: bool) -> Result<Ran, String> {
             let _ = pipe.write_all(&bytes);
         });
     }
-    let out = drain(child.stdout.take().map(|s| Box::new(s) as Stream));
-    let err = drain(child.stderr.take().map(|s| Box::new(s) as Stream));
+    let pid = child.id();
+    let stop = cmd.stop_at_output_cap.then_some(pid);
+    let out = drain(child.stdout.take().map(|s| Box::new(s) as Stream), stop);
+    let err = drain(child.stderr.take().map(|s| Box::new(s) as Stream), None);
     // A thread waits for the exit (and reaps it), so a short command is
     // noticed at once and a long one costs no polling; at the deadline the
     // process group is killed and the thread then sees the exit.
-    let pid = child.id();
     let (tx, exited) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait().ok().and_then(|s| s.code()));
@@ -281,14 +292,15 @@ fn run_with(cmd: &Cmd, capture: bool) -> Result<Ran, String> {
     let deadline = Instant::now()
         .checked_add(DRAIN)
         .unwrap_or_else(Instant::now);
-    let stdout = out.collect(deadline);
-    let stderr = err.collect(deadline);
+    let (stdout, stdout_overflowed) = out.collect(deadline);
+    let (stderr, _) = err.collect(deadline);
     Ok(Ran {
         shown,
         code: status,
         stdout,
         stderr,
         timeout: cmd.timeout,
+        stdout_overflowed,
     })
 }
 
@@ -349,27 +361,33 @@ type Stream = Box<dyn std::io::Read + Send>;
 /// The output of one stream, read on its own thread.
 struct Drain {
     kept: Arc<Mutex<Vec<u8>>>,
+    /// Set when the stream held more than [`MAX_OUTPUT`].
+    overflowed: Arc<std::sync::atomic::AtomicBool>,
     done: mpsc::Receiver<()>,
 }
 
 impl Drain {
     /// What was read, once the stream closed or at `deadline`, whichever
-    /// comes first.
-    fn collect(self, deadline: Instant) -> String {
+    /// comes first, and whether more than that was written.
+    fn collect(self, deadline: Instant) -> (String, bool) {
         let _ = self
             .done
             .recv_timeout(deadline.saturating_duration_since(Instant::now()));
         let kept = self.kept.lock().map(|k| k.clone()).unwrap_or_default();
-        String::from_utf8_lossy(&kept).into_owned()
+        let overflowed = self.overflowed.load(std::sync::atomic::Ordering::Relaxed);
+        (String::from_utf8_lossy(&kept).into_owned(), overflowed)
     }
 }
 
 /// Reads a stream on a thread (so a chatty program cannot block on a full
-/// pipe while we wait for it), keeping at most [`MAX_OUTPUT`] bytes.
-fn drain(stream: Option<Stream>) -> Drain {
+/// pipe while we wait for it), keeping at most [`MAX_OUTPUT`] bytes; past
+/// that, kills the process group `stop` when one is given.
+fn drain(stream: Option<Stream>, stop: Option<u32>) -> Drain {
     let (tx, done) = mpsc::channel();
     let kept = Arc::new(Mutex::new(Vec::new()));
     let shared = Arc::clone(&kept);
+    let overflowed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let over = Arc::clone(&overflowed);
     std::thread::spawn(move || {
         if let Some(mut s) = stream {
             let mut buf = [0u8; 8192];
@@ -379,13 +397,23 @@ fn drain(stream: Option<Stream>) -> Drain {
                 }
                 if let Ok(mut k) = shared.lock() {
                     let room = MAX_OUTPUT.saturating_sub(k.len());
+                    if n > room {
+                        over.store(true, std::sync::atomic::Ordering::Relaxed);
+                        if let Some(pid) = stop {
+                            kill_group(pid);
+                        }
+                    }
                     k.extend_from_slice(buf.get(..n.min(room)).unwrap_or_default());
                 }
             }
         }
         let _ = tx.send(());
     });
-    Drain { kept, done }
+    Drain {
+        kept,
+        overflowed,
+        done,
+    }
 }
 
 /// Kills the process group the command leads, and the command itself in
@@ -426,6 +454,22 @@ mod tests {
         let ran =
             run(&Cmd::new(&["true"], Duration::from_secs(10)).stdin(vec![b'x'; 1 << 20])).unwrap();
         assert!(ran.ok());
+    }
+
+    #[test]
+    fn output_past_the_cap_is_cut_and_said_so() {
+        let exact = format!("head -c {MAX_OUTPUT} /dev/zero");
+        let ran = run(&Cmd::new(&["sh", "-c", &exact], Duration::from_secs(10))).unwrap();
+        assert_eq!(
+            (ran.stdout.len(), ran.stdout_overflowed),
+            (MAX_OUTPUT, false)
+        );
+        let more = format!("head -c {} /dev/zero", MAX_OUTPUT + 1);
+        let ran = run(&Cmd::new(&["sh", "-c", &more], Duration::from_secs(10))).unwrap();
+        assert_eq!(
+            (ran.stdout.len(), ran.stdout_overflowed),
+            (MAX_OUTPUT, true)
+        );
     }
 
     #[test]

@@ -30,6 +30,7 @@ use crate::bundle::limits::MAX_PASS_INSTANCES;
 use crate::bundle::Verified;
 use crate::eval::{Evaluator, Val};
 use crate::facts::{FactValue, Facts};
+use crate::probes::Probes;
 use crate::rootfs::RootFs;
 use crate::schema::{
     describes_state_in, fact_by_id, hides_value, name_problem, promise_type, PromiserKind,
@@ -63,6 +64,16 @@ pub struct PlannedCommand {
     pub chroot: Option<String>,
 }
 
+/// Why a promise instance could not be resolved on this host.
+#[derive(Clone, Debug)]
+enum Unresolved {
+    /// Over a budget, or a body that bypassed the verifier: it fails.
+    Failed(String),
+    /// A probe fact its guard or values need is unknown here (LANGUAGE.md
+    /// section 15): it is skipped with the reason.
+    Unknown(String),
+}
+
 /// The result of one promise instance over the whole run.
 #[derive(Clone, Debug)]
 pub struct PromiseResult {
@@ -84,6 +95,9 @@ pub struct RunReport {
     pub serial: u64,
     pub digest: String,
     pub facts: Facts,
+    /// The probe facts gathered before classes (LANGUAGE.md section 15):
+    /// each value, or why it is unknown.
+    pub probes: Probes,
     pub classes: Vec<String>,
     pub passes: u32,
     pub converged: bool,
@@ -125,7 +139,11 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     };
     let mut ledger = owed::Ledger::load(opts.state.as_ref(), opts.dry_run)?;
     let mut planned: Vec<PlannedCommand> = Vec::new();
-    let mut eval = Evaluator::new(body, &facts);
+    // Probes run before classes are evaluated; under `--root` their
+    // programs run chrooted into it, as commands do.
+    let probe_chroot = (root != std::path::Path::new("/")).then_some(root.as_path());
+    let probes = Probes::gather(body, &fs, probe_chroot);
+    let mut eval = Evaluator::new(body, &facts).with_probes(&probes);
     let mut resolver = Resolver::new(body);
     let mut outcome_classes: Vec<String> = opts.defines.clone();
     let mut classes = eval.classes(&outcome_classes).map_err(|e| e.to_string())?;
@@ -155,7 +173,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         // cannot be evaluated (a class over a budget) fails its promise
         // with the reason; it is neither silently inactive nor the end of
         // the run.
-        let mut instances: Vec<(usize, Vec<String>, Result<Instance, String>)> = Vec::new();
+        let mut instances: Vec<(usize, Vec<String>, Result<Instance, Unresolved>)> = Vec::new();
         resolver.start_pass();
         for &i in body.order.iter() {
             let i = i as usize;
@@ -173,17 +191,24 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             let combos = match loop_combinations(&lists) {
                 Ok(combos) => combos,
                 Err(e) => {
-                    instances.push((i, Vec::new(), Err(e)));
+                    instances.push((i, Vec::new(), Err(Unresolved::Failed(e))));
                     continue;
                 }
             };
             for combo in combos {
+                // A guard that needs a probe fact unknown on this host
+                // skips its promise with the reason: it is neither active
+                // nor silently false.
                 let active = match p.guard {
                     None => Ok(true),
-                    Some(g) => eval
-                        .run(g, &classes, &combo)
-                        .map(|v| v == Val::Bool(true))
-                        .map_err(|e| format!("its guard could not be evaluated: {}", e.0)),
+                    Some(g) => match eval.run(g, &classes, &combo) {
+                        Ok(v) => Ok(v == Val::Bool(true)),
+                        Err(e) if eval.failed_on_unknown() => Err(Unresolved::Unknown(e.0)),
+                        Err(e) => Err(Unresolved::Failed(format!(
+                            "its guard could not be evaluated: {}",
+                            e.0
+                        ))),
+                    },
                 };
                 let inst = match active {
                     Ok(false) => continue,
@@ -192,13 +217,21 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                         instances.push((
                             i,
                             combo,
-                            Err(format!(
+                            Err(Unresolved::Failed(format!(
                                 "the pass already holds {MAX_PASS_INSTANCES} promise instances, the limit (docs/bytecode.md, Limits)"
-                            )),
+                            ))),
                         ));
                         break;
                     }
-                    Ok(true) => resolver.resolve(&mut eval, i, p, &classes, &combo),
+                    Ok(true) => resolver
+                        .resolve(&mut eval, i, p, &classes, &combo)
+                        .map_err(|e| {
+                            if eval.failed_on_unknown() {
+                                Unresolved::Unknown(e)
+                            } else {
+                                Unresolved::Failed(e)
+                            }
+                        }),
                 };
                 instances.push((i, combo, inst));
             }
@@ -215,10 +248,16 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                 Err(e) => {
                     // A promise over a run-time budget (the evaluator's text
                     // budget, the loop cap) or a body that somehow bypassed
-                    // the verifier: the promise fails, the run goes on.
+                    // the verifier: the promise fails, the run goes on. One
+                    // that needs a probe fact unknown here is skipped; what
+                    // comes after it is skipped too (it was not applied).
                     let placeholder = unresolved(body, *index);
+                    let outcome = match e {
+                        Unresolved::Failed(e) => Outcome::Failed(e.clone()),
+                        Unresolved::Unknown(e) => Outcome::Skipped(e.clone()),
+                    };
                     let applied = Applied {
-                        outcome: Outcome::Failed(e.clone()),
+                        outcome,
                         changes: Vec::new(),
                         output: None,
                     };
@@ -411,6 +450,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         serial: body.header.serial,
         digest: crate::bundle::error::hex(&v.digest),
         facts: facts.clone(),
+        probes: probes.clone(),
         classes: classes.into_iter().collect(),
         passes,
         converged,
@@ -431,7 +471,7 @@ type InstanceKey = (usize, Vec<String>);
 /// service or command it notifies that is active in this pass.
 fn debts_of(
     v: &Verified,
-    instances: &[(usize, Vec<String>, Result<Instance, String>)],
+    instances: &[(usize, Vec<String>, Result<Instance, Unresolved>)],
     inst: &Instance,
 ) -> Vec<Debt> {
     let Some(p) = v.body.promises.get(inst.index) else {
@@ -519,7 +559,7 @@ fn source_of(v: &Verified, index: usize) -> String {
 /// The instances of a pass as the package batcher sees them.
 fn batch_entries<'a>(
     body: &'a crate::bundle::format::Body,
-    instances: &'a [(usize, Vec<String>, Result<Instance, String>)],
+    instances: &'a [(usize, Vec<String>, Result<Instance, Unresolved>)],
     failed: &HashSet<usize>,
     contradictions: &HashMap<(usize, Vec<String>), String>,
 ) -> Vec<Entry<'a>> {
@@ -629,7 +669,7 @@ fn apply(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
 /// of its bucket, never with every other instance (the pairwise check took
 /// 26 s on a 1.1 MB bundle; issue 14, item 4).
 fn runtime_contradictions(
-    instances: &[(usize, Vec<String>, Result<Instance, String>)],
+    instances: &[(usize, Vec<String>, Result<Instance, Unresolved>)],
 ) -> HashMap<(usize, Vec<String>), String> {
     // (kind, promiser) -> attribute -> the instances that set it.
     // The part of the file a `setting` or `block` edits is part of its
@@ -704,7 +744,7 @@ fn runtime_contradictions(
 /// `mounted`). Each instance is compared with at most two instances per
 /// state (the first two of different promises), so this stays linear.
 fn mount_states(
-    instances: &[(usize, Vec<String>, Result<Instance, String>)],
+    instances: &[(usize, Vec<String>, Result<Instance, Unresolved>)],
     out: &mut HashMap<(usize, Vec<String>), String>,
 ) {
     // mount point -> (promise index, loop elements, state) of each instance.
@@ -783,7 +823,7 @@ fn witnesses<'i>(members: &[Member<'i>]) -> Vec<Member<'i>> {
 fn purge(
     ctx: &Ctx<'_>,
     dir: &Instance,
-    instances: &[(usize, Vec<String>, Result<Instance, String>)],
+    instances: &[(usize, Vec<String>, Result<Instance, Unresolved>)],
     unmanaged: &mut BTreeSet<String>,
     mut applied: Applied,
 ) -> Applied {
@@ -842,7 +882,7 @@ fn purge_one(
     ctx: &Ctx<'_>,
     base: &str,
     copied: &HashSet<Vec<u8>>,
-    instances: &[(usize, Vec<String>, Result<Instance, String>)],
+    instances: &[(usize, Vec<String>, Result<Instance, Unresolved>)],
     purging: bool,
     unmanaged: &mut BTreeSet<String>,
     applied: &mut Applied,
@@ -974,7 +1014,7 @@ mod tests {
                     ((digit / 3) as usize, i64::from(digit % 3))
                 })
                 .collect();
-            let instances: Vec<(usize, Vec<String>, Result<Instance, String>)> = members
+            let instances: Vec<(usize, Vec<String>, Result<Instance, Unresolved>)> = members
                 .iter()
                 .enumerate()
                 .map(|(k, &(index, mode))| {
@@ -1021,7 +1061,7 @@ mod tests {
                     )
                 })
                 .collect();
-            let instances: Vec<(usize, Vec<String>, Result<Instance, String>)> = members
+            let instances: Vec<(usize, Vec<String>, Result<Instance, Unresolved>)> = members
                 .iter()
                 .enumerate()
                 .map(|(k, &(index, state))| {

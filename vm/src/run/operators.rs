@@ -841,6 +841,7 @@ fn execute(
         timeout,
         chroot: chroot.map(Path::to_path_buf),
         stdin: None,
+        stop_at_output_cap: false,
     };
     let ran = process::run(&cmd).map_err(std::io::Error::other)?;
     let mut output = ran.stdout;

@@ -70,6 +70,23 @@ pub fn json(r: &RunReport) -> Value {
         .iter()
         .map(|c| json!({ "source": c.source, "role": c.role, "argv": c.argv, "chroot": c.chroot }))
         .collect();
+    // Probe facts (LANGUAGE.md section 15): each value, or why it is
+    // unknown on this host.
+    let probes: serde_json::Map<String, Value> = r
+        .probes
+        .outcomes()
+        .iter()
+        .map(|o| {
+            let (value, error) = match &o.result {
+                Ok(v) => (v.to_json(), Value::Null),
+                Err(e) => (Value::Null, Value::from(e.clone())),
+            };
+            (
+                o.name.clone(),
+                json!({ "value": value, "error": error, "duration_ms": o.duration_ms }),
+            )
+        })
+        .collect();
     json!({
         "bundle": { "name": r.bundle_name, "serial": r.serial, "digest": r.digest },
         "host": {
@@ -92,6 +109,7 @@ pub fn json(r: &RunReport) -> Value {
             "unmanaged": r.unmanaged.len(),
             "owed_notifications": r.owed.len(),
         },
+        "probes": probes,
         "promises": promises,
         "unmanaged": r.unmanaged,
         "owed_notifications": owed,
@@ -120,6 +138,17 @@ pub fn human(r: &RunReport) -> String {
     } else {
         "repaired"
     };
+    // A probe that failed makes its fact unknown: said once, before the
+    // promises it skips.
+    for o in r.probes.outcomes() {
+        if let Err(e) = &o.result {
+            out.push_str(&format!(
+                "UNKNOWN  facts.{}: probe failed: {}\n",
+                o.name,
+                printable(e)
+            ));
+        }
+    }
     for p in &r.promises {
         let head = format!("{} {:?} ({})", p.kind, p.promiser, p.source);
         match &p.outcome {

@@ -112,8 +112,8 @@ impl<'b> Resolver<'b> {
             // Refused by the verifier as an attribute value; kept whole.
             Some(Constant::List(l)) => Value::List(l.0.clone()),
             // Refused by the verifier as an attribute value: only `lookup`
-            // reads a table.
-            Some(Constant::Table(_)) | None => {
+            // reads a table, only `probe` a probe.
+            Some(Constant::Table(_) | Constant::Probe(_)) | None => {
                 return Err(format!("cannot evaluate: constant {c}"))
             }
         };
@@ -131,7 +131,15 @@ impl<'b> Resolver<'b> {
         match item {
             Item::Const(c) => self.constant(c),
             Item::Code(p) => {
-                let value = match eval.run(p, classes, loops).map_err(|e| e.to_string())? {
+                // A probe fact that is unknown here is its own reason (the
+                // promise is skipped with it), not an evaluation failure.
+                let value = match eval.run(p, classes, loops).map_err(|e| {
+                    if eval.failed_on_unknown() {
+                        e.0
+                    } else {
+                        e.to_string()
+                    }
+                })? {
                     Val::Str(s) => Value::Str(Arc::from(s)),
                     Val::Int(i) => Value::Int(i),
                     Val::Bool(b) => Value::Bool(b),

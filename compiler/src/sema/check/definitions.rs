@@ -77,6 +77,8 @@ impl<'a> Checker<'a> {
                 seen.push(&class.name);
                 if let Some(id) = self.names.find(DefKind::Class, &class.name) {
                     self.names.record(class.span, id);
+                } else if self.inventory_class(&class.name, class.span) {
+                    // The inventory's: recorded, or reported as unknown.
                 } else if is_hard_class(&class.name) {
                     let id = self.names.builtin(DefKind::HardClass, &class.name);
                     self.names.record(class.span, id);
@@ -89,11 +91,13 @@ impl<'a> Checker<'a> {
 
     pub(super) fn undefined_class(&mut self, name: &str, span: Span) {
         let hard = schema::hard_class_names();
+        let inventory = self.inventory_class_names();
         let candidates = self
             .symbols
             .classes
             .names()
-            .chain(hard.iter().map(String::as_str));
+            .chain(hard.iter().map(String::as_str))
+            .chain(inventory.iter().copied());
         let mut d = Diagnostic::new(
             Code::UndefinedClass,
             format!("undefined class `{name}`"),
@@ -106,6 +110,11 @@ impl<'a> Checker<'a> {
                 "define it (`class {name} = ...;`), or declare it for outcomes and --define (`class {name};`)"
             )),
         };
+        if name.starts_with(crate::sema::inventory::GROUP_PREFIX)
+            && self.symbols.inventory.is_none()
+        {
+            d = d.with_note("`group_` classes come from the inventory (`inventory.toml` at the root of the policy tree, or `--inventory FILE`), and this program has none");
+        }
         self.push(d);
     }
 

@@ -70,6 +70,9 @@ impl<'a> Checker<'a> {
             self.names.record(name.span, id);
             return;
         }
+        if self.inventory_class(&name.name, name.span) {
+            return;
+        }
         if is_hard_class(&name.name) {
             let id = self.names.builtin(DefKind::HardClass, &name.name);
             self.names.record(name.span, id);

@@ -17,6 +17,7 @@ mod data_lets;
 mod definitions;
 mod exprs;
 mod guards;
+pub mod probes;
 mod statements;
 mod system;
 mod templates;
@@ -88,6 +89,9 @@ pub struct Checker<'a> {
     /// The record type of every record literal, by its span (expansion
     /// fills in defaults in declaration order).
     pub record_literals: HashMap<Span, std::sync::Arc<super::types::RecordType>>,
+    /// The probe facts whose declarations check, in definition order
+    /// (`probes.rs`); expansion puts them in the program.
+    pub facts: Vec<(String, probes::CheckedFact)>,
 }
 
 impl<'a> Checker<'a> {
@@ -106,6 +110,7 @@ impl<'a> Checker<'a> {
             records: HashMap::new(),
             data_values: HashMap::new(),
             record_literals: HashMap::new(),
+            facts: Vec::new(),
         }
     }
 
@@ -117,7 +122,10 @@ impl<'a> Checker<'a> {
     }
 
     fn check_definitions(&mut self) {
+        // First: classes, lets and promises read them.
+        self.check_facts();
         self.check_classes();
+        self.check_inventory_clashes();
         self.check_exclusives();
         // Every declared type, used or not: a recursive or malformed type
         // is an error where it is declared.
@@ -169,6 +177,23 @@ fn global_names(symbols: &Symbols<'_>) -> Names {
     }
     for (_, def) in &symbols.bodies.defs {
         global(DefKind::Body, &def.name, def.span);
+    }
+    for (_, def) in &symbols.facts.defs {
+        global(DefKind::ProbeFact, &def.name, def.span);
+    }
+    if let Some(inventory) = &symbols.inventory {
+        for (class, span) in inventory.classes() {
+            names.define(
+                Definition {
+                    kind: DefKind::InventoryClass,
+                    name: class.into(),
+                    span: Some(span),
+                    item: Some(span),
+                    parent: None,
+                },
+                true,
+            );
+        }
     }
     for (_, def) in &symbols.types.defs {
         let ty = names.define(

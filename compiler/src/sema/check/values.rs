@@ -106,6 +106,7 @@ impl<'a> Checker<'a> {
         if let Some(id) = self.names.find(DefKind::Class, &name.name) {
             self.names.record(name.span, id);
         }
+        let inventory_class = self.names.find(DefKind::InventoryClass, &name.name);
         match self.symbols.classes.get(&name.name) {
             Some(def) if def.expr.is_some() => self.push(
                 Diagnostic::new(
@@ -118,6 +119,20 @@ impl<'a> Checker<'a> {
                 .with_help(format!("declare a separate class for the outcome: `class {}_repaired;`", name.name)),
             ),
             Some(_) => {}
+            None if inventory_class.is_some() => {
+                if let Some(id) = inventory_class {
+                    self.names.record(name.span, id);
+                }
+                self.push(
+                    Diagnostic::new(
+                        Code::NotAnOutcomeClass,
+                        format!("`{}` is defined by the inventory", name.name),
+                        name.span,
+                        "cannot be set by an outcome",
+                    )
+                    .with_help("declare a class of your own: `class NAME;`"),
+                );
+            }
             None if is_hard_class(&name.name) => self.push(
                 Diagnostic::new(
                     Code::NotAnOutcomeClass,
@@ -396,6 +411,9 @@ impl<'a> Checker<'a> {
         };
         if first.name == "sys" {
             return self.fact_type(path, span);
+        }
+        if first.name == "facts" {
+            return self.probe_fact_type(path, span);
         }
         let base = if let Some(var) = self.lookup_var(&first.name, scope) {
             self.names.record(first.span, var.def);

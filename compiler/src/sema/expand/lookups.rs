@@ -7,6 +7,7 @@
 //! ("lifting"). Functions of values only the host knows become
 //! [`Value::Call`]s the VM computes.
 
+use converge_format::bundle::verify::Ty;
 use converge_format::schema;
 use converge_grammar::Span;
 
@@ -37,6 +38,12 @@ pub fn kind(v: &Value) -> Kind {
             Some(schema::AttrType::List(_)) => Kind::List,
             Some(schema::AttrType::Bool) => Kind::Bool,
             _ => Kind::Str,
+        },
+        Value::Probe { ty, .. } => match ty {
+            Ty::Int => Kind::Int,
+            Ty::List => Kind::List,
+            Ty::Bool => Kind::Bool,
+            Ty::Str => Kind::Str,
         },
         Value::Call { func, args } => match *func {
             "split" | "concat" | "sort" | "unique" => Kind::List,
