@@ -966,6 +966,7 @@ mod tests {
             let mut v = Verifier {
                 body: &body,
                 probe_reads: std::collections::HashMap::new(),
+                tables: Vec::new(),
             };
             v.resolve_probe_reads();
             let info = v.program(0, body.programs.get(0).unwrap(), &[]).unwrap();
