@@ -4,10 +4,11 @@
 # converge-collector on SQLite, then on PostgreSQL; `fleet status` over the
 # stored reports. Figures: docs/performance.md, "Collector (issue 18)".
 #
-#   bench/collector_ingest.sh [REPORTS] [FILL] [CONCURRENCY]
+#   bench/collector_ingest.sh [REPORTS] [FILL] [CONCURRENCY] [BACKENDS]
 #
-# REPORTS are timed (default 50,000); FILL more are loaded first, untimed,
-# so the queries run over a large store (default 0). PostgreSQL runs as
+# REPORTS are timed (default 50,000); FILL more are stored first, untimed
+# and straight through the store, so the queries run over a large store
+# (default 0); BACKENDS is "sqlite postgres" (default) or one of them. PostgreSQL runs as
 # `nobody` when this script runs as root (initdb refuses root), in a temp
 # cluster on a Unix socket, with its default durability settings.
 set -euo pipefail
@@ -15,7 +16,8 @@ cd "$(dirname "$0")/.."
 
 reports=${1:-50000}
 fill=${2:-0}
-concurrency=${3:-16}
+concurrency=${3:-8}
+backends=${4:-sqlite postgres}
 
 cargo build --release -q -p converge-collector --bin converge-collector --example collector_ingest
 gen=target/release/examples/collector_ingest
@@ -30,10 +32,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "== SQLite"
-"$gen" --collector "$bin" --database "sqlite://$work/collector.db" \
-  --reports "$reports" --fill "$fill" --concurrency "$concurrency"
-ls -l "$work/collector.db" | awk '{printf "database file: %d MiB\n", $5 / 1048576}'
+if [[ " $backends " == *" sqlite "* ]]; then
+  echo "== SQLite"
+  "$gen" --collector "$bin" --database "sqlite://$work/collector.db" \
+    --reports "$reports" --fill "$fill" --concurrency "$concurrency"
+  ls -l "$work/collector.db" | awk '{printf "database file: %d MiB\n", $5 / 1048576}'
+fi
+[[ " $backends " == *" postgres "* ]] || exit 0
 
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 if [ -z "$pgbin" ]; then

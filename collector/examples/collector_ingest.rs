@@ -267,6 +267,55 @@ fn time_query(url: &str, path: &str) -> (Duration, Duration, usize) {
     (times[times.len() / 2], times[times.len() - 1], size)
 }
 
+/// Loads `--fill` reports straight through the store (no HTTP, no
+/// signatures: the timed phase measures those), received over the last 30
+/// days, so the queries run over a store of realistic size.
+fn fill(args: &Args) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = converge_collector::store::Store::open(&args.database)
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let now = jiff::Timestamp::now().as_second();
+        let next = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..8)
+            .map(|_| {
+                let store = store.clone();
+                let next = Arc::clone(&next);
+                let (fill, hosts) = (args.fill, args.hosts);
+                tokio::spawn(async move {
+                    loop {
+                        let n = next.fetch_add(1, Ordering::Relaxed);
+                        if n >= fill {
+                            break;
+                        }
+                        let r = report(n, hosts, 0);
+                        let age = (fill - n) as i64 * 30 * 86_400 / fill as i64;
+                        store.ingest(&r, &r.to_bytes(), now - age).await.unwrap();
+                        if n % 100_000 == 0 && n > 0 {
+                            println!("fill: {n} ({:.0}s)", started.elapsed().as_secs_f64());
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        println!(
+            "fill: {} reports stored directly in {:.0}s",
+            args.fill,
+            started.elapsed().as_secs_f64()
+        );
+        store.close().await;
+    });
+}
+
 fn main() {
     let args = args();
     let dir = tempfile::tempdir().unwrap();
@@ -281,6 +330,9 @@ fn main() {
         ));
     }
     std::fs::write(&inventory, text).unwrap();
+    if args.fill > 0 {
+        fill(&args);
+    }
     let (mut child, url) = start(&args, &inventory);
     let pid = child.id();
     println!(
@@ -288,24 +340,6 @@ fn main() {
         args.database.split('?').next().unwrap_or("")
     );
     println!("hosts: {}, concurrency: {}", args.hosts, args.concurrency);
-
-    if args.fill > 0 {
-        let mut done = 0;
-        let started = Instant::now();
-        while done < args.fill {
-            let batch = (args.fill - done).min(100_000);
-            let bodies = sign_all(batch, args.hosts, 1_000_000 + done as u64, &keys);
-            // Sequences of the fill sit below the timed run's (which starts
-            // at 10^9), one batch above the previous.
-            let bodies: Vec<Vec<u8>> = bodies;
-            post_all(&url, &bodies, args.concurrency);
-            done += batch;
-            println!(
-                "fill: {done} reports stored ({:.0}s)",
-                started.elapsed().as_secs_f64()
-            );
-        }
-    }
 
     let t = Instant::now();
     let bodies = sign_all(args.reports, args.hosts, 1_000_000_000, &keys);

@@ -1,5 +1,11 @@
 //! The fleet queries. Each reads what its endpoint needs and no more; the
 //! merge with the inventory happens in [`crate::fleet`].
+//!
+//! Queries over the hosts' latest reports are written `hosts CROSS JOIN
+//! promise_results WHERE p.report_id = h.last_report_id`: the same inner
+//! join, but SQLite then walks the 10,000 hosts and looks each latest
+//! report up by index, instead of walking every failed promise ever stored
+//! (1.2 s against 1,000,000 reports); PostgreSQL plans both forms alike.
 
 use sqlx::any::AnyRow;
 use sqlx::Row as _;
@@ -85,8 +91,8 @@ impl Store {
         let rows = sqlx::query(
             "SELECT p.host, p.received_at, h.last_started_at, p.kind, p.promiser, p.source, \
                  p.outcome, p.error, p.changes \
-             FROM hosts h JOIN promise_results p ON p.report_id = h.last_report_id \
-             WHERE p.outcome = $1 ORDER BY p.kind, p.promiser, p.source, p.host",
+             FROM hosts h CROSS JOIN promise_results p \
+             WHERE p.report_id = h.last_report_id AND p.outcome = $1 ORDER BY p.kind, p.promiser, p.source, p.host",
         )
         .bind(outcome)
         .fetch_all(&self.reader)
@@ -104,8 +110,8 @@ impl Store {
         let rows = sqlx::query(
             "SELECT p.host, p.received_at, h.last_started_at, p.kind, p.promiser, p.source, \
                  p.outcome, p.error, p.changes \
-             FROM hosts h JOIN promise_results p ON p.report_id = h.last_report_id \
-             WHERE p.kind = $1 AND p.promiser = $2 ORDER BY p.host",
+             FROM hosts h CROSS JOIN promise_results p \
+             WHERE p.report_id = h.last_report_id AND p.kind = $1 AND p.promiser = $2 ORDER BY p.host",
         )
         .bind(kind)
         .bind(promiser)
