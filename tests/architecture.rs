@@ -139,11 +139,19 @@ fn format_links_neither_side() {
 fn collector_links_neither_compiler_nor_vm() {
     assert_links_none(
         "converge-collector",
-        &["converge-compiler", "converge-vm", "converge-grammar", "converge-stdlib"],
+        &[
+            "converge-compiler",
+            "converge-vm",
+            "converge-grammar",
+            "converge-stdlib",
+        ],
     );
     let collector = linked_packages("converge-collector");
     for expected in ["converge-format", "axum", "sqlx"] {
-        assert!(collector.contains(expected), "converge-collector should link {expected}");
+        assert!(
+            collector.contains(expected),
+            "converge-collector should link {expected}"
+        );
     }
 }
 

@@ -26,8 +26,7 @@ use std::time::{Duration, Instant};
 
 use converge_format::inventory::format_report_key;
 use converge_format::report::{
-    BundleRef, Facts, PromiseResult, Report, SignedReport, Status, Summary, Timings,
-    REPORT_FORMAT,
+    BundleRef, Facts, PromiseResult, Report, SignedReport, Status, Summary, Timings, REPORT_FORMAT,
 };
 use ed25519_dalek::SigningKey;
 use serde_json::Value;
@@ -113,7 +112,11 @@ fn report(n: usize, hosts: usize, base_sequence: u64) -> Report {
         sequence,
         started_at: "2026-11-24T01:00:00Z".into(),
         finished_at: "2026-11-24T01:00:02Z".into(),
-        status: if failed > 0 { Status::Failed } else { Status::Kept },
+        status: if failed > 0 {
+            Status::Failed
+        } else {
+            Status::Kept
+        },
         bundle: Some(BundleRef {
             name: "site".into(),
             serial: 42,
@@ -294,7 +297,7 @@ fn fill(args: &Args) {
                         let r = report(n, hosts, 0);
                         let age = (fill - n) as i64 * 30 * 86_400 / fill as i64;
                         store.ingest(&r, &r.to_bytes(), now - age).await.unwrap();
-                        if n % 100_000 == 0 && n > 0 {
+                        if n.is_multiple_of(100_000) && n > 0 {
                             println!("fill: {n} ({:.0}s)", started.elapsed().as_secs_f64());
                         }
                     }
@@ -332,7 +335,10 @@ fn main() {
     }
     let (mut child, url) = start(&args, &inventory);
     let pid = child.id();
-    println!("database: {}", args.database.split('?').next().unwrap_or(""));
+    println!(
+        "database: {}",
+        args.database.split('?').next().unwrap_or("")
+    );
     println!("hosts: {}, concurrency: {}", args.hosts, args.concurrency);
 
     let t = Instant::now();

@@ -97,14 +97,21 @@ fn host_view(hosts: &Hosts, name: &str, row: Option<&HostRow>, clock: &Clock) ->
 }
 
 /// Every inventory host and every host with stored reports, by name.
-pub async fn hosts(store: &Store, inventory: &Hosts, clock: &Clock) -> Result<Vec<HostView>, StoreError> {
+pub async fn hosts(
+    store: &Store,
+    inventory: &Hosts,
+    clock: &Clock,
+) -> Result<Vec<HostView>, StoreError> {
     let rows = store.hosts().await?;
     Ok(merge_hosts(inventory, &rows, clock))
 }
 
 fn merge_hosts(inventory: &Hosts, rows: &[HostRow], clock: &Clock) -> Vec<HostView> {
     let by_name: BTreeMap<&str, &HostRow> = rows.iter().map(|r| (r.name.as_str(), r)).collect();
-    let mut names: Vec<&str> = inventory.iter().map(|h| h.name.get_ref().as_str()).collect();
+    let mut names: Vec<&str> = inventory
+        .iter()
+        .map(|h| h.name.get_ref().as_str())
+        .collect();
     names.extend(by_name.keys().copied());
     names.sort_unstable();
     names.dedup();
@@ -145,7 +152,11 @@ pub struct StatusView {
     pub silent_after_seconds: i64,
 }
 
-pub async fn status(store: &Store, inventory: &Hosts, clock: &Clock) -> Result<StatusView, StoreError> {
+pub async fn status(
+    store: &Store,
+    inventory: &Hosts,
+    clock: &Clock,
+) -> Result<StatusView, StoreError> {
     let hosts = hosts(store, inventory, clock).await?;
     let reports = store.report_count().await?;
     let mut by_status: BTreeMap<String, u64> =
@@ -325,7 +336,7 @@ fn group_failures(rows: Vec<PromiseRow>) -> Vec<FailureGroup> {
     }
     let mut list: Vec<FailureGroup> = groups.into_values().map(|(_, g)| g).collect();
     // Most widespread first.
-    list.sort_by(|a, b| b.hosts.len().cmp(&a.hosts.len()));
+    list.sort_by_key(|g| std::cmp::Reverse(g.hosts.len()));
     list
 }
 
@@ -406,13 +417,20 @@ pub struct HostFacts {
     pub classes: Value,
 }
 
-pub async fn facts(store: &Store, inventory: &Hosts, host: Option<&str>) -> Result<FactsList, StoreError> {
+pub async fn facts(
+    store: &Store,
+    inventory: &Hosts,
+    host: Option<&str>,
+) -> Result<FactsList, StoreError> {
     use converge_format::inventory::FactValue;
     let rows = store.facts(host).await?;
     let by_name: BTreeMap<&str, _> = rows.iter().map(|r| (r.host.as_str(), r)).collect();
     let mut names: Vec<&str> = match host {
         Some(h) => vec![h],
-        None => inventory.iter().map(|h| h.name.get_ref().as_str()).collect(),
+        None => inventory
+            .iter()
+            .map(|h| h.name.get_ref().as_str())
+            .collect(),
     };
     names.extend(by_name.keys().copied());
     names.sort_unstable();
@@ -504,10 +522,11 @@ pub async fn promise(
             listed.insert(row.host.as_str(), row);
         }
     }
-    let mut counts: BTreeMap<String, u64> = ["repaired", "failed", "skipped", KEPT_OR_ABSENT, NEVER]
-        .iter()
-        .map(|s| ((*s).to_owned(), 0))
-        .collect();
+    let mut counts: BTreeMap<String, u64> =
+        ["repaired", "failed", "skipped", KEPT_OR_ABSENT, NEVER]
+            .iter()
+            .map(|s| ((*s).to_owned(), 0))
+            .collect();
     let on_hosts: Vec<PromiseOnHost> = hosts
         .iter()
         .map(|h| match listed.get(h.name.as_str()) {
@@ -519,7 +538,12 @@ pub async fn promise(
             },
             None => PromiseOnHost {
                 host: h.name.clone(),
-                outcome: if h.status == NEVER { NEVER } else { KEPT_OR_ABSENT }.to_owned(),
+                outcome: if h.status == NEVER {
+                    NEVER
+                } else {
+                    KEPT_OR_ABSENT
+                }
+                .to_owned(),
                 source: None,
                 error: None,
             },
@@ -552,10 +576,13 @@ mod tests {
     use converge_format::inventory::{format_report_key, Inventory};
 
     fn inventory(names: &[&str]) -> Hosts {
-        let key = format_report_key(&ed25519_dalek::SigningKey::from_bytes(&[1; 32]).verifying_key());
+        let key =
+            format_report_key(&ed25519_dalek::SigningKey::from_bytes(&[1; 32]).verifying_key());
         let text: String = names
             .iter()
-            .map(|n| format!("[[host]]\nname = \"{n}\"\nreport_key = \"{key}\"\ngroups = [\"web\"]\n"))
+            .map(|n| {
+                format!("[[host]]\nname = \"{n}\"\nreport_key = \"{key}\"\ngroups = [\"web\"]\n")
+            })
             .collect();
         Hosts::new(Inventory::parse(&text).unwrap())
     }
@@ -580,10 +607,18 @@ mod tests {
 
     #[test]
     fn hosts_merge_inventory_and_store_with_silence_and_never() {
-        let clock = Clock { now: 10_000, interval: 300, intervals: 3 };
+        let clock = Clock {
+            now: 10_000,
+            interval: 300,
+            intervals: 3,
+        };
         let views = merge_hosts(
             &inventory(&["a", "b", "c"]),
-            &[row("a", 9_900, "failed"), row("b", 10_000 - 901, "kept"), row("gone", 9_999, "kept")],
+            &[
+                row("a", 9_900, "failed"),
+                row("b", 10_000 - 901, "kept"),
+                row("gone", 9_999, "kept"),
+            ],
             &clock,
         );
         let summary: Vec<(&str, &str, bool, bool)> = views
@@ -620,7 +655,10 @@ mod tests {
         let groups = group_failures(vec![
             failing("a", 5, "old"),
             failing("b", 9, "new"),
-            PromiseRow { promiser: "/etc/issue".into(), ..failing("a", 5, "x") },
+            PromiseRow {
+                promiser: "/etc/issue".into(),
+                ..failing("a", 5, "x")
+            },
         ]);
         assert_eq!(groups.len(), 2);
         assert_eq!(groups[0].promiser, "/etc/motd");

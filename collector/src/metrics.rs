@@ -197,7 +197,11 @@ impl Metrics {
             "gauge",
             "Hosts whose last report is older than the silence threshold, or that never reported.",
         );
-        let _ = writeln!(out, "converge_collector_silent_hosts {}", fleet.silent_hosts);
+        let _ = writeln!(
+            out,
+            "converge_collector_silent_hosts {}",
+            fleet.silent_hosts
+        );
         self.render_latency(&mut out);
         out
     }
@@ -246,10 +250,16 @@ mod tests {
             hosts_by_status: vec![("failed".into(), 2)],
             silent_hosts: 1,
         });
-        assert!(text.contains("converge_collector_reports_refused_total{reason=\"bad_signature\"} 2\n"));
+        assert!(
+            text.contains("converge_collector_reports_refused_total{reason=\"bad_signature\"} 2\n")
+        );
         assert!(text.contains("converge_collector_reports_ignored_total{reason=\"older\"} 1\n"));
-        assert!(text.contains("converge_collector_ingest_duration_seconds_bucket{le=\"0.0025\"} 0\n"));
-        assert!(text.contains("converge_collector_ingest_duration_seconds_bucket{le=\"0.005\"} 1\n"));
+        assert!(
+            text.contains("converge_collector_ingest_duration_seconds_bucket{le=\"0.0025\"} 0\n")
+        );
+        assert!(
+            text.contains("converge_collector_ingest_duration_seconds_bucket{le=\"0.005\"} 1\n")
+        );
         assert!(text.contains("converge_collector_ingest_duration_seconds_count 1\n"));
         assert!(text.contains("converge_collector_hosts{status=\"failed\"} 2\n"));
         assert!(text.contains("converge_collector_silent_hosts 1\n"));

@@ -46,7 +46,10 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
     tracing::info!(database = %redact(&args.database), "listening on {scheme}://{address}");
     // Scripts and tests read the bound address (port 0) from this line.
     let mut stdout = std::io::stdout();
-    let _ = writeln!(stdout, "converge-collector: listening on {scheme}://{address}");
+    let _ = writeln!(
+        stdout,
+        "converge-collector: listening on {scheme}://{address}"
+    );
     let _ = stdout.flush();
     let limits = ConnectionLimits {
         max_connections: args.max_connections,

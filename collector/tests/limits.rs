@@ -121,7 +121,12 @@ fn reads_need_the_token_when_one_is_set() {
         c.post(&signed(&report("web-01", 1, false), &key(1))).status,
         201
     );
-    for path in ["/api/v1/status", "/api/v1/hosts", "/api/v1/hosts/web-01", "/metrics"] {
+    for path in [
+        "/api/v1/status",
+        "/api/v1/hosts",
+        "/api/v1/hosts/web-01",
+        "/metrics",
+    ] {
         let answer = c.get(path);
         assert_eq!(answer.status, 401, "{path}");
         assert!(answer.body.contains("Bearer"), "{}", answer.body);
@@ -166,7 +171,10 @@ fn a_bad_inventory_is_refused_at_start() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("2:8: \"a b\" is not a host name"), "{stderr}");
+    assert!(
+        stderr.contains("2:8: \"a b\" is not a host name"),
+        "{stderr}"
+    );
 }
 
 /// The inventory is re-read when it changes: a host added is accepted, a
@@ -197,7 +205,11 @@ fn inventory_changes_apply_without_a_restart() {
     );
     assert_eq!(c.metric("converge_collector_inventory_errors_total"), 1.0);
 
-    std::fs::write(&path, added.replace("name = \"new-01\"", "name = \"new-01\"\nrevoked = true")).unwrap();
+    std::fs::write(
+        &path,
+        added.replace("name = \"new-01\"", "name = \"new-01\"\nrevoked = true"),
+    )
+    .unwrap();
     assert_eq!(
         c.post(&signed(&report("new-01", 3, false), &key(9))).json()["reason"],
         "revoked"
@@ -230,7 +242,12 @@ fn metrics_pass_promtool() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
     let output = child.wait_with_output().unwrap();
     assert!(
         output.status.success(),

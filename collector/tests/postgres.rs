@@ -133,11 +133,7 @@ fn postgres_two_collectors_share_one_database() {
 
     for c in [&a, &b] {
         let status = c.json("/api/v1/status");
-        assert_eq!(
-            status["reports"],
-            u64::from(total["stored"]),
-            "{status}"
-        );
+        assert_eq!(status["reports"], u64::from(total["stored"]), "{status}");
         for h in c.json("/api/v1/hosts")["hosts"].as_array().unwrap() {
             assert_eq!(h["sequence"], RUNS + 1, "{h}");
             assert_eq!(h["status"], "repaired", "{h}");

@@ -6,7 +6,7 @@
 
 mod support;
 
-use converge_collector::store::{Store, IngestOutcome};
+use converge_collector::store::{IngestOutcome, Store};
 use support::postgres::Postgres;
 use support::{key, report, Collector};
 
@@ -54,7 +54,10 @@ fn retention(database: &str) {
         store.close().await;
     });
     let said = prune_cli(database, "30");
-    assert!(said.contains("pruned 3 reports older than 30 days into 2 daily summaries"), "{said}");
+    assert!(
+        said.contains("pruned 3 reports older than 30 days into 2 daily summaries"),
+        "{said}"
+    );
     assert!(prune_cli(database, "30").contains("pruned 0 reports"));
 
     rt.block_on(async {
@@ -92,7 +95,10 @@ fn retention(database: &str) {
             IngestOutcome::Older
         );
         let r = report("web-01", 5, false);
-        store.ingest(&r, &r.to_bytes(), now - 31 * DAY).await.unwrap();
+        store
+            .ingest(&r, &r.to_bytes(), now - 31 * DAY)
+            .await
+            .unwrap();
         let r = report("web-01", 6, false);
         store.ingest(&r, &r.to_bytes(), now).await.unwrap();
         store.close().await;

@@ -34,7 +34,9 @@ fn certificates(dir: &Path) {
     let ec = "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes";
     let args = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
     let run = |a: Vec<String>| openssl(dir, &a.iter().map(String::as_str).collect::<Vec<_>>());
-    let mut ca = args(&format!("req -x509 {ec} -keyout ca.key -out ca.pem -days 2 -subj"));
+    let mut ca = args(&format!(
+        "req -x509 {ec} -keyout ca.key -out ca.pem -days 2 -subj"
+    ));
     ca.push("/CN=Converge test CA".into());
     run(ca);
     run(args(&format!(
@@ -98,10 +100,14 @@ fn https_uploads_and_reads_with_the_collectors_certificate() {
     assert_eq!(status["reports"], 1);
 
     // The built-in roots do not know this CA: refused by TLS.
-    let refused = support::client().get(format!("{}/api/v1/status", c.url)).call();
+    let refused = support::client()
+        .get(format!("{}/api/v1/status", c.url))
+        .call();
     assert!(refused.is_err(), "{refused:?}");
     // Plain HTTP on the TLS port gets no answer.
-    assert!(!c.raw("GET /api/v1/status HTTP/1.1\r\nhost: x\r\n\r\n").contains("200 OK"));
+    assert!(!c
+        .raw("GET /api/v1/status HTTP/1.1\r\nhost: x\r\n\r\n")
+        .contains("200 OK"));
 }
 
 /// A certificate file that is not one stops the start with its name.

@@ -114,5 +114,8 @@ pub fn router(app: Arc<App>, limits: Limits) -> Router {
 }
 
 async fn not_found() -> axum::response::Response {
-    json::error(StatusCode::NOT_FOUND, "no such endpoint (see docs/fleet.md)")
+    json::error(
+        StatusCode::NOT_FOUND,
+        "no such endpoint (see docs/fleet.md)",
+    )
 }

@@ -183,10 +183,7 @@ mod tests {
             "postgres://app:***@db:5432/fleet"
         );
         assert_eq!(redact("sqlite://x.db"), "sqlite://x.db");
-        assert_eq!(
-            redact("postgres://app@db/fleet"),
-            "postgres://app@db/fleet"
-        );
+        assert_eq!(redact("postgres://app@db/fleet"), "postgres://app@db/fleet");
     }
 
     #[test]

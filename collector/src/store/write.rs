@@ -219,6 +219,8 @@ mod tests {
     #[test]
     fn multi_row_inserts_number_every_placeholder() {
         let sql = promise_insert_sql(2);
-        assert!(sql.ends_with("($1, $2, $3, $4, $5, $6, $7, $8, $9), ($10, $11, $12, $13, $14, $15, $16, $17, $18)"));
+        assert!(sql.ends_with(
+            "($1, $2, $3, $4, $5, $6, $7, $8, $9), ($10, $11, $12, $13, $14, $15, $16, $17, $18)"
+        ));
     }
 }

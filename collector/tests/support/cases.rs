@@ -47,12 +47,7 @@ fn expect(answer: &Answer, status: u16, stored: bool, reason: Option<&str>) {
     assert_eq!(answer.status, status, "{}", answer.body);
     let json = answer.json();
     assert_eq!(json["stored"], Value::from(stored), "{}", answer.body);
-    assert_eq!(
-        json["reason"].as_str(),
-        reason,
-        "{}",
-        answer.body
-    );
+    assert_eq!(json["reason"].as_str(), reason, "{}", answer.body);
 }
 
 /// An envelope over arbitrary signed bytes.
@@ -196,7 +191,10 @@ pub fn upload_rules(database: &str) {
     // One log line per refusal, with its reason.
     let log = c.log();
     assert_eq!(log.matches("report refused").count(), 8, "{log}");
-    assert!(log.contains("reason=\"unknown_host\"") || log.contains("reason=unknown_host"), "{log}");
+    assert!(
+        log.contains("reason=\"unknown_host\"") || log.contains("reason=unknown_host"),
+        "{log}"
+    );
 }
 
 /// Hostile strings are stored as data and come back as the same text,
@@ -269,7 +267,12 @@ pub fn queries(database: &str) {
         ("web-02", 2, 1, true),
         ("rot-01", 5, 1, false),
     ] {
-        expect(&c.post(&signed(&report(host, seq, failing), &key(k))), 201, true, None);
+        expect(
+            &c.post(&signed(&report(host, seq, failing), &key(k))),
+            201,
+            true,
+            None,
+        );
     }
 
     let status = c.json("/api/v1/status");
@@ -341,7 +344,11 @@ pub fn queries(database: &str) {
     assert_eq!(changes["truncated"], false);
     let limited = c.json("/api/v1/changes?since=2000-01-01T00:00:00Z&limit=2&host=web-01");
     assert_eq!(limited["changes"].as_array().unwrap().len(), 2);
-    assert!(limited["changes"].as_array().unwrap().iter().all(|c| c["host"] == "web-01"));
+    assert!(limited["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["host"] == "web-01"));
     let future = c.json("/api/v1/changes?since=2999-01-01T00:00:00Z");
     assert_eq!(future["changes"].as_array().unwrap().len(), 0);
     let bad = c.get("/api/v1/changes?since=yesterday");

@@ -99,7 +99,11 @@ pub fn report(host: &str, sequence: u64, failing: bool) -> Report {
         sequence,
         started_at: "2026-11-24T01:00:00Z".into(),
         finished_at: "2026-11-24T01:00:01Z".into(),
-        status: if failing { Status::Failed } else { Status::Repaired },
+        status: if failing {
+            Status::Failed
+        } else {
+            Status::Repaired
+        },
         bundle: Some(BundleRef {
             name: "site".into(),
             serial: 7,
@@ -151,8 +155,7 @@ pub struct Answer {
 
 impl Answer {
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
 }
 
@@ -221,7 +224,10 @@ impl Collector {
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        let Some(url) = line.trim().strip_prefix("converge-collector: listening on ") else {
+        let Some(url) = line
+            .trim()
+            .strip_prefix("converge-collector: listening on ")
+        else {
             let _ = child.wait();
             panic!(
                 "the collector did not start: {line}\n{}",

@@ -119,13 +119,8 @@ impl Postgres {
         let path = self.bin.join(program);
         if self.as_nobody {
             let mut c = Command::new("setpriv");
-            c.args([
-                "--reuid=nobody",
-                "--regid=nogroup",
-                "--clear-groups",
-                "--",
-            ])
-            .arg(path);
+            c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
+                .arg(path);
             c
         } else {
             Command::new(path)
@@ -173,7 +168,13 @@ impl Drop for Postgres {
         let data = self.dir.path().join("data");
         let _ = self
             .command("pg_ctl")
-            .args(["-D".as_ref(), data.as_os_str(), "-m".as_ref(), "immediate".as_ref(), "stop".as_ref()])
+            .args([
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-m".as_ref(),
+                "immediate".as_ref(),
+                "stop".as_ref(),
+            ])
             .output();
     }
 }
