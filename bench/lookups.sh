@@ -10,8 +10,11 @@
 #   growth  the same check with 3, 4 and 5 lookups in the template at 10
 #           hosts: how the cost grows with lookups per template
 #   render  the converged `policyvm run` (second run, nothing to repair) on
-#           a sandbox root of: the lookup bundle vs the same file with
-#           constant content; FILES files from a template the host renders
+#           a sandbox root, wall time and CPU time (user + sys, which a
+#           loaded machine disturbs less), median of RUNS: the lookup
+#           bundle (one promise, its content looked up in a table of
+#           HOSTS keys since format 2.3) vs the same file with constant
+#           content; FILES files from a template the host renders
 #           (facts, an {% if %} on a fact) vs FILES files of constant
 #           content. The difference per file is the rendering cost.
 #   rival   contradiction analysis over a K-key lookup: the lookup policy
@@ -80,7 +83,7 @@ python3 bench/gen_lookups.py --hosts "$render_hosts" --lookups 1 --files "$files
 "$policyc" keygen --out "$work/hub" >/dev/null
 mkdir -p "$work/trust" && cp "$work/hub.pub" "$work/trust/"
 python3 - "$work" "$policyc" "$policyvm" "$runs" "$render_hosts" "$files" <<'PY'
-import os, statistics, subprocess, sys, time
+import os, resource, statistics, subprocess, sys, time
 
 work, policyc, policyvm, runs, hosts, files = sys.argv[1:7]
 runs, hosts, files = int(runs), int(hosts), int(files)
@@ -100,23 +103,26 @@ def converged_ms(bundle, name):
         f.write(f"host{hosts // 2:05d}\n")
     cmd = [policyvm, "run", bundle, "--trust", os.path.join(work, "trust"), "--root", root]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)   # converge
-    samples = []
+    samples, cpu = [], []
     for _ in range(runs):
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples), os.path.getsize(bundle)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append((after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime) * 1000)
+    return statistics.median(samples), statistics.median(cpu), os.path.getsize(bundle)
 
 pairs = [
     (f"lookup bundle ({hosts} hosts)", "lookup.policy", "constant content", "constant.policy", 1),
     (f"{files} host-rendered templates", "hostrender.policy", f"{files} constant files", "hostconst.policy", files),
 ]
 for name_a, pol_a, name_b, pol_b, per in pairs:
-    a, size_a = converged_ms(build(pol_a), pol_a)
-    b, size_b = converged_ms(build(pol_b), pol_b)
-    print(f"{name_a:34} {a:8.1f} ms  bundle {size_a:>10} B")
-    print(f"{name_b:34} {b:8.1f} ms  bundle {size_b:>10} B")
-    print(f"{'added per template':34} {(a - b) / per:8.3f} ms  (ratio {a / b:.2f})")
+    a, cpu_a, size_a = converged_ms(build(pol_a), pol_a)
+    b, cpu_b, size_b = converged_ms(build(pol_b), pol_b)
+    print(f"{name_a:34} {a:8.1f} ms  cpu {cpu_a:6.1f} ms  bundle {size_a:>10} B")
+    print(f"{name_b:34} {b:8.1f} ms  cpu {cpu_b:6.1f} ms  bundle {size_b:>10} B")
+    print(f"{'added per template':34} {(a - b) / per:8.3f} ms  cpu {(cpu_a - cpu_b) / per:6.3f} ms  (ratio {a / b:.2f})")
 PY
 
 echo "== rival: contradiction analysis over a K-key lookup"

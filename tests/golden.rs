@@ -334,8 +334,19 @@ fn todays_compiler_still_builds_each_golden_policy() {
         let bytes = seal(&body, &secret).unwrap();
         let rebuilt = open(&bytes, std::slice::from_ref(&trusted)).unwrap().body;
         let frozen = opened(&name).body;
-        assert_eq!(rebuilt.promises.len(), frozen.promises.len(), "{name}");
-        let kinds = |b: &Body| b.promises.iter().map(|p| p.kind).collect::<Vec<_>>();
+        // Since format 2.3 the instances of a lookup split per key (the
+        // `templates` golden, 2.2) are merged into one promise: compared as
+        // promise kinds and source lines, with consecutive instances of one
+        // promise (same kind and line) counted once.
+        let kinds = |b: &Body| {
+            let mut kinds: Vec<(u16, Option<u32>)> = b
+                .promises
+                .iter()
+                .map(|p| (p.kind, b.sources.get(p.source as usize).map(|s| s.line)))
+                .collect();
+            kinds.dedup();
+            kinds
+        };
         assert_eq!(kinds(&rebuilt), kinds(&frozen), "{name}");
     }
 }

@@ -159,12 +159,18 @@ pub async fn status(
 ) -> Result<StatusView, StoreError> {
     let hosts = hosts(store, inventory, clock).await?;
     let reports = store.report_count().await?;
+    Ok(status_of(&hosts, reports, clock))
+}
+
+/// The status view of `hosts` (what [`status`] answers), for a caller that
+/// has the host list already (the dashboard's overview shows both).
+pub fn status_of(hosts: &[HostView], reports: i64, clock: &Clock) -> StatusView {
     let mut by_status: BTreeMap<String, u64> =
         STATUSES.iter().map(|s| ((*s).to_owned(), 0)).collect();
-    for h in &hosts {
+    for h in hosts {
         *by_status.entry(h.status.clone()).or_default() += 1;
     }
-    Ok(StatusView {
+    StatusView {
         format: FLEET_FORMAT,
         generated_at: rfc3339(clock.now),
         hosts: hosts.len(),
@@ -173,7 +179,7 @@ pub async fn status(
         reports,
         interval_seconds: clock.interval,
         silent_after_seconds: clock.silent_after(),
-    })
+    }
 }
 
 /// `GET /api/v1/hosts/{name}`.

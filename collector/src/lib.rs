@@ -5,7 +5,8 @@
 //! The pieces, in the order a report meets them: [`server`] (connections,
 //! TLS, limits), [`api`] (routes, body cap, auth), [`ingest`] (envelope,
 //! inventory, signature), [`store`] (the database), [`fleet`] (views for
-//! the API and the dashboard), [`metrics`], [`retention`].
+//! the API and the dashboard), [`metrics`], [`retention`]; [`web`] renders the fleet views
+//! as the dashboard's HTML pages.
 
 pub mod api;
 pub mod cli;
@@ -19,3 +20,4 @@ pub mod run;
 pub mod server;
 pub mod store;
 pub mod tls;
+pub mod web;

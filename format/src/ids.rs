@@ -39,6 +39,8 @@ pub mod opcode {
     // Format 2.3: probe facts (issue 18). 0x12 is left to the lookup
     // table opcode of the same version.
     pub const PROBE: u8 = 0x13;
+    // Format 2.3: host-side lookups in a table (issue 16, merged splits).
+    pub const LOOKUP: u8 = 0x12;
 }
 
 /// Tags of the kinds of constant in the pool.
@@ -53,6 +55,8 @@ pub mod constant_kind {
     pub const LIST: u8 = 7;
     /// A probe declaration (format 2.3, `bundle/probe.rs`).
     pub const PROBE: u8 = 8;
+    /// A table from string keys to values, read by `lookup` (2.3).
+    pub const TABLE: u8 = 9;
     /// Each tag with its name, for the id tables.
     pub const ALL: &[(u8, &str)] = &[
         (STR, "str"),
@@ -63,6 +67,7 @@ pub mod constant_kind {
         (BLOB, "blob"),
         (LIST, "list"),
         (PROBE, "probe"),
+        (TABLE, "table"),
     ];
 }
 

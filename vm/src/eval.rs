@@ -308,10 +308,6 @@ impl<'b> Evaluator<'b> {
             let mut examined = 0usize;
             let value: Slot = match *instr {
                 Instr::Const(c) => Some(match body.constants.get(c as usize) {
-                    Some(Constant::Str(s) | Constant::Word(s)) => Val::Str(s.clone()),
-                    Some(Constant::Int(i)) => Val::Int(*i),
-                    Some(Constant::Duration(s)) => Val::Int(i64::try_from(*s).unwrap_or(i64::MAX)),
-                    Some(Constant::Bool(b)) => Val::Bool(*b),
                     Some(Constant::List(l)) => {
                         // Checked before the copy is made.
                         if list_bytes(&l.0) > MAX_EVAL_BYTES.saturating_sub(st.produced) {
@@ -319,7 +315,7 @@ impl<'b> Evaluator<'b> {
                         }
                         Val::List(l.0.clone())
                     }
-                    _ => return Err(EvalError(format!("constant {c}"))),
+                    _ => scalar_constant(body, c)?,
                 }),
                 Instr::Fact(f) => {
                     let name = fact_by_id(f).map(|f| f.name).unwrap_or("");
@@ -440,6 +436,27 @@ impl<'b> Evaluator<'b> {
                         }
                     }
                 }
+                Instr::Lookup(t) => match take::<1>(&mut stack)? {
+                    None => None,
+                    Some([Val::Str(key)]) => {
+                        let Some(Constant::Table(table)) = body.constants.get(t as usize) else {
+                            return Err(EvalError(format!("table constant {t}")));
+                        };
+                        // A binary search compares the key about log2(n) times.
+                        examined = key.len().saturating_mul(
+                            (usize::BITS.saturating_sub(table.ends.len().leading_zeros())) as usize,
+                        );
+                        match table.get(&key) {
+                            Some(text) => Some(table_value(table.kind, text)?),
+                            None => {
+                                return Err(EvalError(format!(
+                                    "the key {key:?} is not in table {t}, which has no default"
+                                )))
+                            }
+                        }
+                    }
+                    Some(other) => return Err(EvalError(format!("lookup of {other:?}"))),
+                },
                 Instr::Each(q) => match take::<1>(&mut stack)? {
                     None => None,
                     Some([Val::List(items)]) => Some(Val::Str(self.each(program, q, items, st)?)),
@@ -501,6 +518,33 @@ impl<'b> Evaluator<'b> {
             return Err(EvalError(format!("regex constant {c}")));
         };
         self.regexes.get(&c, pattern).map_err(EvalError)
+    }
+}
+
+/// Constant `c` as a value on the stack: a string, word, int, duration (in
+/// seconds) or bool; anything else is not a scalar.
+fn scalar_constant(body: &Body, c: u32) -> Result<Val, EvalError> {
+    Ok(match body.constants.get(c as usize) {
+        Some(Constant::Str(s) | Constant::Word(s)) => Val::Str(s.clone()),
+        Some(Constant::Int(i)) => Val::Int(*i),
+        Some(Constant::Duration(s)) => Val::Int(i64::try_from(*s).unwrap_or(i64::MAX)),
+        Some(Constant::Bool(b)) => Val::Bool(*b),
+        _ => return Err(EvalError(format!("constant {c}"))),
+    })
+}
+
+/// A value of a table (format 2.3) from its text: a string as it is, an
+/// int in decimal, a bool `true`/`false` (the verifier checked each).
+fn table_value(kind: u8, text: &str) -> Result<Val, EvalError> {
+    use crate::ids::constant_kind;
+    match kind {
+        constant_kind::STR => Ok(Val::Str(text.to_owned())),
+        constant_kind::INT => text
+            .parse()
+            .map(Val::Int)
+            .map_err(|_| EvalError(format!("table int {text:?}"))),
+        constant_kind::BOOL => Ok(Val::Bool(text == "true")),
+        other => Err(EvalError(format!("table of constant kind {other}"))),
     }
 }
 
@@ -1113,5 +1157,113 @@ mod tests {
             "{err}"
         );
         assert!(matches!(&results[3], Ok(Val::Str(s)) if s.len() == 16 * 1024 * 4));
+    }
+
+    /// A table (format 2.3) of kind `kind`: `(key, value text)` entries.
+    fn table(kind: u8, entries: &[(&str, &str)], default: Option<&str>) -> Constant {
+        Constant::Table(crate::bundle::format::Table::new(
+            kind,
+            entries
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            default.map(str::to_owned),
+        ))
+    }
+
+    /// `lookup` (format 2.3): the entry of the host's key, found by binary
+    /// search among many; the default for another key; a string, an int, a
+    /// bool; without a default, another key fails the
+    /// program with the key named; a missing key stays missing.
+    #[test]
+    fn lookup_finds_the_key_or_the_default() {
+        use Instr::*;
+        let host = Fact(fact("sys.hostname"));
+        // 4 a table of 1,000 keys around "web01" (the test host); 5 the
+        // same keys without "web01"; 6 no default; 7 ints; 8 bools; 9 a
+        // list, 10 the fallback string.
+        let mut keys: Vec<String> = (0..1000).map(|i| format!("host{i:04}")).collect();
+        keys.push("web01".into());
+        keys.push("web010".into());
+        keys.sort();
+        use crate::ids::constant_kind::{BOOL, INT, STR};
+        let entries: Vec<(&str, &str)> = keys
+            .iter()
+            .map(|k| (k.as_str(), if k == "web01" { "mine" } else { "theirs" }))
+            .collect();
+        let without: Vec<(&str, &str)> = entries
+            .iter()
+            .copied()
+            .filter(|(k, _)| *k != "web01")
+            .collect();
+        let constants = vec![
+            Constant::Str("mine".into()),
+            Constant::Word("theirs".into()),
+            Constant::Int(8080),
+            Constant::Bool(true),
+            table(STR, &entries, Some("theirs")),
+            table(STR, &without, Some("theirs")),
+            table(STR, &without, None),
+            table(INT, &[("a", "1"), ("web01", "8080")], Some("2")),
+            table(BOOL, &[("web01", "true")], Some("false")),
+            list(&["a", "b"]),
+            Constant::Str("FALLBACK".into()),
+        ];
+        let results = run_all(
+            constants,
+            vec![
+                vec![host, Lookup(4)],
+                vec![host, Lookup(5)],
+                vec![host, Lookup(6)],
+                vec![host, Lookup(7)],
+                vec![host, Lookup(8)],
+                // index 8080 of a two-element list: missing, looked up
+                // (missing), coalesced.
+                vec![
+                    Const(9),
+                    Const(2),
+                    func("index"),
+                    Lookup(4),
+                    Const(10),
+                    Coalesce,
+                ],
+            ],
+        );
+        assert_eq!(
+            results,
+            vec![
+                str_val("mine"),
+                str_val("theirs"),
+                Err(EvalError(
+                    "the key \"web01\" is not in table 6, which has no default".into()
+                )),
+                Ok(Val::Int(8080)),
+                Ok(Val::Bool(true)),
+                str_val("FALLBACK"),
+            ]
+        );
+    }
+
+    /// A lookup is charged for the comparisons of its binary search: the
+    /// key's length times the search's depth, on top of the instruction.
+    #[test]
+    fn lookup_is_charged_for_its_search() {
+        use Instr::*;
+        let keys: Vec<String> = (0..1023).map(|i| format!("h{i:04}")).collect();
+        let entries: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), "v")).collect();
+        let body = body(
+            vec![
+                Constant::Str("v".into()),
+                table(crate::ids::constant_kind::STR, &entries, Some("v")),
+            ],
+            vec![vec![Fact(fact("sys.hostname")), Lookup(1)]],
+        );
+        crate::bundle::verify::verify_body(&body).unwrap();
+        let facts = facts();
+        let mut eval = Evaluator::new(&body, &facts);
+        assert_eq!(eval.run(0, &BTreeSet::new(), &[]), Ok(Val::Str("v".into())));
+        // 2 instructions; "web01" pushed (5), 5 bytes times 10 levels
+        // examined, "v" pushed (1).
+        assert_eq!(eval.steps_used(), 2 * INSTR_STEPS + 5 + 50 + 1);
     }
 }

@@ -1,5 +1,6 @@
 //! The HTTP API: `POST /api/v1/reports` (the agents), the read-only fleet
-//! queries under `/api/v1/` and `/metrics`. See docs/fleet.md.
+//! queries under `/api/v1/`, `/metrics`, and the dashboard pages
+//! ([`crate::web`], behind the same read rule). See docs/fleet.md.
 //!
 //! Layers, outermost first: a concurrency limit (requests wait, then time
 //! out), a whole-request timeout (a body trickled slowly cannot hold a
@@ -88,6 +89,7 @@ pub fn router(app: Arc<App>, limits: Limits) -> Router {
         .route("/api/v1/silent", get(read::silent))
         .route("/api/v1/promises", get(read::promises))
         .route("/metrics", get(read::metrics))
+        .merge(crate::web::routes())
         .route_layer(middleware::from_fn_with_state(
             Arc::clone(&app),
             auth::require_token,

@@ -4,6 +4,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod browser;
 pub mod cases;
 pub mod postgres;
 
@@ -151,9 +152,16 @@ pub struct Answer {
     pub status: u16,
     pub body: String,
     pub content_type: String,
+    /// Every header, names in lower case.
+    pub headers: BTreeMap<String, String>,
 }
 
 impl Answer {
+    /// A header's value, or "" when it is missing.
+    pub fn header(&self, name: &str) -> &str {
+        self.headers.get(name).map_or("", String::as_str)
+    }
+
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
@@ -167,6 +175,11 @@ fn answer(response: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> An
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+        .collect();
     let status = response.status().as_u16();
     let body = response
         .body_mut()
@@ -178,6 +191,7 @@ fn answer(response: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> An
         status,
         body,
         content_type,
+        headers,
     }
 }
 

@@ -25,8 +25,11 @@ use converge_format::schema::{self, AttrRole, AttrType};
 use converge_grammar::Span;
 use sha2::{Digest, Sha256};
 
+use super::merge::{self, Merge};
 use crate::diagnostic::{Code, Diagnostic};
-use crate::ir::{self, CompareOp, EdgeKind, Guard, TemplatePart, Value};
+use crate::ir::{self, CompareOp, Guard, TemplatePart, Value};
+
+mod merged;
 use crate::sema::expand::{value_kind, ValueKind};
 use crate::source::SourceDb;
 
@@ -53,6 +56,7 @@ pub fn lower(
         diagnostics: Vec::new(),
         at: Span::default(),
         elems: Vec::new(),
+        overrides: merged::Overrides::default(),
     };
     // The probe table first (format 2.3): declared facts run on every host
     // whether or not a promise reads them, so reports carry them all.
@@ -71,37 +75,20 @@ pub fn lower(
             )
         })
         .collect();
-    let mut after: Vec<Vec<u32>> = vec![Vec::new(); program.promises.len()];
-    let mut notify: Vec<Vec<u32>> = vec![Vec::new(); program.promises.len()];
-    for e in &program.edges {
-        let (from, to) = (e.from as u32, e.to as u32);
-        match e.kind {
-            EdgeKind::After | EdgeKind::Contains | EdgeKind::Account => {
-                if let Some(list) = after.get_mut(e.to) {
-                    if !list.contains(&from) {
-                        list.push(from);
-                    }
-                }
-            }
-            EdgeKind::Notify => {
-                if let Some(list) = notify.get_mut(e.from) {
-                    if !list.contains(&to) {
-                        list.push(to);
-                    }
-                }
-            }
-            EdgeKind::Outcome => {}
-        }
-    }
+    // The instances of a lookup split per key become one promise again
+    // (`merge`); edges and the order are renumbered to match.
+    let settled = merge::layout(program);
     let mut sources: Vec<SourceLoc> = Vec::new();
-    let mut promises = Vec::with_capacity(program.promises.len());
-    for (i, p) in program.promises.iter().enumerate() {
-        let mut a = after.get(i).cloned().unwrap_or_default();
-        a.sort_unstable();
-        let mut n = notify.get(i).cloned().unwrap_or_default();
-        n.sort_unstable();
+    let mut promises = Vec::with_capacity(settled.promises.len());
+    for (j, &(i, m)) in settled.promises.iter().enumerate() {
+        let Some(p) = program.promises.get(i) else {
+            continue;
+        };
+        let a = settled.after.get(j).cloned().unwrap_or_default();
+        let n = settled.notify.get(j).cloned().unwrap_or_default();
         let source = l.source_loc(p.span, &mut sources);
-        if let Some(lowered) = l.promise(p, a, n, source) {
+        let merged = m.and_then(|m| settled.merges.get(m));
+        if let Some(lowered) = l.promise(p, a, n, source, merged.map(|m| (m, program))) {
             promises.push(lowered);
         }
     }
@@ -122,7 +109,7 @@ pub fn lower(
         classes: List(classes),
         exclusive: List(exclusive),
         promises: List(promises),
-        order: List(program.order.iter().map(|&i| i as u32).collect()),
+        order: List(settled.order),
         sources: List(sources),
     })
 }
@@ -157,6 +144,9 @@ struct Lowerer<'a> {
     /// The variables of the `each` loops around the code being lowered,
     /// innermost last (an `elem` reads one by depth).
     elems: Vec<String>,
+    /// Lookups written in place of the nodes of a merged value
+    /// (`merged`); empty otherwise.
+    overrides: merged::Overrides,
 }
 
 impl Lowerer<'_> {
@@ -386,6 +376,10 @@ impl Lowerer<'_> {
 
     /// Pushes one value (a fact may push a list).
     fn scalar(&mut self, v: &Value, loops: &[ir::RuntimeLoop], code: &mut Vec<Instr>) {
+        if let Some(snippet) = self.overrides.values.get(&merged::address(v)) {
+            code.extend_from_slice(snippet);
+            return;
+        }
         match v {
             Value::Fact(name) => {
                 let f = self.fact_id(name);
@@ -430,6 +424,10 @@ impl Lowerer<'_> {
             }
             Value::Template(parts) => {
                 for part in parts {
+                    if let Some(snippet) = self.overrides.lits.get(&merged::address(part)) {
+                        code.extend_from_slice(snippet);
+                        continue;
+                    }
                     match part {
                         TemplatePart::Lit(text) => {
                             let c = self.constant(Constant::Str(text.clone()));
@@ -523,12 +521,15 @@ impl Lowerer<'_> {
         Item::Code(self.program(code))
     }
 
+    /// One bundle promise: `p`, or, with `merged`, the instances of a split
+    /// lookup of which `p` is the first (`merge`).
     fn promise(
         &mut self,
         p: &ir::Promise,
         after: Vec<u32>,
         notify: Vec<u32>,
         source: u32,
+        merged: Option<(&Merge, &ir::Program)>,
     ) -> Option<Promise> {
         self.at = p.span;
         let Some(pt) = schema::promise_type(p.kind) else {
@@ -539,7 +540,7 @@ impl Lowerer<'_> {
         let promiser = self.item(&p.promiser, &loops);
         let mut attrs = Vec::new();
         let mut classes = [None, None, None];
-        for attr in &p.attrs {
+        for (j, attr) in p.attrs.iter().enumerate() {
             let Some(spec) = pt.attr(&attr.name) else {
                 self.internal(format!(
                     "`{}` is not an attribute of `{}`",
@@ -567,7 +568,17 @@ impl Lowerer<'_> {
                 }
                 continue;
             }
+            let joint = merged.and_then(|(m, program)| {
+                m.attrs
+                    .get(j)
+                    .and_then(Option::as_ref)
+                    .map(|joint| (m, program, joint))
+            });
             let value = match (attr.name.as_str(), &spec.ty) {
+                _ if joint.is_some() => {
+                    let (m, program, joint) = joint?;
+                    self.joint_operand(m, program, j, joint, &loops)
+                }
                 ("source", _) if pt.name == "directory" => self.embed_tree(p, attr)?,
                 ("source", _) => self.embed_source(p, attr)?,
                 (_, AttrType::List(_)) => match &attr.value {
@@ -583,7 +594,8 @@ impl Lowerer<'_> {
                 value,
             });
         }
-        let guard = match &*p.guard {
+        let merged_guard = merged.map(|(m, _)| m.guard());
+        let guard = match merged_guard.as_ref().unwrap_or(&p.guard) {
             Guard::Const(true) => None,
             g => {
                 let mut code = Vec::new();

@@ -6,6 +6,7 @@ pub mod embed;
 pub mod embed_tree;
 pub mod keys;
 pub mod lower;
+pub mod merge;
 
 use converge_format::bundle::envelope::{signed_prefix, signing_digest};
 use converge_format::bundle::format::Body;

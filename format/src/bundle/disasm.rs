@@ -157,6 +157,39 @@ pub fn disassemble(body: &Body, version: (u16, u16)) -> String {
             let _ = writeln!(out, "  {}", d.program(q));
         }
     }
+    // Tables (format 2.3) appear by number in `lookup`; their entries are
+    // listed once, here, a key per line.
+    let tables = body
+        .constants
+        .iter()
+        .enumerate()
+        .filter_map(|(c, k)| match k {
+            Constant::Table(t) => Some((c, t)),
+            _ => None,
+        });
+    let mut heading = false;
+    for (c, table) in tables {
+        if !heading {
+            let _ = writeln!(out, "\ntables:");
+            heading = true;
+        }
+        // Strings quoted; ints and bools as they are.
+        let text = |v: &str| {
+            if table.kind == crate::ids::constant_kind::STR {
+                format!("{v:?}")
+            } else {
+                v.to_owned()
+            }
+        };
+        let default = table
+            .default
+            .as_deref()
+            .map_or_else(|| "none".to_owned(), text);
+        let _ = writeln!(out, "  t{c}: {} keys, default {default}", table.ends.len());
+        for (key, value) in table.entries() {
+            let _ = writeln!(out, "    {key:?} = {}", text(value));
+        }
+    }
     out
 }
 
@@ -178,6 +211,7 @@ impl Disasm<'_> {
                 format!("[{}]", items.join(", "))
             }
             Some(Constant::Probe(p)) => format!("<probe {}>", p.name),
+            Some(Constant::Table(_)) => format!("t{c}"),
             None => format!("<constant {c}?>"),
         }
     }
@@ -218,6 +252,7 @@ impl Disasm<'_> {
                 Instr::Each(q) => format!("each p{q}"),
                 Instr::Elem(d) => format!("elem {d}"),
                 Instr::Probe(c) => format!("probe facts.{}", self.name(c)),
+                Instr::Lookup(t) => format!("lookup {}", self.constant(t)),
                 other => other.mnemonic().to_owned(),
             })
             .collect();
@@ -318,6 +353,53 @@ mod tests {
         );
         assert!(
             text.ends_with("\nprograms run by each:\n  p0: elem 0; const \",\"; concat 2\n"),
+            "{text}"
+        );
+    }
+
+    /// Format 2.3: `lookup` names its table, and each table is listed once
+    /// at the end with its default and one line per key.
+    #[test]
+    fn lookups_name_their_table_and_tables_are_listed_at_the_end() {
+        use crate::bundle::format::Table;
+        use crate::ids::constant_kind::{INT, STR};
+        let pair = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+        let mut body = Body::with_programs(
+            vec![
+                Constant::Str("a\n".into()),
+                Constant::Str("b".into()),
+                Constant::Table(Table::new(
+                    STR,
+                    vec![pair("h2", "b"), pair("h1", "a\n")],
+                    Some("b".into()),
+                )),
+                Constant::Table(Table::new(INT, vec![pair("h1", "80")], None)),
+                Constant::Word("web".into()),
+            ],
+            vec![vec![
+                Instr::Fact(1),
+                Instr::Lookup(2),
+                Instr::Fact(1),
+                Instr::Lookup(3),
+                Instr::Eq,
+            ]],
+        );
+        body.classes = List(vec![ClassEntry {
+            name: 4,
+            program: Some(0),
+        }]);
+        let text = disassemble(&body, (2, 3));
+        assert!(
+            text.contains(
+                "  web = p0: fact sys.hostname; lookup t2; fact sys.hostname; lookup t3; eq\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "\ntables:\n  t2: 2 keys, default \"b\"\n    \"h1\" = \"a\\n\"\n    \"h2\" = \"b\"\n  \
+                 t3: 1 keys, default none\n    \"h1\" = 80\n"
+            ),
             "{text}"
         );
     }

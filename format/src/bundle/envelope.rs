@@ -147,8 +147,9 @@ fn frame(bytes: &[u8]) -> Result<Frame<'_>, BundleError> {
     })
 }
 
-/// Decodes and verifies the body of a framed bundle.
-fn decode(bytes: &[u8], frame: &Frame<'_>) -> Result<Verified, BundleError> {
+/// Decodes and verifies the body of a framed bundle; `digest` is the
+/// SHA-256 of all of `bytes`.
+fn decode(bytes: &[u8], frame: &Frame<'_>, digest: [u8; 32]) -> Result<Verified, BundleError> {
     let body_bytes = frame.signed.get(HEADER_LEN..).unwrap_or_default();
     let body = decode_body(body_bytes)?;
     if body.header.key_id != frame.key_id {
@@ -161,7 +162,7 @@ fn decode(bytes: &[u8], frame: &Frame<'_>) -> Result<Verified, BundleError> {
         body,
         key_id: frame.key_id,
         version: frame.version,
-        digest: Sha256::digest(bytes).into(),
+        digest,
         len: bytes.len(),
     })
 }
@@ -176,7 +177,13 @@ pub fn open(bytes: &[u8], trusted: &[PublicKey]) -> Result<Verified, BundleError
             key_id: frame.key_id,
         });
     }
-    let digest = signing_digest(frame.signed);
+    // One pass over the bytes gives both digests: the signed one (header
+    // and body), and, continued over the signature, the whole file's.
+    let mut hasher = Sha256::new();
+    hasher.update(frame.signed);
+    let digest: [u8; 32] = hasher.clone().finalize().into();
+    hasher.update(frame.signature);
+    let file_digest: [u8; 32] = hasher.finalize().into();
     let signature = Signature::from_bytes(&frame.signature);
     let signed_by_trusted = candidates.iter().any(|k| {
         VerifyingKey::from_bytes(&k.key)
@@ -188,7 +195,7 @@ pub fn open(bytes: &[u8], trusted: &[PublicKey]) -> Result<Verified, BundleError
             key_id: frame.key_id,
         });
     }
-    decode(bytes, &frame)
+    decode(bytes, &frame, file_digest)
 }
 
 /// Decodes and verifies a bundle's structure without checking who signed
@@ -196,5 +203,5 @@ pub fn open(bytes: &[u8], trusted: &[PublicKey]) -> Result<Verified, BundleError
 /// Never use the result to change a host.
 pub fn open_unsigned(bytes: &[u8]) -> Result<Verified, BundleError> {
     let frame = frame(bytes)?;
-    decode(bytes, &frame)
+    decode(bytes, &frame, Sha256::digest(bytes).into())
 }

@@ -211,6 +211,99 @@ pub enum Constant {
     /// every constant of this kind, in pool order. Never pushed by `const`;
     /// `probe` reads its value.
     Probe(Box<Probe>),
+    /// A map from strings to scalar constants, read by `lookup` (format
+    /// 2.3): one promise's values per host key, where the writer merged
+    /// the instances of a lookup split per key back into one promise.
+    Table(Table),
+}
+
+/// The payload of a [`Constant::Table`] (format 2.3): entries sorted by
+/// key, keys unique, every value of one type. Keys and values are each one
+/// string, cut by [`Table::ends`], so that a table of 10,000 hosts decodes
+/// as a few allocations, not 20,000 strings. At most
+/// [`MAX_CONST_LIST`](super::limits::MAX_CONST_LIST) entries.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Table {
+    /// The type of every value, as a constant kind: `str` (1), `int` (3) or
+    /// `bool` (4).
+    pub kind: u8,
+    /// Every key, concatenated in order (sorted bytewise, unique).
+    pub keys: String,
+    /// Every value as text, concatenated in the order of the keys: a
+    /// string as it is, an int in decimal, a bool `true` or `false`.
+    pub values: String,
+    /// Per entry, where its key ends in `keys` and its value in `values`
+    /// (each starts where the previous one ends).
+    pub ends: List<TableEnd>,
+    /// The value (as text) of every key not in the table; `None`: `lookup`
+    /// of such a key fails the program (the writer guards the promise so
+    /// that it never happens).
+    pub default: Option<String>,
+}
+
+/// The end of one entry of a [`Table`], in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TableEnd {
+    pub key: u32,
+    pub value: u32,
+}
+
+impl Table {
+    /// A table of `(key, value text)` entries, sorted here.
+    pub fn new(kind: u8, mut entries: Vec<(String, String)>, default: Option<String>) -> Table {
+        entries.sort_unstable();
+        let mut table = Table {
+            kind,
+            keys: String::new(),
+            values: String::new(),
+            ends: List(Vec::with_capacity(entries.len())),
+            default,
+        };
+        for (key, value) in entries {
+            table.keys.push_str(&key);
+            table.values.push_str(&value);
+            table.ends.0.push(TableEnd {
+                key: u32::try_from(table.keys.len()).unwrap_or(u32::MAX),
+                value: u32::try_from(table.values.len()).unwrap_or(u32::MAX),
+            });
+        }
+        table
+    }
+
+    /// The key and value text of entry `i`; `None` past the end or where
+    /// the ends do not cut the strings (the verifier refuses such a table).
+    pub fn entry(&self, i: usize) -> Option<(&str, &str)> {
+        let end = self.ends.get(i)?;
+        let start = match i.checked_sub(1) {
+            Some(before) => *self.ends.get(before)?,
+            None => TableEnd { key: 0, value: 0 },
+        };
+        Some((
+            self.keys.get(start.key as usize..end.key as usize)?,
+            self.values.get(start.value as usize..end.value as usize)?,
+        ))
+    }
+
+    /// Every entry, in order (stopping at the first the ends do not cut).
+    pub fn entries(&self) -> impl Iterator<Item = (&str, &str)> {
+        (0..self.ends.len()).map_while(|i| self.entry(i))
+    }
+
+    /// The value text of `key`: its entry's, else the default (a binary
+    /// search; the verifier checked the keys are sorted).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        let (mut low, mut high) = (0usize, self.ends.len());
+        while low < high {
+            let mid = low.saturating_add(high.saturating_sub(low).checked_div(2).unwrap_or(0));
+            let (k, v) = self.entry(mid)?;
+            match k.cmp(key) {
+                std::cmp::Ordering::Equal => return Some(v),
+                std::cmp::Ordering::Less => low = mid.saturating_add(1),
+                std::cmp::Ordering::Greater => high = mid,
+            }
+        }
+        self.default.as_deref()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -295,6 +388,7 @@ impl Constant {
             Constant::Blob(_) => constant_kind::BLOB,
             Constant::List(_) => constant_kind::LIST,
             Constant::Probe(_) => constant_kind::PROBE,
+            Constant::Table(_) => constant_kind::TABLE,
         }
     }
 }
@@ -310,6 +404,7 @@ impl Serialize for Constant {
             Constant::Blob(v) => write_tagged(s, tag, Some(v)),
             Constant::List(v) => write_tagged(s, tag, Some(v)),
             Constant::Probe(v) => write_tagged(s, tag, Some(v)),
+            Constant::Table(v) => write_tagged(s, tag, Some(v)),
         }
     }
 }
@@ -333,6 +428,7 @@ impl<'de> Deserialize<'de> for Constant {
                     constant_kind::BLOB => Constant::Blob(read_payload(&mut seq, WHAT)?),
                     constant_kind::LIST => Constant::List(read_payload(&mut seq, WHAT)?),
                     constant_kind::PROBE => Constant::Probe(read_payload(&mut seq, WHAT)?),
+                    constant_kind::TABLE => Constant::Table(read_payload(&mut seq, WHAT)?),
                     other => return Err(refuse(format!("unknown constant kind {other}"))),
                 })
             }

@@ -84,12 +84,16 @@ pub enum Instr {
     /// probe that failed on this host makes the program fail with its
     /// reason, and the promise that needed it is skipped.
     Probe(u32),
+    /// `[key] -> [v]`: the value of string `key` in the table constant `t`
+    /// (a binary search), else the table's default; a key with neither
+    /// fails the program run (format 2.3).
+    Lookup(u32),
 }
 
 impl Instr {
     /// One instruction of each kind (operands 0): the opcode table is
     /// built from it, and a test checks it misses none.
-    pub const ONE_OF_EACH: [Instr; 18] = [
+    pub const ONE_OF_EACH: [Instr; 19] = [
         Instr::Const(0),
         Instr::Fact(0),
         Instr::LoopVar(0),
@@ -108,6 +112,7 @@ impl Instr {
         Instr::Each(0),
         Instr::Elem(0),
         Instr::Probe(0),
+        Instr::Lookup(0),
     ];
 
     /// The opcode byte that starts the instruction on the wire.
@@ -131,6 +136,7 @@ impl Instr {
             Instr::Each(_) => opcode::EACH,
             Instr::Elem(_) => opcode::ELEM,
             Instr::Probe(_) => opcode::PROBE,
+            Instr::Lookup(_) => opcode::LOOKUP,
         }
     }
 
@@ -147,6 +153,7 @@ impl Instr {
             | Instr::Each(x)
             | Instr::Elem(x)
             | Instr::Probe(x) => Some(x),
+            Instr::Lookup(x) => Some(x),
             Instr::Not
             | Instr::And
             | Instr::Or
@@ -172,6 +179,7 @@ impl Instr {
             | opcode::EACH
             | opcode::ELEM
             | opcode::PROBE => Some(true),
+            opcode::LOOKUP => Some(true),
             opcode::NOT
             | opcode::AND
             | opcode::OR
@@ -206,6 +214,7 @@ impl Instr {
             opcode::EACH => Instr::Each(x),
             opcode::ELEM => Instr::Elem(x),
             opcode::PROBE => Instr::Probe(x),
+            opcode::LOOKUP => Instr::Lookup(x),
             _ => return None,
         })
     }
@@ -231,6 +240,7 @@ impl Instr {
             Instr::Each(_) => "each",
             Instr::Elem(_) => "elem",
             Instr::Probe(_) => "probe",
+            Instr::Lookup(_) => "lookup",
         }
     }
 }

@@ -5,7 +5,7 @@
 //! After this, the interpreter can trust the body's shape.
 
 use super::error::BundleError;
-use super::format::{AttrValue, Body, Constant, Item, Operand, Program, Promise};
+use super::format::{AttrValue, Body, Constant, Item, Operand, Program, Promise, Table};
 use super::functions::function_by_id;
 use super::instr::Instr;
 use super::limits::{RegexCache, MAX_CONST_LIST, MAX_EACH_DEPTH, MAX_LOOP_DEPTH, MAX_PROMISES};
@@ -81,11 +81,13 @@ pub fn verify_body(body: &Body) -> Result<(), BundleError> {
     let mut v = Verifier {
         body,
         probe_reads: std::collections::HashMap::new(),
+        tables: Vec::new(),
     };
     v.header()?;
     static_limits(body)?;
     probes(body)?;
     v.resolve_probe_reads();
+    v.tables = table_types(body)?;
     // In index order: `each` runs only programs of a lower index, whose
     // facts are known by then.
     let mut programs: Vec<ProgramInfo> = Vec::with_capacity(body.programs.len());
@@ -131,13 +133,15 @@ fn static_limits(body: &Body) -> Result<(), BundleError> {
         )));
     }
     for (c, constant) in body.constants.iter().enumerate() {
-        if let Constant::List(items) = constant {
-            if items.len() > MAX_CONST_LIST {
-                return Err(corrupt(format!(
-                    "constant {c}: a list of {} elements, more than the limit of {MAX_CONST_LIST}",
-                    items.len()
-                )));
-            }
+        let (what, len) = match constant {
+            Constant::List(items) => ("a list", items.len()),
+            Constant::Table(table) => ("a table", table.ends.len()),
+            _ => continue,
+        };
+        if len > MAX_CONST_LIST {
+            return Err(corrupt(format!(
+                "constant {c}: {what} of {len} elements, more than the limit of {MAX_CONST_LIST}"
+            )));
         }
     }
     for (i, p) in body.promises.iter().enumerate() {
@@ -217,12 +221,78 @@ fn regexes(body: &Body) -> Result<(), BundleError> {
     Ok(())
 }
 
+/// The type of the values of every table constant (format 2.3), by
+/// constant index (`None` for other constants), checked once here so that
+/// each `lookup` costs nothing more: the ends cut the key and value texts
+/// exactly, keys sorted and unique, every value and the default a value of
+/// the table's kind (an int in canonical decimal, a bool `true`/`false`).
+fn table_types(body: &Body) -> Result<Vec<Option<Ty>>, BundleError> {
+    body.constants
+        .iter()
+        .enumerate()
+        .map(|(c, constant)| match constant {
+            Constant::Table(table) => table_type(table)
+                .map(Some)
+                .map_err(|e| corrupt(format!("constant {c}: table {e}"))),
+            _ => Ok(None),
+        })
+        .collect()
+}
+
+fn table_type(table: &Table) -> Result<Ty, String> {
+    use crate::ids::constant_kind;
+    let ty = match table.kind {
+        constant_kind::STR => Ty::Str,
+        constant_kind::INT => Ty::Int,
+        constant_kind::BOOL => Ty::Bool,
+        other => {
+            return Err(format!(
+                "values of constant kind {other}, not str, int or bool"
+            ))
+        }
+    };
+    let value_ok = |v: &str| match ty {
+        Ty::Int => v.parse::<i64>().is_ok_and(|n| n.to_string() == v),
+        Ty::Bool => v == "true" || v == "false",
+        _ => true,
+    };
+    let mut previous: Option<&str> = None;
+    for i in 0..table.ends.len() {
+        let (key, value) = table
+            .entry(i)
+            .ok_or_else(|| format!("entry {i} ends outside its text or inside a character"))?;
+        if let Some(before) = previous {
+            if key <= before {
+                return Err(format!(
+                    "keys are not sorted and unique: {key:?} after {before:?}"
+                ));
+            }
+        }
+        previous = Some(key);
+        if !value_ok(value) {
+            return Err(format!("value {value:?} of {key:?} is not {}", ty.name()));
+        }
+    }
+    let last = table.ends.0.last().copied();
+    let (keys_end, values_end) = last.map_or((0, 0), |e| (e.key as usize, e.value as usize));
+    if keys_end != table.keys.len() || values_end != table.values.len() {
+        return Err("has text after its last entry".to_owned());
+    }
+    match &table.default {
+        Some(d) if !value_ok(d) => Err(format!("default {d:?} is not {}", ty.name())),
+        None if table.ends.is_empty() => Err("has no entries and no default".to_owned()),
+        _ => Ok(ty),
+    }
+}
+
 struct Verifier<'b> {
     body: &'b Body,
     /// The stack type (or why there is none) of each constant a `probe`
     /// instruction names, worked out once per constant: a type text and a
     /// path are parsed once however many instructions read them.
     probe_reads: std::collections::HashMap<u32, Result<Ty, String>>,
+    /// [`table_types`].
+    tables: Vec<Option<Ty>>,
 }
 
 impl Verifier<'_> {
@@ -267,6 +337,7 @@ impl Verifier<'_> {
             Constant::List(_) => Ty::List,
             Constant::Blob(_) => return Err(format!("constant {c} is a blob")),
             Constant::Probe(_) => return Err(format!("constant {c} is a probe declaration")),
+            Constant::Table(_) => return Err(format!("constant {c} is a table")),
         })
     }
 
@@ -487,6 +558,17 @@ impl Verifier<'_> {
                         .map_err(|e| format!("{e} at {pc}"))?,
                     false,
                 ),
+                Instr::Lookup(t) => {
+                    let ty = self
+                        .tables
+                        .get(t as usize)
+                        .copied()
+                        .flatten()
+                        .ok_or_else(|| format!("lookup in constant {t} at {pc}, not a table"))?;
+                    let key = pop(&mut stack)?;
+                    expect(key.ty, Ty::Str, pc)?;
+                    (ty, key.optional)
+                }
                 Instr::Elem(d) => {
                     if d as usize >= MAX_EACH_DEPTH {
                         return Err(format!(
@@ -884,6 +966,7 @@ mod tests {
             let mut v = Verifier {
                 body: &body,
                 probe_reads: std::collections::HashMap::new(),
+                tables: Vec::new(),
             };
             v.resolve_probe_reads();
             let info = v.program(0, body.programs.get(0).unwrap(), &[]).unwrap();
@@ -1229,5 +1312,239 @@ mod tests {
             vec![deepest, longest],
         );
         verify_body(&body).unwrap();
+    }
+
+    /// A table of kind `kind` with `(key, value text)` entries exactly as
+    /// given (unsorted if so), and a default.
+    fn table_of(kind: u8, entries: &[(&str, &str)], default: Option<&str>) -> Constant {
+        use crate::bundle::format::{List, Table, TableEnd};
+        let mut t = Table {
+            kind,
+            keys: String::new(),
+            values: String::new(),
+            ends: List(Vec::new()),
+            default: default.map(str::to_owned),
+        };
+        for (k, v) in entries {
+            t.keys.push_str(k);
+            t.values.push_str(v);
+            t.ends.0.push(TableEnd {
+                key: t.keys.len() as u32,
+                value: t.values.len() as u32,
+            });
+        }
+        Constant::Table(t)
+    }
+
+    fn table(entries: &[(&str, &str)], default: Option<&str>) -> Constant {
+        table_of(crate::ids::constant_kind::STR, entries, default)
+    }
+
+    /// Format 2.3: tables and `lookup`. Constants 0-3 as in
+    /// [`constants_2_2`]; the table under test is 4.
+    fn verify_table(t: Constant, code: Vec<Instr>) -> Result<(), BundleError> {
+        let mut constants = constants_2_2();
+        constants.push(t);
+        verify_used(constants, vec![code], &[0])
+    }
+
+    #[test]
+    fn bad_tables_and_lookups_are_refused_with_their_reason() {
+        use crate::bundle::format::TableEnd;
+        use crate::ids::constant_kind::{BLOB, BOOL, INT};
+        use Instr::*;
+        let host = fact("sys.hostname");
+        let as_bool = || vec![fact("sys.hostname"), Lookup(4), Const(0), Eq];
+        let cut = |mut t: Constant, ends: Vec<(u32, u32)>| {
+            if let Constant::Table(table) = &mut t {
+                table.ends.0 = ends
+                    .into_iter()
+                    .map(|(key, value)| TableEnd { key, value })
+                    .collect();
+            }
+            t
+        };
+        let cases: Vec<(Constant, Vec<Instr>, &str)> = vec![
+            (
+                table(&[("b", "x"), ("a", "x")], None),
+                as_bool(),
+                "constant 4: table keys are not sorted and unique: \"a\" after \"b\"",
+            ),
+            (
+                table(&[("a", "x"), ("a", "y")], None),
+                as_bool(),
+                "keys are not sorted and unique: \"a\" after \"a\"",
+            ),
+            (
+                table_of(BLOB, &[("a", "x")], None),
+                as_bool(),
+                "values of constant kind 6, not str, int or bool",
+            ),
+            (
+                table_of(INT, &[("a", "80"), ("b", "08")], None),
+                as_bool(),
+                "value \"08\" of \"b\" is not int",
+            ),
+            (
+                table_of(INT, &[("a", "80")], Some("x")),
+                as_bool(),
+                "default \"x\" is not int",
+            ),
+            (
+                table_of(BOOL, &[("a", "yes")], None),
+                as_bool(),
+                "value \"yes\" of \"a\" is not bool",
+            ),
+            (table(&[], None), as_bool(), "has no entries and no default"),
+            // Ends that run past the text, go backwards, cut a character,
+            // or leave text after the last entry.
+            (
+                cut(table(&[("ab", "x")], None), vec![(3, 1)]),
+                as_bool(),
+                "entry 0 ends outside its text or inside a character",
+            ),
+            (
+                cut(table(&[("ab", "xy")], None), vec![(2, 2), (1, 2)]),
+                as_bool(),
+                "entry 1 ends outside its text",
+            ),
+            (
+                cut(table(&[("é", "x")], None), vec![(1, 1)]),
+                as_bool(),
+                "entry 0 ends outside its text or inside a character",
+            ),
+            (
+                cut(table(&[("ab", "xy")], None), vec![(1, 1)]),
+                as_bool(),
+                "has text after its last entry",
+            ),
+            // `lookup` of something that is not a table, of a missing
+            // constant, with no key, with a key that is not a string.
+            (
+                table(&[("a", "x")], None),
+                vec![host, Lookup(0), Const(0), Eq],
+                "lookup in constant 0 at 1, not a table",
+            ),
+            (
+                table(&[("a", "x")], None),
+                vec![host, Lookup(70), Const(0), Eq],
+                "lookup in constant 70 at 1, not a table",
+            ),
+            (
+                table(&[("a", "x")], None),
+                vec![Lookup(4)],
+                "stack underflow at 0",
+            ),
+            (
+                table(&[("a", "x")], None),
+                vec![Const(2), Lookup(4), Const(0), Eq],
+                "Str expected at 1, found Int",
+            ),
+            // The value's type is the table's: a string is not a guard.
+            (
+                table(&[("a", "x")], None),
+                vec![host, Lookup(4)],
+                "gives Str, Bool expected",
+            ),
+            // A table is never pushed whole.
+            (
+                table(&[("a", "x")], None),
+                vec![Const(4)],
+                "constant 4 is a table",
+            ),
+        ];
+        for (t, code, reason) in cases {
+            let shown = format!("{t:?} {code:?}");
+            match verify_table(t, code) {
+                Err(BundleError::Corrupt { reason: got }) => {
+                    assert!(got.contains(reason), "{shown}: {got:?} lacks {reason:?}")
+                }
+                other => panic!("{shown} was not refused: {other:?}"),
+            }
+        }
+        // Too many entries: the limit of list constants.
+        let keys: Vec<String> = (0..=MAX_CONST_LIST).map(|i| format!("{i:08}")).collect();
+        let entries: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), "")).collect();
+        match verify_table(table(&entries, None), as_bool()) {
+            Err(BundleError::Corrupt { reason }) => assert!(
+                reason.contains("a table of 65537 elements, more than the limit of 65536"),
+                "{reason}"
+            ),
+            other => panic!("an oversized table was not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn good_tables_and_lookups_are_accepted() {
+        use crate::ids::constant_kind::{BOOL, INT};
+        use Instr::*;
+        let host = fact("sys.hostname");
+        // Strings (empty ones too), an int default, bool values, a default
+        // alone; an optional key (an index) gives an optional value.
+        let ok: Vec<(Constant, Vec<Instr>)> = vec![
+            (
+                table(&[("a", ""), ("b", "w")], Some("")),
+                vec![host, Lookup(4), Const(0), Eq],
+            ),
+            (
+                table_of(INT, &[("a", "-3")], Some("0")),
+                vec![host, Lookup(4), Const(2), Eq],
+            ),
+            (
+                table_of(BOOL, &[("a", "true"), ("ab", "false")], None),
+                vec![host, Lookup(4)],
+            ),
+            (table_of(BOOL, &[], Some("true")), vec![host, Lookup(4)]),
+            (
+                table_of(BOOL, &[("x", "true")], None),
+                vec![
+                    Const(1),
+                    Const(2),
+                    func("index"),
+                    Lookup(4),
+                    Const(3),
+                    Coalesce,
+                ],
+            ),
+        ];
+        for (t, code) in ok {
+            let shown = format!("{t:?} {code:?}");
+            verify_table(t, code).unwrap_or_else(|e| panic!("{shown}: {e}"));
+        }
+        // Without the coalesce, the optional key makes the guard optional.
+        let optional = verify_table(
+            table_of(BOOL, &[("x", "true")], None),
+            vec![Const(1), Const(2), func("index"), Lookup(4)],
+        );
+        assert!(
+            matches!(&optional, Err(BundleError::Corrupt { reason }) if reason.contains("may give a missing value")),
+            "{optional:?}"
+        );
+    }
+
+    /// `Table::get` finds every key by binary search, and the default for
+    /// keys before, between and after them.
+    #[test]
+    fn table_get_finds_every_key() {
+        use crate::bundle::format::Table;
+        let keys: Vec<String> = (0..100).map(|i| format!("k{:03}", i * 2)).collect();
+        let t = Table::new(
+            crate::ids::constant_kind::STR,
+            keys.iter()
+                .rev()
+                .map(|k| (k.clone(), format!("v{k}")))
+                .collect(),
+            Some("none".into()),
+        );
+        for k in &keys {
+            assert_eq!(t.get(k), Some(format!("v{k}").as_str()));
+        }
+        for other in ["", "a", "k001", "k199", "z"] {
+            assert_eq!(t.get(other), Some("none"));
+        }
+        let Constant::Table(bare) = table(&[("a", "1")], None) else {
+            unreachable!()
+        };
+        assert_eq!(bare.get("b"), None);
     }
 }

@@ -111,7 +111,9 @@ impl<'b> Resolver<'b> {
             Some(Constant::Blob(b)) => Value::Bytes(Arc::from(b.0.as_slice())),
             // Refused by the verifier as an attribute value; kept whole.
             Some(Constant::List(l)) => Value::List(l.0.clone()),
-            Some(Constant::Probe(_)) | None => {
+            // Refused by the verifier as an attribute value: only `lookup`
+            // reads a table, only `probe` a probe.
+            Some(Constant::Table(_) | Constant::Probe(_)) | None => {
                 return Err(format!("cannot evaluate: constant {c}"))
             }
         };
