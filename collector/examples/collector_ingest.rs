@@ -297,7 +297,7 @@ fn fill(args: &Args) {
                         let r = report(n, hosts, 0);
                         let age = (fill - n) as i64 * 30 * 86_400 / fill as i64;
                         store.ingest(&r, &r.to_bytes(), now - age).await.unwrap();
-                        if n % 100_000 == 0 && n > 0 {
+                        if n.is_multiple_of(100_000) && n > 0 {
                             println!("fill: {n} ({:.0}s)", started.elapsed().as_secs_f64());
                         }
                     }

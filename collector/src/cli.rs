@@ -23,7 +23,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the upload endpoint, the fleet API and /metrics.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Apply retention once (what `serve` does every hour) and exit.
     Prune(PruneArgs),
 }

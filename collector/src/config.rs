@@ -76,7 +76,7 @@ mod tests {
         let mut argv = vec!["converge-collector", "serve", "--inventory", "i.toml"];
         argv.extend_from_slice(extra);
         match crate::cli::Cli::parse_from(argv).command {
-            crate::cli::Command::Serve(a) => a,
+            crate::cli::Command::Serve(a) => *a,
             crate::cli::Command::Prune(_) => unreachable!(),
         }
     }

@@ -342,7 +342,7 @@ fn group_failures(rows: Vec<PromiseRow>) -> Vec<FailureGroup> {
     }
     let mut list: Vec<FailureGroup> = groups.into_values().map(|(_, g)| g).collect();
     // Most widespread first.
-    list.sort_by(|a, b| b.hosts.len().cmp(&a.hosts.len()));
+    list.sort_by_key(|g| std::cmp::Reverse(g.hosts.len()));
     list
 }
 

@@ -28,7 +28,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Serve(args) => run::serve(args).await,
+            Command::Serve(args) => run::serve(*args).await,
             Command::Prune(args) => run::prune(args).await,
         }
     });

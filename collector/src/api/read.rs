@@ -92,11 +92,11 @@ pub(super) async fn changes(
     let now = jiff::Timestamp::now().as_second();
     let since = match parse_time("since", query.since.as_deref()) {
         Ok(t) => t.unwrap_or(now - DEFAULT_CHANGES_WINDOW),
-        Err(r) => return r,
+        Err(e) => return error(StatusCode::BAD_REQUEST, &e),
     };
     let until = match parse_time("until", query.until.as_deref()) {
         Ok(t) => t.unwrap_or(now + 1),
-        Err(r) => return r,
+        Err(e) => return error(StatusCode::BAD_REQUEST, &e),
     };
     let limit = query.limit.unwrap_or(1_000);
     if !(1..=10_000).contains(&limit) {
@@ -105,17 +105,12 @@ pub(super) async fn changes(
     respond(fleet::changes(&app.store, since, until, query.host.as_deref(), limit).await)
 }
 
-fn parse_time(name: &str, value: Option<&str>) -> Result<Option<i64>, Response> {
+fn parse_time(name: &str, value: Option<&str>) -> Result<Option<i64>, String> {
     let Some(value) = value else { return Ok(None) };
     value
         .parse::<jiff::Timestamp>()
         .map(|t| Some(t.as_second()))
-        .map_err(|e| {
-            error(
-                StatusCode::BAD_REQUEST,
-                &format!("{name}: {e} (expected RFC 3339, e.g. 2026-11-24T00:00:00Z)"),
-            )
-        })
+        .map_err(|e| format!("{name}: {e} (expected RFC 3339, e.g. 2026-11-24T00:00:00Z)"))
 }
 
 #[derive(Debug, Deserialize)]
