@@ -1034,3 +1034,27 @@ fn the_real_collector_stores_the_reports_and_refuses_a_revoked_host() {
     );
     assert!(host.spool().is_empty());
 }
+
+/// The metrics directory sits in the state directory inside the root: a
+/// link planted there must not carry the textfile out of the root.
+#[test]
+fn a_link_in_place_of_the_metrics_directory_is_not_followed() {
+    let hub = Hub::start();
+    hub.publish("hello", 100, &[]);
+    let host = hub.host("web-01");
+    host.configure(&[], "");
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(host.state.clone()).unwrap();
+    std::os::unix::fs::symlink(outside.path(), host.metrics_dir()).unwrap();
+    let out = host.agent();
+    assert!(
+        !outside.path().join("converge.prom").exists(),
+        "the textfile was written through the link\n{}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("symbolic link is not followed"),
+        "{}",
+        text(&out)
+    );
+}

@@ -198,19 +198,33 @@ pub fn read_previous(dir: &Path) -> String {
 /// default), the state directory is given search permission for others
 /// (0711: they can reach `metrics/` but list nothing, and every other file
 /// in it is 0600), without which node_exporter could not open the file.
+///
+/// The default directory (`metrics/` of the state directory, which may be
+/// inside a `--root`) is opened through the state directory's handle
+/// without following a link, like `identity/` and `spool/`: a link planted
+/// in the root cannot send the textfile elsewhere. A directory configured
+/// elsewhere is the operator's own path and is created as given.
 pub fn write(dir: &Path, state: &StateDir, text: &str) -> std::io::Result<()> {
-    if std::fs::symlink_metadata(dir).is_err() {
-        std::fs::DirBuilder::new().recursive(true).create(dir)?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
-    }
     let state_dir = state.path("");
     let state_dir = state_dir.components().as_path();
-    if dir.starts_with(state_dir) {
+    if let Ok(rel) = dir.strip_prefix(state_dir) {
         let meta = std::fs::metadata(state_dir)?;
         let mode = meta.permissions().mode() & 0o7777;
         if mode & 0o011 != 0o011 {
             std::fs::set_permissions(state_dir, std::fs::Permissions::from_mode(mode | 0o011))?;
         }
+        if let Some(name) = rel.to_str().filter(|n| !n.is_empty() && !n.contains('/')) {
+            let sub = state.subdir(name, 0o755)?;
+            // mkdir's mode is cut by the umask; node_exporter needs 0755.
+            if sub.info()?.mode & 0o755 != 0o755 {
+                std::fs::set_permissions(sub.path(""), std::fs::Permissions::from_mode(0o755))?;
+            }
+            return sub.write(TEXTFILE, text.as_bytes(), 0o644);
+        }
+    }
+    if std::fs::symlink_metadata(dir).is_err() {
+        std::fs::DirBuilder::new().recursive(true).create(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
     }
     crate::state::write_atomically_with_mode(dir, TEXTFILE, text.as_bytes(), 0o644)
 }
