@@ -35,6 +35,17 @@ pub fn split(p: ir::Promise, spend: &mut dyn FnMut() -> bool) -> Vec<ir::Promise
         }
         keys.sort();
         keys.dedup();
+        let of = keys.len();
+        // A guard that already pins the fact to one value (`when
+        // sys.hostname == "web-02"` around the lookup) leaves one live
+        // case: the others could never apply, and making them anyway cost
+        // the analyses a question per key for every such promise.
+        let pinned = pinned_value(&p.guard, &on);
+        let pinned_known =
+            pinned.is_some_and(|v| keys.binary_search_by(|k| k.as_str().cmp(v)).is_ok());
+        if let Some(v) = pinned {
+            keys.retain(|k| k == v);
+        }
         // Group the keys that give the promise the same values.
         let mut groups: Vec<(ir::Promise, Vec<String>)> = Vec::new();
         let mut index: HashMap<(Value, Vec<Value>), usize> = HashMap::new();
@@ -59,7 +70,6 @@ pub fn split(p: ir::Promise, spend: &mut dyn FnMut() -> bool) -> Vec<ir::Promise
                 }
             }
         }
-        let of = keys.len();
         let case = |keys: Vec<String>| ir::LookupCase {
             on: on.clone(),
             keys,
@@ -70,6 +80,9 @@ pub fn split(p: ir::Promise, spend: &mut dyn FnMut() -> bool) -> Vec<ir::Promise
             instance.guard = Arc::new(Guard::clone(&p.guard).and(member(&on, group)));
             pending.push(instance);
         }
+        if pinned_known {
+            continue;
+        }
         let mut other = substitute_promise(&p, &on, None);
         other.lookups.push(case(Vec::new()));
         other.guard = Arc::new(Guard::clone(&p.guard).and(Guard::Not(Box::new(member(&on, keys)))));
@@ -78,6 +91,24 @@ pub fn split(p: ir::Promise, spend: &mut dyn FnMut() -> bool) -> Vec<ir::Promise
     // Keep the source order of the cases: by key, the other hosts last.
     out.reverse();
     out
+}
+
+/// The string `guard` requires `on` to equal, when one of its conjuncts is
+/// `on == "v"` (either way round).
+fn pinned_value<'g>(guard: &'g Guard, on: &Value) -> Option<&'g str> {
+    match guard {
+        Guard::Compare {
+            op: CompareOp::Eq,
+            lhs,
+            rhs,
+        } => match (lhs, rhs) {
+            (l, Value::Str(v)) if l == on => Some(v.as_str()),
+            (Value::Str(v), r) if r == on => Some(v.as_str()),
+            _ => None,
+        },
+        Guard::And(all) => all.iter().find_map(|g| pinned_value(g, on)),
+        _ => None,
+    }
 }
 
 /// `on == key`, or `on in [keys]`.
