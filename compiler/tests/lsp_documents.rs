@@ -11,7 +11,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use common::{uri, Client};
+use common::{codes, uri, Client};
 use serde_json::{json, Value};
 
 const POLICY: &str = r#"type Site = {
@@ -95,19 +95,6 @@ fn after(text: &str, needle: &str) -> Value {
 
 fn at(uri: &str, position: Value) -> Value {
     json!({"textDocument": {"uri": uri}, "position": position})
-}
-
-fn codes(diagnostics: &[Value]) -> Vec<(String, u64, u64)> {
-    diagnostics
-        .iter()
-        .map(|d| {
-            (
-                d["code"].as_str().unwrap().to_owned(),
-                d["range"]["start"]["line"].as_u64().unwrap(),
-                d["range"]["start"]["character"].as_u64().unwrap(),
-            )
-        })
-        .collect()
 }
 
 fn labels(items: &Value) -> BTreeSet<String> {

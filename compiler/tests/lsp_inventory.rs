@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{uri, Client};
+use common::{codes, uri, Client};
 use serde_json::{json, Value};
 
 const INVENTORY: &str = "[[host]]
@@ -27,19 +27,6 @@ const POLICY: &str = "bundle b {
 }
 policy { b(); }
 ";
-
-fn codes(diagnostics: &[Value]) -> Vec<(String, u64, u64)> {
-    diagnostics
-        .iter()
-        .map(|d| {
-            (
-                d["code"].as_str().unwrap().to_owned(),
-                d["range"]["start"]["line"].as_u64().unwrap(),
-                d["range"]["start"]["character"].as_u64().unwrap(),
-            )
-        })
-        .collect()
-}
 
 fn at(uri: &str, line: u32, character: u32) -> Value {
     json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": character}})

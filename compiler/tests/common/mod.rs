@@ -214,3 +214,18 @@ fn read_message(reader: &mut impl BufRead) -> Option<Value> {
     reader.read_exact(&mut body).ok()?;
     serde_json::from_slice(&body).ok()
 }
+
+/// `(code, line, character)` of each published diagnostic, to compare
+/// with what a test expects.
+pub fn codes(diagnostics: &[Value]) -> Vec<(String, u64, u64)> {
+    diagnostics
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap().to_owned(),
+                d["range"]["start"]["line"].as_u64().unwrap(),
+                d["range"]["start"]["character"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
