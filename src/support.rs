@@ -215,3 +215,57 @@ pub fn root_with_a_shell(root: &Path) {
         std::fs::copy(&sh, &to).unwrap();
     }
 }
+
+/// A bundle built by the real `policyc build` with a fresh key.
+#[derive(Debug)]
+pub struct PolicycBuild {
+    /// Holds the key, the bundle and the trust directory.
+    pub work: tempfile::TempDir,
+    pub bundle: std::path::PathBuf,
+    /// A trust directory holding the key's public half.
+    pub trust: std::path::PathBuf,
+}
+
+/// Generates a key with `policyc keygen` and builds `policy` with
+/// `policyc build EXTRA --output --key --serial 1`; panics with the
+/// command's output when either fails.
+pub fn policyc_build(policy: &Path, extra: &[&str]) -> PolicycBuild {
+    let work = tempfile::tempdir().unwrap();
+    let key = work.path().join("site");
+    let run = |cmd: &mut std::process::Command, what: &str| {
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{what} failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let policyc = || std::process::Command::new(crate::binary("policyc"));
+    run(
+        policyc().arg("keygen").arg("--out").arg(&key),
+        "policyc keygen",
+    );
+    let trust = work.path().join("trust");
+    std::fs::create_dir_all(&trust).unwrap();
+    std::fs::copy(key.with_extension("pub"), trust.join("site.pub")).unwrap();
+    let bundle = work.path().join("site.bundle");
+    run(
+        policyc()
+            .arg("build")
+            .args(extra)
+            .arg("--output")
+            .arg(&bundle)
+            .arg("--key")
+            .arg(key.with_extension("key"))
+            .arg("--serial")
+            .arg("1")
+            .arg(policy),
+        "policyc build",
+    );
+    PolicycBuild {
+        work,
+        bundle,
+        trust,
+    }
+}

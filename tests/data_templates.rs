@@ -27,6 +27,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use ::converge::support::{policyc_build, PolicycBuild};
 use ::converge::{binary, repo_root};
 
 /// Every regular file below `dir`, relative to it, with its bytes; symbolic
@@ -85,56 +86,21 @@ fn ok(out: &std::process::Output, what: &str) {
     );
 }
 
-/// A case's bundle, built by the real `policyc`, and the trust directory
-/// holding its key.
-struct Built {
-    _work: tempfile::TempDir,
-    bundle: PathBuf,
-    trust: PathBuf,
-}
-
-fn build(case: &Path) -> Built {
-    let work = tempfile::tempdir().unwrap();
-    let key = work.path().join("keys/site");
-    std::fs::create_dir_all(work.path().join("keys")).unwrap();
-    let out = Command::new(binary("policyc"))
-        .arg("keygen")
-        .arg("--out")
-        .arg(&key)
-        .output()
-        .unwrap();
-    ok(&out, "policyc keygen");
-    let trust = work.path().join("trust");
-    std::fs::create_dir_all(&trust).unwrap();
-    std::fs::copy(key.with_extension("pub"), trust.join("site.pub")).unwrap();
+/// A case's bundle, built by the real `policyc` (after `policyc check`
+/// says it is clean: check == build minus signing), and the trust
+/// directory holding its key.
+fn build(case: &Path) -> PolicycBuild {
     let out = Command::new(binary("policyc"))
         .arg("check")
         .arg(case.join("site.policy"))
         .output()
         .unwrap();
     ok(&out, "policyc check");
-    let bundle = work.path().join("site.bundle");
-    let out = Command::new(binary("policyc"))
-        .arg("build")
-        .arg("--output")
-        .arg(&bundle)
-        .arg("--key")
-        .arg(key.with_extension("key"))
-        .arg("--serial")
-        .arg("1")
-        .arg(case.join("site.policy"))
-        .output()
-        .unwrap();
-    ok(&out, "policyc build");
-    Built {
-        _work: work,
-        bundle,
-        trust,
-    }
+    policyc_build(&case.join("site.policy"), &[])
 }
 
 /// `policyvm run --format json` on `root`; the report.
-fn run(built: &Built, root: &Path, dry_run: bool) -> serde_json::Value {
+fn run(built: &PolicycBuild, root: &Path, dry_run: bool) -> serde_json::Value {
     let mut cmd = Command::new(binary("policyvm"));
     cmd.arg("run")
         .arg(&built.bundle)

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use ::converge::binary;
+use ::converge::support::policyc_build;
 use converge_format::inventory::format_report_key;
 
 fn key(seed: u8) -> String {
@@ -76,28 +77,8 @@ fn fresh_root(host: &str) -> tempfile::TempDir {
 /// Builds `site.policy` of `dir` with a fresh key; the bundle and the
 /// trust directory.
 fn build(dir: &Path, extra: &[&str]) -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let work = tempfile::tempdir().unwrap();
-    let key = work.path().join("site");
-    let out = policyc(&["keygen", "--out"], &[&key]);
-    assert!(out.status.success(), "{}", text(&out));
-    let trust = work.path().join("trust");
-    std::fs::create_dir_all(&trust).unwrap();
-    std::fs::copy(key.with_extension("pub"), trust.join("site.pub")).unwrap();
-    let bundle = work.path().join("site.bundle");
-    let out = Command::new(binary("policyc"))
-        .arg("build")
-        .args(extra)
-        .arg("--output")
-        .arg(&bundle)
-        .arg("--key")
-        .arg(key.with_extension("key"))
-        .arg("--serial")
-        .arg("1")
-        .arg(dir.join("site.policy"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    (work, bundle, trust)
+    let built = policyc_build(&dir.join("site.policy"), extra);
+    (built.work, built.bundle, built.trust)
 }
 
 /// What `/etc/role` holds on a fresh root of `host` after a run.
