@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ::converge::binary;
 use ::converge::support::require_tool;
-use converge_format::inventory::format_report_key;
+use converge_format::inventory::host_entry;
 use converge_format::report::{
     BundleRef, Change, Facts, ProbeFact, PromiseResult, Report, SignedReport, Status, Summary,
     Timings, REPORT_FORMAT,
@@ -36,10 +36,7 @@ fn key(seed: u8) -> SigningKey {
 /// mail-01 that never reports.
 fn inventory() -> String {
     let entry = |name: &str, seed: u8, extra: &str| {
-        format!(
-            "[[host]]\nname = \"{name}\"\nreport_key = \"{}\"\n{extra}\n",
-            format_report_key(&key(seed).verifying_key())
-        )
+        host_entry(name, &key(seed).verifying_key(), None, None, extra)
     };
     [
         entry(

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use converge_format::inventory::format_report_key;
+use converge_format::inventory::host_entry;
 use converge_format::report::{
     BundleRef, Facts, PromiseResult, Report, SignedReport, Status, Summary, Timings, REPORT_FORMAT,
 };
@@ -323,10 +323,12 @@ fn main() {
     let inventory = dir.path().join("inventory.toml");
     let mut text = String::new();
     for (i, k) in keys.iter().enumerate() {
-        text.push_str(&format!(
-            "[[host]]\nname = \"{}\"\nreport_key = \"{}\"\n",
-            host_name(i),
-            format_report_key(&k.verifying_key())
+        text.push_str(&host_entry(
+            &host_name(i),
+            &k.verifying_key(),
+            None,
+            None,
+            "",
         ));
     }
     std::fs::write(&inventory, text).unwrap();

@@ -167,6 +167,38 @@ pub fn format_report_key(key: &VerifyingKey) -> String {
     format!("{REPORT_KEY_PREFIX}{}", STANDARD.encode(key.as_bytes()))
 }
 
+/// A `[[host]]` entry as `inventory.toml` holds it: what `policyvm
+/// enroll` prints, and what tests and load generators write. `extra` lines
+/// (`groups = [...]`, `facts = {...}`) follow the keys. Host names (checked
+/// by [`is_host_name`]), base64 and bech32 need no escaping in a TOML
+/// string.
+pub fn host_entry(
+    name: &str,
+    report_key: &VerifyingKey,
+    age_recipient: Option<&str>,
+    previous: Option<&VerifyingKey>,
+    extra: &str,
+) -> String {
+    let mut entry = format!(
+        "[[host]]\nname = \"{name}\"\nreport_key = \"{}\"\n",
+        format_report_key(report_key)
+    );
+    if let Some(recipient) = age_recipient {
+        entry.push_str(&format!("age_recipient = \"{recipient}\"\n"));
+    }
+    if let Some(previous) = previous {
+        entry.push_str(&format!(
+            "previous_report_keys = [\"{}\"]\n",
+            format_report_key(previous)
+        ));
+    }
+    if !extra.is_empty() {
+        entry.push_str(extra.trim_end_matches('\n'));
+        entry.push('\n');
+    }
+    entry
+}
+
 /// Whether `text` looks like an age X25519 recipient (`age1` + bech32).
 /// The full check (checksum) belongs to the code that encrypts.
 pub fn looks_like_age_recipient(text: &str) -> bool {

@@ -26,7 +26,7 @@ use std::str::FromStr as _;
 
 use age::secrecy::ExposeSecret as _;
 use converge_format::bundle::keys::{decode_key_file, encode_key_file, key_id};
-use converge_format::inventory::{format_report_key, is_host_name};
+use converge_format::inventory::{host_entry, is_host_name};
 use ed25519_dalek::{SigningKey, VerifyingKey};
 
 use crate::state::{FileInfo, StateDir, SubDir};
@@ -59,20 +59,13 @@ impl HostIdentity {
     /// The host's `[[host]]` entry for `inventory.toml`
     /// (`converge_format::inventory`).
     pub fn inventory_entry(&self) -> String {
-        // Host names, base64 and bech32 need no escaping in a TOML string.
-        let mut entry = format!(
-            "[[host]]\nname = \"{}\"\nreport_key = \"{}\"\nage_recipient = \"{}\"\n",
-            self.name,
-            format_report_key(&self.report_key.verifying_key()),
-            self.age_recipient
-        );
-        if let Some(previous) = &self.previous_report_key {
-            entry.push_str(&format!(
-                "previous_report_keys = [\"{}\"]\n",
-                format_report_key(previous)
-            ));
-        }
-        entry
+        host_entry(
+            &self.name,
+            &self.report_key.verifying_key(),
+            Some(&self.age_recipient),
+            self.previous_report_key.as_ref(),
+            "",
+        )
     }
 }
 

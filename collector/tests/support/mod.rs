@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use converge_format::inventory::format_report_key;
+use converge_format::inventory::{format_report_key, host_entry};
 use converge_format::report::{
     BundleRef, Change, Facts, ProbeFact, PromiseResult, Report, SignedReport, Status, Summary,
     Timings, REPORT_FORMAT,
@@ -38,14 +38,7 @@ pub struct Entry<'a> {
 pub fn inventory_text(entries: &[Entry]) -> String {
     entries
         .iter()
-        .map(|e| {
-            format!(
-                "[[host]]\nname = \"{}\"\nreport_key = \"{}\"\n{}\n",
-                e.name,
-                format_report_key(&e.key.verifying_key()),
-                e.extra
-            )
-        })
+        .map(|e| host_entry(e.name, &e.key.verifying_key(), None, None, e.extra))
         .collect()
 }
 
