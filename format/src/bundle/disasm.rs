@@ -212,6 +212,7 @@ impl Disasm<'_> {
             }
             Some(Constant::Probe(p)) => format!("<probe {}>", p.name),
             Some(Constant::Table(_)) => format!("t{c}"),
+            Some(Constant::Secret(sealed)) => format!("<secret {}>", sealed.name),
             None => format!("<constant {c}?>"),
         }
     }

@@ -215,6 +215,33 @@ pub enum Constant {
     /// 2.3): one promise's values per host key, where the writer merged
     /// the instances of a lookup split per key back into one promise.
     Table(Table),
+    /// A secret (format 2.4, LANGUAGE.md section 14): its name, and its
+    /// value encrypted with age to the X25519 recipients of exactly the
+    /// hosts entitled to it (`identity/age.key` on each host). Pushed by
+    /// `const` as a string the VM decrypts in memory at apply time; every
+    /// output shows it as `<secret NAME>`.
+    Secret(Box<Sealed>),
+}
+
+/// The payload of a [`Constant::Secret`] (format 2.4).
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Sealed {
+    /// The secret's name in the policy (`db_password`), the only part of it
+    /// any output shows: 1 to 128 ASCII letters, digits, `_`, `-` or `.`
+    /// (checked by the verifier, so that a name never carries a line break
+    /// or an escape into a log).
+    pub name: String,
+    /// The age file (binary format, not armored) holding the value: one
+    /// X25519 stanza per entitled host. The verifier checks only that it
+    /// starts with age's version line; age authenticates the rest.
+    pub ciphertext: Bytes,
+}
+
+/// Never prints the ciphertext either: a log of a bundle shows the name.
+impl fmt::Debug for Sealed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<secret {}>", self.name)
+    }
 }
 
 /// The payload of a [`Constant::Table`] (format 2.3): entries sorted by
@@ -389,6 +416,7 @@ impl Constant {
             Constant::List(_) => constant_kind::LIST,
             Constant::Probe(_) => constant_kind::PROBE,
             Constant::Table(_) => constant_kind::TABLE,
+            Constant::Secret(_) => constant_kind::SECRET,
         }
     }
 }
@@ -405,6 +433,7 @@ impl Serialize for Constant {
             Constant::List(v) => write_tagged(s, tag, Some(v)),
             Constant::Probe(v) => write_tagged(s, tag, Some(v)),
             Constant::Table(v) => write_tagged(s, tag, Some(v)),
+            Constant::Secret(v) => write_tagged(s, tag, Some(v)),
         }
     }
 }
@@ -429,6 +458,7 @@ impl<'de> Deserialize<'de> for Constant {
                     constant_kind::LIST => Constant::List(read_payload(&mut seq, WHAT)?),
                     constant_kind::PROBE => Constant::Probe(read_payload(&mut seq, WHAT)?),
                     constant_kind::TABLE => Constant::Table(read_payload(&mut seq, WHAT)?),
+                    constant_kind::SECRET => Constant::Secret(read_payload(&mut seq, WHAT)?),
                     other => return Err(refuse(format!("unknown constant kind {other}"))),
                 })
             }

@@ -116,6 +116,13 @@ impl<'b> Resolver<'b> {
             Some(Constant::Table(_) | Constant::Probe(_)) | None => {
                 return Err(format!("cannot evaluate: constant {c}"))
             }
+            // Issue 20 decrypts it here with the host's age identity.
+            Some(Constant::Secret(sealed)) => {
+                return Err(format!(
+                    "<secret {}>: this VM cannot decrypt secrets",
+                    sealed.name
+                ))
+            }
         };
         *slot = Some(value.clone());
         Ok(value)
