@@ -137,7 +137,15 @@ fn static_limits(body: &Body) -> Result<(), BundleError> {
             Constant::List(items) => ("a list", items.len()),
             Constant::Table(table) => ("a table", table.ends.len()),
             Constant::Secret(sealed) => {
-                sealed_problem(sealed).map_err(|e| corrupt(format!("constant {c}: {e}")))?;
+                sealed_problem(body, sealed).map_err(|e| corrupt(format!("constant {c}: {e}")))?;
+                continue;
+            }
+            Constant::SealedKey(key) => {
+                if !key.ciphertext.0.starts_with(AGE_VERSION_LINE) {
+                    return Err(corrupt(format!(
+                        "constant {c}: a sealed key that is not an age file"
+                    )));
+                }
                 continue;
             }
             _ => continue,
@@ -159,11 +167,13 @@ fn static_limits(body: &Body) -> Result<(), BundleError> {
     Ok(())
 }
 
+/// The first line of every age file (binary format).
+const AGE_VERSION_LINE: &[u8] = b"age-encryption.org/v1\n";
+
 /// What is wrong with a secret constant (format 2.4), if anything: its
 /// name is the only part of it any output prints, so it must be a plain
 /// name; its payload must at least claim to be an age file.
-fn sealed_problem(sealed: &super::format::Sealed) -> Result<(), String> {
-    const AGE_VERSION_LINE: &[u8] = b"age-encryption.org/v1\n";
+fn sealed_problem(body: &Body, sealed: &super::format::Sealed) -> Result<(), String> {
     let name_ok = (1..=128).contains(&sealed.name.len())
         && sealed
             .name
@@ -175,7 +185,13 @@ fn sealed_problem(sealed: &super::format::Sealed) -> Result<(), String> {
     if !sealed.ciphertext.0.starts_with(AGE_VERSION_LINE) {
         return Err(format!("secret {} is not an age file", sealed.name));
     }
-    Ok(())
+    match body.constants.get(sealed.key as usize) {
+        Some(Constant::SealedKey(_)) => Ok(()),
+        _ => Err(format!(
+            "secret {}: its key, constant {}, is not a sealed key",
+            sealed.name, sealed.key
+        )),
+    }
 }
 
 /// The probe table (format 2.3): at most [`MAX_PROBES`] declarations, each
@@ -362,6 +378,7 @@ impl Verifier<'_> {
             Constant::Probe(_) => return Err(format!("constant {c} is a probe declaration")),
             Constant::Table(_) => return Err(format!("constant {c} is a table")),
             Constant::Secret(_) => Ty::Str,
+            Constant::SealedKey(_) => return Err(format!("constant {c} is a sealed key")),
         })
     }
 
