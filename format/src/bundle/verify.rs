@@ -69,6 +69,26 @@ struct ProgramInfo {
     /// The longest chain of `each` it starts: 0 without `each`, else one
     /// more than the deepest program it runs. At most [`MAX_EACH_DEPTH`].
     each_depth: u32,
+    /// The first secret constant it pushes, itself or through the programs
+    /// its `each` runs (format 2.4): its value is then secret, and may only
+    /// be a value [`is_secret_sink`] allows.
+    secret: Option<u32>,
+}
+
+/// Whether attribute `attr` of promise type `kind` may hold a secret
+/// (LANGUAGE.md section 14): the content or template of a `file`, the
+/// password of a `user`. Every other use of a secret (a guard, a class, a
+/// promiser, any other attribute, a list element) would print it or pass
+/// it to a command, and is refused here as it is by the compiler; the VM
+/// checks it again when it resolves a promise.
+pub fn is_secret_sink(kind: u16, attr: u16) -> bool {
+    let (Some(pt), Some(spec)) = (promise_type_by_id(kind), attribute_by_id(attr)) else {
+        return false;
+    };
+    matches!(
+        (pt.name, spec.name),
+        ("file", "content" | "template") | ("user", "password")
+    )
 }
 
 fn corrupt(reason: impl Into<String>) -> BundleError {
@@ -445,14 +465,20 @@ impl Verifier<'_> {
         let mut loop_vars = 0u32;
         let mut elem_need = 0u32;
         let mut each_depth = 0u32;
+        let mut secret: Option<u32> = None;
         for (pc, instr) in p.code.iter().enumerate() {
             let pop = |stack: &mut Vec<Slot>| stack.pop().ok_or(format!("stack underflow at {pc}"));
             // The type pushed, and whether an operand may be missing.
             let (ty, optional) = match *instr {
-                Instr::Const(c) => (
-                    self.constant_ty(c).map_err(|e| format!("{e} at {pc}"))?,
-                    false,
-                ),
+                Instr::Const(c) => {
+                    if matches!(self.constant(c), Ok(Constant::Secret(_))) {
+                        secret = secret.or(Some(c));
+                    }
+                    (
+                        self.constant_ty(c).map_err(|e| format!("{e} at {pc}"))?,
+                        false,
+                    )
+                }
                 Instr::Fact(f) => match fact_by_id(f).map(|f| f.ty) {
                     Some(AttrType::String) => (Ty::Str, false),
                     Some(AttrType::Int) => (Ty::Int, false),
@@ -587,6 +613,7 @@ impl Verifier<'_> {
                     }
                     elem_need = elem_need.max(info.elem_need.saturating_sub(1));
                     loop_vars = loop_vars.max(info.loop_vars);
+                    secret = secret.or(info.secret);
                     let list = pop(&mut stack)?;
                     expect(list.ty, Ty::List, pc)?;
                     (Ty::Str, list.optional)
@@ -632,6 +659,7 @@ impl Verifier<'_> {
                 loop_vars,
                 elem_need,
                 each_depth,
+                secret,
             }),
             _ => Err(format!(
                 "ends with {} values on the stack, not 1",
@@ -690,6 +718,8 @@ impl Verifier<'_> {
             let Some(p) = class.program else { continue };
             self.program_use(programs, p, Ty::Bool, 0)
                 .map_err(|e| corrupt(format!("class {i}: {e}")))?;
+            self.no_secret(programs, Item::Code(p), "a class definition")
+                .map_err(|e| corrupt(format!("class {i}: {e}")))?;
             if let Some(&Some((j, name))) = latest.get(p as usize) {
                 if j >= i {
                     return Err(corrupt(format!(
@@ -727,6 +757,28 @@ impl Verifier<'_> {
             latest.push(last);
         }
         Ok(latest)
+    }
+
+    /// The secret constant `item` is or pushes, if any.
+    fn secret_in(&self, programs: &[ProgramInfo], item: Item) -> Option<u32> {
+        match item {
+            Item::Const(c) => matches!(self.constant(c), Ok(Constant::Secret(_))).then_some(c),
+            Item::Code(p) => programs.get(p as usize).and_then(|info| info.secret),
+        }
+    }
+
+    /// Refuses `item` as `what` if it reads a secret, naming the secret.
+    fn no_secret(&self, programs: &[ProgramInfo], item: Item, what: &str) -> Result<(), String> {
+        let Some(c) = self.secret_in(programs, item) else {
+            return Ok(());
+        };
+        let name = match self.constant(c) {
+            Ok(Constant::Secret(sealed)) => sealed.name.as_str(),
+            _ => "?",
+        };
+        Err(format!(
+            "{what} reads secret {name} (constant {c}), which may only be the content or template of a file or the password of a user"
+        ))
     }
 
     fn item(&self, programs: &[ProgramInfo], item: Item, ty: Ty, loops: u32) -> Result<(), String> {
@@ -817,6 +869,7 @@ impl Verifier<'_> {
         }
         let loops = u32::try_from(p.loops.len()).map_err(|_| "too many loops".to_owned())?;
         self.item(programs, p.promiser, Ty::Str, loops)?;
+        self.no_secret(programs, p.promiser, "the promiser")?;
         let mut seen: Vec<u16> = Vec::with_capacity(p.attrs.len());
         for AttrValue { attr, value } in p.attrs.iter() {
             let spec = pt
@@ -830,9 +883,22 @@ impl Verifier<'_> {
             }
             seen.push(*attr);
             self.attr(programs, &spec.ty, spec.name, value, loops)?;
+            let what = format!("attribute `{}`", spec.name);
+            match value {
+                Operand::Item(item) if !is_secret_sink(p.kind, *attr) => {
+                    self.no_secret(programs, *item, &what)?
+                }
+                Operand::Item(_) => {}
+                Operand::List(items) => {
+                    for item in items.iter() {
+                        self.no_secret(programs, *item, &format!("an element of {what}"))?;
+                    }
+                }
+            }
         }
         if let Some(g) = p.guard {
             self.program_use(programs, g, Ty::Bool, loops)?;
+            self.no_secret(programs, Item::Code(g), "the guard")?;
         }
         let n = self.body.promises.len();
         for &other in p.after.iter().chain(p.notify.iter()) {
@@ -1588,4 +1654,178 @@ mod tests {
         };
         assert_eq!(bare.get("b"), None);
     }
+
+    /// A promise of type `kind` with the given attributes (by name), a
+    /// promiser and a guard, for the secret sink cases.
+    fn promise_of(kind: &str, promiser: Item, attrs: &[(&str, Operand)], guard: Option<u32>) -> Promise {
+        use super::super::format::List;
+        let pt = promise_type(kind).unwrap();
+        Promise {
+            kind: pt.id,
+            promiser,
+            attrs: List(
+                attrs
+                    .iter()
+                    .map(|(name, value)| AttrValue {
+                        attr: pt.all_attrs().find(|a| a.name == *name).unwrap().id,
+                        value: value.clone(),
+                    })
+                    .collect(),
+            ),
+            guard,
+            loops: List(Vec::new()),
+            after: List(Vec::new()),
+            notify: List(Vec::new()),
+            on_repaired: None,
+            on_kept: None,
+            on_failed: None,
+            source: 0,
+        }
+    }
+
+    /// Format 2.4, defence in depth: a secret (pushed by a program, through
+    /// `each`, or named directly) may only be the content or template of a
+    /// file or the password of a user; as a guard, a class, a promiser,
+    /// another attribute or a list element it is refused, naming it.
+    #[test]
+    fn a_secret_is_refused_anywhere_but_file_content_and_user_password() {
+        use super::super::format::{Bytes, ClassEntry, List, Sealed, SealedKey, SourceLoc};
+        use Instr::{Concat, Const, Each, Elem, Eq};
+        let age = |rest: &[u8]| Bytes([AGE_VERSION_LINE, rest].concat());
+        let constants = vec![
+            Constant::SealedKey(Box::new(SealedKey { ciphertext: age(b"k") })),
+            Constant::Secret(Box::new(Sealed {
+                name: "db_password".into(),
+                key: 0,
+                ciphertext: age(b"s"),
+            })),
+            Constant::Str("/etc/app.conf".into()),
+            Constant::Str("password=".into()),
+            Constant::List(List(vec!["a".into(), "b".into()])),
+            Constant::Str("app".into()),
+            Constant::Word("dbhost".into()),
+        ];
+        let programs = vec![
+            // 0: "password=" + secret
+            vec![Const(3), Const(1), Concat(2)],
+            // 1: elem + secret, run by each in 2
+            vec![Elem(0), Const(1), Concat(2)],
+            // 2: each over a list: reads the secret through program 1
+            vec![Const(4), Each(1)],
+            // 3: secret == "x": a bool computed from a secret
+            vec![Const(1), Const(3), Eq],
+            // 4: a plain string
+            vec![Const(2)],
+        ];
+        let body_with = |promises: Vec<Promise>, classes: Vec<ClassEntry>| {
+            let mut body = Body::with_programs(constants.clone(), programs.clone());
+            body.order = List((0..promises.len() as u32).collect());
+            body.promises = List(promises);
+            body.classes = List(classes);
+            body.sources = List(vec![SourceLoc { file: 2, line: 1 }]);
+            body
+        };
+        let file = |attrs: &[(&str, Operand)], guard| promise_of("file", Item::Const(2), attrs, guard);
+        let code = |p| Operand::Item(Item::Code(p));
+        let secret = Operand::Item(Item::Const(1));
+        // Accepted: each sink, by program, through each, and directly.
+        for p in [
+            file(&[("content", code(0))], None),
+            file(&[("content", code(2))], None),
+            file(&[("template", code(0))], None),
+            file(&[("content", secret.clone())], None),
+            file(&[("content", code(4))], None),
+            promise_of("user", Item::Const(5), &[("password", secret.clone())], None),
+            promise_of("user", Item::Const(5), &[("password", code(0))], None),
+        ] {
+            let body = body_with(vec![p.clone()], Vec::new());
+            assert_eq!(verify_body(&body).map_err(|e| e.to_string()), Ok(()), "{p:?}");
+        }
+        let refused: Vec<(Vec<Promise>, Vec<ClassEntry>, &str)> = vec![
+            (
+                vec![file(&[("content", code(4))], Some(3))],
+                Vec::new(),
+                "promise 0: the guard reads secret db_password (constant 1)",
+            ),
+            (
+                vec![promise_of("file", Item::Code(0), &[], None)],
+                Vec::new(),
+                "promise 0: the promiser reads secret db_password (constant 1)",
+            ),
+            (
+                vec![promise_of("file", Item::Const(1), &[], None)],
+                Vec::new(),
+                "the promiser reads secret db_password",
+            ),
+            (
+                vec![file(&[("owner", code(0))], None)],
+                Vec::new(),
+                "attribute `owner` reads secret db_password",
+            ),
+            (
+                vec![file(&[("owner", code(2))], None)],
+                Vec::new(),
+                "attribute `owner` reads secret db_password",
+            ),
+            (
+                vec![promise_of("user", Item::Const(5), &[("comment", secret.clone())], None)],
+                Vec::new(),
+                "attribute `comment` reads secret db_password",
+            ),
+            (
+                vec![promise_of("report", Item::Const(5), &[("message", code(0))], None)],
+                Vec::new(),
+                "attribute `message` reads secret db_password",
+            ),
+            (
+                vec![promise_of(
+                    "command",
+                    Item::Const(2),
+                    &[("run", Operand::List(List(vec![Item::Code(0)])))],
+                    None,
+                )],
+                Vec::new(),
+                "an element of attribute `run` reads secret db_password",
+            ),
+            (
+                vec![file(&[("content", code(4))], None)],
+                vec![ClassEntry {
+                    name: 6,
+                    program: Some(3),
+                }],
+                "class 0: a class definition reads secret db_password",
+            ),
+        ];
+        for (promises, classes, reason) in refused {
+            let shown = format!("{promises:?}");
+            match verify_body(&body_with(promises, classes)) {
+                Err(BundleError::Corrupt { reason: got }) => {
+                    assert!(got.contains(reason), "{shown}: {got:?} lacks {reason:?}")
+                }
+                other => panic!("{shown} was not refused: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn secret_sinks_are_file_content_and_template_and_user_password() {
+        let id = |kind: &str, attr: &str| {
+            let pt = promise_type(kind).unwrap();
+            (pt.id, pt.all_attrs().find(|a| a.name == attr).unwrap().id)
+        };
+        for (kind, attr, sink) in [
+            ("file", "content", true),
+            ("file", "template", true),
+            ("user", "password", true),
+            ("file", "owner", false),
+            ("file", "source", false),
+            ("user", "comment", false),
+            ("command", "run", false),
+        ] {
+            let (k, a) = id(kind, attr);
+            assert_eq!(is_secret_sink(k, a), sink, "{kind}.{attr}");
+        }
+        assert!(!is_secret_sink(u16::MAX, u16::MAX));
+    }
+
 }
