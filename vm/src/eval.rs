@@ -20,6 +20,8 @@ mod functions;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use zeroize::Zeroizing;
+
 use crate::bundle::format::{Body, Constant};
 use crate::bundle::functions::function_by_id;
 use crate::bundle::instr::Instr;
@@ -27,6 +29,7 @@ use crate::bundle::limits::{RegexCache, MAX_EACH_DEPTH};
 use crate::facts::{FactValue, Facts};
 use crate::probes::Probes;
 use crate::schema::fact_by_id;
+use crate::secrets::{Keyring, SecretText};
 use functions::{Applied, FuncError};
 
 /// The most bytes of text one program run may produce, counting every string
@@ -104,6 +107,14 @@ struct RunState<'r> {
     produced: usize,
     /// Instructions executed so far, of [`MAX_EVAL_STEPS`].
     executed: u64,
+    /// The secrets this run pushed (issue 20): everything it computes is
+    /// computed from them, so its result is secret (taint by run, not by
+    /// value: the verifier lets only a `file` content or template or a
+    /// `user` password read a secret, and such a program is a whole value).
+    secrets: BTreeSet<String>,
+    /// Set when a secret could not be opened: that failure's message names
+    /// the secret and why, never a value, so it is shown as it is.
+    unopened: bool,
 }
 
 impl RunState<'_> {
@@ -126,6 +137,14 @@ impl std::fmt::Display for EvalError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "cannot evaluate: {}", self.0)
     }
+}
+
+/// The value of a program that may read secrets ([`Evaluator::run_sink`]).
+#[derive(Debug)]
+pub enum Evaluated {
+    Plain(Val),
+    /// Computed from secrets: the text and their names.
+    Secret(SecretText),
 }
 
 /// How much work all the programs of one run may do together, in steps: a
@@ -162,6 +181,8 @@ pub struct Evaluator<'b> {
     /// needs is unknown on this host (directly or through a class): its
     /// promise is then skipped, not failed.
     unknown: bool,
+    /// Opens the secrets `const` pushes (format 2.4), lazily.
+    keyring: Keyring<'b>,
 }
 
 impl<'b> Evaluator<'b> {
@@ -175,7 +196,26 @@ impl<'b> Evaluator<'b> {
             probes: &crate::probes::NONE,
             unknown_classes: HashSet::new(),
             unknown: false,
+            keyring: Keyring::new(None),
         }
+    }
+
+    /// Secrets are opened with the host identity of `state` (none by
+    /// default: a secret then fails its promise, "no identity").
+    pub fn with_identity_from(mut self, state: Option<&'b crate::state::StateDir>) -> Self {
+        self.keyring = Keyring::new(state);
+        self
+    }
+
+    /// The plaintext of secret constant `c`, for a promise whose value is
+    /// that constant itself.
+    pub fn reveal(&mut self, c: u32) -> Result<std::sync::Arc<SecretText>, String> {
+        self.keyring.reveal(self.body, c)
+    }
+
+    /// How many sealed keys this run has opened (each at most once).
+    pub fn keys_opened(&self) -> usize {
+        self.keyring.keys_opened()
     }
 
     /// The probe facts `probe` instructions read (none by default).
@@ -261,13 +301,36 @@ impl<'b> Evaluator<'b> {
     }
 
     /// Runs a program with the classes currently set and the current
-    /// elements of the promise's run-time loops.
+    /// elements of the promise's run-time loops. A program that reads a
+    /// secret fails here: guards, classes, promisers and every attribute
+    /// but the few that may hold a secret use this (the verifier refuses
+    /// such bundles; this is the second line).
     pub fn run(
         &mut self,
         program: u32,
         classes: &BTreeSet<String>,
         loop_values: &[String],
     ) -> Result<Val, EvalError> {
+        match self.run_sink(program, classes, loop_values)? {
+            Evaluated::Plain(v) => Ok(v),
+            Evaluated::Secret(text) => Err(EvalError(format!(
+                "program {program} reads {}, which only the content of a file or a user's password may hold",
+                text.label()
+            ))),
+        }
+    }
+
+    /// [`Evaluator::run`] of a value that may hold a secret (`file`
+    /// content or template, `user` password): the result of a program that
+    /// pushed one is [`Evaluated::Secret`]. When such a program fails, its
+    /// reason is not shown (a function's message may quote its argument),
+    /// unless it is that a secret could not be opened.
+    pub fn run_sink(
+        &mut self,
+        program: u32,
+        classes: &BTreeSet<String>,
+        loop_values: &[String],
+    ) -> Result<Evaluated, EvalError> {
         self.unknown = false;
         let mut state = RunState {
             program,
@@ -276,12 +339,33 @@ impl<'b> Evaluator<'b> {
             elems: Vec::new(),
             produced: 0,
             executed: 0,
+            secrets: BTreeSet::new(),
+            unopened: false,
         };
-        self.exec(program, &mut state)?.ok_or_else(|| {
-            EvalError(format!(
-                "program {program} gives a missing value (an index that fails on this host)"
-            ))
-        })
+        let result = self.exec(program, &mut state).and_then(|v| {
+            v.ok_or_else(|| {
+                EvalError(format!(
+                    "program {program} gives a missing value (an index that fails on this host)"
+                ))
+            })
+        });
+        if state.secrets.is_empty() {
+            return result.map(Evaluated::Plain);
+        }
+        let label = format!("<secret {}>", Vec::from_iter(state.secrets.iter().cloned()).join(", "));
+        match result {
+            Ok(value) => {
+                let text = match value {
+                    Val::Str(s) => Zeroizing::new(s),
+                    other => Zeroizing::new(other.text()),
+                };
+                Ok(Evaluated::Secret(SecretText::new(state.secrets, text)))
+            }
+            Err(e) if state.unopened => Err(e),
+            Err(_) => Err(EvalError(format!(
+                "program {program} fails on a value computed from {label}; the reason is not shown, as it could quote the secret"
+            ))),
+        }
     }
 
     /// Executes one program within the run `st`: the program `run` was
@@ -308,6 +392,14 @@ impl<'b> Evaluator<'b> {
             let mut examined = 0usize;
             let value: Slot = match *instr {
                 Instr::Const(c) => Some(match body.constants.get(c as usize) {
+                    Some(Constant::Secret(sealed)) => {
+                        let text = self.keyring.reveal(body, c).map_err(|e| {
+                            st.unopened = true;
+                            EvalError(e)
+                        })?;
+                        st.secrets.insert(sealed.name.clone());
+                        Val::Str(text.expose().to_owned())
+                    }
                     Some(Constant::List(l)) => {
                         // Checked before the copy is made.
                         if list_bytes(&l.0) > MAX_EVAL_BYTES.saturating_sub(st.produced) {

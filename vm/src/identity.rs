@@ -262,14 +262,43 @@ fn read_identity(dir: &SubDir) -> Result<Option<HostIdentity>, String> {
     }))
 }
 
+/// This host's age identity (`identity/age.key`), which the secrets of a
+/// bundle are sealed to (issue 20): `Ok(None)` when the host never
+/// enrolled. The same guards as [`load`] (0600, owned by root when running
+/// as root); the file's text is wiped from memory once parsed.
+pub fn load_age_identity(state: &StateDir) -> Result<Option<age::x25519::Identity>, String> {
+    if !state.has(IDENTITY) {
+        return Ok(None);
+    }
+    let dir = state
+        .subdir(IDENTITY, 0o700)
+        .map_err(|e| format!("cannot open the identity directory: {e}"))?;
+    guard(&dir, None)?;
+    let Some(bytes) = read_guarded(&dir, AGE_KEY)?.map(zeroize::Zeroizing::new) else {
+        return Ok(None);
+    };
+    age_identity(std::str::from_utf8(&bytes).unwrap_or_default())
+        .map(Some)
+        .ok_or_else(|| {
+            format!(
+                "`{}` holds no age identity (AGE-SECRET-KEY-1...); re-enroll with `policyvm enroll --rotate`",
+                dir.path(AGE_KEY).display()
+            )
+        })
+}
+
 /// The recipient of the age identity in an `age-keygen` file.
 fn age_recipient(text: &str) -> Option<String> {
+    age_identity(text).map(|identity| identity.to_public().to_string())
+}
+
+/// The age identity of an `age-keygen` file.
+pub(crate) fn age_identity(text: &str) -> Option<age::x25519::Identity> {
     let line = text
         .lines()
         .map(str::trim)
         .find(|l| l.starts_with("AGE-SECRET-KEY-"))?;
-    let identity = age::x25519::Identity::from_str(line).ok()?;
-    Some(identity.to_public().to_string())
+    age::x25519::Identity::from_str(line).ok()
 }
 
 fn read_guarded(dir: &SubDir, file: &str) -> Result<Option<Vec<u8>>, String> {

@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use crate::secrets::SecretText;
+
 /// A resolved attribute value. Strings and embedded files are reference
 /// counted, so every instance that names one constant shares it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -13,6 +15,10 @@ pub enum Value {
     Bool(bool),
     Bytes(Arc<[u8]>),
     List(Vec<String>),
+    /// Text computed from secrets (issue 20): never a [`Value::as_str`],
+    /// shown everywhere as `<secret NAME>`; only the file operator and the
+    /// `user.password` backend read its text.
+    Secret(Arc<SecretText>),
 }
 
 impl Value {
@@ -29,6 +35,7 @@ impl Value {
             Value::Str(s) => s.len(),
             Value::Bytes(b) => b.len(),
             Value::List(l) => l.iter().map(String::len).sum(),
+            Value::Secret(s) => s.len(),
             Value::Int(_) | Value::Bool(_) => 0,
         }
     }
@@ -46,6 +53,7 @@ impl Value {
             Value::Bool(b) => b.to_string(),
             Value::Bytes(b) => format!("<{} bytes>", b.len()),
             Value::List(l) => format!("{l:?}"),
+            Value::Secret(s) => s.label(),
         }
     }
 }
@@ -81,6 +89,14 @@ impl Instance {
     pub fn bool(&self, name: &str) -> Option<bool> {
         match self.get(name) {
             Some(Value::Bool(b)) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// The secret an attribute holds, if its value was computed from one.
+    pub fn secret(&self, name: &str) -> Option<&SecretText> {
+        match self.get(name) {
+            Some(Value::Secret(s)) => Some(s),
             _ => None,
         }
     }

@@ -27,5 +27,6 @@ pub mod probes;
 pub mod pull;
 pub mod rootfs;
 pub mod run;
+pub mod secrets;
 pub mod state;
 pub mod upload;

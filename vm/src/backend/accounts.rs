@@ -12,7 +12,7 @@ use std::time::Duration;
 use super::passwd::AccountDb;
 use super::process::Cmd;
 use super::{applied, check_name, check_path, perform, sandbox, Step};
-use crate::instance::Instance;
+use crate::instance::{Instance, Value};
 use crate::outcome::{Applied, Outcome};
 use crate::rootfs::RootFs;
 use crate::schema::{hides_value, HIDDEN_VALUE};
@@ -161,8 +161,12 @@ fn check_field(attr: &str, value: &str) -> Result<(), Applied> {
 /// `/etc/shadow`, and not empty (an empty hash lets anyone log in without
 /// a password; `!` locks the account).
 fn wanted_password(inst: &Instance) -> Result<Option<&str>, Applied> {
-    let Some(hash) = inst.str("password") else {
-        return Ok(None);
+    // A `secret` hash (issue 20) is checked and used the same way; it
+    // reaches `chpasswd` only on its standard input.
+    let hash = match inst.get("password") {
+        Some(Value::Str(s)) => s.as_ref(),
+        Some(Value::Secret(s)) => s.expose(),
+        _ => return Ok(None),
     };
     check_field("password", hash)?;
     if hash.is_empty() {
@@ -461,7 +465,7 @@ pub fn group_steps(
 pub fn user(fs: &RootFs, dry_run: bool, inst: &Instance) -> Applied {
     converge(fs, dry_run, |tables| {
         let mut current = tables.user(&inst.promiser);
-        if let Some(cur) = current.as_mut().filter(|_| inst.str("password").is_some()) {
+        if let Some(cur) = current.as_mut().filter(|_| inst.get("password").is_some()) {
             cur.password = AccountDb::password_hash(fs, &inst.promiser)
                 .map_err(|e| Applied::failed(e.to_string()))?;
         }
@@ -566,7 +570,6 @@ fn removal(exists: bool, command: &str, root: &Path, name: &str) -> Vec<Step> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::instance::Value;
 
     fn inst(kind: &'static str, name: &str, attrs: Vec<(&'static str, Value)>) -> Instance {
         Instance {
@@ -773,6 +776,43 @@ mod tests {
         assert!(group_steps(&bad, ALL, None, root).is_err());
     }
 
+    /// A password computed from a `secret` (issue 20) reaches `chpasswd`
+    /// on its standard input only: no argv, no change, no `Debug` of the
+    /// steps holds it, whether the user is created or changed.
+    #[test]
+    fn a_secret_password_is_in_no_argv_and_no_output() {
+        use crate::secrets::SecretText;
+        use std::sync::Arc;
+        let t = Tables::from_text("bob:x:1001:100:Bob:/home/bob:/bin/sh\n", "users:x:100:\n");
+        let hash = "$y$j9T$secretsalt$secrethashvalue";
+        let secret = SecretText::new(
+            std::collections::BTreeSet::from(["bob_hash".to_owned()]),
+            zeroize::Zeroizing::new(hash.to_owned()),
+        );
+        let want = inst(
+            "user",
+            "bob",
+            vec![("password", Value::Secret(Arc::new(secret)))],
+        );
+        let mut bob = t.user("bob").unwrap();
+        bob.password = Some("$6$old$old".into());
+        for current in [None, Some(&bob)] {
+            let steps = user_steps(&want, current, &t, Path::new("/tmp/r")).unwrap();
+            let last = steps.last().unwrap();
+            let cmd = last.cmd.as_ref().unwrap();
+            assert_eq!(cmd.argv, ["chpasswd", "-R", "/tmp/r", "-e"]);
+            assert_eq!(cmd.stdin.as_ref().map(|i| i.0.to_vec()), Some(format!("bob:{hash}\n").into_bytes()));
+            for s in &steps {
+                let c = s.cmd.as_ref().unwrap();
+                let shown = format!("{:?} {:?} {:?} {}", s.change, c, c.executed_argv(), c.shown());
+                assert!(!shown.contains("secrethash"), "{shown}");
+            }
+        }
+        // Converged: the shadow hash is the secret's; nothing to run.
+        bob.password = Some(hash.into());
+        assert!(user_steps(&want, Some(&bob), &t, Path::new("/")).unwrap().is_empty());
+    }
+
     /// The primary group by name or id, the GECOS comment, a system
     /// account, and the password through `chpasswd -e` on stdin: the hash
     /// is in no argv and in no change shown.
@@ -809,7 +849,7 @@ mod tests {
             .as_ref()
             .and_then(|c| c.stdin.clone())
             .unwrap();
-        assert_eq!(feed.0, format!("app:{hash}\n").into_bytes());
+        assert_eq!(*feed.0, format!("app:{hash}\n").into_bytes());
         for s in &steps {
             let shown = format!(
                 "{:?} {}",

@@ -62,9 +62,10 @@ pub struct Cmd {
 }
 
 /// The standard input of a [`Cmd`]; its `Debug` shows only its length, so
-/// that no log of a command shows what it was fed.
+/// that no log of a command shows what it was fed, and it is wiped from
+/// memory when dropped (a password hash, issue 20).
 #[derive(Clone, PartialEq, Eq)]
-pub struct Input(pub Vec<u8>);
+pub struct Input(pub zeroize::Zeroizing<Vec<u8>>);
 
 impl std::fmt::Debug for Input {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -88,7 +89,7 @@ impl Cmd {
 
     /// Feeds `bytes` to the program's standard input.
     pub fn stdin(mut self, bytes: Vec<u8>) -> Cmd {
-        self.stdin = Some(Input(bytes));
+        self.stdin = Some(Input(zeroize::Zeroizing::new(bytes)));
         self
     }
 

@@ -143,7 +143,11 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     // programs run chrooted into it, as commands do.
     let probe_chroot = (root != std::path::Path::new("/")).then_some(root.as_path());
     let probes = Probes::gather(body, &fs, probe_chroot);
-    let mut eval = Evaluator::new(body, &facts).with_probes(&probes);
+    // Secrets are opened with the host identity of the state directory,
+    // lazily: only when an active promise needs one.
+    let mut eval = Evaluator::new(body, &facts)
+        .with_probes(&probes)
+        .with_identity_from(opts.state.as_ref());
     let mut resolver = Resolver::new(body);
     let mut outcome_classes: Vec<String> = opts.defines.clone();
     let mut classes = eval.classes(&outcome_classes).map_err(|e| e.to_string())?;

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
+use zeroize::Zeroizing;
 
 use super::editing;
 use super::resolve::{Instance, Value};
@@ -16,6 +17,7 @@ use crate::rootfs::{FsError, Kind, RootFs};
 
 mod directory_source;
 mod directory_tree;
+mod secret_file;
 pub use directory_source::source_dirs;
 pub use directory_tree::Others;
 
@@ -220,15 +222,29 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
         Some(Kind::Other) => return Applied::failed(format!("`{path}` is not a regular file")),
         _ => {}
     }
-    let desired: Option<Vec<u8>> = match (
+    // Wiped from memory when dropped: it may be a secret.
+    let desired: Option<Zeroizing<Vec<u8>>> = match (
         inst.get("content"),
         inst.get("source"),
         inst.get("template"),
     ) {
         (Some(Value::Str(s)), _, _) | (_, _, Some(Value::Str(s))) => Some(s.as_bytes().to_vec()),
+        (Some(Value::Secret(s)), _, _) | (_, _, Some(Value::Secret(s))) => {
+            Some(s.expose().as_bytes().to_vec())
+        }
         (_, Some(Value::Bytes(b)), _) => Some(b.to_vec()),
         _ => None,
-    };
+    }
+    .map(Zeroizing::new);
+    let secret = inst.secret("content").or_else(|| inst.secret("template"));
+    let promised_mode = inst.int("mode").and_then(|m| u32::try_from(m).ok());
+    if let Some(secret) = secret {
+        // The mode the file will have: promised, kept, or a new file's.
+        let mode = promised_mode.unwrap_or(meta.map_or(0o644, |m| m.mode));
+        if let Some(why) = secret_file::mode_problem(path, secret, mode) {
+            return Applied::failed(why);
+        }
+    }
     let (want_uid, want_gid) = match owner_ids(ctx, inst) {
         Ok(ids) => ids,
         Err(e) => return Applied::failed(e),
@@ -245,6 +261,13 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
         }
         // Create it: content (or empty), mode 0644 unless promised.
         let bytes = desired.unwrap_or_default();
+        let (after, diff_of) = match secret {
+            Some(s) => (
+                format!("{} mode 0o{:o}", s.label(), promised_mode.unwrap_or(0o644)),
+                ctx.dry_run.then(|| secret_file::dry_run_note(path)),
+            ),
+            None => (String::new(), None),
+        };
         let mode = inst
             .int("mode")
             .and_then(|m| u32::try_from(m).ok())
@@ -254,12 +277,20 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
             (u, g) => Some((u.unwrap_or_else(current_uid), g.unwrap_or_else(current_gid))),
         };
         if !ctx.dry_run {
-            if let Err(e) = write_validated(ctx, inst, &bytes, mode, owner) {
+            if let Err(e) = write_validated(ctx, inst, &bytes, mode, owner, secret.is_some()) {
                 return e;
             }
             if let Err(e) = confirm(ctx, path, &bytes) {
                 return e;
             }
+        }
+        if secret.is_some() {
+            return Applied::from_changes(vec![Change {
+                what: "created".into(),
+                before: "absent".into(),
+                after,
+                diff: diff_of,
+            }]);
         }
         return Applied::from_changes(vec![Change {
             what: "created".into(),
@@ -275,16 +306,17 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let mut changes = Vec::new();
     if let Some(want) = desired {
         let current = match ctx.fs.read_file(path) {
-            Ok(c) => c.unwrap_or_default(),
+            Ok(c) => Zeroizing::new(c.unwrap_or_default()),
             Err(e) => return fs_failed(e),
         };
-        if current != want {
-            let mode = inst
-                .int("mode")
-                .and_then(|m| u32::try_from(m).ok())
-                .unwrap_or(meta.mode);
+        if *current != *want {
+            let mode = promised_mode.unwrap_or(meta.mode);
+            // Never a copy of a secret in the state directory.
+            let no_backup = (inst.bool("backup") == Some(true))
+                .then(|| secret_file::no_backup(secret, meta.mode))
+                .flatten();
             if !ctx.dry_run {
-                if inst.bool("backup") == Some(true) {
+                if inst.bool("backup") == Some(true) && no_backup.is_none() {
                     // In the state directory, never beside the file
                     // (issue 17 item 7).
                     let Some(state) = ctx.state else {
@@ -297,23 +329,29 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
                     }
                 }
                 let owner = Some((want_uid.unwrap_or(meta.uid), want_gid.unwrap_or(meta.gid)));
-                if let Err(e) = write_validated(ctx, inst, &want, mode, owner) {
+                if let Err(e) = write_validated(ctx, inst, &want, mode, owner, secret.is_some()) {
                     return e;
                 }
                 if let Err(e) = confirm(ctx, path, &want) {
                     return e;
                 }
             }
-            changes.push(Change {
+            changes.extend(no_backup);
+            if let Some(secret) = secret {
+                let note = ctx.dry_run.then(|| secret_file::dry_run_note(path));
+                changes.push(secret_file::content_change(secret, note));
+            } else {
+                changes.push(Change {
                 what: "content".into(),
                 before: format!("sha256:{}", digest(&current)),
                 after: format!("sha256:{}", digest(&want)),
-                diff: if ctx.dry_run {
-                    diff(&current, &want, path, &[meta.mode, mode])
-                } else {
-                    None
-                },
-            });
+                    diff: if ctx.dry_run {
+                        diff(&current, &want, path, &[meta.mode, mode])
+                    } else {
+                        None
+                    },
+                });
+            }
         }
     }
     // Mode and owner, read again after a rewrite.
@@ -337,13 +375,16 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
 /// file's directory, with its final owner and mode) is checked first and
 /// replaces the file only if the command exits 0. A refusal fails the
 /// promise with the command's output; the file is untouched, so the next
-/// run stages, validates and fails again until the policy is fixed.
+/// run stages, validates and fails again until the policy is fixed. The
+/// output of a command that validated a `secret` content is not shown (it
+/// may quote what it checked).
 fn write_validated(
     ctx: &Ctx<'_>,
     inst: &Instance,
     bytes: &[u8],
     mode: u32,
     owner: Option<(u32, u32)>,
+    secret: bool,
 ) -> Result<(), Applied> {
     let path = inst.promiser.as_str();
     let Some(validate) = inst.list("validate") else {
@@ -379,7 +420,11 @@ fn write_validated(
             match execute(&argv, &cwd, ctx.fs.path(), timeout, chroot) {
                 Ok((Some(0), _)) => Ok(()),
                 Ok((code, out)) => {
-                    output = out;
+                    output = if secret {
+                        String::new()
+                    } else {
+                        out
+                    };
                     let shown = validate.join(" ");
                     let said = output.trim_end();
                     let said = if said.is_empty() {

@@ -11,7 +11,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::bundle::format::{Body, Constant, Item, Operand, Promise};
-use crate::eval::{Evaluator, Val};
+use crate::bundle::verify::is_secret_sink;
+use crate::eval::{Evaluated, Evaluator, Val};
 use crate::schema::{promise_type_by_id, AttrType};
 
 pub use crate::instance::{Instance, Value};
@@ -94,8 +95,9 @@ impl<'b> Resolver<'b> {
         Ok(())
     }
 
-    /// Constant `c` as a shared value.
-    fn constant(&mut self, c: u32) -> Result<Value, String> {
+    /// Constant `c` as a shared value; a secret is opened (once per run)
+    /// with the host identity the evaluator holds.
+    fn constant(&mut self, eval: &mut Evaluator<'_>, c: u32) -> Result<Value, String> {
         let slot = self
             .constants
             .get_mut(c as usize)
@@ -116,13 +118,7 @@ impl<'b> Resolver<'b> {
             Some(Constant::Table(_) | Constant::Probe(_) | Constant::SealedKey(_)) | None => {
                 return Err(format!("cannot evaluate: constant {c}"))
             }
-            // Issue 20 decrypts it here with the host's age identity.
-            Some(Constant::Secret(sealed)) => {
-                return Err(format!(
-                    "<secret {}>: this VM cannot decrypt secrets",
-                    sealed.name
-                ))
-            }
+            Some(Constant::Secret(_)) => Value::Secret(eval.reveal(c)?),
         };
         *slot = Some(value.clone());
         Ok(value)
@@ -136,21 +132,22 @@ impl<'b> Resolver<'b> {
         loops: &[String],
     ) -> Result<Value, String> {
         match item {
-            Item::Const(c) => self.constant(c),
+            Item::Const(c) => self.constant(eval, c),
             Item::Code(p) => {
                 // A probe fact that is unknown here is its own reason (the
                 // promise is skipped with it), not an evaluation failure.
-                let value = match eval.run(p, classes, loops).map_err(|e| {
+                let value = match eval.run_sink(p, classes, loops).map_err(|e| {
                     if eval.failed_on_unknown() {
                         e.0
                     } else {
                         e.to_string()
                     }
                 })? {
-                    Val::Str(s) => Value::Str(Arc::from(s)),
-                    Val::Int(i) => Value::Int(i),
-                    Val::Bool(b) => Value::Bool(b),
-                    Val::List(l) => Value::List(l),
+                    Evaluated::Plain(Val::Str(s)) => Value::Str(Arc::from(s)),
+                    Evaluated::Plain(Val::Int(i)) => Value::Int(i),
+                    Evaluated::Plain(Val::Bool(b)) => Value::Bool(b),
+                    Evaluated::Plain(Val::List(l)) => Value::List(l),
+                    Evaluated::Secret(text) => Value::Secret(Arc::new(text)),
                 };
                 self.own(value.bytes())?;
                 Ok(value)
@@ -168,6 +165,8 @@ impl<'b> Resolver<'b> {
     ) -> Result<String, String> {
         let text = match self.item(eval, item, classes, loops)? {
             Value::Str(s) => s.as_ref().to_owned(),
+            // A promiser or a list element is shown by every output.
+            Value::Secret(s) => return Err(not_a_sink(&s.label())),
             other => other.display(),
         };
         self.own(text.len())?;
@@ -195,7 +194,12 @@ impl<'b> Resolver<'b> {
                 .attr_by_id(a.attr)
                 .ok_or_else(|| format!("cannot evaluate: attribute {}", a.attr))?;
             let value = match &a.value {
-                Operand::Item(i) => self.item(eval, *i, classes, loops)?,
+                Operand::Item(i) => match self.item(eval, *i, classes, loops)? {
+                    Value::Secret(s) if !is_secret_sink(promise.kind, a.attr) => {
+                        return Err(not_a_sink(&s.label()))
+                    }
+                    value => value,
+                },
                 Operand::List(items) => {
                     let mut list = Vec::with_capacity(items.len());
                     for i in items.iter() {
@@ -214,6 +218,15 @@ impl<'b> Resolver<'b> {
             attrs,
         })
     }
+}
+
+/// Why a secret is refused where the verifier should already have refused
+/// it (a second line of defence: a promiser, a list element or an
+/// attribute other than `file` content or template and `user` password).
+fn not_a_sink(label: &str) -> String {
+    format!(
+        "{label} may only be the content or template of a file or the password of a user; the promise is not applied"
+    )
 }
 
 /// A value of an enum attribute (or a list of them) is one of its words.
