@@ -1358,4 +1358,93 @@ mod tests {
         // examined, "v" pushed (1).
         assert_eq!(eval.steps_used(), 2 * INSTR_STEPS + 5 + 50 + 1);
     }
+
+    /// A host enrolled in a temporary state directory, and a body whose
+    /// constants 0 and 1 are a sealed key for it and secret `db` in it.
+    fn secret_body(programs: Vec<Vec<Instr>>, hosts_recipient: bool) -> (tempfile::TempDir, crate::state::StateDir, Body) {
+        use crate::secrets::sealing::{sealed_key, secret};
+        let dir = tempfile::tempdir().unwrap();
+        let state = crate::state::StateDir::open(&dir.path().join("state")).unwrap();
+        let me = crate::identity::enroll(&state, Some("h"), "h", false).unwrap();
+        let other = age::x25519::Identity::generate().to_public().to_string();
+        let to = if hosts_recipient { me.age_recipient } else { other };
+        let (key, set) = sealed_key(&[&to]);
+        let constants = vec![
+            key,
+            secret("db", "pa55-word", 0, &set),
+            Constant::Str("password=".into()),
+            Constant::List(crate::bundle::format::List(vec!["a".into(), "b".into()])),
+            Constant::Str("x".into()),
+            Constant::Str(String::new()),
+        ];
+        let body = body(constants, programs);
+        (dir, state, body)
+    }
+
+    /// Everything computed from a secret is secret, with its name: a
+    /// concatenation, a function of it, a template's `each`; a program that
+    /// reads none stays plain; `run` (guards, classes, promisers) refuses
+    /// a secret whatever was computed from it.
+    #[test]
+    fn values_computed_from_a_secret_stay_secret() {
+        let upper = func("upper");
+        let programs = vec![
+            vec![Instr::Const(2), Instr::Const(1), Instr::Concat(2)],
+            vec![Instr::Const(1), upper],
+            vec![Instr::Elem(0), Instr::Const(1), Instr::Concat(2)],
+            vec![Instr::Const(3), Instr::Each(2)],
+            vec![Instr::Const(1), Instr::Const(4), Instr::Eq],
+            vec![Instr::Const(2)],
+        ];
+        let (_dir, state, body) = secret_body(programs, true);
+        let facts = facts();
+        let mut eval = Evaluator::new(&body, &facts).with_identity_from(Some(&state));
+        let none = BTreeSet::new();
+        let secret = |eval: &mut Evaluator<'_>, p: u32| match eval.run_sink(p, &none, &[]) {
+            Ok(Evaluated::Secret(s)) => (s.expose().to_owned(), s.label()),
+            other => panic!("program {p}: {other:?}"),
+        };
+        assert_eq!(secret(&mut eval, 0), ("password=pa55-word".into(), "<secret db>".into()));
+        assert_eq!(secret(&mut eval, 1), ("PA55-WORD".into(), "<secret db>".into()));
+        assert_eq!(secret(&mut eval, 3), ("apa55-wordbpa55-word".into(), "<secret db>".into()));
+        assert_eq!(secret(&mut eval, 4), ("false".into(), "<secret db>".into()));
+        assert_eq!(eval.keys_opened(), 1, "one sealed key, opened once");
+        match eval.run_sink(5, &none, &[]) {
+            Ok(Evaluated::Plain(Val::Str(s))) => assert_eq!(s, "password="),
+            other => panic!("{other:?}"),
+        }
+        for p in [0, 3, 4] {
+            let err = eval.run(p, &none, &[]).unwrap_err();
+            assert!(err.0.contains("reads <secret db>, which only the content"), "{err}");
+            assert!(!err.0.contains("pa55"), "{err}");
+        }
+    }
+
+    /// A program that fails after reading a secret does not say why (a
+    /// function's message may quote its argument); one that cannot open
+    /// the secret says exactly that, and no value.
+    #[test]
+    fn failures_never_quote_a_secret() {
+        let split = func("split");
+        let programs = vec![
+            // split(secret, "") is refused with a message about its arguments.
+            vec![Instr::Const(1), Instr::Const(5), split],
+            vec![Instr::Const(1)],
+        ];
+        let (_dir, state, body) = secret_body(programs, true);
+        let facts = facts();
+        let mut eval = Evaluator::new(&body, &facts).with_identity_from(Some(&state));
+        let none = BTreeSet::new();
+        let e = eval.run_sink(0, &none, &[]).unwrap_err();
+        assert!(e.0.contains("fails on a value computed from <secret db>"), "{e}");
+        assert!(!e.0.contains("pa55"), "{e}");
+        let (_dir, state, body) = secret_body(vec![vec![Instr::Const(1)]], false);
+        let mut eval = Evaluator::new(&body, &facts).with_identity_from(Some(&state));
+        let err = eval.run_sink(0, &none, &[]).unwrap_err();
+        assert_eq!(err.0, "this host is not a recipient of secret db");
+        let mut eval = Evaluator::new(&body, &facts);
+        let err = eval.run_sink(0, &none, &[]).unwrap_err();
+        assert!(err.0.starts_with("secret db: no identity: run `policyvm enroll`"), "{err}");
+    }
+
 }

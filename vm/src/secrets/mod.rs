@@ -10,6 +10,9 @@ mod keyring;
 
 pub use keyring::Keyring;
 
+#[cfg(test)]
+pub(crate) use keyring::sealing;
+
 use std::collections::BTreeSet;
 use std::fmt;
 
