@@ -107,6 +107,18 @@ pub fn write_in<E>(
 
 /// Owner, mode, content and `fsync` of a new temporary.
 fn fill<E>(fd: OwnedFd, file: &NewFile<'_>) -> Result<(), Failure<E>> {
+    fill_with(fd, file, |handle, contents| handle.write_all(contents))
+}
+
+/// [`fill`], with the write of the content given: owner and mode are set
+/// before a byte is written, so a secret (issue 20) is never in a file
+/// with the wrong owner or mode, even for an instant; the test of this
+/// order observes the temporary as `write` finds it.
+fn fill_with<E>(
+    fd: OwnedFd,
+    file: &NewFile<'_>,
+    write: impl FnOnce(&mut std::fs::File, &[u8]) -> std::io::Result<()>,
+) -> Result<(), Failure<E>> {
     let io = |step| move |errno| Failure::Io { step, errno };
     if let Some((uid, gid)) = file.owner {
         rfs::fchown(&fd, Some(Uid::from_raw(uid)), Some(Gid::from_raw(gid)))
@@ -114,8 +126,7 @@ fn fill<E>(fd: OwnedFd, file: &NewFile<'_>) -> Result<(), Failure<E>> {
     }
     rfs::fchmod(&fd, Mode::from_bits_truncate(file.mode)).map_err(io("set the mode of"))?;
     let mut handle = std::fs::File::from(fd);
-    handle
-        .write_all(file.contents)
+    write(&mut handle, file.contents)
         .map_err(|e| io("write")(Errno::from_io_error(&e).unwrap_or(Errno::IO)))?;
     rfs::fsync(&handle).map_err(io("sync"))
 }
@@ -233,4 +244,36 @@ mod tests {
         );
         assert!(!dir.path().join(".t").exists());
     }
+
+    /// The temporary already has the promised mode (and owner) when its
+    /// content is written: a secret file is never readable by others, not
+    /// even between the write and a later `chmod`.
+    #[test]
+    fn mode_and_owner_are_set_before_the_content_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        let fd = rfs::open(
+            &path,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
+            Mode::from_bits_truncate(0o644),
+        )
+        .unwrap();
+        let (uid, gid) = (rustix::process::geteuid(), rustix::process::getegid());
+        let file = NewFile {
+            contents: b"secret",
+            mode: 0o600,
+            owner: Some((uid.as_raw(), gid.as_raw())),
+            existing: Existing::Replace,
+        };
+        let mut seen = None;
+        fill_with::<()>(fd, &file, |handle, contents| {
+            let st = rfs::fstat(&*handle).map_err(std::io::Error::from)?;
+            seen = Some((st.st_mode & 0o7777, st.st_size, st.st_uid));
+            handle.write_all(contents)
+        })
+        .unwrap();
+        assert_eq!(seen, Some((0o600, 0, uid.as_raw())));
+        assert_eq!(std::fs::read(&path).unwrap(), b"secret");
+    }
+
 }
