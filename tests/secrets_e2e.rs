@@ -32,7 +32,8 @@ use converge::http::{respond, Scripted};
 use converge::support::{body, keys, write_trust};
 use converge_compiler::bundle::seal;
 use converge_format::bundle::format::{Body, Bytes, Constant, Sealed, SealedKey};
-use converge_format::inventory::Inventory;
+use converge_format::inventory::{parse_report_key, Inventory};
+use converge_format::report::SignedReport;
 use converge_format::stamp::Stamp;
 use ed25519_dalek::Signer as _;
 
@@ -356,6 +357,7 @@ fn only_the_entitled_host_writes_the_secret_and_no_output_contains_it() {
     // collector that is down.
     let mut b2 = body(POLICY);
     seal_secrets(&mut b2, &[recipient("db-a")], 2);
+    b2.header.name = "site".into();
     let hub = publish(&work.path().join("hub"), &seal(&b2, &keys().0).unwrap());
     std::fs::write(&password, "drifted").unwrap();
     let config = work.path().join("agent.toml");
@@ -377,8 +379,15 @@ fn only_the_entitled_host_writes_the_secret_and_no_output_contains_it() {
     let mut spooled = Vec::new();
     files_under(&a.state.join("spool"), &[], &mut spooled);
     assert_eq!(spooled.len(), 1, "{spooled:?}");
-    let upload = std::fs::read(spooled.first().unwrap()).unwrap();
-    assert!(contains(&upload, "<secret db_password>"), "{}", String::from_utf8_lossy(&upload));
+    // The spooled upload is signed base64: opened as the collector would,
+    // and searched as text.
+    let key = parse_report_key(inventory.host("db-a").unwrap().report_key.get_ref()).unwrap();
+    let upload = SignedReport::parse(&std::fs::read(spooled.first().unwrap()).unwrap())
+        .and_then(|s| s.open(&key))
+        .unwrap();
+    let upload = String::from_utf8(upload.to_bytes()).unwrap();
+    assert!(upload.contains("<secret db_password>"), "{upload}");
+    t.0.push(upload);
 
     // The search: every output, every file of both hosts but the two
     // secret files, the reports.
