@@ -409,3 +409,60 @@ fn only_the_entitled_host_writes_the_secret_and_no_output_contains_it() {
         assert!(!contains(&bytes, PLAINTEXT), "{} holds the secret", file.display());
     }
 }
+
+/// How many files `bench/secrets_run.sh` converges.
+const BENCH_FILES: usize = 100;
+
+/// Writes the inputs of `bench/secrets_run.sh` into `$SECRETS_BENCH_DIR`:
+/// one policy of [`BENCH_FILES`] 0600 files compiled once, as
+/// `plain.bundle` (each content a string) and `secret.bundle` (each content
+/// a secret sealed to the host), the trusted key, and a root enrolled as
+/// the host those secrets are sealed to. Run only by the script.
+#[test]
+#[ignore = "input generator for bench/secrets_run.sh (SECRETS_BENCH_DIR)"]
+fn bench_inputs() {
+    let out = PathBuf::from(
+        std::env::var_os("SECRETS_BENCH_DIR").expect("SECRETS_BENCH_DIR: where to write"),
+    );
+    let root = out.join("root");
+    std::fs::create_dir_all(root.join("etc")).unwrap();
+    let state = converge_vm::state::StateDir::open(&root.join("var/lib/converge")).unwrap();
+    let host = converge_vm::identity::enroll(&state, Some("bench"), "bench", false).unwrap();
+    let mut policy = String::from("bundle files {\n");
+    for i in 0..BENCH_FILES {
+        policy.push_str(&format!(
+            "  file \"/data/f{i}\" {{ content = \"bench-secret-{i}-{}\"; mode = 0o600; }}\n",
+            "x".repeat(24)
+        ));
+    }
+    policy.push_str("}\npolicy { files(); }\n");
+    let plain = body(&policy);
+    std::fs::write(out.join("plain.bundle"), seal(&plain, &keys().0).unwrap()).unwrap();
+
+    let mut secret = plain;
+    let set = age::x25519::Identity::generate();
+    let key = u32::try_from(secret.constants.len()).unwrap();
+    let mut sealed = 0;
+    for c in &mut secret.constants.0 {
+        let Constant::Str(s) = c else { continue };
+        if !s.starts_with("bench-secret-") {
+            continue;
+        }
+        let name = s.split('-').take(3).collect::<Vec<_>>().join("-");
+        *c = Constant::Secret(Box::new(Sealed {
+            name,
+            key,
+            ciphertext: Bytes(encrypt_to(std::slice::from_ref(&set.to_public()), s.as_bytes())),
+        }));
+        sealed += 1;
+    }
+    assert_eq!(sealed, BENCH_FILES);
+    secret.constants.0.push(Constant::SealedKey(Box::new(SealedKey {
+        ciphertext: Bytes(encrypt_to(
+            &[age::x25519::Recipient::from_str(&host.age_recipient).unwrap()],
+            set.to_string().expose_secret().as_bytes(),
+        )),
+    })));
+    std::fs::write(out.join("secret.bundle"), seal(&secret, &keys().0).unwrap()).unwrap();
+    write_trust(&out.join("trust"));
+}
