@@ -1047,6 +1047,41 @@ mod tests {
         }
     }
 
+    /// Two promises giving one file different secrets contradict each
+    /// other; the message names the secrets, never their values.
+    #[test]
+    fn a_contradiction_between_secrets_names_them_only() {
+        use crate::secrets::SecretText;
+        let secret = |name: &str, text: &str| {
+            Value::Secret(std::sync::Arc::new(SecretText::new(
+                BTreeSet::from([name.to_owned()]),
+                zeroize::Zeroizing::new(text.to_owned()),
+            )))
+        };
+        let instances: Vec<(usize, Vec<String>, Result<Instance, Unresolved>)> = [
+            (0, secret("old_token", "value-one-xyz")),
+            (1, secret("new_token", "value-two-xyz")),
+        ]
+        .into_iter()
+        .map(|(index, content)| {
+            let inst = Instance {
+                index,
+                kind: "file",
+                promiser: "/etc/token".into(),
+                attrs: vec![("content", content)],
+            };
+            (index, Vec::new(), Ok(inst))
+        })
+        .collect();
+        let found = runtime_contradictions(&instances);
+        let reason = found.get(&(0, Vec::new())).unwrap();
+        assert!(
+            reason.contains("content = <secret old_token> and content = <secret new_token>"),
+            "{reason}"
+        );
+        assert!(!reason.contains("xyz"), "{reason}");
+    }
+
     /// Mount states against the pairwise definition: an instance
     /// contradicts when another promise's state does not agree with its
     /// own (`mount_states_agree`), over every assignment of four instances
