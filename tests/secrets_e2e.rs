@@ -111,12 +111,14 @@ fn seal_secrets(body: &mut Body, hosts: &[String], serial: u64) {
         sealed += 1;
     }
     assert_eq!(sealed, 2, "both placeholders are constants of their own");
-    body.constants.0.push(Constant::SealedKey(Box::new(SealedKey {
-        ciphertext: Bytes(encrypt_to(
-            &recipients,
-            set.to_string().expose_secret().as_bytes(),
-        )),
-    })));
+    body.constants
+        .0
+        .push(Constant::SealedKey(Box::new(SealedKey {
+            ciphertext: Bytes(encrypt_to(
+                &recipients,
+                set.to_string().expose_secret().as_bytes(),
+            )),
+        })));
     body.header.serial = serial;
 }
 
@@ -150,7 +152,8 @@ impl Transcript {
             cmd.arg(p);
         }
         let out = cmd.output().unwrap();
-        self.0.push(format!("policyvm {args:?} {paths:?}\n{}", text(&out)));
+        self.0
+            .push(format!("policyvm {args:?} {paths:?}\n{}", text(&out)));
         out
     }
 
@@ -165,7 +168,8 @@ impl Transcript {
             .arg(&host.root)
             .output()
             .unwrap();
-        self.0.push(format!("policyvm run {extra:?}\n{}", text(&out)));
+        self.0
+            .push(format!("policyvm run {extra:?}\n{}", text(&out)));
         out
     }
 }
@@ -341,7 +345,10 @@ fn only_the_entitled_host_writes_the_secret_and_no_output_contains_it() {
         );
     }
     assert!(!b.root.join("etc/app/db.password").exists());
-    assert!(b.root.join("etc/motd").exists(), "other promises unaffected");
+    assert!(
+        b.root.join("etc/motd").exists(),
+        "other promises unaffected"
+    );
 
     // inspect shows the name only.
     let out = t.policyvm(&["inspect", "--trust"], &[&trust, &bundle]);
@@ -392,8 +399,14 @@ fn only_the_entitled_host_writes_the_secret_and_no_output_contains_it() {
     // The search: every output, every file of both hosts but the two
     // secret files, the reports.
     for (i, output) in t.0.iter().enumerate() {
-        assert!(!output.contains(PLAINTEXT), "output {i} holds the secret:\n{output}");
-        assert!(!output.contains("AGE-SECRET-KEY"), "output {i} holds a key:\n{output}");
+        assert!(
+            !output.contains(PLAINTEXT),
+            "output {i} holds the secret:\n{output}"
+        );
+        assert!(
+            !output.contains("AGE-SECRET-KEY"),
+            "output {i} holds a key:\n{output}"
+        );
     }
     let mut files = vec![report_a, report_b];
     files_under(&a.root, &[password, conf], &mut files);
@@ -406,7 +419,11 @@ fn only_the_entitled_host_writes_the_secret_and_no_output_contains_it() {
     assert_eq!(backups, Vec::<PathBuf>::new(), "no backup of a secret file");
     for file in &files {
         let bytes = std::fs::read(file).unwrap();
-        assert!(!contains(&bytes, PLAINTEXT), "{} holds the secret", file.display());
+        assert!(
+            !contains(&bytes, PLAINTEXT),
+            "{} holds the secret",
+            file.display()
+        );
     }
 }
 
@@ -452,17 +469,23 @@ fn bench_inputs() {
         *c = Constant::Secret(Box::new(Sealed {
             name,
             key,
-            ciphertext: Bytes(encrypt_to(std::slice::from_ref(&set.to_public()), s.as_bytes())),
+            ciphertext: Bytes(encrypt_to(
+                std::slice::from_ref(&set.to_public()),
+                s.as_bytes(),
+            )),
         }));
         sealed += 1;
     }
     assert_eq!(sealed, BENCH_FILES);
-    secret.constants.0.push(Constant::SealedKey(Box::new(SealedKey {
-        ciphertext: Bytes(encrypt_to(
-            &[age::x25519::Recipient::from_str(&host.age_recipient).unwrap()],
-            set.to_string().expose_secret().as_bytes(),
-        )),
-    })));
+    secret
+        .constants
+        .0
+        .push(Constant::SealedKey(Box::new(SealedKey {
+            ciphertext: Bytes(encrypt_to(
+                &[age::x25519::Recipient::from_str(&host.age_recipient).unwrap()],
+                set.to_string().expose_secret().as_bytes(),
+            )),
+        })));
     std::fs::write(out.join("secret.bundle"), seal(&secret, &keys().0).unwrap()).unwrap();
     write_trust(&out.join("trust"));
 }

@@ -275,5 +275,4 @@ mod tests {
         assert_eq!(seen, Some((0o600, 0, uid.as_raw())));
         assert_eq!(std::fs::read(&path).unwrap(), b"secret");
     }
-
 }

@@ -352,7 +352,10 @@ impl<'b> Evaluator<'b> {
         if state.secrets.is_empty() {
             return result.map(Evaluated::Plain);
         }
-        let label = format!("<secret {}>", Vec::from_iter(state.secrets.iter().cloned()).join(", "));
+        let label = format!(
+            "<secret {}>",
+            Vec::from_iter(state.secrets.iter().cloned()).join(", ")
+        );
         match result {
             Ok(value) => {
                 let text = match value {
@@ -1361,13 +1364,20 @@ mod tests {
 
     /// A host enrolled in a temporary state directory, and a body whose
     /// constants 0 and 1 are a sealed key for it and secret `db` in it.
-    fn secret_body(programs: Vec<Vec<Instr>>, hosts_recipient: bool) -> (tempfile::TempDir, crate::state::StateDir, Body) {
+    fn secret_body(
+        programs: Vec<Vec<Instr>>,
+        hosts_recipient: bool,
+    ) -> (tempfile::TempDir, crate::state::StateDir, Body) {
         use crate::secrets::sealing::{sealed_key, secret};
         let dir = tempfile::tempdir().unwrap();
         let state = crate::state::StateDir::open(&dir.path().join("state")).unwrap();
         let me = crate::identity::enroll(&state, Some("h"), "h", false).unwrap();
         let other = age::x25519::Identity::generate().to_public().to_string();
-        let to = if hosts_recipient { me.age_recipient } else { other };
+        let to = if hosts_recipient {
+            me.age_recipient
+        } else {
+            other
+        };
         let (key, set) = sealed_key(&[&to]);
         let constants = vec![
             key,
@@ -1404,9 +1414,18 @@ mod tests {
             Ok(Evaluated::Secret(s)) => (s.expose().to_owned(), s.label()),
             other => panic!("program {p}: {other:?}"),
         };
-        assert_eq!(secret(&mut eval, 0), ("password=pa55-word".into(), "<secret db>".into()));
-        assert_eq!(secret(&mut eval, 1), ("PA55-WORD".into(), "<secret db>".into()));
-        assert_eq!(secret(&mut eval, 3), ("apa55-wordbpa55-word".into(), "<secret db>".into()));
+        assert_eq!(
+            secret(&mut eval, 0),
+            ("password=pa55-word".into(), "<secret db>".into())
+        );
+        assert_eq!(
+            secret(&mut eval, 1),
+            ("PA55-WORD".into(), "<secret db>".into())
+        );
+        assert_eq!(
+            secret(&mut eval, 3),
+            ("apa55-wordbpa55-word".into(), "<secret db>".into())
+        );
         assert_eq!(secret(&mut eval, 4), ("false".into(), "<secret db>".into()));
         assert_eq!(eval.keys_opened(), 1, "one sealed key, opened once");
         match eval.run_sink(5, &none, &[]) {
@@ -1415,7 +1434,10 @@ mod tests {
         }
         for p in [0, 3, 4] {
             let err = eval.run(p, &none, &[]).unwrap_err();
-            assert!(err.0.contains("reads <secret db>, which only the content"), "{err}");
+            assert!(
+                err.0.contains("reads <secret db>, which only the content"),
+                "{err}"
+            );
             assert!(!err.0.contains("pa55"), "{err}");
         }
     }
@@ -1436,7 +1458,10 @@ mod tests {
         let mut eval = Evaluator::new(&body, &facts).with_identity_from(Some(&state));
         let none = BTreeSet::new();
         let e = eval.run_sink(0, &none, &[]).unwrap_err();
-        assert!(e.0.contains("fails on a value computed from <secret db>"), "{e}");
+        assert!(
+            e.0.contains("fails on a value computed from <secret db>"),
+            "{e}"
+        );
         assert!(!e.0.contains("pa55"), "{e}");
         let (_dir, state, body) = secret_body(vec![vec![Instr::Const(1)]], false);
         let mut eval = Evaluator::new(&body, &facts).with_identity_from(Some(&state));
@@ -1444,7 +1469,10 @@ mod tests {
         assert_eq!(err.0, "this host is not a recipient of secret db");
         let mut eval = Evaluator::new(&body, &facts);
         let err = eval.run_sink(0, &none, &[]).unwrap_err();
-        assert!(err.0.starts_with("secret db: no identity: run `policyvm enroll`"), "{err}");
+        assert!(
+            err.0
+                .starts_with("secret db: no identity: run `policyvm enroll`"),
+            "{err}"
+        );
     }
-
 }

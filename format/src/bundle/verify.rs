@@ -1657,7 +1657,12 @@ mod tests {
 
     /// A promise of type `kind` with the given attributes (by name), a
     /// promiser and a guard, for the secret sink cases.
-    fn promise_of(kind: &str, promiser: Item, attrs: &[(&str, Operand)], guard: Option<u32>) -> Promise {
+    fn promise_of(
+        kind: &str,
+        promiser: Item,
+        attrs: &[(&str, Operand)],
+        guard: Option<u32>,
+    ) -> Promise {
         use super::super::format::List;
         let pt = promise_type(kind).unwrap();
         Promise {
@@ -1693,7 +1698,9 @@ mod tests {
         use Instr::{Concat, Const, Each, Elem, Eq};
         let age = |rest: &[u8]| Bytes([AGE_VERSION_LINE, rest].concat());
         let constants = vec![
-            Constant::SealedKey(Box::new(SealedKey { ciphertext: age(b"k") })),
+            Constant::SealedKey(Box::new(SealedKey {
+                ciphertext: age(b"k"),
+            })),
             Constant::Secret(Box::new(Sealed {
                 name: "db_password".into(),
                 key: 0,
@@ -1725,7 +1732,8 @@ mod tests {
             body.sources = List(vec![SourceLoc { file: 2, line: 1 }]);
             body
         };
-        let file = |attrs: &[(&str, Operand)], guard| promise_of("file", Item::Const(2), attrs, guard);
+        let file =
+            |attrs: &[(&str, Operand)], guard| promise_of("file", Item::Const(2), attrs, guard);
         let code = |p| Operand::Item(Item::Code(p));
         let secret = Operand::Item(Item::Const(1));
         // Accepted: each sink, by program, through each, and directly.
@@ -1735,11 +1743,20 @@ mod tests {
             file(&[("template", code(0))], None),
             file(&[("content", secret.clone())], None),
             file(&[("content", code(4))], None),
-            promise_of("user", Item::Const(5), &[("password", secret.clone())], None),
+            promise_of(
+                "user",
+                Item::Const(5),
+                &[("password", secret.clone())],
+                None,
+            ),
             promise_of("user", Item::Const(5), &[("password", code(0))], None),
         ] {
             let body = body_with(vec![p.clone()], Vec::new());
-            assert_eq!(verify_body(&body).map_err(|e| e.to_string()), Ok(()), "{p:?}");
+            assert_eq!(
+                verify_body(&body).map_err(|e| e.to_string()),
+                Ok(()),
+                "{p:?}"
+            );
         }
         let refused: Vec<(Vec<Promise>, Vec<ClassEntry>, &str)> = vec![
             (
@@ -1768,12 +1785,22 @@ mod tests {
                 "attribute `owner` reads secret db_password",
             ),
             (
-                vec![promise_of("user", Item::Const(5), &[("comment", secret.clone())], None)],
+                vec![promise_of(
+                    "user",
+                    Item::Const(5),
+                    &[("comment", secret.clone())],
+                    None,
+                )],
                 Vec::new(),
                 "attribute `comment` reads secret db_password",
             ),
             (
-                vec![promise_of("report", Item::Const(5), &[("message", code(0))], None)],
+                vec![promise_of(
+                    "report",
+                    Item::Const(5),
+                    &[("message", code(0))],
+                    None,
+                )],
                 Vec::new(),
                 "attribute `message` reads secret db_password",
             ),
@@ -1827,5 +1854,4 @@ mod tests {
         }
         assert!(!is_secret_sink(u16::MAX, u16::MAX));
     }
-
 }

@@ -801,16 +801,27 @@ mod tests {
             let last = steps.last().unwrap();
             let cmd = last.cmd.as_ref().unwrap();
             assert_eq!(cmd.argv, ["chpasswd", "-R", "/tmp/r", "-e"]);
-            assert_eq!(cmd.stdin.as_ref().map(|i| i.0.to_vec()), Some(format!("bob:{hash}\n").into_bytes()));
+            assert_eq!(
+                cmd.stdin.as_ref().map(|i| i.0.to_vec()),
+                Some(format!("bob:{hash}\n").into_bytes())
+            );
             for s in &steps {
                 let c = s.cmd.as_ref().unwrap();
-                let shown = format!("{:?} {:?} {:?} {}", s.change, c, c.executed_argv(), c.shown());
+                let shown = format!(
+                    "{:?} {:?} {:?} {}",
+                    s.change,
+                    c,
+                    c.executed_argv(),
+                    c.shown()
+                );
                 assert!(!shown.contains("secrethash"), "{shown}");
             }
         }
         // Converged: the shadow hash is the secret's; nothing to run.
         bob.password = Some(hash.into());
-        assert!(user_steps(&want, Some(&bob), &t, Path::new("/")).unwrap().is_empty());
+        assert!(user_steps(&want, Some(&bob), &t, Path::new("/"))
+            .unwrap()
+            .is_empty());
     }
 
     /// The primary group by name or id, the GECOS comment, a system

@@ -342,9 +342,9 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
                 changes.push(secret_file::content_change(secret, note));
             } else {
                 changes.push(Change {
-                what: "content".into(),
-                before: format!("sha256:{}", digest(&current)),
-                after: format!("sha256:{}", digest(&want)),
+                    what: "content".into(),
+                    before: format!("sha256:{}", digest(&current)),
+                    after: format!("sha256:{}", digest(&want)),
                     diff: if ctx.dry_run {
                         diff(&current, &want, path, &[meta.mode, mode])
                     } else {

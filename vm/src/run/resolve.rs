@@ -362,7 +362,11 @@ mod tests {
         let me = crate::identity::enroll(&state, Some("h"), "h", false).unwrap();
         let (key, set) = sealed_key(&[&me.age_recipient]);
         let mut body = Body::with_programs(
-            vec![key, secret("tls_key", "KEY-MATERIAL", 0, &set), Constant::Str("/f".into())],
+            vec![
+                key,
+                secret("tls_key", "KEY-MATERIAL", 0, &set),
+                Constant::Str("/f".into()),
+            ],
             Vec::new(),
         );
         body.sources = List(vec![SourceLoc { file: 2, line: 1 }]);
@@ -408,9 +412,15 @@ mod tests {
         assert_eq!(inst.get("content").unwrap().display(), "<secret tls_key>");
         assert_eq!(inst.str("content"), None, "a secret is never plain text");
         assert!(!format!("{inst:?}").contains("KEY-MATERIAL"));
-        for (p, what) in [(promise(1, "content"), "promiser"), (promise(2, "owner"), "owner")] {
+        for (p, what) in [
+            (promise(1, "content"), "promiser"),
+            (promise(2, "owner"), "owner"),
+        ] {
             let err = resolver.resolve(&mut eval, 0, &p, &none, &[]).unwrap_err();
-            assert!(err.starts_with("<secret tls_key> may only be the content"), "{what}: {err}");
+            assert!(
+                err.starts_with("<secret tls_key> may only be the content"),
+                "{what}: {err}"
+            );
         }
         assert_eq!(eval.keys_opened(), 1);
     }

@@ -102,8 +102,8 @@ impl<'s> Keyring<'s> {
         let bytes = Zeroizing::new(
             age::decrypt(key, &sealed.ciphertext.0).map_err(|e| unopened(&e).for_secret(name))?,
         );
-        let text = std::str::from_utf8(&bytes)
-            .map_err(|_| format!("secret {name} is not UTF-8 text"))?;
+        let text =
+            std::str::from_utf8(&bytes).map_err(|_| format!("secret {name} is not UTF-8 text"))?;
         let secret = Arc::new(SecretText::new(
             BTreeSet::from([name.to_owned()]),
             Zeroizing::new(text.to_owned()),
@@ -136,9 +136,8 @@ impl<'s> Keyring<'s> {
             None => return Err(Unopened::NoIdentity),
         };
         self.opened = self.opened.saturating_add(1);
-        let bytes = Zeroizing::new(
-            age::decrypt(host, &sealed.ciphertext.0).map_err(|e| unopened(&e))?,
-        );
+        let bytes =
+            Zeroizing::new(age::decrypt(host, &sealed.ciphertext.0).map_err(|e| unopened(&e))?);
         std::str::from_utf8(&bytes)
             .ok()
             .and_then(crate::identity::age_identity)
@@ -184,10 +183,9 @@ pub(crate) mod sealing {
 
     fn encrypt_to(recipients: &[age::x25519::Recipient], plaintext: &[u8]) -> Vec<u8> {
         use std::io::Write as _;
-        let encryptor = age::Encryptor::with_recipients(
-            recipients.iter().map(|r| r as &dyn age::Recipient),
-        )
-        .unwrap();
+        let encryptor =
+            age::Encryptor::with_recipients(recipients.iter().map(|r| r as &dyn age::Recipient))
+                .unwrap();
         let mut out = Vec::new();
         let mut writer = encryptor.wrap_output(&mut out).unwrap();
         writer.write_all(plaintext).unwrap();
@@ -254,7 +252,11 @@ mod tests {
         );
 
         let mut ring = Keyring::new(Some(&a));
-        assert_eq!(ring.keys_opened(), 0, "nothing is opened before it is needed");
+        assert_eq!(
+            ring.keys_opened(),
+            0,
+            "nothing is opened before it is needed"
+        );
         let one = ring.reveal(&body, 1).unwrap();
         assert_eq!(one.expose(), "s3cret-one");
         assert_eq!(one.label(), "<secret db_password>");
@@ -293,10 +295,15 @@ mod tests {
         let (a, a_recipient) = enrolled(dir.path(), "a");
         let (key, set) = sealed_key(&[&a_recipient]);
         let body = Body::with_programs(vec![key, secret("s", "v", 0, &set)], Vec::new());
-        let file = a.path(crate::identity::IDENTITY).join(crate::identity::AGE_KEY);
+        let file = a
+            .path(crate::identity::IDENTITY)
+            .join(crate::identity::AGE_KEY);
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
         let err = Keyring::new(Some(&a)).reveal(&body, 1).unwrap_err();
-        assert!(err.starts_with("secret s cannot be decrypted: the host identity"), "{err}");
+        assert!(
+            err.starts_with("secret s cannot be decrypted: the host identity"),
+            "{err}"
+        );
         assert!(!err.contains("AGE-SECRET-KEY"), "{err}");
     }
 }

@@ -85,7 +85,11 @@ mod tests {
     fn debug_and_display_show_only_the_names() {
         let names: BTreeSet<String> = ["db_password".to_owned(), "api.token".to_owned()].into();
         let text = SecretText::new(names, Zeroizing::new("hunter2-plaintext".to_owned()));
-        for shown in [format!("{text:?}"), format!("{text}"), format!("{:?}", Some(&text))] {
+        for shown in [
+            format!("{text:?}"),
+            format!("{text}"),
+            format!("{:?}", Some(&text)),
+        ] {
             assert!(!shown.contains("hunter2"), "{shown}");
             assert!(shown.contains("<secret api.token, db_password>"), "{shown}");
         }

@@ -43,9 +43,9 @@ pub(super) fn content_change(secret: &SecretText, diff: Option<String>) -> Chang
 pub(super) fn no_backup(secret: Option<&SecretText>, current_mode: u32) -> Option<Change> {
     let why = match secret {
         Some(s) => format!("the new content is {}", s.label()),
-        None if current_mode & 0o007 == 0 => format!(
-            "mode 0o{current_mode:o} gives others no access, so it may hold a secret"
-        ),
+        None if current_mode & 0o007 == 0 => {
+            format!("mode 0o{current_mode:o} gives others no access, so it may hold a secret")
+        }
         None => return None,
     };
     Some(Change {
@@ -87,8 +87,14 @@ mod tests {
         let s = secret();
         let change = content_change(&s, Some(dry_run_note("/f")));
         let shown = format!("{change:?}");
-        assert!(!shown.contains("plain-value") && !shown.contains("sha256"), "{shown}");
-        assert!(shown.contains("would change (content is secret)"), "{shown}");
+        assert!(
+            !shown.contains("plain-value") && !shown.contains("sha256"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("would change (content is secret)"),
+            "{shown}"
+        );
         assert!(no_backup(Some(&s), 0o644).is_some());
         assert!(no_backup(None, 0o600).is_some());
         assert!(no_backup(None, 0o640).is_some());
