@@ -152,15 +152,24 @@ pub fn result_type(name: &str, args: &[Type]) -> Result<Type, String> {
     let list_arg = |i: usize| -> Result<Type, String> {
         match args.get(i) {
             Some(t) => list_of(t).ok_or_else(|| {
-                format!("argument {} must be a list, found {}", i + 1, t.with_article())
+                format!(
+                    "argument {} must be a list, found {}",
+                    i + 1,
+                    t.with_article()
+                )
             }),
             None => Err(format!("argument {} is missing", i + 1)),
         }
     };
     let map_arg = |i: usize| -> Result<Type, String> {
         match args.get(i) {
-            Some(t) => map_of(t)
-                .ok_or_else(|| format!("argument {} must be a map, found {}", i + 1, t.with_article())),
+            Some(t) => map_of(t).ok_or_else(|| {
+                format!(
+                    "argument {} must be a map, found {}",
+                    i + 1,
+                    t.with_article()
+                )
+            }),
             None => Err(format!("argument {} is missing", i + 1)),
         }
     };
