@@ -102,3 +102,31 @@ fn every_test_security_md_cites_exists() {
         );
     }
 }
+
+/// The book stands alone: it never sends a reader to the project's
+/// specification files, which are not in the repository.
+#[test]
+fn the_book_cites_no_document_outside_it() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&docs).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            for outside in [
+                "LANGUAGE.md",
+                "ARCHITECTURE.md",
+                "THREATS.md",
+                "STYLE-ANCHORS.md",
+            ] {
+                if line.contains(outside) {
+                    found.push(format!("{}:{}: {line}", path.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
