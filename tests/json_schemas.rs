@@ -16,8 +16,11 @@ use serde_json::Value;
 /// A JSON output and where it came from (for the failure message).
 type Output = (String, Value);
 
+/// What collects the outputs one schema must accept.
+type Collector = fn() -> Vec<Output>;
+
 /// Each schema file of docs/schemas/, and what collects its outputs.
-const CASES: &[(&str, fn() -> Vec<Output>)] = &[
+const CASES: &[(&str, Collector)] = &[
     ("converge-check-1.schema.json", check_outputs),
     ("converge-run-1.schema.json", run_outputs),
     ("converge-facts-1.schema.json", facts_outputs),
