@@ -345,7 +345,10 @@ fn graph_prints_dot() {
         dot.contains("p0 -> p1 [style=bold, color=red, label=\"changed\"];"),
         "{dot}"
     );
-    assert!(dot.contains("p3 -> p4 [style=dotted, label=\"contains\"];"), "{dot}");
+    assert!(
+        dot.contains("p3 -> p4 [style=dotted, label=\"contains\"];"),
+        "{dot}"
+    );
     assert!(dot.contains("p0 -> p4 [label=\"after\"];"), "{dot}");
     assert!(dot.trim_end().ends_with('}'));
 }
