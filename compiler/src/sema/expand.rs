@@ -25,6 +25,7 @@ use converge_grammar::Span;
 
 use super::check::{bind_arguments, promiser_problem, relative_path, Checker};
 use super::names::{DefId, DefKind};
+use super::secrets;
 use super::symbols::Symbols;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, CallSite, Guard, RuntimeLoop, TemplatePart, Value};
@@ -225,10 +226,29 @@ impl<'a> Expander<'a, '_> {
     }
 
     fn class_decl(&mut self, name: &str, def: &'a ClassDef) -> ir::ClassDecl {
+        let expr = def.expr.as_ref().map(|e| (e.span, self.guard(e, &Vec::new())));
+        if let Some((span, guard)) = &expr {
+            if let Some(secret) = secrets::secret_in_guard(guard) {
+                let d = secrets::flow(secret, *span, &format!("the class `{name}`"));
+                self.report_once(d);
+            }
+        }
         ir::ClassDecl {
             name: name.to_owned(),
-            expr: def.expr.as_ref().map(|e| self.guard(e, &Vec::new())),
+            expr: expr.map(|(_, g)| g),
             span: def.name.span,
+        }
+    }
+
+    /// Reports a diagnostic once, however many loop iterations or calls
+    /// meet its place (a taint error is about the source, not the
+    /// instance).
+    fn report_once(&mut self, d: Diagnostic) {
+        let seen = self.diagnostics.iter().any(|seen| {
+            seen.code == d.code && seen.message == d.message && seen.primary_span() == d.primary_span()
+        });
+        if !seen {
+            self.report(d);
         }
     }
 
@@ -242,6 +262,10 @@ impl<'a> Expander<'a, '_> {
                 Stmt::When(w) => {
                     let outer = self.guard_missing.replace(Vec::new());
                     let condition = self.guard(&w.guard, env);
+                    if let Some(secret) = secrets::secret_in_guard(&condition) {
+                        let d = secrets::flow(secret, w.guard.span, "a `when` condition");
+                        self.report_once(d);
+                    }
                     let regions = std::mem::replace(&mut self.guard_missing, outer);
                     let inner = Arc::new(Guard::clone(guard).and(condition));
                     let start = self.promises.len();
@@ -593,6 +617,9 @@ impl<'a> Expander<'a, '_> {
             missing: None,
             lookups: Vec::new(),
         };
+        for d in secrets::check_promise(&promise, p.promiser.span) {
+            self.report_once(d);
+        }
         let mut budget = MAX_INSTANCES.saturating_sub(self.instances);
         let mut spent = 0usize;
         let instances = split::split(promise, &mut || {
@@ -906,6 +933,13 @@ impl<'a> Expander<'a, '_> {
                 }
             }
             ExprKind::Coalesce(items) => self.coalesce(items, env),
+            ExprKind::Call { func, .. } if func.name == "secret" => {
+                match self.checker.secrets.get(&expr.span) {
+                    Some(secret) => Value::Secret(Arc::clone(secret)),
+                    // Reported by the checker.
+                    None => Value::Str(String::new()),
+                }
+            }
             ExprKind::Call { func, args } => {
                 let args: Vec<Value> = args.iter().map(|a| self.eval(a, env)).collect();
                 match functions::apply(&func.name, args) {

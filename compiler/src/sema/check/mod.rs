@@ -18,6 +18,7 @@ mod definitions;
 mod exprs;
 mod guards;
 pub mod probes;
+mod secrets;
 mod statements;
 mod system;
 mod templates;
@@ -92,6 +93,10 @@ pub struct Checker<'a> {
     /// The probe facts whose declarations check, in definition order
     /// (`probes.rs`); expansion puts them in the program.
     pub facts: Vec<(String, probes::CheckedFact)>,
+    /// The file every `secret("...")` call reads, by the call's span
+    /// (`secrets.rs`); expansion turns the call into
+    /// [`Value::Secret`](crate::ir::Value::Secret).
+    pub secrets: HashMap<Span, std::sync::Arc<crate::ir::SecretRef>>,
 }
 
 impl<'a> Checker<'a> {
@@ -111,6 +116,7 @@ impl<'a> Checker<'a> {
             data_values: HashMap::new(),
             record_literals: HashMap::new(),
             facts: Vec::new(),
+            secrets: HashMap::new(),
         }
     }
 

@@ -1,0 +1,175 @@
+//! Taint checking of secrets (LANGUAGE.md section 14).
+//!
+//! The compiler never computes with a secret: `secret("x.age")` expands to
+//! [`Value::Secret`], which is not a constant, so interpolation, functions,
+//! records, lists, lookups and templates keep it inside whatever they build
+//! (a template part, a host call, a field). A value is therefore secret
+//! exactly when a [`Value::Secret`] occurs in it, and expansion asks
+//! [`secret_in`] of every promiser, attribute, guard and class it builds.
+//!
+//! A secret may flow only into a sink: `file` `content` (or a `template`
+//! rendered into it) and `user` `password`. Anything else would put it
+//! where the VM prints, logs, compares or passes it on (a path, a guard, a
+//! `report` message, a command's argv, a comment): an error (`E1001`)
+//! with the flow, where it went (primary) and where it was read (secondary).
+//! A file holding a secret must say its `mode`, with no bit for others
+//! (`E1002`), so the VM creates it private before writing the content.
+
+use std::sync::Arc;
+
+use converge_grammar::Span;
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::ir::{Guard, Promise, SecretRef, TemplatePart, Value};
+
+/// The attributes a secret may flow into, by promise type.
+pub const SINKS: &[(&str, &str)] = &[("file", "content"), ("file", "template"), ("user", "password")];
+
+/// Whether attribute `attr` of a `kind` promise may hold a secret.
+pub fn is_sink(kind: &str, attr: &str) -> bool {
+    SINKS.iter().any(|(k, a)| *k == kind && *a == attr)
+}
+
+/// The first secret anywhere in `value`: in its elements, fields, template
+/// parts, function arguments, branches and their conditions, and in the key
+/// a lookup is made by.
+pub fn secret_in(value: &Value) -> Option<&Arc<SecretRef>> {
+    match value {
+        Value::Secret(secret) => Some(secret),
+        Value::Choice(c) => secret_in(&c.on).or_else(|| value.children().into_iter().find_map(secret_in)),
+        Value::Select { cond, .. } => {
+            secret_in_guard(cond).or_else(|| value.children().into_iter().find_map(secret_in))
+        }
+        Value::Template(parts) => parts.iter().find_map(|p| match p {
+            TemplatePart::Host(v) => secret_in(v),
+            _ => None,
+        }),
+        _ => value.children().into_iter().find_map(secret_in),
+    }
+}
+
+/// The first secret a guard compares.
+pub fn secret_in_guard(guard: &Guard) -> Option<&Arc<SecretRef>> {
+    match guard {
+        Guard::Const(_) | Guard::Class(_) => None,
+        Guard::Compare { lhs, rhs, .. } => secret_in(lhs).or_else(|| secret_in(rhs)),
+        Guard::Not(inner) => secret_in_guard(inner),
+        Guard::And(items) | Guard::Or(items) => items.iter().find_map(secret_in_guard),
+    }
+}
+
+/// Every distinct secret in `value`, in the order met.
+pub fn secrets_in<'v>(value: &'v Value, out: &mut Vec<&'v Arc<SecretRef>>) {
+    match value {
+        Value::Secret(secret) => {
+            if !out.iter().any(|s| s == &secret) {
+                out.push(secret);
+            }
+        }
+        Value::Choice(c) => secrets_in(&c.on, out),
+        _ => {}
+    }
+    for child in value.children() {
+        secrets_in(child, out);
+    }
+}
+
+/// The diagnostic for a secret that reaches `to`, a place described by
+/// `place` ("the promiser of this `file`").
+pub fn flow(secret: &SecretRef, to: Span, place: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::SecretFlow,
+        format!("the secret `{}` flows into {place}", secret.name),
+        to,
+        "a value computed from a secret reaches here",
+    )
+    .with_secondary(secret.span, format!("the secret `{}` is read here", secret.name))
+    .with_note(
+        "a secret may flow only into `file` `content` (or a `template`) and `user` `password`: anywhere else the VM would print, log, compare or pass it on",
+    )
+    .with_help("keep the secret in the file's content (`content = \"password=${db_password}\\n\";`), or use a value that is not secret here")
+}
+
+/// The taint errors of one expanded promise: its promiser and every
+/// attribute that is not a sink, then the mode of a file with secret
+/// content. `promiser` is the span of the promiser expression.
+pub fn check_promise(p: &Promise, promiser: Span) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    if let Some(secret) = secret_in(&p.promiser) {
+        out.push(flow(
+            secret,
+            promiser,
+            &format!("the promiser of this `{}`", p.kind),
+        ));
+    }
+    let mut secret_content = None;
+    for attr in &p.attrs {
+        let Some(secret) = secret_in(&attr.value) else {
+            continue;
+        };
+        if is_sink(p.kind, &attr.name) {
+            if p.kind == "file" {
+                secret_content.get_or_insert(secret);
+            }
+            continue;
+        }
+        out.push(flow(
+            secret,
+            attr.span,
+            &format!("`{}` of this `{}`", attr.name, p.kind),
+        ));
+    }
+    if let Some(secret) = secret_content {
+        out.extend(file_mode(p, secret));
+    }
+    out
+}
+
+/// `E1002` for a file whose content is secret: its mode must be given and
+/// give others nothing.
+fn file_mode(p: &Promise, secret: &SecretRef) -> Option<Diagnostic> {
+    let help = "give it a private mode, e.g. `mode = 0o600;` (or `0o640` with a group that may read it)";
+    let Some(mode) = p.attrs.iter().find(|a| a.name == "mode") else {
+        return Some(
+            Diagnostic::new(
+                Code::SecretFileMode,
+                format!(
+                    "this file holds the secret `{}` but says no `mode`",
+                    secret.name
+                ),
+                p.span,
+                "no `mode`: the file would keep or get a mode others may read",
+            )
+            .with_secondary(secret.span, format!("the secret `{}` is read here", secret.name))
+            .with_help(help),
+        );
+    };
+    match mode.value {
+        Value::Int(m) if m & 0o007 == 0 => None,
+        Value::Int(m) => Some(
+            Diagnostic::new(
+                Code::SecretFileMode,
+                format!(
+                    "this file holds the secret `{}` but its mode 0o{m:o} lets others read or use it",
+                    secret.name
+                ),
+                mode.span,
+                format!("0o{m:o} gives others 0o{:o}", m & 0o007),
+            )
+            .with_secondary(secret.span, format!("the secret `{}` is read here", secret.name))
+            .with_help(help),
+        ),
+        _ => Some(
+            Diagnostic::new(
+                Code::SecretFileMode,
+                format!(
+                    "this file holds the secret `{}` but its mode is not known at compile time",
+                    secret.name
+                ),
+                mode.span,
+                "a mode the compiler cannot check",
+            )
+            .with_help(help),
+        ),
+    }
+}
