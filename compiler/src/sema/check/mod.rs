@@ -19,6 +19,7 @@ mod exprs;
 mod guards;
 pub mod probes;
 mod secrets;
+pub use secrets::{is_secret_name, looks_like_age, MAX_SECRET_BYTES};
 mod statements;
 mod system;
 mod templates;
