@@ -78,7 +78,11 @@ impl HostView {
             .or_insert_with(|| name.clone());
         HostView {
             class: host_class(&name),
-            groups: host.groups.iter().map(|g| group_class(g.get_ref())).collect(),
+            groups: host
+                .groups
+                .iter()
+                .map(|g| group_class(g.get_ref()))
+                .collect(),
             facts,
             revoked: host.revoked,
             recipient: host.age_recipient.as_ref().map(|r| r.get_ref().clone()),
@@ -131,7 +135,10 @@ impl<'p> Entitlement<'p> {
         let hosts: Vec<HostView> = inventory.hosts.iter().map(HostView::new).collect();
         Entitlement {
             host_classes: hosts.iter().map(|h| h.class.clone()).collect(),
-            group_classes: hosts.iter().flat_map(|h| h.groups.iter().cloned()).collect(),
+            group_classes: hosts
+                .iter()
+                .flat_map(|h| h.groups.iter().cloned())
+                .collect(),
             hosts,
             classes: classes.iter().map(|c| (c.name.as_str(), c)).collect(),
             regexes: HashMap::new(),
@@ -317,7 +324,13 @@ mod tests {
         // A hard class the inventory does not decide: every host may have it.
         assert_eq!(names(&mut e, &class("debian")), ["web-01", "db-01"]);
         // Known false on db-01 (its datacenter is listed), known true on web-01.
-        let dc = eq(Value::Probe { name: "facts.datacenter".into(), ty: converge_format::bundle::verify::Ty::Str }, "eu-1");
+        let dc = eq(
+            Value::Probe {
+                name: "facts.datacenter".into(),
+                ty: converge_format::bundle::verify::Ty::Str,
+            },
+            "eu-1",
+        );
         assert_eq!(names(&mut e, &dc), ["web-01"]);
         // os_family is listed for web-01 only: db-01 may be debian.
         let os = eq(Value::Fact("sys.os_family".into()), "redhat");

@@ -87,7 +87,8 @@ impl Identities {
 /// The identities of one identity file.
 pub fn read_identity_file(path: &Path) -> Result<Vec<Box<dyn age::Identity>>, String> {
     let text = Zeroizing::new(
-        std::fs::read(path).map_err(|e| format!("cannot read the identity `{}`: {e}", path.display()))?,
+        std::fs::read(path)
+            .map_err(|e| format!("cannot read the identity `{}`: {e}", path.display()))?,
     );
     let file = age::IdentityFile::from_buffer(&text[..])
         .map_err(|e| format!("`{}` is not an age identity file: {e}", path.display()))?;
@@ -263,8 +264,14 @@ pub fn seal_secrets(
         }
         let mut missing = Vec::new();
         for &(h, _) in &grant.hosts {
-            let Some(host) = plan.hosts.get(h) else { continue };
-            match host.recipient.as_deref().map(age::x25519::Recipient::from_str) {
+            let Some(host) = plan.hosts.get(h) else {
+                continue;
+            };
+            match host
+                .recipient
+                .as_deref()
+                .map(age::x25519::Recipient::from_str)
+            {
                 Some(Ok(r)) => {
                     recipients.entry(h).or_insert(r);
                 }
@@ -389,7 +396,10 @@ fn seal_sets(
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("a sealing thread failed".to_owned())))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a sealing thread failed".to_owned()))
+            })
             .collect()
     });
     let mut out = Vec::with_capacity(sets.len());
@@ -415,7 +425,9 @@ fn seal_set(
     let public = set_key.to_public();
     let mut secrets = Vec::with_capacity(grants.len());
     for &g in grants {
-        let Some(grant) = plan.grants.get(g) else { continue };
+        let Some(grant) = plan.grants.get(g) else {
+            continue;
+        };
         let name = &grant.secret.name;
         let Some(plain) = plaintexts.get(name) else {
             return Err(format!("the secret `{name}` was not decrypted"));
@@ -482,7 +494,10 @@ fn decrypt_secret(
 
 /// Reads a secret file through the policy tree of the file that names it
 /// (the path the checker resolved), for [`seal_secrets`].
-pub fn read_secret(db: &crate::source::SourceDb, secret: &SecretRef) -> Result<Vec<u8>, Diagnostic> {
+pub fn read_secret(
+    db: &crate::source::SourceDb,
+    secret: &SecretRef,
+) -> Result<Vec<u8>, Diagnostic> {
     let unreadable = |why: String| {
         Diagnostic::new(
             Code::SecretUnreadable,

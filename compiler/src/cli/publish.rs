@@ -109,7 +109,14 @@ pub fn run(args: PublishArgs) -> ExitCode {
         Ok(identities) => identities,
         Err(e) => return fail_with(exit::NO_INPUT, e),
     };
-    let built = match build_bundle(&args.file, &args.tree, &key, Some(&name), serial, &identities) {
+    let built = match build_bundle(
+        &args.file,
+        &args.tree,
+        &key,
+        Some(&name),
+        serial,
+        &identities,
+    ) {
         Ok(built) => built,
         Err(code) => return code,
     };

@@ -135,7 +135,10 @@ fn secret_path(dir: &DirArgs, name: &str) -> Result<PathBuf, Failure> {
             "`{name}` cannot name a secret: use 1 to 128 letters, digits, `_`, `-` or `.`, not starting with `.`"
         )));
     }
-    Ok(dir.policy_root.join(SECRETS_DIR).join(format!("{name}.age")))
+    Ok(dir
+        .policy_root
+        .join(SECRETS_DIR)
+        .join(format!("{name}.age")))
 }
 
 /// The recipients file of one secret file.
@@ -166,8 +169,12 @@ fn check_recipient(text: &str) -> Result<age::x25519::Recipient, String> {
 }
 
 fn read_recipients_file(path: &Path) -> Result<Vec<String>, Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| (exit::NO_INPUT, format!("cannot read `{}`: {e}", path.display())))?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        (
+            exit::NO_INPUT,
+            format!("cannot read `{}`: {e}", path.display()),
+        )
+    })?;
     parse_recipients(&text, &path.display().to_string())
 }
 
@@ -195,7 +202,12 @@ fn recipients_of(path: &Path) -> Result<Vec<String>, Failure> {
 }
 
 /// Encrypts `plain` to `recipients` and writes it to `path` atomically.
-fn write_secret(path: &Path, recipients: &[String], plain: &[u8], existing: Existing) -> Result<(), Failure> {
+fn write_secret(
+    path: &Path,
+    recipients: &[String],
+    plain: &[u8],
+    existing: Existing,
+) -> Result<(), Failure> {
     let parsed: Vec<age::x25519::Recipient> = recipients
         .iter()
         .map(|r| check_recipient(r).map_err(usage))
@@ -203,8 +215,12 @@ fn write_secret(path: &Path, recipients: &[String], plain: &[u8], existing: Exis
     let ciphertext = encrypt_to(parsed.iter().map(|r| r as &dyn age::Recipient), plain)
         .map_err(|e| (exit::IO_ERROR, format!("cannot encrypt: {e}")))?;
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| (exit::CANT_CREATE, format!("cannot create `{}`: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| {
+            (
+                exit::CANT_CREATE,
+                format!("cannot create `{}`: {e}", dir.display()),
+            )
+        })?;
     }
     write_atomically(path, &ciphertext, 0o644, existing).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
@@ -213,7 +229,10 @@ fn write_secret(path: &Path, recipients: &[String], plain: &[u8], existing: Exis
                 path.display()
             ))
         } else {
-            (exit::CANT_CREATE, format!("cannot write `{}`: {e}", path.display()))
+            (
+                exit::CANT_CREATE,
+                format!("cannot write `{}`: {e}", path.display()),
+            )
         }
     })
 }
@@ -233,9 +252,12 @@ fn add(args: &AddArgs) -> Result<String, Failure> {
         recipients = recipients_of(&path)?;
     }
     let mut plain = Zeroizing::new(Vec::new());
-    std::io::stdin()
-        .read_to_end(&mut plain)
-        .map_err(|e| (exit::NO_INPUT, format!("cannot read the secret from standard input: {e}")))?;
+    std::io::stdin().read_to_end(&mut plain).map_err(|e| {
+        (
+            exit::NO_INPUT,
+            format!("cannot read the secret from standard input: {e}"),
+        )
+    })?;
     if plain.ends_with(b"\n") {
         plain.pop();
         if plain.ends_with(b"\r") {
@@ -243,9 +265,15 @@ fn add(args: &AddArgs) -> Result<String, Failure> {
         }
     }
     if std::str::from_utf8(&plain).is_err() {
-        return Err(usage("the secret is not UTF-8 text; base64-encode binary secrets".to_owned()));
+        return Err(usage(
+            "the secret is not UTF-8 text; base64-encode binary secrets".to_owned(),
+        ));
     }
-    let existing = if args.force { Existing::Replace } else { Existing::Keep };
+    let existing = if args.force {
+        Existing::Replace
+    } else {
+        Existing::Keep
+    };
     write_secret(&path, &recipients, &plain, existing)?;
     if own {
         let list = format!(
@@ -253,8 +281,18 @@ fn add(args: &AddArgs) -> Result<String, Failure> {
             args.name,
             recipients.join("\n")
         );
-        write_atomically(&own_recipients(&path), list.as_bytes(), 0o644, Existing::Replace)
-            .map_err(|e| (exit::CANT_CREATE, format!("cannot write the recipients: {e}")))?;
+        write_atomically(
+            &own_recipients(&path),
+            list.as_bytes(),
+            0o644,
+            Existing::Replace,
+        )
+        .map_err(|e| {
+            (
+                exit::CANT_CREATE,
+                format!("cannot write the recipients: {e}"),
+            )
+        })?;
     }
     Ok(format!(
         "wrote {} ({} bytes of secret, encrypted to {} recipient{}); use it with secret(\"{SECRETS_DIR}/{}.age\")\n",
@@ -267,8 +305,12 @@ fn add(args: &AddArgs) -> Result<String, Failure> {
 }
 
 fn decrypt_file(path: &Path, identities: &Identities) -> Result<Zeroizing<Vec<u8>>, Failure> {
-    let ciphertext = std::fs::read(path)
-        .map_err(|e| (exit::NO_INPUT, format!("cannot read `{}`: {e}", path.display())))?;
+    let ciphertext = std::fs::read(path).map_err(|e| {
+        (
+            exit::NO_INPUT,
+            format!("cannot read `{}`: {e}", path.display()),
+        )
+    })?;
     identities.decrypt(&ciphertext).map_err(|e| {
         (
             exit::ERRORS,
@@ -289,14 +331,23 @@ fn edit(args: &EditArgs) -> Result<String, Failure> {
     let editor = std::env::var("VISUAL")
         .ok()
         .filter(|v| !v.trim().is_empty())
-        .or_else(|| std::env::var("EDITOR").ok().filter(|v| !v.trim().is_empty()))
+        .or_else(|| {
+            std::env::var("EDITOR")
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+        })
         .ok_or_else(|| usage("set $VISUAL or $EDITOR to the editor to run".to_owned()))?;
     // A fresh private directory (0700): no other user can open the file.
     let dir = tempfile::Builder::new()
         .prefix("policyc-secret-")
         .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir()
-        .map_err(|e| (exit::CANT_CREATE, format!("cannot create a private directory: {e}")))?;
+        .map_err(|e| {
+            (
+                exit::CANT_CREATE,
+                format!("cannot create a private directory: {e}"),
+            )
+        })?;
     let file = dir.path().join(&args.name);
     let write_plain = |bytes: &[u8]| -> std::io::Result<()> {
         let mut f = std::fs::OpenOptions::new()
@@ -308,7 +359,12 @@ fn edit(args: &EditArgs) -> Result<String, Failure> {
         f.write_all(bytes)?;
         f.sync_all()
     };
-    write_plain(&plain).map_err(|e| (exit::CANT_CREATE, format!("cannot write the plaintext: {e}")))?;
+    write_plain(&plain).map_err(|e| {
+        (
+            exit::CANT_CREATE,
+            format!("cannot write the plaintext: {e}"),
+        )
+    })?;
     let mut words = editor.split_whitespace();
     let program = words.next().unwrap_or("vi");
     let status = std::process::Command::new(program)
@@ -317,7 +373,10 @@ fn edit(args: &EditArgs) -> Result<String, Failure> {
         .status();
     let edited = std::fs::read(&file).map(Zeroizing::new);
     // Overwrite the plaintext before the directory goes.
-    let len = edited.as_ref().map_or(plain.len(), |e| e.len()).max(plain.len());
+    let len = edited
+        .as_ref()
+        .map_or(plain.len(), |e| e.len())
+        .max(plain.len());
     let _ = write_plain(&vec![0u8; len]);
     drop(dir);
     match status {
@@ -325,7 +384,10 @@ fn edit(args: &EditArgs) -> Result<String, Failure> {
         Ok(s) => {
             return Err((
                 exit::ERRORS,
-                format!("the editor `{editor}` exited with {s}; `{}` is unchanged", path.display()),
+                format!(
+                    "the editor `{editor}` exited with {s}; `{}` is unchanged",
+                    path.display()
+                ),
             ))
         }
         Err(e) => {
@@ -335,9 +397,17 @@ fn edit(args: &EditArgs) -> Result<String, Failure> {
             ))
         }
     }
-    let edited = edited.map_err(|e| (exit::NO_INPUT, format!("cannot read the edited secret: {e}")))?;
+    let edited = edited.map_err(|e| {
+        (
+            exit::NO_INPUT,
+            format!("cannot read the edited secret: {e}"),
+        )
+    })?;
     if std::str::from_utf8(&edited).is_err() {
-        return Err(usage(format!("the edited secret is not UTF-8 text; `{}` is unchanged", path.display())));
+        return Err(usage(format!(
+            "the edited secret is not UTF-8 text; `{}` is unchanged",
+            path.display()
+        )));
     }
     if *edited == *plain {
         return Ok(format!("{} unchanged\n", path.display()));
@@ -356,7 +426,12 @@ fn rekey(args: &RekeyArgs) -> Result<String, Failure> {
     let dir = args.dir.policy_root.join(SECRETS_DIR);
     let paths: Vec<PathBuf> = if args.names.is_empty() {
         let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .map_err(|e| (exit::NO_INPUT, format!("cannot list `{}`: {e}", dir.display())))?
+            .map_err(|e| {
+                (
+                    exit::NO_INPUT,
+                    format!("cannot list `{}`: {e}", dir.display()),
+                )
+            })?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|e| e == "age"))
             .collect();
@@ -375,7 +450,12 @@ fn rekey(args: &RekeyArgs) -> Result<String, Failure> {
         write_secret(path, &recipients, &plain, Existing::Replace)?;
         done.push(path.display().to_string());
     }
-    Ok(format!("re-encrypted {} secret{}: {}\n", done.len(), if done.len() == 1 { "" } else { "s" }, done.join(", ")))
+    Ok(format!(
+        "re-encrypted {} secret{}: {}\n",
+        done.len(),
+        if done.len() == 1 { "" } else { "s" },
+        done.join(", ")
+    ))
 }
 
 fn keygen(args: &KeygenArgs) -> Result<String, Failure> {

@@ -226,7 +226,10 @@ impl<'a> Expander<'a, '_> {
     }
 
     fn class_decl(&mut self, name: &str, def: &'a ClassDef) -> ir::ClassDecl {
-        let expr = def.expr.as_ref().map(|e| (e.span, self.guard(e, &Vec::new())));
+        let expr = def
+            .expr
+            .as_ref()
+            .map(|e| (e.span, self.guard(e, &Vec::new())));
         if let Some((span, guard)) = &expr {
             if let Some(secret) = secrets::secret_in_guard(guard) {
                 let d = secrets::flow(secret, *span, &format!("the class `{name}`"));
@@ -245,7 +248,9 @@ impl<'a> Expander<'a, '_> {
     /// instance).
     fn report_once(&mut self, d: Diagnostic) {
         let seen = self.diagnostics.iter().any(|seen| {
-            seen.code == d.code && seen.message == d.message && seen.primary_span() == d.primary_span()
+            seen.code == d.code
+                && seen.message == d.message
+                && seen.primary_span() == d.primary_span()
         });
         if !seen {
             self.report(d);

@@ -23,7 +23,11 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{Guard, Promise, SecretRef, TemplatePart, Value};
 
 /// The attributes a secret may flow into, by promise type.
-pub const SINKS: &[(&str, &str)] = &[("file", "content"), ("file", "template"), ("user", "password")];
+pub const SINKS: &[(&str, &str)] = &[
+    ("file", "content"),
+    ("file", "template"),
+    ("user", "password"),
+];
 
 /// Whether attribute `attr` of a `kind` promise may hold a secret.
 pub fn is_sink(kind: &str, attr: &str) -> bool {
@@ -36,7 +40,9 @@ pub fn is_sink(kind: &str, attr: &str) -> bool {
 pub fn secret_in(value: &Value) -> Option<&Arc<SecretRef>> {
     match value {
         Value::Secret(secret) => Some(secret),
-        Value::Choice(c) => secret_in(&c.on).or_else(|| value.children().into_iter().find_map(secret_in)),
+        Value::Choice(c) => {
+            secret_in(&c.on).or_else(|| value.children().into_iter().find_map(secret_in))
+        }
         Value::Select { cond, .. } => {
             secret_in_guard(cond).or_else(|| value.children().into_iter().find_map(secret_in))
         }
@@ -128,7 +134,8 @@ pub fn check_promise(p: &Promise, promiser: Span) -> Vec<Diagnostic> {
 /// `E1002` for a file whose content is secret: its mode must be given and
 /// give others nothing.
 fn file_mode(p: &Promise, secret: &SecretRef) -> Option<Diagnostic> {
-    let help = "give it a private mode, e.g. `mode = 0o600;` (or `0o640` with a group that may read it)";
+    let help =
+        "give it a private mode, e.g. `mode = 0o600;` (or `0o640` with a group that may read it)";
     let Some(mode) = p.attrs.iter().find(|a| a.name == "mode") else {
         return Some(
             Diagnostic::new(
@@ -140,7 +147,10 @@ fn file_mode(p: &Promise, secret: &SecretRef) -> Option<Diagnostic> {
                 p.span,
                 "no `mode`: the file would keep or get a mode others may read",
             )
-            .with_secondary(secret.span, format!("the secret `{}` is read here", secret.name))
+            .with_secondary(
+                secret.span,
+                format!("the secret `{}` is read here", secret.name),
+            )
             .with_help(help),
         );
     };

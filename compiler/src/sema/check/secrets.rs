@@ -56,7 +56,9 @@ impl<'a> Checker<'a> {
                     span,
                     "not a literal path",
                 )
-                .with_help("secrets are read at build time: write `secret(\"secrets/db_password.age\")`"),
+                .with_help(
+                    "secrets are read at build time: write `secret(\"secrets/db_password.age\")`",
+                ),
             );
             return Type::Secret;
         };
@@ -85,7 +87,11 @@ impl<'a> Checker<'a> {
                     );
                 }
                 // One file, one value: later calls share the first's origin.
-                let same = self.secrets.values().find(|s| s.as_ref() == secret.as_ref()).cloned();
+                let same = self
+                    .secrets
+                    .values()
+                    .find(|s| s.as_ref() == secret.as_ref())
+                    .cloned();
                 self.secrets.insert(span, same.unwrap_or(secret));
             }
             Err(d) => self.push(d),
@@ -103,7 +109,8 @@ impl<'a> Checker<'a> {
             )
         };
         let file = self.symbols.ws.and_then(|ws| ws.db.get(span.file));
-        let Some((from, tree)) = file.and_then(|f| Some((f.path.clone(), f.tree.as_deref()?))) else {
+        let Some((from, tree)) = file.and_then(|f| Some((f.path.clone(), f.tree.as_deref()?)))
+        else {
             return Err(unreadable(
                 "the standard library reads no secrets".to_owned(),
                 "here".to_owned(),
@@ -138,7 +145,9 @@ impl<'a> Checker<'a> {
                 format!("`{stem}` cannot name a secret"),
                 "its file name".to_owned(),
             )
-            .with_help("name the file `NAME.age`, NAME being 1 to 128 letters, digits, `_`, `-` or `.`"));
+            .with_help(
+                "name the file `NAME.age`, NAME being 1 to 128 letters, digits, `_`, `-` or `.`",
+            ));
         }
         Ok(Arc::new(SecretRef {
             name: stem,
