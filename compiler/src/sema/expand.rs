@@ -622,9 +622,14 @@ impl<'a> Expander<'a, '_> {
             missing: None,
             lookups: Vec::new(),
         };
-        for d in secrets::check_promise(&promise, p.promiser.span) {
+        let taint = secrets::check_promise(&promise, p.promiser.span);
+        let tainted = !taint.is_empty();
+        for d in taint {
             self.report_once(d);
         }
+        // A lookup keyed by a secret that only the split meets (a `let`
+        // map indexed by it) turns into guards comparing the secret.
+        let outer_tainted = tainted || secrets::secret_in_guard(guard).is_some();
         let mut budget = MAX_INSTANCES.saturating_sub(self.instances);
         let mut spent = 0usize;
         let instances = split::split(promise, &mut || {
@@ -634,6 +639,15 @@ impl<'a> Expander<'a, '_> {
         });
         if spent > 0 && !self.spend_many(spent, p.span) {
             return;
+        }
+        if !outer_tainted {
+            let keyed = instances
+                .iter()
+                .find_map(|i| secrets::secret_in_guard(&i.guard));
+            if let Some(secret) = keyed {
+                let d = secrets::flow(secret, span, "the key of a lookup in this promise");
+                self.report_once(d);
+            }
         }
         self.promises.extend(instances);
     }

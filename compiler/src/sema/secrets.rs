@@ -64,6 +64,19 @@ pub fn secret_in_guard(guard: &Guard) -> Option<&Arc<SecretRef>> {
     }
 }
 
+/// The first secret used as the key of a lookup anywhere in `value`
+/// (`passwords[db_password]`): expansion would split the promise on it,
+/// one instance guarded by `secret == key` per key, so even in a sink it
+/// would become a guard.
+pub fn secret_lookup_key(value: &Value) -> Option<&Arc<SecretRef>> {
+    if let Value::Choice(c) = value {
+        if let Some(secret) = secret_in(&c.on) {
+            return Some(secret);
+        }
+    }
+    value.children().into_iter().find_map(secret_lookup_key)
+}
+
 /// Every distinct secret in `value`, in the order met.
 pub fn secrets_in<'v>(value: &'v Value, out: &mut Vec<&'v Arc<SecretRef>>) {
     match value {
@@ -113,6 +126,10 @@ pub fn check_promise(p: &Promise, promiser: Span) -> Vec<Diagnostic> {
         let Some(secret) = secret_in(&attr.value) else {
             continue;
         };
+        if let Some(key) = secret_lookup_key(&attr.value) {
+            out.push(flow(key, attr.span, "the key of a lookup"));
+            continue;
+        }
         if is_sink(p.kind, &attr.name) {
             if p.kind == "file" {
                 secret_content.get_or_insert(secret);
