@@ -619,3 +619,28 @@ fn secret_add_reads_stdin_and_edit_re_encrypts_to_the_same_recipients() {
     )
     .is_err());
 }
+
+/// Every sink of `tests/ui/secrets/ok_sinks.policy` (interpolation,
+/// records, functions, an `{% if %}`, a lookup by the hostname, a user
+/// password) lowers into a bundle the verifier accepts, each host getting
+/// the secrets of its own lookup case.
+#[test]
+fn every_sink_builds_into_a_verified_bundle() {
+    let policy = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui/secrets/ok_sinks.policy"),
+    )
+    .unwrap();
+    let keys = tempfile::tempdir().unwrap();
+    let hosts = vec![
+        host("web-01", Some(age_keygen(&keys.path().join("1"))), ""),
+        host("web-02", Some(age_keygen(&keys.path().join("2"))), ""),
+    ];
+    let site = secret_site(&policy, &hosts, &[("db", "DB!"), ("api_token", "TOKEN!")]);
+    let body = body(&site.build(&[]).bundle);
+    for (identity, name, plain) in [("1", "db", "DB!"), ("2", "api_token", "TOKEN!")] {
+        assert_eq!(
+            open_secret(&body, name, &keys.path().join(identity)).as_deref(),
+            Some(plain)
+        );
+    }
+}

@@ -243,6 +243,23 @@ impl<'a> Expander<'a, '_> {
         }
     }
 
+    /// When `expr` is the bare name of a `let`: its span, the span of the
+    /// let's name, and the name.
+    fn let_named(&mut self, expr: &'a Expr) -> Option<(Span, Span, String)> {
+        let ExprKind::Path(path) = &expr.kind else {
+            return None;
+        };
+        let [name] = path.as_slice() else {
+            return None;
+        };
+        let id = self.resolve(name.span)?;
+        let def = self.checker.names.definition(id)?;
+        if def.kind != DefKind::Let {
+            return None;
+        }
+        Some((expr.span, def.span?, name.name.to_string()))
+    }
+
     /// Reports a diagnostic once, however many loop iterations or calls
     /// meet its place (a taint error is about the source, not the
     /// instance).
@@ -588,6 +605,12 @@ impl<'a> Expander<'a, '_> {
         }
         let sources = self.checker.promise_attrs(p);
         let mut attrs = Vec::with_capacity(sources.len());
+        // Values written as the name of a `let`: a taint error there names
+        // the let too (the flow's intermediate step).
+        let mut via_lets: Vec<(Span, Span, String)> = Vec::new();
+        if let Some(via) = self.let_named(&p.promiser) {
+            via_lets.push(via);
+        }
         // A body's values see the `let`s only (as the checker resolved them).
         let body_env: Env<'a> = Vec::new();
         for source in sources {
@@ -605,6 +628,9 @@ impl<'a> Expander<'a, '_> {
                 self.attr_value(&spec.ty, source.value, scope)
             };
             self.check_value(&spec.ty, &value, source.value.span);
+            if let Some(via) = self.let_named(source.value) {
+                via_lets.push(via);
+            }
             attrs.push(ir::Attr {
                 name: source.name.name.to_string(),
                 value,
@@ -624,7 +650,16 @@ impl<'a> Expander<'a, '_> {
         };
         let taint = secrets::check_promise(&promise, p.promiser.span);
         let tainted = !taint.is_empty();
-        for d in taint {
+        for mut d in taint {
+            let primary = d.primary_span();
+            for (at, def, name) in &via_lets {
+                if Some(*at) == primary {
+                    d = d.with_secondary(
+                        *def,
+                        format!("`{name}` holds a value computed from the secret"),
+                    );
+                }
+            }
             self.report_once(d);
         }
         // A lookup keyed by a secret that only the split meets (a `let`
