@@ -80,11 +80,7 @@ pub fn secret_lookup_key(value: &Value) -> Option<&Arc<SecretRef>> {
 /// Every distinct secret in `value`, in the order met.
 pub fn secrets_in<'v>(value: &'v Value, out: &mut Vec<&'v Arc<SecretRef>>) {
     match value {
-        Value::Secret(secret) => {
-            if !out.iter().any(|s| s == &secret) {
-                out.push(secret);
-            }
-        }
+        Value::Secret(secret) if !out.iter().any(|s| s == &secret) => out.push(secret),
         Value::Choice(c) => secrets_in(&c.on, out),
         _ => {}
     }
