@@ -477,3 +477,44 @@ fn keygen(args: &KeygenArgs) -> Result<String, Failure> {
         args.out.display()
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recipients_files_take_one_recipient_a_line_and_say_where_one_is_wrong() {
+        let good = age::x25519::Identity::generate().to_public().to_string();
+        let text = format!("# builders\n\n{good}\n  {good}  \n");
+        assert_eq!(
+            parse_recipients(&text, "r").unwrap(),
+            vec![good.clone(), good.clone()]
+        );
+        let (code, message) =
+            parse_recipients(&format!("{good}\nage1nope\n"), "secrets/.recipients").unwrap_err();
+        assert_eq!(code, exit::USAGE);
+        assert!(message.starts_with("secrets/.recipients:2: "), "{message}");
+    }
+
+    #[test]
+    fn secret_names_are_plain_file_names() {
+        let dir = DirArgs {
+            policy_root: PathBuf::from("site"),
+        };
+        assert_eq!(
+            secret_path(&dir, "db_password").unwrap(),
+            PathBuf::from("site/secrets/db_password.age")
+        );
+        for bad in ["../x", "a/b", ".recipients", "", "a b"] {
+            assert!(secret_path(&dir, bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_secret_of_its_own_keeps_its_recipients_beside_it() {
+        assert_eq!(
+            own_recipients(Path::new("secrets/db.age")),
+            PathBuf::from("secrets/db.age.recipients")
+        );
+    }
+}

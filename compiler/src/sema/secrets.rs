@@ -196,3 +196,114 @@ fn file_mode(p: &Promise, secret: &SecretRef) -> Option<Diagnostic> {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Attr, Choice, CompareOp};
+
+    fn secret() -> Value {
+        Value::Secret(Arc::new(SecretRef {
+            name: "db".into(),
+            path: "secrets/db.age".into(),
+            span: Span::default(),
+        }))
+    }
+
+    fn promise(kind: &'static str, attrs: Vec<(&str, Value)>) -> Promise {
+        Promise {
+            kind,
+            promiser: Value::Str("/etc/x".into()),
+            attrs: attrs
+                .into_iter()
+                .map(|(name, value)| Attr {
+                    name: name.into(),
+                    value,
+                    span: Span::default(),
+                })
+                .collect(),
+            guard: Arc::new(Guard::Const(true)),
+            span: Span::default(),
+            chain: Arc::from(Vec::new()),
+            runtime_loops: Arc::from(Vec::new()),
+            missing: None,
+            lookups: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_secret_is_found_anywhere_a_value_can_hold_it() {
+        let upper = Value::Call {
+            func: "upper",
+            args: vec![secret()],
+        };
+        let in_template = Value::Template(vec![
+            TemplatePart::Lit("pw=".into()),
+            TemplatePart::Host(upper),
+        ]);
+        assert!(secret_in(&Value::List(vec![Value::Int(1), in_template])).is_some());
+        let select = Value::Select {
+            cond: Box::new(Guard::Compare {
+                op: CompareOp::Eq,
+                lhs: secret(),
+                rhs: Value::Str("x".into()),
+            }),
+            then: Box::new(Value::Str("a".into())),
+            otherwise: Box::new(Value::Str("b".into())),
+        };
+        assert!(secret_in(&select).is_some());
+        let keyed = Value::Choice(Box::new(Choice {
+            on: secret(),
+            cases: vec![("k".into(), Value::Str("v".into()))],
+            default: Value::Str("d".into()),
+        }));
+        assert!(secret_in(&keyed).is_some());
+        assert!(secret_lookup_key(&keyed).is_some());
+        assert!(secret_lookup_key(&secret()).is_none());
+        assert!(secret_in(&Value::Str("plain".into())).is_none());
+    }
+
+    #[test]
+    fn only_content_and_password_are_sinks_and_a_secret_file_is_private() {
+        let private = promise(
+            "file",
+            vec![("content", secret()), ("mode", Value::Int(0o640))],
+        );
+        assert!(check_promise(&private, Span::default()).is_empty());
+        let user = promise("user", vec![("password", secret())]);
+        assert!(check_promise(&user, Span::default()).is_empty());
+        let leak = promise(
+            "file",
+            vec![
+                ("content", Value::Str("x".into())),
+                ("mode", Value::Int(0o600)),
+                ("owner", secret()),
+            ],
+        );
+        let codes: Vec<Code> = check_promise(&leak, Span::default())
+            .iter()
+            .map(|d| d.code)
+            .collect();
+        assert_eq!(codes, [Code::SecretFlow]);
+        for mode in [0o644, 0o601, 0o602] {
+            let open = promise(
+                "file",
+                vec![("content", secret()), ("mode", Value::Int(mode))],
+            );
+            let codes: Vec<Code> = check_promise(&open, Span::default())
+                .iter()
+                .map(|d| d.code)
+                .collect();
+            assert_eq!(codes, [Code::SecretFileMode], "{mode:o}");
+        }
+        let no_mode = promise("file", vec![("content", secret())]);
+        assert_eq!(check_promise(&no_mode, Span::default()).len(), 1);
+        let line = promise("line", vec![("content", secret())]);
+        assert_eq!(
+            check_promise(&line, Span::default())
+                .first()
+                .map(|d| d.code),
+            Some(Code::SecretFlow)
+        );
+    }
+}
