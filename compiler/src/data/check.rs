@@ -155,6 +155,13 @@ impl Checker<'_> {
                 ty,
                 Some("a data file cannot name a promise; declare the field as a string".to_owned()),
             ),
+            // Plain text in a data file is no secret: it would sit in the
+            // policy tree and in the bundle in the clear.
+            Type::Secret => self.mismatch(
+                data,
+                ty,
+                Some("a secret is read from an age-encrypted file with `secret(\"secrets/NAME.age\")` (`policyc secret add NAME`), never from a data file".to_owned()),
+            ),
         }
     }
 

@@ -362,6 +362,9 @@ impl<'a> Checker<'a> {
             );
             return Type::Any;
         }
+        if f.name == "secret" {
+            return self.secret_call(args, span);
+        }
         let types: Vec<Type> = args.iter().map(|a| self.value_type(a, scope)).collect();
         match functions::result_type(f.name, &types) {
             Ok(t) => t,
