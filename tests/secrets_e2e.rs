@@ -489,3 +489,76 @@ fn bench_inputs() {
     std::fs::write(out.join("secret.bundle"), seal(&secret, &keys().0).unwrap()).unwrap();
     write_trust(&out.join("trust"));
 }
+
+/// The same two hosts with the real compiler (which landed with
+/// `secret()`): `policyc secret add` and `build --identity` over an
+/// inventory of both enrolled hosts seal the secret to A only; A writes it,
+/// B never needs it, and B forced with `--define` is not a recipient.
+#[test]
+fn the_real_compiler_seals_to_the_entitled_host_and_the_vm_opens_it() {
+    use converge::support::{secret_site, SiteHost};
+    const REAL: &str = "Real-Compiler-plaintext-4242";
+    let work = tempfile::tempdir().unwrap();
+    let a = Host::new(work.path(), "db-a");
+    let b = Host::new(work.path(), "web-b");
+    let mut t = Transcript::default();
+    let mut hosts = Vec::new();
+    for (host, name) in [(&a, "db-a"), (&b, "web-b")] {
+        let out = t.policyvm(&["enroll", "--name", name, "--root"], &[&host.root]);
+        assert!(out.status.success(), "{}", text(&out));
+        let entry = Inventory::parse(&String::from_utf8_lossy(&out.stdout)).unwrap();
+        let recipient = entry.hosts.first().unwrap().age_recipient.clone().unwrap();
+        hosts.push(SiteHost {
+            name: name.to_owned(),
+            age_recipient: Some(recipient.get_ref().clone()),
+            extra: String::new(),
+        });
+    }
+    let policy = r#"let db_password: secret = secret("secrets/db_password.age");
+policy {
+  file "/etc/motd" { content = "hello\n"; }
+  when host_db_a {
+    file "/etc/app/db.conf" { content = "password=${db_password}\n"; mode = 0o600; }
+  }
+}
+"#;
+    let site = secret_site(policy, &hosts, &[("db_password", REAL)]);
+    let built = site.build(&[]);
+    let conf = a.root.join("etc/app/db.conf");
+    let out = t.run(&a, &built.bundle, &built.trust, &["--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string(&conf).unwrap(),
+        format!("password={REAL}\n")
+    );
+    assert_eq!(mode(&conf), 0o600);
+    let out = t.run(&b, &built.bundle, &built.trust, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!b.root.join("etc/app").exists());
+    let out = t.run(&b, &built.bundle, &built.trust, &["--define", "host_db_a"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("this host is not a recipient of secret db_password"),
+        "{}",
+        text(&out)
+    );
+    let out = t.policyvm(&["inspect"], &[&built.bundle]);
+    assert!(
+        text(&out).contains("<secret db_password>"),
+        "{}",
+        text(&out)
+    );
+    for output in &t.0 {
+        assert!(!output.contains(REAL), "{output}");
+    }
+    let mut files = Vec::new();
+    files_under(&a.root, &[conf], &mut files);
+    files_under(&b.root, &[], &mut files);
+    for file in &files {
+        assert!(
+            !contains(&std::fs::read(file).unwrap(), REAL),
+            "{}",
+            file.display()
+        );
+    }
+}
