@@ -114,6 +114,7 @@ pub fn json(r: &RunReport) -> Value {
         "unmanaged": r.unmanaged,
         "owed_notifications": owed,
         "commands": commands,
+        "neighbours": crate::neighbours::json(&r.neighbours),
     })
 }
 
