@@ -265,6 +265,12 @@ codes! {
     UnknownHost = "E0807", Error, "host not in inventory";
     /// A `group_NAME` class that names no group of the inventory.
     UnknownGroup = "E0808", Error, "group not in inventory";
+    /// `neighbours(...)` or a `neighbours` promise without an inventory:
+    /// the hosts to watch and their keys come from it.
+    NeighboursWithoutInventory = "E0812", Error, "neighbour watch without an inventory";
+    /// A `neighbours` promise that sets `report_keys`, which the compiler
+    /// fills from the inventory.
+    NeighbourKeysWritten = "E0813", Error, "report_keys is the compiler's";
 }
 
 impl std::fmt::Display for Code {

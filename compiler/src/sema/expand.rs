@@ -10,6 +10,7 @@
 
 mod functions;
 mod lookups;
+mod neighbours;
 
 pub(crate) use lookups::{kind as value_kind, Kind as ValueKind};
 mod split;
@@ -603,6 +604,10 @@ impl<'a> Expander<'a, '_> {
         if spent > 0 && !self.spend_many(spent, p.span) {
             return;
         }
+        let mut instances = instances;
+        if pt.name == "neighbours" {
+            self.neighbour_keys(&mut instances);
+        }
         self.promises.extend(instances);
     }
 
@@ -906,6 +911,9 @@ impl<'a> Expander<'a, '_> {
                 }
             }
             ExprKind::Coalesce(items) => self.coalesce(items, env),
+            ExprKind::Call { func, args } if func.name == super::neighbours::FUNCTION => {
+                self.neighbours_call(args, env, expr.span)
+            }
             ExprKind::Call { func, args } => {
                 let args: Vec<Value> = args.iter().map(|a| self.eval(a, env)).collect();
                 match functions::apply(&func.name, args) {

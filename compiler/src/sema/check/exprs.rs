@@ -362,6 +362,9 @@ impl<'a> Checker<'a> {
             );
             return Type::Any;
         }
+        if f.name == super::super::neighbours::FUNCTION {
+            return self.neighbours_call(args, span, scope);
+        }
         let types: Vec<Type> = args.iter().map(|a| self.value_type(a, scope)).collect();
         match functions::result_type(f.name, &types) {
             Ok(t) => t,

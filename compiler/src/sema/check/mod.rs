@@ -17,6 +17,7 @@ mod data_lets;
 mod definitions;
 mod exprs;
 mod guards;
+mod neighbours;
 pub mod probes;
 mod statements;
 mod system;
