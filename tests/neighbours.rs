@@ -275,6 +275,27 @@ fn a_rewritten_neighbour_history_is_seen_even_through_a_compromised_collector() 
     );
     assert!(!root.join("etc/neighbour-alarm").exists());
 
+    // A collector that is down: the reports fetched before are checked
+    // again (`same`), a warning says why nothing new came; no alarm.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    configure(&dead);
+    let out = agent();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("neighbour report unavailable: host-b"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        verdicts(&last()),
+        [
+            ("host-b".to_owned(), "same".to_owned()),
+            ("host-c".to_owned(), "no history".to_owned())
+        ]
+    );
+
     // host-b rewrites its history. The collector host-a now talks to is a
     // fresh database that only ever saw the rewritten report: it has
     // nothing to compare with, and flags nothing.
