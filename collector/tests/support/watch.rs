@@ -140,6 +140,17 @@ pub fn tampered(database: &str) {
     send(&c, "w-a", 21, &watched("w-a", 4, &chain(&upto(6), 256)));
     assert_eq!(c.metric("converge_fleet_tampered_hosts"), 5.0);
 
+    // The dashboard marks the flagged hosts in the host list.
+    let page = c.get("/").body;
+    let row = |host: &str| {
+        page.split("<tr class=\"host-row\">")
+            .find(|r| r.contains(&format!(">{host}</a>")))
+            .unwrap_or_else(|| panic!("no row {host}"))
+            .to_owned()
+    };
+    assert!(row("w-b").contains("status-tampered"), "{}", row("w-b"));
+    assert!(!row("w-a").contains("status-tampered"), "{}", row("w-a"));
+
     latest_report(&c);
 }
 
