@@ -52,7 +52,10 @@ fn chain(bodies: &[u8]) -> ChainReport {
 fn report(host: &str, sequence: u64, history: Option<&[u8]>) -> Report {
     let mut extensions = BTreeMap::new();
     if let Some(bodies) = history {
-        extensions.insert(EXTENSION.to_owned(), serde_json::to_value(chain(bodies)).unwrap());
+        extensions.insert(
+            EXTENSION.to_owned(),
+            serde_json::to_value(chain(bodies)).unwrap(),
+        );
     }
     Report {
         format: REPORT_FORMAT.into(),
@@ -303,10 +306,18 @@ fn a_rewritten_neighbour_history_is_seen_even_through_a_compromised_collector() 
     let compromised = Collector::start(&tree.join("inventory.toml"));
     compromised.post(&rewritten, &key(2));
     compromised.post(&report("host-c", 1, None), &key(3));
-    assert_eq!(compromised.json("/api/v1/tampered")["hosts"], Value::Array(vec![]));
+    assert_eq!(
+        compromised.json("/api/v1/tampered")["hosts"],
+        Value::Array(vec![])
+    );
     configure(&compromised.url);
     let out = agent();
-    assert_eq!(out.status.code(), Some(1), "a failed promise: {}", text(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a failed promise: {}",
+        text(&out)
+    );
     let report_a = last();
     assert_eq!(
         verdicts(&report_a),
@@ -326,12 +337,15 @@ fn a_rewritten_neighbour_history_is_seen_even_through_a_compromised_collector() 
         "rewritten\n"
     );
     // The uploaded report carries the finding, signed by host-a.
-    let latest = ureq::get(format!("{}/api/v1/hosts/host-a/report/latest", compromised.url))
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_to_vec()
-        .unwrap();
+    let latest = ureq::get(format!(
+        "{}/api/v1/hosts/host-a/report/latest",
+        compromised.url
+    ))
+    .call()
+    .unwrap()
+    .body_mut()
+    .read_to_vec()
+    .unwrap();
     let uploaded = SignedReport::parse(&latest).unwrap().open(&a_key).unwrap();
     assert_eq!(uploaded.extensions["neighbours"][0]["verdict"], "rewritten");
     assert_eq!(uploaded.status, Status::Failed);

@@ -72,8 +72,7 @@ impl HostSignature {
         }
         let message = message(&self.host, self.time, path);
         let signature = Signature::from_bytes(&self.signature);
-        keys.iter()
-            .any(|k| k.verify(&message, &signature).is_ok())
+        keys.iter().any(|k| k.verify(&message, &signature).is_ok())
     }
 }
 
@@ -99,7 +98,14 @@ mod tests {
 
     #[test]
     fn malformed_headers_are_refused() {
-        for bad in ["", "web-01", "web-01 12", "web-01 x AAAA", "../x 1 AAAA", "a 1 b c"] {
+        for bad in [
+            "",
+            "web-01",
+            "web-01 12",
+            "web-01 x AAAA",
+            "../x 1 AAAA",
+            "a 1 b c",
+        ] {
             assert_eq!(HostSignature::parse(bad), None, "{bad:?}");
         }
     }

@@ -68,7 +68,12 @@ pub fn tampered(database: &str) {
     send(&c, "w-a", 21, &watched("w-a", 3, &chain(&upto(5), 256)));
     // w-b: record 2 edited, one appended.
     send(&c, "w-b", 22, &watched("w-b", 1, &chain(&upto(3), 256)));
-    send(&c, "w-b", 22, &watched("w-b", 2, &chain(&[1, 99, 3, 4], 256)));
+    send(
+        &c,
+        "w-b",
+        22,
+        &watched("w-b", 2, &chain(&[1, 99, 3, 4], 256)),
+    );
     // w-c: truncated.
     send(&c, "w-c", 23, &watched("w-c", 1, &chain(&upto(3), 256)));
     send(&c, "w-c", 23, &watched("w-c", 2, &chain(&upto(2), 256)));
@@ -97,9 +102,15 @@ pub fn tampered(database: &str) {
     let b = by_name("w-b");
     assert_eq!(b["verdict"], "rewritten");
     assert_eq!(b["last_consistent"]["length"], 3);
-    assert_eq!(b["last_consistent"]["head"], chain(&upto(3), 256).head.as_str());
+    assert_eq!(
+        b["last_consistent"]["head"],
+        chain(&upto(3), 256).head.as_str()
+    );
     assert_eq!(b["offending"]["length"], 4);
-    assert_eq!(b["offending"]["head"], chain(&[1, 99, 3, 4], 256).head.as_str());
+    assert_eq!(
+        b["offending"]["head"],
+        chain(&[1, 99, 3, 4], 256).head.as_str()
+    );
     assert_eq!(b["alarms"], 1);
     assert!(b["flagged_at"].as_str().unwrap().ends_with('Z'), "{b}");
     assert_eq!(by_name("w-c")["verdict"], "backwards");
@@ -125,7 +136,12 @@ pub fn tampered(database: &str) {
     // The rewritten chain keeps w-b flagged: a later report of the same
     // rewritten history is checked against the last consistent head
     // still, never against the offending one.
-    send(&c, "w-b", 22, &watched("w-b", 3, &chain(&[1, 99, 3, 4, 5], 256)));
+    send(
+        &c,
+        "w-b",
+        22,
+        &watched("w-b", 3, &chain(&[1, 99, 3, 4, 5], 256)),
+    );
     let b = c.json("/api/v1/tampered")["hosts"]
         .as_array()
         .unwrap()

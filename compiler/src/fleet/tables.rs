@@ -11,8 +11,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::views::{
-    ChangeList, FactsList, FailureList, HostDetail, HostList, PromiseAcross, Status,
-    TamperedList,
+    ChangeList, FactsList, FailureList, HostDetail, HostList, PromiseAcross, Status, TamperedList,
 };
 
 /// `text` with control characters escaped (`\u{1b}`), so it prints as

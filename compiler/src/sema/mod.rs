@@ -8,8 +8,8 @@ pub mod expand;
 pub mod functions;
 pub mod inventory;
 pub mod let_order;
-pub mod neighbours;
 pub mod names;
+pub mod neighbours;
 pub mod symbols;
 pub mod types;
 

@@ -67,7 +67,12 @@ fn watchable(inventory: &InventoryClasses) -> Vec<&str> {
 pub fn value(inventory: &InventoryClasses, k: usize) -> Value {
     let cases = ring(&watchable(inventory), k)
         .into_iter()
-        .map(|(host, chosen)| (host, Value::List(chosen.into_iter().map(Value::Str).collect())))
+        .map(|(host, chosen)| {
+            (
+                host,
+                Value::List(chosen.into_iter().map(Value::Str).collect()),
+            )
+        })
         .collect();
     Value::Choice(Box::new(Choice {
         on: Value::Fact("sys.hostname".to_owned()),

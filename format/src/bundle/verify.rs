@@ -800,7 +800,7 @@ impl Verifier<'_> {
                 if crate::schema::attr_role(name) != Some(crate::schema::AttrRole::Relation) =>
             {
                 match single(value)? {
-                Item::Const(c) => self.name_const(c).map(|_| ()),
+                    Item::Const(c) => self.name_const(c).map(|_| ()),
                     Item::Code(_) => Err(format!("`{name}` must be a class name")),
                 }
             }

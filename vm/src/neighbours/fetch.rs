@@ -61,7 +61,8 @@ pub fn fetch(config: &UploadConfig, state: &StateDir, identity: &HostIdentity) -
         Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
         Ok(None) => return out,
         Err(e) => {
-            out.unavailable.push(format!("{}: {e}", dir.path(WANTED).display()));
+            out.unavailable
+                .push(format!("{}: {e}", dir.path(WANTED).display()));
             return out;
         }
     };
@@ -76,11 +77,7 @@ pub fn fetch(config: &UploadConfig, state: &StateDir, identity: &HostIdentity) -
         .checked_add(config.http.timeout)
         .unwrap_or_else(Instant::now);
     let mut down = vec![false; config.collectors.len()];
-    for host in wanted
-        .lines()
-        .filter(|h| is_host_name(h))
-        .take(MAX_HOSTS)
-    {
+    for host in wanted.lines().filter(|h| is_host_name(h)).take(MAX_HOSTS) {
         let mut why = "no collector answered".to_owned();
         let mut stored = false;
         for (i, base) in config.collectors.iter().enumerate() {

@@ -91,7 +91,10 @@ fn keys(inst: &Instance) -> BTreeMap<&str, Vec<VerifyingKey>> {
         .filter_map(|line| {
             let mut words = line.split(' ');
             let name = words.next()?;
-            Some((name, words.filter_map(|k| parse_report_key(k).ok()).collect()))
+            Some((
+                name,
+                words.filter_map(|k| parse_report_key(k).ok()).collect(),
+            ))
         })
         .collect()
 }
@@ -201,7 +204,10 @@ fn one(dir: &SubDir, seen_dir: &SubDir, dry_run: bool, host: &str, keys: &[Verif
                 return Entry::alarm(
                     host,
                     "malformed",
-                    Some(format!("the seen head `{}` is unreadable: {e}", seen_dir.path(&seen_file).display())),
+                    Some(format!(
+                        "the seen head `{}` is unreadable: {e}",
+                        seen_dir.path(&seen_file).display()
+                    )),
                     None,
                 )
             }

@@ -4,7 +4,11 @@
 //! alarms that leave it where it was; a host with no report yet is
 //! `unavailable` and one without history `no history`, neither an alarm.
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
 
 use std::collections::BTreeMap;
 
@@ -177,7 +181,10 @@ fn forged_replayed_and_unknown_reports_are_alarms() {
     );
     // Another host's report under this name.
     h.store("n-b", &report("n-c", 7, Some(&[1])), &key(3));
-    assert_eq!(verdicts(&h.check(&["n-b"]).1), [("n-b", "bad report", true)]);
+    assert_eq!(
+        verdicts(&h.check(&["n-b"]).1),
+        [("n-b", "bad report", true)]
+    );
     // A host the bundle has no key for.
     assert_eq!(
         verdicts(&h.check(&["n-z"]).1),
@@ -189,6 +196,11 @@ fn forged_replayed_and_unknown_reports_are_alarms() {
 fn the_watched_hosts_are_recorded_for_the_next_fetch() {
     let h = Host::new();
     h.check(&["n-c", "n-b"]);
-    let wanted = h.state.subdir(DIR, 0o700).unwrap().read(WANTED, 1024).unwrap();
+    let wanted = h
+        .state
+        .subdir(DIR, 0o700)
+        .unwrap()
+        .read(WANTED, 1024)
+        .unwrap();
     assert_eq!(wanted.unwrap(), b"n-b\nn-c\n");
 }

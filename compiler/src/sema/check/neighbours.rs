@@ -5,8 +5,8 @@
 use converge_grammar::ast::{Expr, ExprKind};
 use converge_grammar::Span;
 
-use super::Scope;
 use super::Checker;
+use super::Scope;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::sema::neighbours::without_inventory;
 use crate::sema::types::Type;
@@ -27,7 +27,9 @@ impl<'a> Checker<'a> {
                     span,
                     "in this call",
                 )
-                .with_help("`neighbours(inventory, 3)`: the inventory, and how many hosts to watch"),
+                .with_help(
+                    "`neighbours(inventory, 3)`: the inventory, and how many hosts to watch",
+                ),
             );
             return result;
         };
@@ -49,7 +51,10 @@ impl<'a> Checker<'a> {
             self.push(
                 Diagnostic::new(
                     Code::BadArguments,
-                    format!("the second argument of `neighbours` is an int, not {}", k_type.describe()),
+                    format!(
+                        "the second argument of `neighbours` is an int, not {}",
+                        k_type.describe()
+                    ),
                     k.span,
                     "how many hosts to watch",
                 )

@@ -61,10 +61,18 @@ impl<'a> Expander<'a, '_> {
             for d in neighbours::report_keys(inventory, promise) {
                 // The same missing inventory or written attribute once per
                 // promise, not once per instance.
-                if reported && matches!(d.code, Code::NeighboursWithoutInventory | Code::NeighbourKeysWritten) {
+                if reported
+                    && matches!(
+                        d.code,
+                        Code::NeighboursWithoutInventory | Code::NeighbourKeysWritten
+                    )
+                {
                     continue;
                 }
-                reported |= matches!(d.code, Code::NeighboursWithoutInventory | Code::NeighbourKeysWritten);
+                reported |= matches!(
+                    d.code,
+                    Code::NeighboursWithoutInventory | Code::NeighbourKeysWritten
+                );
                 self.report(d);
             }
         }
