@@ -111,9 +111,7 @@ pub fn report_keys(
                 written.span,
                 "set here",
             )
-            .with_help(format!(
-                "remove it: each watched host's report keys come from its inventory entry"
-            )),
+            .with_help("remove it: each watched host's report keys come from its inventory entry"),
         );
         return errors;
     }
