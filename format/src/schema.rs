@@ -1270,7 +1270,8 @@ mod tests {
                 "on_kept",
                 "on_failed",
                 "comment",
-                "host"
+                "host",
+                "report_keys"
             ]
         );
         assert!(describes_state("mode") && !describes_state("after"));
