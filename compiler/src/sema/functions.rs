@@ -274,6 +274,12 @@ pub fn result_type(name: &str, args: &[Type]) -> Result<Type, String> {
             want(0, &Type::String)?;
             Ok(Any)
         }
+        // Its first argument is the word `inventory`, not a value (the
+        // checker handles it: `check/neighbours.rs`).
+        "neighbours" => {
+            want(1, &Type::Int)?;
+            Ok(List(Box::new(Type::String)))
+        }
         _ => Err(format!("unknown function `{name}`")),
     }
 }
