@@ -118,7 +118,10 @@ pub fn json(r: &RunReport) -> Value {
     // Only a run with `neighbours` promises says anything of neighbours.
     if !r.neighbours.is_empty() {
         if let Some(map) = report.as_object_mut() {
-            map.insert("neighbours".to_owned(), crate::neighbours::json(&r.neighbours));
+            map.insert(
+                "neighbours".to_owned(),
+                crate::neighbours::json(&r.neighbours),
+            );
         }
     }
     report
