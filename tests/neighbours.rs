@@ -326,6 +326,20 @@ fn a_rewritten_neighbour_history_is_seen_even_through_a_compromised_collector() 
             ("host-c".to_owned(), "no history".to_owned())
         ]
     );
+    // The run report with its neighbours still is a converge-run/1.
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schemas/converge-run-1.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::draft202012::options().build(&schema).unwrap();
+    let problems: Vec<String> = validator
+        .iter_errors(&report_a)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(problems.is_empty(), "{problems:?}");
     let b = &report_a["neighbours"][0];
     assert_eq!(b["alarm"], true);
     assert_eq!(b["seen"]["length"], 3);
