@@ -659,3 +659,89 @@ fn an_answer_that_is_not_a_view_is_a_protocol_error() {
         assert!(text(&out).contains(says), "{says}: {}", text(&out));
     }
 }
+
+/// The chain report of a history whose record bodies are `bodies` (each
+/// body digest is the byte repeated).
+fn chain(bodies: &[u8]) -> converge_format::chain::ChainReport {
+    use converge_format::chain::{format_digest, link, GENESIS};
+    let head = bodies.iter().fold(GENESIS, |h, b| link(&h, &[*b; 32]));
+    converge_format::chain::ChainReport {
+        length: bodies.len() as u64,
+        head: format_digest(&head),
+        tail: bodies.iter().map(|b| format_digest(&[*b; 32])).collect(),
+    }
+}
+
+fn watched(host: &str, sequence: u64, bodies: &[u8]) -> Report {
+    let mut r = report(host, None);
+    r.sequence = sequence;
+    r.extensions.insert(
+        converge_format::chain::EXTENSION.into(),
+        serde_json::to_value(chain(bodies)).unwrap(),
+    );
+    r
+}
+
+/// `policyc fleet tampered`: none at first; then web-02 rewrites its
+/// history and db-01 truncates it, web-01 only appends: the two are
+/// listed with their verdicts and the last consistent heads, in a table
+/// and as the collector's JSON.
+#[test]
+#[ignore = "needs curl"]
+fn tampered_hosts_table_and_json() {
+    require_tool("curl", "curl");
+    let collector = Collector::start(true);
+    let token = collector.token_file();
+    let token = token.to_str().unwrap();
+    for (host, seed) in [("web-01", 1), ("web-02", 2), ("db-01", 3)] {
+        collector.post(&watched(host, 1, &[1, 2, 3]), &key(seed));
+    }
+    let none = ask(&collector, &["tampered", "--token-file", token]);
+    assert!(none.starts_with("no tampered hosts"), "{none}");
+
+    collector.post(&watched("web-01", 2, &[1, 2, 3, 4]), &key(1));
+    collector.post(&watched("web-02", 2, &[1, 9, 3, 4]), &key(2));
+    collector.post(&watched("db-01", 2, &[1, 2]), &key(3));
+    let out = ask(&collector, &["tampered", "--token-file", token]);
+    assert!(out.starts_with("2 hosts tampered\n"), "{out}");
+    let table = rows(&out);
+    assert_eq!(
+        row(&table, "HOST"),
+        [
+            "HOST",
+            "VERDICT",
+            "FLAGGED",
+            "ALARMS",
+            "LAST CONSISTENT HEAD",
+            "OFFENDING HEAD"
+        ]
+    );
+    let consistent = format!("3 {}", chain(&[1, 2, 3]).head);
+    let web = row(&table, "web-02");
+    assert_eq!(web[1], "rewritten");
+    assert_eq!(web[3], "1");
+    assert_eq!(web[4], consistent);
+    assert_eq!(web[5], format!("4 {}", chain(&[1, 9, 3, 4]).head));
+    let db = row(&table, "db-01");
+    assert_eq!(db[1], "backwards");
+    assert_eq!(db[4], consistent);
+    assert!(!out.contains("web-01"), "{out}");
+
+    let json = ask(
+        &collector,
+        &["tampered", "--format", "json", "--token-file", token],
+    );
+    let json: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["format"], "converge-fleet/1");
+    let names: Vec<&str> = json["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["db-01", "web-02"]);
+
+    // Without the token: refused, as every fleet view.
+    let out = policyc(&["tampered", "--collector", &collector.url]);
+    assert_eq!(out.status.code(), Some(69), "{}", text(&out));
+}

@@ -12,11 +12,13 @@ use converge_format::report::{Report, ReportError, SignedReport};
 
 use crate::inventory::Hosts;
 
-/// A verified report and the exact bytes its host signed.
+/// A verified report, the exact bytes its host signed and the signature
+/// (base64, as uploaded).
 #[derive(Debug)]
 pub struct Verified {
     pub report: Report,
     pub raw: Vec<u8>,
+    pub signature: String,
 }
 
 /// Why an upload was refused.
@@ -102,5 +104,9 @@ fn accept(envelope: &SignedReport, report: Report) -> Result<Verified, Refusal> 
     let raw = base64::engine::general_purpose::STANDARD
         .decode(&envelope.report)
         .map_err(|e| Refusal::Report(ReportError::Malformed(e.to_string())))?;
-    Ok(Verified { report, raw })
+    Ok(Verified {
+        report,
+        raw,
+        signature: envelope.signature.clone(),
+    })
 }

@@ -19,5 +19,6 @@ pub mod retention;
 pub mod run;
 pub mod server;
 pub mod store;
+pub mod tampered;
 pub mod tls;
 pub mod web;

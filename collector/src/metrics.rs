@@ -116,6 +116,8 @@ pub struct FleetGauges {
     /// Hosts by last status (`kept`, …, `never`).
     pub hosts_by_status: Vec<(String, u64)>,
     pub silent_hosts: u64,
+    /// Hosts whose watch history failed a cross-check (`/api/v1/tampered`).
+    pub tampered_hosts: u64,
 }
 
 impl Metrics {
@@ -202,6 +204,17 @@ impl Metrics {
             "converge_collector_silent_hosts {}",
             fleet.silent_hosts
         );
+        header(
+            &mut out,
+            "converge_fleet_tampered_hosts",
+            "gauge",
+            "Hosts whose watch history did not extend the last head the collector saw (rewritten, backwards, unverifiable, malformed or missing).",
+        );
+        let _ = writeln!(
+            out,
+            "converge_fleet_tampered_hosts {}",
+            fleet.tampered_hosts
+        );
         self.render_latency(&mut out);
         out
     }
@@ -249,6 +262,7 @@ mod tests {
         let text = m.render(&FleetGauges {
             hosts_by_status: vec![("failed".into(), 2)],
             silent_hosts: 1,
+            tampered_hosts: 3,
         });
         assert!(
             text.contains("converge_collector_reports_refused_total{reason=\"bad_signature\"} 2\n")
@@ -263,5 +277,6 @@ mod tests {
         assert!(text.contains("converge_collector_ingest_duration_seconds_count 1\n"));
         assert!(text.contains("converge_collector_hosts{status=\"failed\"} 2\n"));
         assert!(text.contains("converge_collector_silent_hosts 1\n"));
+        assert!(text.contains("converge_fleet_tampered_hosts 3\n"));
     }
 }

@@ -32,6 +32,21 @@ fn postgres_every_fleet_query() {
     cases::queries(&pg.database("fleet"));
 }
 
+#[test]
+#[ignore = "needs postgresql"]
+fn postgres_watch_histories_are_cross_checked_and_tampered_hosts_flagged() {
+    let pg = Postgres::start();
+    support::watch::tampered(&pg.database("fleet"));
+}
+
+#[test]
+#[ignore = "needs postgresql"]
+fn postgres_a_neighbours_latest_report_needs_the_token_or_a_host_signature() {
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    support::watch::latest_report_auth(&pg.database("fleet"), dir.path());
+}
+
 /// Two collectors on one database, as behind a load balancer: both start
 /// (and migrate) at once, uploads are spread over both from several
 /// threads, every report is also re-sent to the other collector, and runs

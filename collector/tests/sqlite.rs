@@ -31,3 +31,15 @@ fn sqlite_every_fleet_query() {
     let (_dir, url) = database();
     cases::queries(&url);
 }
+
+#[test]
+fn sqlite_watch_histories_are_cross_checked_and_tampered_hosts_flagged() {
+    let (_dir, url) = database();
+    support::watch::tampered(&url);
+}
+
+#[test]
+fn sqlite_a_neighbours_latest_report_needs_the_token_or_a_host_signature() {
+    let (dir, url) = database();
+    support::watch::latest_report_auth(&url, dir.path());
+}

@@ -12,6 +12,8 @@
 pub mod atomic;
 pub mod bundle;
 pub mod chain;
+pub mod crosscheck;
+pub mod fetch_auth;
 pub mod ids;
 pub mod inventory;
 pub mod paths;

@@ -1011,7 +1011,43 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
         ],
         rules: &[Rule::Required("value")],
     },
+    // Neighbour watch (issue 19, item 3; docs/promise-types.md): type 18,
+    // attributes 203-205.
+    PromiseType {
+        id: 18,
+        name: "neighbours",
+        promiser: PromiserKind::Label,
+        doc: "Watches other hosts' watch histories: before each run the agent fetches each neighbour's latest signed report from the collector; this promise verifies it with the neighbour's key and checks its history extends the head seen last, so a rewrite is seen even if the collector hides it.",
+        attrs: &[
+            attr(
+                203, "hosts",
+                AttrType::List(&AttrType::String),
+                DefaultValue::EmptyList,
+                "The inventory names of the hosts to watch, e.g. `neighbours(inventory, 3)`.",
+            ),
+            attr(
+                204, "on_rewrite",
+                AttrType::Class,
+                DefaultValue::Unmanaged,
+                "A class defined for the rest of the run when a neighbour's history was rewritten, went backwards, cannot be verified or vanished, or its report's signature is bad.",
+            ),
+            with_role(
+                attr(
+                    205, "report_keys",
+                    AttrType::List(&AttrType::String),
+                    DefaultValue::EmptyList,
+                    "Filled by the compiler from the inventory, never written: `NAME KEY [KEY...]` per inventory host, the report keys (current, then previous) a neighbour's report may be signed with.",
+                ),
+                AttrRole::Annotation,
+            ),
+        ],
+        rules: &[Rule::Required("hosts")],
+    },
 ];
+
+/// The attribute of a `neighbours` promise the compiler fills from the
+/// inventory; a policy that sets it is refused.
+pub const NEIGHBOUR_KEYS_ATTR: &str = "report_keys";
 
 /// A host fact the VM gathers (`sys.*`), known to the compiler by name and
 /// type (LANGUAGE.md section 3).
@@ -1234,7 +1270,8 @@ mod tests {
                 "on_kept",
                 "on_failed",
                 "comment",
-                "host"
+                "host",
+                "report_keys"
             ]
         );
         assert!(describes_state("mode") && !describes_state("after"));

@@ -22,6 +22,7 @@ pub mod eval;
 pub mod facts;
 pub mod identity;
 pub mod instance;
+pub mod neighbours;
 pub mod outcome;
 pub mod probes;
 pub mod pull;

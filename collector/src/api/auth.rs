@@ -10,6 +10,8 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 
+use converge_format::fetch_auth;
+
 use super::App;
 
 pub(super) async fn require_token(
@@ -17,17 +19,59 @@ pub(super) async fn require_token(
     request: Request,
     next: Next,
 ) -> Response {
-    let Some(token) = &app.token else {
+    if has_token(&app, &request) {
         return next.run(request).await;
+    }
+    unauthorized()
+}
+
+/// The rule of a neighbour's latest report (docs/security.md, "Neighbour
+/// watch"): the operator's token as for every read, or a request signed
+/// by an enrolled, unrevoked host's report key
+/// ([`converge_format::fetch_auth`]). The report is signed by its host and
+/// holds what the fleet API shows of it; the agents have no token.
+pub(super) async fn require_token_or_host(
+    State(app): State<Arc<App>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if has_token(&app, &request) || signed_by_a_host(&app, &request) {
+        return next.run(request).await;
+    }
+    unauthorized()
+}
+
+/// Whether no token is configured or the request carries it.
+fn has_token(app: &App, request: &Request) -> bool {
+    let Some(token) = &app.token else {
+        return true;
     };
     let given = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    if given.is_some_and(|g| same(g.as_bytes(), token.as_bytes())) {
-        return next.run(request).await;
-    }
+    given.is_some_and(|g| same(g.as_bytes(), token.as_bytes()))
+}
+
+fn signed_by_a_host(app: &App, request: &Request) -> bool {
+    let Some(signed) = request
+        .headers()
+        .get(fetch_auth::HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(fetch_auth::HostSignature::parse)
+    else {
+        return false;
+    };
+    let hosts = app.inventory.current();
+    let Some(host) = hosts.host(&signed.host) else {
+        return false;
+    };
+    let now = jiff::Timestamp::now().as_second();
+    signed.verify(&host.report_keys(), request.uri().path(), now)
+}
+
+fn unauthorized() -> Response {
     let mut response = super::json::error(
         StatusCode::UNAUTHORIZED,
         "this collector requires `Authorization: Bearer <token>` (the token in its --token-file)",

@@ -1,5 +1,6 @@
 //! The HTTP API: `POST /api/v1/reports` (the agents), the read-only fleet
-//! queries under `/api/v1/`, `/metrics`, and the dashboard pages
+//! queries under `/api/v1/`, a host's latest signed report for its
+//! neighbours ([`latest`]), `/metrics`, and the dashboard pages
 //! ([`crate::web`], behind the same read rule). See docs/fleet.md.
 //!
 //! Layers, outermost first: a concurrency limit (requests wait, then time
@@ -10,6 +11,7 @@
 
 mod auth;
 mod json;
+mod latest;
 mod read;
 mod reports;
 
@@ -88,11 +90,23 @@ pub fn router(app: Arc<App>, limits: Limits) -> Router {
         .route("/api/v1/facts", get(read::facts))
         .route("/api/v1/silent", get(read::silent))
         .route("/api/v1/promises", get(read::promises))
+        .route("/api/v1/tampered", get(read::tampered))
         .route("/metrics", get(read::metrics))
         .merge(crate::web::routes())
         .route_layer(middleware::from_fn_with_state(
             Arc::clone(&app),
             auth::require_token,
+        ));
+    // A neighbour's latest report: the operator's token, or an enrolled
+    // host's signed request (the agents have no token).
+    let neighbour = Router::new()
+        .route(
+            "/api/v1/hosts/{name}/report/latest",
+            get(latest::latest_report),
+        )
+        .route_layer(middleware::from_fn_with_state(
+            Arc::clone(&app),
+            auth::require_token_or_host,
         ));
     let upload = Router::new()
         .route("/api/v1/reports", post(reports::upload))
@@ -101,6 +115,7 @@ pub fn router(app: Arc<App>, limits: Limits) -> Router {
         .layer(middleware::from_fn(reports::account));
     Router::new()
         .merge(reads)
+        .merge(neighbour)
         .merge(upload)
         .fallback(not_found)
         .with_state(app)

@@ -182,10 +182,19 @@ pub(super) async fn promises(
     )
 }
 
+pub(super) async fn tampered(State(app): State<Arc<App>>) -> Response {
+    let clock = app.clock(DEFAULT_SILENT_INTERVALS);
+    respond(crate::tampered::tampered(&app.store, &clock).await)
+}
+
 pub(super) async fn metrics(State(app): State<Arc<App>>) -> Response {
     let clock = app.clock(DEFAULT_SILENT_INTERVALS);
     let hosts = match fleet::hosts(&app.store, &app.inventory.current(), &clock).await {
         Ok(hosts) => hosts,
+        Err(e) => return store_error(&e),
+    };
+    let tampered_hosts = match app.store.tampered().await {
+        Ok(rows) => rows.len() as u64,
         Err(e) => return store_error(&e),
     };
     let gauges = FleetGauges {
@@ -197,6 +206,7 @@ pub(super) async fn metrics(State(app): State<Arc<App>>) -> Response {
             })
             .collect(),
         silent_hosts: hosts.iter().filter(|h| h.silent).count() as u64,
+        tampered_hosts,
     };
     let mut response = METRICS.render(&gauges).into_response();
     response.headers_mut().insert(

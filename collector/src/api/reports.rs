@@ -54,7 +54,12 @@ pub(super) async fn upload(
     let received_at = jiff::Timestamp::now().as_second();
     match app
         .store
-        .ingest(&verified.report, &verified.raw, received_at)
+        .ingest_signed(
+            &verified.report,
+            &verified.raw,
+            Some(&verified.signature),
+            received_at,
+        )
         .await
     {
         Ok(IngestOutcome::Stored) => answer(StatusCode::CREATED, "stored", json!({"stored": true})),

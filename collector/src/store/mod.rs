@@ -14,12 +14,14 @@ pub mod prune;
 pub mod read;
 pub mod schema;
 mod sqlite;
+pub mod watch;
 pub mod write;
 
 use sqlx::any::AnyPoolOptions;
 use sqlx::AnyPool;
 
 pub use schema::*;
+pub use watch::TamperedRow;
 
 /// Which database a [`Store`] talks to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,7 +10,8 @@
 //!    is rolled back, report row included. Two collectors storing runs of
 //!    one host serialize on this row: the second sees the first's
 //!    sequence, never a lost update.
-//! 3. The promise rows, 4. the facts.
+//! 3. The promise rows, 4. the facts, 5. the watch history's cross-check
+//!    ([`super::watch`]).
 //!
 //! On SQLite the first statement is a write, so the transaction holds the
 //! write lock from its start (no lock upgrade that could fail).
@@ -33,11 +34,25 @@ impl Store {
         raw: &[u8],
         received_at: i64,
     ) -> Result<IngestOutcome, StoreError> {
+        self.ingest_signed(report, raw, None, received_at).await
+    }
+
+    /// [`Store::ingest`], keeping the upload's `signature` (base64) so the
+    /// report can be handed out again exactly as signed.
+    pub async fn ingest_signed(
+        &self,
+        report: &Report,
+        raw: &[u8],
+        signature: Option<&str>,
+        received_at: i64,
+    ) -> Result<IngestOutcome, StoreError> {
         let sequence = i64::try_from(report.sequence).map_err(|_| {
             StoreError::Invalid(format!("sequence {} is past 2^63", report.sequence))
         })?;
         let mut tx = self.writer.begin().await?;
-        let Some(id) = insert_report(&mut tx, report, sequence, raw, received_at).await? else {
+        let Some(id) =
+            insert_report(&mut tx, report, sequence, raw, signature, received_at).await?
+        else {
             tx.rollback().await?;
             return Ok(IngestOutcome::Duplicate);
         };
@@ -47,7 +62,16 @@ impl Store {
         }
         insert_promises(&mut tx, report, id, received_at).await?;
         upsert_facts(&mut tx, report, id, received_at).await?;
+        let history = super::watch::check_history(&mut tx, report, id, received_at).await?;
         tx.commit().await?;
+        if history.is_alarm() {
+            tracing::warn!(
+                host = report.host,
+                run_id = report.run_id,
+                verdict = history.word(),
+                "the host's watch history does not extend the last head seen: flagged tampered"
+            );
+        }
         Ok(IngestOutcome::Stored)
     }
 }
@@ -100,6 +124,7 @@ async fn insert_report(
     report: &Report,
     sequence: i64,
     raw: &[u8],
+    signature: Option<&str>,
     received_at: i64,
 ) -> Result<Option<i64>, sqlx::Error> {
     use sqlx::Row as _;
@@ -107,8 +132,9 @@ async fn insert_report(
     let row = sqlx::query(
         "INSERT INTO reports (host, run_id, sequence, received_at, started_at, finished_at, \
              status, kept, repaired, failed, skipped, truncated, bundle_name, bundle_serial, \
-             bundle_digest, error, raw) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
+             bundle_digest, error, raw, signature) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+             $18) \
          ON CONFLICT (host, run_id) DO NOTHING \
          RETURNING id",
     )
@@ -129,6 +155,7 @@ async fn insert_report(
     .bind(bundle.map(|b| storable(&b.digest).into_owned()))
     .bind(report.error.as_deref().map(|e| storable(e).into_owned()))
     .bind(raw)
+    .bind(signature)
     .fetch_optional(&mut **tx)
     .await?;
     row.map(|r| r.try_get::<i64, _>(0)).transpose()

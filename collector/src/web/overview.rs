@@ -45,6 +45,8 @@ pub(super) struct HostLine {
     pub failed: i64,
     pub repaired: i64,
     pub silent: bool,
+    /// The host's watch history failed the cross-check (`/api/v1/tampered`).
+    pub tampered: bool,
     pub note: &'static str,
 }
 
@@ -63,6 +65,7 @@ impl HostLine {
             failed: h.failed,
             repaired: h.repaired,
             silent: h.silent,
+            tampered: false,
             note: if h.revoked {
                 "revoked"
             } else if !h.in_inventory {
@@ -151,27 +154,33 @@ pub(super) async fn page(
     }
     let clock = app.clock(DEFAULT_SILENT_INTERVALS);
     let inventory = app.inventory.current();
-    // The three reads are independent: run them at once.
-    let (hosts, reports, failures) = tokio::join!(
+    // The four reads are independent: run them at once.
+    let (hosts, reports, failures, tampered) = tokio::join!(
         fleet::hosts(&app.store, &inventory, &clock),
         app.store.report_count(),
         fleet::failures(&app.store, &clock),
+        app.store.tampered(),
     );
-    let (hosts, reports, failures) = match (hosts, reports, failures) {
-        (Ok(h), Ok(r), Ok(f)) => (h, r, f),
-        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return store_error(&e),
+    let (hosts, reports, failures, tampered) = match (hosts, reports, failures, tampered) {
+        (Ok(h), Ok(r), Ok(f), Ok(t)) => (h, r, f, t),
+        (Err(e), _, _, _) | (_, Err(e), _, _) | (_, _, Err(e), _) | (_, _, _, Err(e)) => {
+            return store_error(&e)
+        }
     };
     let status = fleet::status_of(&hosts, reports, &clock);
-    html(
-        StatusCode::OK,
-        &overview(
-            &status,
-            &hosts,
-            &failures.failures,
-            query.status,
-            page_number,
-        ),
-    )
+    let mut page = overview(
+        &status,
+        &hosts,
+        &failures.failures,
+        query.status,
+        page_number,
+    );
+    let tampered: std::collections::BTreeSet<&str> =
+        tampered.iter().map(|t| t.host.as_str()).collect();
+    for line in page.hosts.iter_mut().chain(page.silent.iter_mut()) {
+        line.tampered = tampered.contains(line.name.as_str());
+    }
+    html(StatusCode::OK, &page)
 }
 
 /// The link to page `page` of the table narrowed to `filter`.

@@ -7,6 +7,7 @@
 pub mod browser;
 pub mod cases;
 pub mod postgres;
+pub mod watch;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
@@ -269,6 +270,18 @@ impl Collector {
 
     pub fn get(&self, path: &str) -> Answer {
         let mut request = self.client.get(format!("{}{path}", self.url));
+        if let Some(token) = &self.token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        answer(request.call())
+    }
+
+    /// `GET path` with one extra header (and the token, if any).
+    pub fn get_with(&self, path: &str, name: &str, value: &str) -> Answer {
+        let mut request = self
+            .client
+            .get(format!("{}{path}", self.url))
+            .header(name, value);
         if let Some(token) = &self.token {
             request = request.header("authorization", format!("Bearer {token}"));
         }

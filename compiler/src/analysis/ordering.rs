@@ -132,7 +132,13 @@ pub fn edges(program: &Program) -> Vec<Edge> {
                         }
                     }
                 }
-                "on_repaired" | "on_kept" | "on_failed" => {
+                // The outcome classes, and a class a promise type sets by a
+                // rule of its own (`neighbours` `on_rewrite`).
+                name if matches!(name, "on_repaired" | "on_kept" | "on_failed")
+                    || converge_format::schema::promise_type(p.kind)
+                        .and_then(|t| t.attr(name))
+                        .is_some_and(|a| a.ty == converge_format::schema::AttrType::Class) =>
+                {
                     let Some(class) = attr.value.as_str() else {
                         continue;
                     };

@@ -85,6 +85,9 @@ enum FleetCommand {
         #[arg(long, value_name = "PROMISER")]
         promiser: String,
     },
+    /// Hosts whose watch history was rewritten, went backwards, cannot be
+    /// verified or vanished, with the last head the collector trusts.
+    Tampered,
     /// Hosts with no report for more than N run intervals.
     Silent {
         /// How many intervals (default: the collector's, 3).
@@ -150,6 +153,7 @@ fn prepare(args: FleetArgs) -> Result<(Client, Query, bool), ExitCode> {
         FleetCommand::Status => Query::Status,
         FleetCommand::Hosts => Query::Hosts,
         FleetCommand::Failures => Query::Failures,
+        FleetCommand::Tampered => Query::Tampered,
         FleetCommand::Changes { since, host } => Query::Changes {
             since: match since {
                 Some(text) => {

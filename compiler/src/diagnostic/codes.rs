@@ -266,6 +266,12 @@ codes! {
     /// A `group_NAME` class that names no group of the inventory.
     UnknownGroup = "E0808", Error, "group not in inventory";
 
+    /// `neighbours(...)` or a `neighbours` promise without an inventory:
+    /// the hosts to watch and their keys come from it.
+    NeighboursWithoutInventory = "E0812", Error, "neighbour watch without an inventory";
+    /// A `neighbours` promise that sets `report_keys`, which the compiler
+    /// fills from the inventory.
+    NeighbourKeysWritten = "E0813", Error, "report_keys is the compiler's";
     /// A value computed from a secret (LANGUAGE.md section 14) flowing
     /// anywhere but `file` content (or a `template`) and `user` password:
     /// a promiser, a path, a guard, a class, a `report`, a command's argv,

@@ -1,6 +1,7 @@
 //! `policyc fleet`: the fleet as the collector (`converge-collector`)
 //! sees it, from its JSON API (docs/fleet.md, "policyc fleet"): hosts by
-//! status, failing promises, changes, facts, silent hosts.
+//! status, failing promises, changes, facts, silent hosts, hosts whose
+//! watch history was tampered with.
 //!
 //! [`curl`] fetches (policyc links no HTTP stack), [`views`] reads the
 //! answers (`converge-fleet/1`, checked before anything is shown) and
@@ -42,6 +43,8 @@ pub enum Query {
     Host { name: String },
     /// One promise across the hosts' last reports.
     Promise { kind: String, promiser: String },
+    /// Hosts whose watch history failed the collector's cross-check.
+    Tampered,
 }
 
 /// Why `policyc fleet` has nothing to show.
@@ -117,6 +120,7 @@ impl Query {
             Query::Hosts => ("hosts".to_owned(), Vec::new()),
             Query::Host { name } => (format!("hosts/{name}"), Vec::new()),
             Query::Failures => ("failures".to_owned(), Vec::new()),
+            Query::Tampered => ("tampered".to_owned(), Vec::new()),
             Query::Promise { kind, promiser } => (
                 "promises".to_owned(),
                 vec![("type", kind.clone()), ("promiser", promiser.clone())],
@@ -161,6 +165,7 @@ pub fn run(client: &Client, query: &Query, json: bool) -> Result<String, FleetEr
         Query::Facts { .. } => tables::facts(&view(&url, &body)?),
         Query::Host { .. } => tables::host(&view(&url, &body)?),
         Query::Promise { .. } => tables::promise(&view(&url, &body)?),
+        Query::Tampered => tables::tampered(&view(&url, &body)?),
         Query::Silent { .. } => {
             let list: views::HostList = view(&url, &body)?;
             format!(
@@ -242,6 +247,10 @@ mod tests {
                 "/api/v1/silent".to_owned(),
                 vec![("intervals", "5".to_owned())]
             )
+        );
+        assert_eq!(
+            Query::Tampered.request(),
+            ("/api/v1/tampered".to_owned(), vec![])
         );
         assert_eq!(
             Query::Status.request(),

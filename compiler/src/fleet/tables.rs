@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::views::{
-    ChangeList, FactsList, FailureList, HostDetail, HostList, PromiseAcross, Status,
+    ChangeList, FactsList, FailureList, HostDetail, HostList, PromiseAcross, Status, TamperedList,
 };
 
 /// `text` with control characters escaped (`\u{1b}`), so it prints as
@@ -115,6 +115,53 @@ pub fn status(view: &Status) -> String {
             "interval"
         ),
         age(view.interval_seconds),
+    )
+}
+
+/// `policyc fleet tampered`: each flagged host, its verdict, and the last
+/// head of its history the collector still trusts.
+pub fn tampered(view: &TamperedList) -> String {
+    if view.hosts.is_empty() {
+        return format!(
+            "no tampered hosts: every watch history extends the last head seen, as of {}\n",
+            clean(&view.generated_at)
+        );
+    }
+    let head = |length: u64, head: &str| format!("{length} {head}");
+    let rows: Vec<Vec<String>> = view
+        .hosts
+        .iter()
+        .map(|h| {
+            let verdict = match &h.detail {
+                Some(d) => format!("{} ({d})", h.verdict),
+                None => h.verdict.clone(),
+            };
+            vec![
+                h.name.clone(),
+                verdict,
+                h.flagged_at.clone(),
+                h.alarms.to_string(),
+                head(h.last_consistent.length, &h.last_consistent.head),
+                h.offending
+                    .as_ref()
+                    .map_or("-".to_owned(), |o| head(o.length, &o.head)),
+            ]
+        })
+        .collect();
+    format!(
+        "{} tampered\n{}",
+        plural(view.hosts.len() as u64, "host"),
+        table(
+            &[
+                "HOST",
+                "VERDICT",
+                "FLAGGED",
+                "ALARMS",
+                "LAST CONSISTENT HEAD",
+                "OFFENDING HEAD"
+            ],
+            &rows
+        )
     )
 }
 

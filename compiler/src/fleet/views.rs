@@ -253,3 +253,33 @@ mod tests {
         assert_eq!(change.what(), vec!["content", "mode"]);
     }
 }
+
+/// `GET /api/v1/tampered`: hosts whose watch history failed the
+/// collector's cross-check.
+#[derive(Clone, Debug, Deserialize)]
+pub struct TamperedList {
+    pub generated_at: String,
+    pub hosts: Vec<TamperedHost>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct TamperedHost {
+    pub name: String,
+    /// `rewritten`, `backwards`, `unverifiable`, `malformed`, `missing`.
+    pub verdict: String,
+    #[serde(default)]
+    pub detail: Option<String>,
+    pub flagged_at: String,
+    #[serde(default)]
+    pub alarms: i64,
+    pub last_consistent: ChainHead,
+    #[serde(default)]
+    pub offending: Option<ChainHead>,
+}
+
+/// A point in a host's watch history.
+#[derive(Clone, Debug, Deserialize)]
+pub struct ChainHead {
+    pub length: u64,
+    pub head: String,
+}

@@ -10,6 +10,7 @@
 
 mod functions;
 mod lookups;
+mod neighbours;
 
 pub(crate) use lookups::{kind as value_kind, Kind as ValueKind};
 mod split;
@@ -684,6 +685,10 @@ impl<'a> Expander<'a, '_> {
                 self.report_once(d);
             }
         }
+        let mut instances = instances;
+        if pt.name == "neighbours" {
+            self.neighbour_keys(&mut instances);
+        }
         self.promises.extend(instances);
     }
 
@@ -993,6 +998,9 @@ impl<'a> Expander<'a, '_> {
                     // Reported by the checker.
                     None => Value::Str(String::new()),
                 }
+            }
+            ExprKind::Call { func, args } if func.name == super::neighbours::FUNCTION => {
+                self.neighbours_call(args, env, expr.span)
             }
             ExprKind::Call { func, args } => {
                 let args: Vec<Value> = args.iter().map(|a| self.eval(a, env)).collect();

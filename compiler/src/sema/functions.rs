@@ -107,6 +107,12 @@ pub const FUNCTIONS: &[Function] = &[
         arity: 1,
     },
     Function {
+        name: "neighbours",
+        signature: "neighbours(inventory, int) -> list<string>",
+        doc: "The inventory hosts this host watches (`neighbours` promises): on a ring of the inventory's hosts sorted by the SHA-256 of their names, the k hosts after this one, so every host is watched by k others.",
+        arity: 2,
+    },
+    Function {
         name: "data",
         signature: "data(string) -> T",
         doc: "A data file (.toml, .json, .yaml or .yml) read at compile time and checked against the declared type of the `let` it is the whole value of.",
@@ -296,6 +302,12 @@ pub fn result_type(name: &str, args: &[Type]) -> Result<Type, String> {
         "secret" => {
             want(0, &Type::String)?;
             Ok(Type::Secret)
+        }
+        // Its first argument is the word `inventory`, not a value (the
+        // checker handles it: `check/neighbours.rs`).
+        "neighbours" => {
+            want(1, &Type::Int)?;
+            Ok(List(Box::new(Type::String)))
         }
         _ => Err(format!("unknown function `{name}`")),
     }

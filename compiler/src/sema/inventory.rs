@@ -42,6 +42,10 @@ pub struct InventoryClasses {
     /// `group_NAME` by class: the span of its first mention in a host's
     /// `groups`, and the classes of its members, in inventory order.
     groups: BTreeMap<String, (Span, Vec<String>)>,
+    /// Each host's report keys (current, then previous) as written in the
+    /// inventory, by host name; revoked hosts have none. What `neighbours`
+    /// promises carry (`super::neighbours`).
+    pub(crate) report_keys: BTreeMap<String, Vec<String>>,
 }
 
 impl InventoryClasses {
@@ -52,7 +56,17 @@ impl InventoryClasses {
         };
         let mut hosts = BTreeMap::new();
         let mut groups: BTreeMap<String, (Span, Vec<String>)> = BTreeMap::new();
+        let mut report_keys = BTreeMap::new();
         for host in &inventory.hosts {
+            let keys = if host.revoked {
+                Vec::new()
+            } else {
+                std::iter::once(&host.report_key)
+                    .chain(&host.previous_report_keys)
+                    .map(|k| k.get_ref().clone())
+                    .collect()
+            };
+            report_keys.insert(host.name.get_ref().clone(), keys);
             let class = host_class(host.name.get_ref());
             hosts
                 .entry(class.clone())
@@ -71,6 +85,7 @@ impl InventoryClasses {
             name: name.to_owned(),
             hosts,
             groups,
+            report_keys,
         }
     }
 

@@ -10,6 +10,7 @@ pub mod inventory;
 pub mod let_order;
 pub mod names;
 pub mod secrets;
+pub mod neighbours;
 pub mod symbols;
 pub mod types;
 

@@ -846,6 +846,16 @@ impl Verifier<'_> {
                 },
                 Item::Code(_) => Err("`source` must be embedded".to_owned()),
             },
+            // A class a promise sets by its own rule (`on_rewrite`, format
+            // 2.4): a constant name, like the `on_*` fields.
+            AttrType::Class
+                if crate::schema::attr_role(name) != Some(crate::schema::AttrRole::Relation) =>
+            {
+                match single(value)? {
+                    Item::Const(c) => self.name_const(c).map(|_| ()),
+                    Item::Code(_) => Err(format!("`{name}` must be a class name")),
+                }
+            }
             AttrType::Ref | AttrType::Class => {
                 Err(format!("`{name}` is not carried as an attribute"))
             }

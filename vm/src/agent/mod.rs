@@ -4,6 +4,8 @@
 //! 1. lock the state directory (a second agent gives up at once, 75);
 //! 2. sleep this host's splay, so a fleet does not hit the hub at once;
 //! 3. pull from each hub in turn until one answers ([`crate::pull`]);
+//! 4. fetch the latest signed reports of the neighbours the last run
+//!    watched, from the collectors ([`crate::neighbours::fetch`]);
 //! 4. run `current.bundle` (or `last-good.bundle` if `current` is refused
 //!    locally), verified again from disk: the host enforces its policy
 //!    whether or not a hub answered;
@@ -252,6 +254,15 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
         ..Metrics::default()
     };
 
+    // Neighbour watch: the reports the last run asked for, fetched now so
+    // the run itself stays off the network (`crate::neighbours::fetch`).
+    if let Ok(Some(identity)) = crate::identity::load(&state) {
+        let fetched = crate::neighbours::fetch::fetch(&config.upload, &state, &identity);
+        for why in fetched.unavailable {
+            a.warnings
+                .push(format!("warning: neighbour report unavailable: {why}"));
+        }
+    }
     let (result, report_value) = match chosen {
         Ok(local) => match converge(config, &local, &state) {
             Ok(r) => {

@@ -119,6 +119,8 @@ pub struct RunReport {
     pub owed: Vec<Debt>,
     /// In a dry run: every command a real run would run.
     pub planned: Vec<PlannedCommand>,
+    /// What `neighbours` promises found about each neighbour's history.
+    pub neighbours: Vec<crate::neighbours::Entry>,
 }
 
 pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
@@ -143,6 +145,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         state: opts.state.as_ref(),
         chroot: chroot.as_deref(),
         line_regexes: Default::default(),
+        neighbours: Default::default(),
     };
     let mut ledger = owed::Ledger::load(opts.state.as_ref(), opts.dry_run)?;
     let mut planned: Vec<PlannedCommand> = Vec::new();
@@ -429,6 +432,16 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                     }
                 }
             }
+            // A neighbour's history that fails the check sets `on_rewrite`.
+            if inst.kind == "neighbours"
+                && crate::neighbours::alarmed(&ctx.neighbours.borrow(), inst.index)
+            {
+                if let Some(c) = inst.str("on_rewrite") {
+                    if !outcome_classes.iter().any(|o| o == c) {
+                        outcome_classes.push(c.to_owned());
+                    }
+                }
+            }
             record(&mut results, &mut slot, key, inst, applied, v);
         }
 
@@ -472,6 +485,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         oscillating,
         owed: ledger.owed().to_vec(),
         planned,
+        neighbours: ctx.neighbours.take(),
     })
 }
 
@@ -652,6 +666,12 @@ fn apply(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
         "mount" => backend::mount::converge(ctx.fs, ctx.dry_run, inst),
         "kernel_module" => backend::kmod::converge(ctx.fs, ctx.dry_run, inst),
         "sysctl" => backend::sysctl::converge(ctx.fs, ctx.dry_run, inst),
+        "neighbours" => crate::neighbours::check(
+            ctx.state,
+            ctx.dry_run,
+            inst,
+            &mut ctx.neighbours.borrow_mut(),
+        ),
         "user" | "group" => {
             let applied = if inst.kind == "user" {
                 backend::accounts::user(ctx.fs, ctx.dry_run, inst)

@@ -82,6 +82,8 @@ pub struct Ctx<'a> {
     /// `line` `replace` patterns, compiled once per run however many
     /// promises and passes use them (`docs/bytecode.md`, Limits).
     pub line_regexes: std::cell::RefCell<crate::bundle::limits::RegexCache<String>>,
+    /// What `neighbours` promises found this run ([`crate::neighbours`]).
+    pub neighbours: std::cell::RefCell<Vec<crate::neighbours::Entry>>,
 }
 
 fn digest(bytes: &[u8]) -> String {

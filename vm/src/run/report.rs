@@ -101,7 +101,7 @@ pub fn json(r: &RunReport) -> Value {
             )
         })
         .collect();
-    json!({
+    let mut report = json!({
         "format": FORMAT,
         "bundle": { "name": r.bundle_name, "serial": r.serial, "digest": r.digest },
         "host": {
@@ -129,7 +129,17 @@ pub fn json(r: &RunReport) -> Value {
         "unmanaged": r.unmanaged,
         "owed_notifications": owed,
         "commands": commands,
-    })
+    });
+    // Only a run with `neighbours` promises says anything of neighbours.
+    if !r.neighbours.is_empty() {
+        if let Some(map) = report.as_object_mut() {
+            map.insert(
+                "neighbours".to_owned(),
+                crate::neighbours::json(&r.neighbours),
+            );
+        }
+    }
+    report
 }
 
 /// Promise types converged through the host's tools (`crate::backend`).

@@ -55,6 +55,12 @@ impl SubDir {
         Ok(SubDir { dir, fd })
     }
 
+    /// The directory `name` inside this one, created with `mode` when
+    /// missing, opened without following a link.
+    pub fn subdir(&self, name: &str, mode: u32) -> std::io::Result<SubDir> {
+        SubDir::open(&self.fd, &self.dir, name, mode)
+    }
+
     pub fn path(&self, file: &str) -> PathBuf {
         self.dir.join(file)
     }

@@ -80,6 +80,12 @@ pub fn build(cycle: &Cycle<'_>) -> Report {
                 digest: r.digest.clone(),
             });
             report.summary = summary(r);
+            if !r.neighbours.is_empty() {
+                report.extensions.insert(
+                    crate::neighbours::EXTENSION.to_owned(),
+                    crate::neighbours::json(&r.neighbours),
+                );
+            }
             report.promises = promises(r);
             report.owed_notifications = r
                 .owed

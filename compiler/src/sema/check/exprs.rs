@@ -365,6 +365,9 @@ impl<'a> Checker<'a> {
         if f.name == "secret" {
             return self.secret_call(args, span);
         }
+        if f.name == super::super::neighbours::FUNCTION {
+            return self.neighbours_call(args, span, scope);
+        }
         let types: Vec<Type> = args.iter().map(|a| self.value_type(a, scope)).collect();
         match functions::result_type(f.name, &types) {
             Ok(t) => t,

@@ -17,6 +17,7 @@ mod data_lets;
 mod definitions;
 mod exprs;
 mod guards;
+mod neighbours;
 pub mod probes;
 mod secrets;
 pub use secrets::{is_secret_name, looks_like_age, MAX_SECRET_BYTES};
