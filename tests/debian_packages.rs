@@ -24,6 +24,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use ::converge::http::serve_dir;
 use ::converge::repo_root;
 use ::converge::support::{require_root, require_tool};
 
@@ -225,6 +226,11 @@ fn packages_build_pass_lintian_install_into_a_sandbox_and_their_units_verify() {
         text(&agent)
     );
 
+    // The two commands: the packages are installed, now bootstrap
+    // the sandbox against a hub on loopback with the installed binaries,
+    // and one agent cycle converges it.
+    bootstrap_the_sandbox(r);
+
     // The units, against the sandbox: every ExecStart binary, user and
     // directive is checked there. The targets they name come from the
     // systemd package, which the sandbox lacks: copy the host's.
@@ -258,5 +264,57 @@ fn packages_build_pass_lintian_install_into_a_sandbox_and_their_units_verify() {
         verify.status.success() && verify.stderr.is_empty() && verify.stdout.is_empty(),
         "systemd-analyze verify:\n{}",
         text(&verify)
+    );
+}
+
+/// `policyc keygen` and `policyc publish` (the installed policyc) into a
+/// hub on loopback, then the installed `policyvm bootstrap --root` by
+/// fingerprint over the package's placeholder agent.toml, and one agent
+/// cycle.
+fn bootstrap_the_sandbox(r: &Path) {
+    let hub = tempfile::tempdir().unwrap();
+    let policyc = r.join("usr/bin/policyc");
+    let policyvm = r.join("usr/bin/policyvm");
+    let keygen = run(Command::new(&policyc)
+        .args(["keygen", "--out"])
+        .arg(hub.path().join("keys/hub")));
+    let fingerprint = String::from_utf8_lossy(&keygen.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("fingerprint "))
+        .unwrap()
+        .to_owned();
+    let policy = hub.path().join("site.policy");
+    std::fs::write(
+        &policy,
+        "bundle site { file \"/etc/motd\" { content = \"managed by converge\\n\"; } }\npolicy { site(); }\n",
+    )
+    .unwrap();
+    run(Command::new(&policyc)
+        .arg("publish")
+        .arg(&policy)
+        .arg("--key")
+        .arg(hub.path().join("keys/hub.key"))
+        .arg("--dir")
+        .arg(hub.path().join("pub")));
+    let server = serve_dir(hub.path().join("pub"));
+    std::fs::write(r.join("etc/hostname"), "sandbox-01\n").unwrap();
+    let out = run(Command::new(&policyvm)
+        .args(["bootstrap", "--hub", &server.url(), "--trust-fingerprint", &fingerprint])
+        .arg("--root")
+        .arg(r));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("name = \"sandbox-01\""), "{said}");
+    assert_eq!(
+        std::fs::read_link(r.join("etc/systemd/system/timers.target.wants/converge-agent.timer"))
+            .unwrap(),
+        Path::new("/usr/lib/systemd/system/converge-agent.timer")
+    );
+    let agent = run(Command::new(&policyvm)
+        .args(["agent", "--no-splay", "--config"])
+        .arg(r.join("etc/converge/agent.toml")));
+    assert!(agent.status.success());
+    assert_eq!(
+        std::fs::read_to_string(r.join("etc/motd")).unwrap(),
+        "managed by converge\n"
     );
 }
