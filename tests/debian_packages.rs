@@ -71,7 +71,9 @@ fn build_packages() -> Vec<(&'static str, PathBuf)> {
         build.args(["-p", krate]);
     }
     run(&mut build);
-    let assets = target_dir().join("cli-assets");
+    // Where the crates' `[package.metadata.deb]` assets name them
+    // (`../target/cli-assets`), whatever CARGO_TARGET_DIR says.
+    let assets = repo_root().join("target/cli-assets");
     let _ = std::fs::remove_dir_all(&assets);
     run(cargo()
         .args(["run", "--locked", "-q", "-p", "converge-cli-assets", "--"])
