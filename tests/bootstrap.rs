@@ -149,7 +149,10 @@ fn bootstrap_by_fingerprint_then_one_agent_cycle_converges_the_root() {
     assert_eq!(mode(&config), 0o644);
     let trust = r.join("etc/converge/trusted");
     assert_eq!(mode(&trust), 0o755);
-    let keys: Vec<_> = std::fs::read_dir(&trust).unwrap().map(|e| e.unwrap().path()).collect();
+    let keys: Vec<_> = std::fs::read_dir(&trust)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     assert_eq!(keys.len(), 1, "{keys:?}");
     assert_eq!(mode(&keys[0]), 0o644);
     assert_eq!(
@@ -167,8 +170,14 @@ fn bootstrap_by_fingerprint_then_one_agent_cycle_converges_the_root() {
         Path::new("/usr/lib/systemd/system/converge-agent.timer")
     );
     let written = std::fs::read_to_string(&config).unwrap();
-    assert!(written.contains(&format!("hubs = [\"{url}\"]")), "{written}");
-    assert!(written.contains(&format!("collectors = [\"{collector}\"]")), "{written}");
+    assert!(
+        written.contains(&format!("hubs = [\"{url}\"]")),
+        "{written}"
+    );
+    assert!(
+        written.contains(&format!("collectors = [\"{collector}\"]")),
+        "{written}"
+    );
 
     // Again: every step unchanged, not a file touched.
     let before = snapshot(r);
@@ -177,7 +186,10 @@ fn bootstrap_by_fingerprint_then_one_agent_cycle_converges_the_root() {
     let stdout = String::from_utf8_lossy(&second.stdout);
     assert!(stdout.contains("nothing to change"), "{stdout}");
     assert!(!stdout.contains("done "), "{stdout}");
-    assert!(stdout.contains("[[host]]\nname = \"web-07\""), "the entry again: {stdout}");
+    assert!(
+        stdout.contains("[[host]]\nname = \"web-07\""),
+        "the entry again: {stdout}"
+    );
     assert_eq!(snapshot(r), before, "a second bootstrap changed files");
 
     // One agent cycle, as the timer starts it: pulls and converges.
@@ -192,7 +204,10 @@ fn bootstrap_by_fingerprint_then_one_agent_cycle_converges_the_root() {
         "{}",
         text(&agent)
     );
-    assert_eq!(std::fs::read_to_string(r.join("motd")).unwrap(), "managed\n");
+    assert_eq!(
+        std::fs::read_to_string(r.join("motd")).unwrap(),
+        "managed\n"
+    );
     assert!(r.join("var/lib/converge/current.bundle").is_file());
 }
 
@@ -213,7 +228,10 @@ fn a_conflicting_configuration_is_refused_unless_forced() {
     let refused = bootstrap(r, &["--hub", other, "--trust", &key]);
     assert_eq!(refused.status.code(), Some(73), "{}", text(&refused));
     let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(stderr.contains("already configures this host differently"), "{stderr}");
+    assert!(
+        stderr.contains("already configures this host differently"),
+        "{stderr}"
+    );
     assert!(stderr.contains("--force"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&config).unwrap(), before);
 
@@ -234,7 +252,10 @@ fn a_wrong_fingerprint_or_an_unreachable_hub_writes_nothing() {
     let out = bootstrap(r, &["--hub", &server.url(), "--trust-fingerprint", &wrong]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains(&format!("has fingerprint {}", hub.fingerprint)), "{stderr}");
+    assert!(
+        stderr.contains(&format!("has fingerprint {}", hub.fingerprint)),
+        "{stderr}"
+    );
     assert!(!r.join("etc/converge").exists());
     assert!(!r.join("var/lib/converge").exists());
 

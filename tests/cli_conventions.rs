@@ -55,7 +55,11 @@ fn on_a_terminal(command: &[&str], env: &[(&str, &str)]) -> Vec<u8> {
 fn no_colour_for_term_dumb_or_no_color() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.policy");
-    std::fs::write(&bad, "bundle b { file \"/x\" { mode = 42; } }\npolicy { b(); }\n").unwrap();
+    std::fs::write(
+        &bad,
+        "bundle b { file \"/x\" { mode = 42; } }\npolicy { b(); }\n",
+    )
+    .unwrap();
     let policyc = binary("policyc").display().to_string();
     let policyvm = binary("policyvm").display().to_string();
     let collector = binary("converge-collector").display().to_string();
@@ -234,7 +238,10 @@ fn a_failed_promise_reaches_the_log_when_stdout_goes_to_dev_null() {
     let out = run.stdout(Stdio::piped()).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!stdout.contains("FAILED"), "{stdout}");
-    assert!(stdout.contains("1 failed"), "the summary stays on stdout: {stdout}");
+    assert!(
+        stdout.contains("1 failed"),
+        "the summary stays on stdout: {stdout}"
+    );
 
     // `policyvm agent` as cron runs it, against a hub on loopback.
     let out = Command::new(binary("policyc"))

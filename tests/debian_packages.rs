@@ -194,7 +194,10 @@ fn packages_build_pass_lintian_install_into_a_sandbox_and_their_units_verify() {
         ("usr/share/man/man1/converge-collector-serve.1.gz", 0o644),
         ("usr/share/bash-completion/completions/policyc", 0o644),
         ("usr/share/bash-completion/completions/policyvm", 0o644),
-        ("usr/share/bash-completion/completions/converge-collector", 0o644),
+        (
+            "usr/share/bash-completion/completions/converge-collector",
+            0o644,
+        ),
         ("usr/share/zsh/vendor-completions/_policyvm", 0o644),
         ("usr/share/fish/vendor_completions.d/policyvm.fish", 0o644),
         ("usr/share/doc/converge-policyvm/copyright", 0o644),
@@ -209,8 +212,14 @@ fn packages_build_pass_lintian_install_into_a_sandbox_and_their_units_verify() {
         .arg(format!("--admindir={}", r.join("var/lib/dpkg").display()))
         .args(["-W", "-f", "${Conffiles}\n"]));
     let conffiles = String::from_utf8_lossy(&conffiles.stdout);
-    for file in ["/etc/converge/agent.toml", "/etc/default/converge-collector"] {
-        assert!(conffiles.contains(file), "{file} is no conffile: {conffiles}");
+    for file in [
+        "/etc/converge/agent.toml",
+        "/etc/default/converge-collector",
+    ] {
+        assert!(
+            conffiles.contains(file),
+            "{file} is no conffile: {conffiles}"
+        );
     }
     // The installed binaries run, and the placeholder configuration tells
     // the operator what to do.
@@ -301,7 +310,13 @@ fn bootstrap_the_sandbox(r: &Path) {
     let server = serve_dir(hub.path().join("pub"));
     std::fs::write(r.join("etc/hostname"), "sandbox-01\n").unwrap();
     let out = run(Command::new(&policyvm)
-        .args(["bootstrap", "--hub", &server.url(), "--trust-fingerprint", &fingerprint])
+        .args([
+            "bootstrap",
+            "--hub",
+            &server.url(),
+            "--trust-fingerprint",
+            &fingerprint,
+        ])
         .arg("--root")
         .arg(r));
     let said = String::from_utf8_lossy(&out.stdout);

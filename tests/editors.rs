@@ -76,7 +76,10 @@ fn the_vscode_extension_packages_into_a_vsix() {
         "extension/LICENSE.txt",
         "extension/node_modules/vscode-languageclient/package.json",
     ] {
-        assert!(files.contains(&expected), "{expected} missing from {files:?}");
+        assert!(
+            files.contains(&expected),
+            "{expected} missing from {files:?}"
+        );
     }
     for unwanted in [".vscodeignore", "package-lock.json"] {
         assert!(

@@ -192,9 +192,18 @@ mod tests {
         assert!(color_wanted(true, None, xterm));
         assert!(color_wanted(true, Some(OsStr::new("")), xterm));
         assert!(!color_wanted(false, None, xterm), "not a terminal");
-        assert!(!color_wanted(true, Some(OsStr::new("1")), xterm), "NO_COLOR");
-        assert!(!color_wanted(true, None, Some(OsStr::new("dumb"))), "TERM=dumb");
-        assert!(!color_wanted(true, None, Some(OsStr::new(""))), "empty TERM");
+        assert!(
+            !color_wanted(true, Some(OsStr::new("1")), xterm),
+            "NO_COLOR"
+        );
+        assert!(
+            !color_wanted(true, None, Some(OsStr::new("dumb"))),
+            "TERM=dumb"
+        );
+        assert!(
+            !color_wanted(true, None, Some(OsStr::new(""))),
+            "empty TERM"
+        );
         assert!(!color_wanted(true, None, None), "no TERM");
     }
 }

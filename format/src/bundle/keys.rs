@@ -210,7 +210,14 @@ mod tests {
         ] {
             assert_eq!(parse_fingerprint(&pasted).unwrap(), zero, "{pasted:?}");
         }
-        for bad in ["", "SHA256:", "SHA256:66687a", "md5:00", &format!("{zero}00"), &zero.replace('6', "g")] {
+        for bad in [
+            "",
+            "SHA256:",
+            "SHA256:66687a",
+            "md5:00",
+            &format!("{zero}00"),
+            &zero.replace('6', "g"),
+        ] {
             let err = parse_fingerprint(bad).unwrap_err();
             assert!(err.contains("not a key fingerprint"), "{bad:?}: {err}");
         }

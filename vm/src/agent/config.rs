@@ -105,10 +105,12 @@ impl Config {
     pub fn parse(text: &str) -> Result<Config, String> {
         if toml::from_str::<toml::Table>(text).is_ok_and(|t| t.is_empty()) {
             // The package's placeholder: only comments.
-            return Err("sets nothing yet: `policyvm bootstrap --hub URL --trust-fingerprint \
+            return Err(
+                "sets nothing yet: `policyvm bootstrap --hub URL --trust-fingerprint \
                         FINGERPRINT` writes it (docs/operations.md, \"Bringing a new host under \
                         management\")"
-                .into());
+                    .into(),
+            );
         }
         let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
         if file.hubs.is_empty() {

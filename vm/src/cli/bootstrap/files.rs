@@ -176,17 +176,32 @@ mod tests {
     fn an_existing_configuration_is_kept_unless_it_sets_nothing_or_force() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("etc/converge/agent.toml");
-        assert_eq!(write_agent_toml(&path, "name = \"a\"\n", false), Ok(Step::Done));
+        assert_eq!(
+            write_agent_toml(&path, "name = \"a\"\n", false),
+            Ok(Step::Done)
+        );
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
         assert_eq!(mode, 0o644);
-        assert_eq!(write_agent_toml(&path, "name = \"a\"\n", false), Ok(Step::Unchanged));
+        assert_eq!(
+            write_agent_toml(&path, "name = \"a\"\n", false),
+            Ok(Step::Unchanged)
+        );
         let err = write_agent_toml(&path, "name = \"b\"\n", false).unwrap_err();
-        assert!(err.contains("already configures this host differently"), "{err}");
+        assert!(
+            err.contains("already configures this host differently"),
+            "{err}"
+        );
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "name = \"a\"\n");
-        assert_eq!(write_agent_toml(&path, "name = \"b\"\n", true), Ok(Step::Done));
+        assert_eq!(
+            write_agent_toml(&path, "name = \"b\"\n", true),
+            Ok(Step::Done)
+        );
         // The package's placeholder (comments only) is replaced.
         std::fs::write(&path, "# hubs = [\"https://hub/policy\"]\n\n").unwrap();
-        assert_eq!(write_agent_toml(&path, "name = \"c\"\n", false), Ok(Step::Done));
+        assert_eq!(
+            write_agent_toml(&path, "name = \"c\"\n", false),
+            Ok(Step::Done)
+        );
     }
 
     #[test]

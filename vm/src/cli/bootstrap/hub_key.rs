@@ -62,9 +62,8 @@ pub fn fetch(hub: &dyn Source, name: &str, expected: &str) -> Result<PublicKey, 
     let stamp_bytes = hub
         .get(&stamp_file, MAX_STAMP_LEN as u64)
         .map_err(unavailable)?;
-    let (stamp, _) = Stamp::parse_unverified(&stamp_bytes).map_err(|e| {
-        KeyError::Refused(format!("{}: not a stamp: {e}", hub.locate(&stamp_file)))
-    })?;
+    let (stamp, _) = Stamp::parse_unverified(&stamp_bytes)
+        .map_err(|e| KeyError::Refused(format!("{}: not a stamp: {e}", hub.locate(&stamp_file))))?;
     let key_file = key_path(&stamp.key_id);
     let text = hub.get(&key_file, MAX_KEY_FILE).map_err(unavailable)?;
     let key = std::str::from_utf8(&text)
@@ -101,7 +100,9 @@ pub fn key_path(id: &[u8; 8]) -> String {
 }
 
 fn unavailable(e: FetchError) -> KeyError {
-    KeyError::Unavailable(format!("{e}; is `--hub` the base URL `policyvm pull` would use?"))
+    KeyError::Unavailable(format!(
+        "{e}; is `--hub` the base URL `policyvm pull` would use?"
+    ))
 }
 
 #[cfg(test)]

@@ -162,17 +162,24 @@ fn steps(args: &BootstrapArgs) -> Result<bool, Failed> {
         ),
         step,
     );
-    let step = files::write_agent_toml(&config_path, &config_text, args.force).map_err(cant_create)?;
+    let step =
+        files::write_agent_toml(&config_path, &config_text, args.force).map_err(cant_create)?;
     report(format!("configuration {}", config_path.display()), step);
     let (step, entry) = enroll(root, args.host_name.as_deref())?;
-    report("enroll this host (its inventory entry follows)".to_owned(), step);
+    report(
+        "enroll this host (its inventory entry follows)".to_owned(),
+        step,
+    );
     out(entry);
     if args.no_timer {
         out("skipped   the timer (--no-timer): run `policyvm agent` from cron\n");
     } else if sandbox {
         let step = timer::enable_under(root).map_err(cant_create)?;
         report(
-            format!("enable {}", root.join(timer::WANTS).join(timer::TIMER).display()),
+            format!(
+                "enable {}",
+                root.join(timer::WANTS).join(timer::TIMER).display()
+            ),
             step,
         );
     } else {
@@ -198,7 +205,8 @@ fn hub_key(args: &BootstrapArgs) -> Result<PublicKey, Failed> {
                 ca_file: args.ca_file.clone(),
                 ..HttpOptions::default()
             };
-            let source = HttpSource::new(&args.hub, &options).map_err(|e| Failed(exit::USAGE, e))?;
+            let source =
+                HttpSource::new(&args.hub, &options).map_err(|e| Failed(exit::USAGE, e))?;
             hub_key::fetch(&source, &args.name, &expected).map_err(failed)
         }
         // clap's group makes exactly one of them required.
@@ -242,7 +250,9 @@ fn enroll(root: &Path, name: Option<&str>) -> Result<(Step, String), Failed> {
             }
             match identity::load(&state) {
                 Ok(Some(existing)) => Ok((Step::Unchanged, existing.inventory_entry())),
-                Ok(None) => Err(cant_create("the identity vanished while reading it".to_owned())),
+                Ok(None) => Err(cant_create(
+                    "the identity vanished while reading it".to_owned(),
+                )),
                 Err(e) => Err(cant_create(e)),
             }
         }

@@ -76,7 +76,9 @@ pub fn enable_under(root: &Path) -> Result<Step, String> {
 /// is enabled and active already.
 pub fn enable_now() -> Result<Step, String> {
     let systemctl = |args: &[&str]| {
-        let argv: Vec<&str> = std::iter::once("systemctl").chain(args.iter().copied()).collect();
+        let argv: Vec<&str> = std::iter::once("systemctl")
+            .chain(args.iter().copied())
+            .collect();
         run(&Cmd::new(&argv, Duration::from_secs(60)))
     };
     let enabled = systemctl(&["is-enabled", "--quiet", TIMER]).is_ok_and(|r| r.ok());
