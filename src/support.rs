@@ -269,3 +269,132 @@ pub fn policyc_build(policy: &Path, extra: &[&str]) -> PolicycBuild {
         trust,
     }
 }
+
+/// A policy tree with secrets, for the end-to-end tests of secrets
+/// (LANGUAGE.md section 14): a builder identity made by `policyc secret
+/// keygen` (its recipient in `site/secrets/.recipients`), each secret
+/// written by `policyc secret add` from standard input, `site/site.policy`
+/// and `site/inventory.toml` with the given hosts.
+#[derive(Debug)]
+pub struct SecretSite {
+    pub work: tempfile::TempDir,
+    /// `site/`, the policy tree.
+    pub tree: std::path::PathBuf,
+    /// `site/site.policy`.
+    pub policy: std::path::PathBuf,
+    /// The builder's identity, for `policyc build --identity`.
+    pub builder: std::path::PathBuf,
+}
+
+/// One inventory host of a [`SecretSite`]: its name, its age recipient
+/// (`age1...`, as `policyvm enroll` prints it; `None` for a host not
+/// enrolled for secrets) and extra inventory lines (`groups = ["db"]`).
+#[derive(Clone, Debug)]
+pub struct SiteHost {
+    pub name: String,
+    pub age_recipient: Option<String>,
+    pub extra: String,
+}
+
+/// Runs a `policyc` command; panics with its output unless it succeeds.
+/// Returns standard output.
+pub fn policyc_ok(args: &[&std::ffi::OsStr], stdin: Option<&[u8]>) -> String {
+    use std::io::Write as _;
+    let mut cmd = std::process::Command::new(crate::binary("policyc"));
+    cmd.args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    if let Some(mut input) = child.stdin.take() {
+        input.write_all(stdin.unwrap_or_default()).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "policyc {args:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A fresh age identity made by `policyc secret keygen` at `path`; returns
+/// its recipient (`age1...`).
+pub fn age_keygen(path: &Path) -> String {
+    let out = policyc_ok(
+        &[
+            "secret".as_ref(),
+            "keygen".as_ref(),
+            "--out".as_ref(),
+            path.as_os_str(),
+        ],
+        None,
+    );
+    out.split_whitespace()
+        .find(|w| w.starts_with("age1"))
+        .unwrap()
+        .to_owned()
+}
+
+/// Writes a [`SecretSite`]: `policy` as `site/site.policy`, `hosts` as its
+/// inventory, and each `(NAME, plaintext)` of `secrets` as
+/// `site/secrets/NAME.age`.
+pub fn secret_site(policy: &str, hosts: &[SiteHost], secrets: &[(&str, &str)]) -> SecretSite {
+    let work = tempfile::tempdir().unwrap();
+    let tree = work.path().join("site");
+    std::fs::create_dir_all(tree.join("secrets")).unwrap();
+    let builder = work.path().join("builder.key");
+    let recipient = age_keygen(&builder);
+    std::fs::write(tree.join("secrets/.recipients"), format!("{recipient}\n")).unwrap();
+    for (name, plaintext) in secrets {
+        policyc_ok(
+            &[
+                "secret".as_ref(),
+                "add".as_ref(),
+                name.as_ref(),
+                "--policy-root".as_ref(),
+                tree.as_os_str(),
+            ],
+            Some(plaintext.as_bytes()),
+        );
+    }
+    write_inventory(&tree, hosts);
+    let policy_path = tree.join("site.policy");
+    std::fs::write(&policy_path, policy).unwrap();
+    SecretSite {
+        work,
+        tree,
+        policy: policy_path,
+        builder,
+    }
+}
+
+/// (Re)writes `tree/inventory.toml` with `hosts`.
+pub fn write_inventory(tree: &Path, hosts: &[SiteHost]) {
+    let report = SigningKey::from_bytes(&[7; 32]).verifying_key();
+    let text: String = hosts
+        .iter()
+        .map(|h| {
+            converge_format::inventory::host_entry(
+                &h.name,
+                &report,
+                h.age_recipient.as_deref(),
+                None,
+                &h.extra,
+            ) + "\n"
+        })
+        .collect();
+    std::fs::write(tree.join("inventory.toml"), text).unwrap();
+}
+
+impl SecretSite {
+    /// `policyc build --identity BUILDER EXTRA` of the site: see
+    /// [`policyc_build`].
+    pub fn build(&self, extra: &[&str]) -> PolicycBuild {
+        let builder = self.builder.to_string_lossy().into_owned();
+        let mut args = vec!["--identity", builder.as_str()];
+        args.extend_from_slice(extra);
+        policyc_build(&self.policy, &args)
+    }
+}

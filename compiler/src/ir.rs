@@ -218,6 +218,44 @@ pub enum Value {
         body: Box<Value>,
     },
     Elem(String),
+    /// The value of `secret("x.age")` (LANGUAGE.md section 14): which file,
+    /// never its plaintext, which only the bundle writer reads (and seals
+    /// at once). Everything computed from a secret holds this value (the
+    /// compiler never computes with it: it is not a constant), which is how
+    /// the taint check (`sema::secrets`) sees every flow. It shows as
+    /// `<secret NAME>` everywhere.
+    Secret(Arc<SecretRef>),
+}
+
+/// Where a secret comes from: see [`Value::Secret`].
+#[derive(Clone, Debug)]
+pub struct SecretRef {
+    /// What every output shows: the file's stem (`db_password` for
+    /// `secrets/db_password.age`), so that one file has one name however
+    /// many `let`s hold it.
+    pub name: String,
+    /// The file, resolved inside the policy tree.
+    pub path: std::path::PathBuf,
+    /// The `secret(...)` call that read it (the first one, if several
+    /// read the same file): where a flow starts, where a build that cannot
+    /// decrypt it points.
+    pub span: Span,
+}
+
+/// One secret is one file: two `secret(...)` calls of the same file are
+/// the same value (a contradiction compares the file, not the plaintext).
+impl PartialEq for SecretRef {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path
+    }
+}
+
+impl Eq for SecretRef {}
+
+impl std::hash::Hash for SecretRef {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.path.hash(state);
+    }
 }
 
 /// See [`Value::Choice`].
@@ -245,7 +283,8 @@ impl Value {
             | Value::Coalesce(_)
             | Value::Select { .. }
             | Value::Each { .. }
-            | Value::Elem(_) => false,
+            | Value::Elem(_)
+            | Value::Secret(_) => false,
             Value::List(items) => items.iter().all(Value::is_constant),
             Value::Map(entries) | Value::Record(entries) => {
                 entries.iter().all(|(_, v)| v.is_constant())
@@ -358,6 +397,7 @@ impl Value {
                 )
             }
             Value::Missing(_) => "(missing)".to_owned(),
+            Value::Secret(secret) => format!("<secret {}>", secret.name),
             Value::Call { func, args } => {
                 let args: Vec<String> = args.iter().map(Value::display).collect();
                 format!("{func}({})", args.join(", "))

@@ -17,6 +17,7 @@ pub mod data;
 pub mod diagnostic;
 pub mod dot;
 pub mod explain;
+pub mod explain_secrets;
 pub mod fleet;
 pub mod fmt;
 pub mod graph;

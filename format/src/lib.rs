@@ -11,6 +11,7 @@
 
 pub mod atomic;
 pub mod bundle;
+pub mod chain;
 pub mod ids;
 pub mod inventory;
 pub mod paths;

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use converge_format::bundle::format::{
     AttrValue, Body, Bytes, ClassEntry, Constant, Header, Item, List, Operand, Program, Promise,
-    SourceLoc,
+    Sealed, SourceLoc,
 };
 use converge_format::bundle::functions;
 use converge_format::bundle::instr::Instr;
@@ -498,6 +498,15 @@ impl Lowerer<'_> {
                 Some(depth) => code.push(Instr::Elem(depth as u32)),
                 None => self.internal(format!("`{var}` is not the variable of a host loop here")),
             },
+            // A placeholder, sealed to its hosts by `super::secrets`.
+            Value::Secret(secret) => {
+                let c = self.constant(Constant::Secret(Box::new(Sealed {
+                    name: secret.name.clone(),
+                    key: super::secrets::UNSEALED,
+                    ciphertext: Bytes(Vec::new()),
+                })));
+                code.push(Instr::Const(c));
+            }
             Value::Choice(_) | Value::Missing(_) => self.internal(format!(
                 "an unsplit lookup reached the writer: {}",
                 v.display()

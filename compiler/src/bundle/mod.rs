@@ -4,9 +4,11 @@
 
 pub mod embed;
 pub mod embed_tree;
+pub mod entitle;
 pub mod keys;
 pub mod lower;
 pub mod merge;
+pub mod secrets;
 
 use converge_format::bundle::envelope::{signed_prefix, signing_digest};
 use converge_format::bundle::format::Body;

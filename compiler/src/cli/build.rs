@@ -11,6 +11,7 @@ use super::{exit, fail, fail_with, inputs, out, use_color, EXIT_ERRORS};
 use crate::bundle::keys::{keygen, read_secret_key, SecretKey};
 use crate::bundle::lower::{lower, BuildInfo};
 use crate::bundle::seal;
+use crate::bundle::secrets::{read_secret, seal_secrets, Identities};
 use crate::check::{check, summary};
 use crate::diagnostic::Severity;
 use crate::render::render_human;
@@ -46,6 +47,26 @@ pub struct BuildArgs {
     name: Option<String>,
     #[command(flatten)]
     tree: inputs::TreeArgs,
+    #[command(flatten)]
+    secrets: IdentityArgs,
+}
+
+/// `--identity`, for the commands that build a bundle.
+#[derive(Debug, Args)]
+pub struct IdentityArgs {
+    /// An age identity file (`AGE-SECRET-KEY-1...`) that decrypts the
+    /// policy's `secret("x.age")` files, which are then sealed to the
+    /// hosts entitled to them (docs/secrets.md). May be given several
+    /// times; not needed by a policy without secrets.
+    #[arg(long = "identity", value_name = "FILE")]
+    pub identities: Vec<PathBuf>,
+}
+
+impl IdentityArgs {
+    /// The identities, read; `Err` says which file is wrong.
+    pub fn read(&self) -> Result<Identities, String> {
+        Identities::read(&self.identities)
+    }
 }
 
 pub fn run_keygen(args: KeygenArgs) -> ExitCode {
@@ -92,7 +113,18 @@ pub fn run_build(args: BuildArgs) -> ExitCode {
         Err(e) => return fail(e),
     };
     let serial = args.serial.unwrap_or_else(now);
-    let built = match build_bundle(&args.file, &args.tree, &key, args.name.as_deref(), serial) {
+    let identities = match args.secrets.read() {
+        Ok(identities) => identities,
+        Err(e) => return fail_with(exit::NO_INPUT, e),
+    };
+    let built = match build_bundle(
+        &args.file,
+        &args.tree,
+        &key,
+        args.name.as_deref(),
+        serial,
+        &identities,
+    ) {
         Ok(built) => built,
         Err(code) => return code,
     };
@@ -144,6 +176,7 @@ pub(super) fn build_bundle(
     key: &SecretKey,
     name: Option<&str>,
     serial: u64,
+    identities: &Identities,
 ) -> Result<Built, ExitCode> {
     let name = name.map_or_else(|| default_name(file), str::to_owned);
     if let Some(why) = name_problem(&name) {
@@ -177,10 +210,14 @@ pub(super) fn build_bundle(
         key_id: key.id,
         serial,
     };
-    let body = lower(&ws.db, &checked.files, &checked.program, &info).map_err(|diagnostics| {
+    let shown = |diagnostics: Vec<crate::diagnostic::Diagnostic>| {
         eprint!("{}", render_human(&ws.db, &diagnostics, use_color()));
         ExitCode::from(EXIT_ERRORS)
-    })?;
+    };
+    let mut body = lower(&ws.db, &checked.files, &checked.program, &info).map_err(shown)?;
+    let inventory = ws.inventory(&checked.files).map(|(_, inventory)| inventory);
+    let read = |secret: &crate::ir::SecretRef| read_secret(&ws.db, secret);
+    seal_secrets(&mut body, &checked.program, inventory, identities, &read).map_err(shown)?;
     let bytes = seal(&body, key).map_err(fail)?;
     Ok(Built {
         name,

@@ -13,6 +13,7 @@ mod fmt;
 mod inputs;
 mod program;
 mod publish;
+mod secret;
 
 use std::process::ExitCode;
 
@@ -71,6 +72,12 @@ enum Command {
     /// cannot be reached or answers with an error (or curl is missing), 76
     /// when its answer is not a fleet view.
     Fleet(fleet::FleetArgs),
+    /// Create, edit and re-encrypt the age-encrypted secret files of the
+    /// policy tree (`secrets/NAME.age`, read with `secret(...)`).
+    ///
+    /// The plaintext comes from standard input or an editor, never from
+    /// the command line (docs/secrets.md).
+    Secret(secret::SecretArgs),
 }
 
 /// Exit status for "the input has errors".
@@ -129,6 +136,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         ),
         Command::Lsp(tree) => crate::lsp::run(tree.policy_root),
         Command::Fleet(args) => fleet::run(args),
+        Command::Secret(args) => secret::run(args),
     }
 }
 

@@ -46,6 +46,8 @@ pub struct PublishArgs {
     expires: u64,
     #[command(flatten)]
     tree: super::inputs::TreeArgs,
+    #[command(flatten)]
+    secrets: super::build::IdentityArgs,
 }
 
 /// Seconds of a positive duration: `30m`, `12h`, `7d`.
@@ -103,7 +105,18 @@ pub fn run(args: PublishArgs) -> ExitCode {
         (None, Some(p)) => now().max(p.saturating_add(1)),
         (None, None) => now(),
     };
-    let built = match build_bundle(&args.file, &args.tree, &key, Some(&name), serial) {
+    let identities = match args.secrets.read() {
+        Ok(identities) => identities,
+        Err(e) => return fail_with(exit::NO_INPUT, e),
+    };
+    let built = match build_bundle(
+        &args.file,
+        &args.tree,
+        &key,
+        Some(&name),
+        serial,
+        &identities,
+    ) {
         Ok(built) => built,
         Err(code) => return code,
     };

@@ -2,7 +2,7 @@
 //! renumbered or reused, because CI configurations and SARIF baselines refer
 //! to it. Ranges: `E00xx` syntax, `E01xx` names and imports, `E02xx` types,
 //! `E03xx` contradictions and cycles, `E07xx` data files, `E08xx` the
-//! inventory, `W0xxx` warnings. Every code has a page
+//! inventory, `E10xx` secrets, `W0xxx` warnings. Every code has a page
 //! in `docs/src/diagnostics.md` (a test checks this).
 
 use super::Severity;
@@ -154,7 +154,7 @@ codes! {
     /// A bug in the compiler itself (an analysis failed).
     InternalError = "E0900", Error, "internal compiler error";
 
-    /// A `command` with neither `unless` nor `creates` runs on every pass.
+    /// A `command` with neither `unless` nor `creates` runs every time the agent runs.
     NonConvergentCommand = "W0001", Warning, "command is not convergent";
     /// A `let` nobody reads.
     UnusedLet = "W0002", Warning, "unused let";
@@ -265,6 +265,26 @@ codes! {
     UnknownHost = "E0807", Error, "host not in inventory";
     /// A `group_NAME` class that names no group of the inventory.
     UnknownGroup = "E0808", Error, "group not in inventory";
+
+    /// A value computed from a secret (LANGUAGE.md section 14) flowing
+    /// anywhere but `file` content (or a `template`) and `user` password:
+    /// a promiser, a path, a guard, a class, a `report`, a command's argv,
+    /// any other attribute.
+    SecretFlow = "E1001", Error, "secret flows where it may not";
+    /// A `file` whose content is secret without a `mode`, or with one that
+    /// gives others any permission.
+    SecretFileMode = "E1002", Error, "secret file readable by others";
+    /// `secret(...)` whose path is not a literal, or whose file is missing,
+    /// too large, not an age file, or has a stem that cannot name a secret.
+    SecretUnreadable = "E1003", Error, "cannot read secret file";
+    /// Two secret files with one stem: every output names a secret by its
+    /// stem, so two would be indistinguishable.
+    SecretNameClash = "E1004", Error, "two secrets with one name";
+    /// `policyc build` without an `--identity` that decrypts a secret.
+    SecretNotDecrypted = "E1005", Error, "cannot decrypt secret";
+    /// A secret the build cannot seal: no inventory, an entitled host
+    /// without `age_recipient`, or no host entitled to it at all.
+    SecretNoRecipient = "E1006", Error, "secret without recipients";
 }
 
 impl std::fmt::Display for Code {

@@ -25,6 +25,7 @@ use converge_grammar::Span;
 
 use super::check::{bind_arguments, promiser_problem, relative_path, Checker};
 use super::names::{DefId, DefKind};
+use super::secrets;
 use super::symbols::Symbols;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, CallSite, Guard, RuntimeLoop, TemplatePart, Value};
@@ -225,10 +226,51 @@ impl<'a> Expander<'a, '_> {
     }
 
     fn class_decl(&mut self, name: &str, def: &'a ClassDef) -> ir::ClassDecl {
+        let expr = def
+            .expr
+            .as_ref()
+            .map(|e| (e.span, self.guard(e, &Vec::new())));
+        if let Some((span, guard)) = &expr {
+            if let Some(secret) = secrets::secret_in_guard(guard) {
+                let d = secrets::flow(secret, *span, &format!("the class `{name}`"));
+                self.report_once(d);
+            }
+        }
         ir::ClassDecl {
             name: name.to_owned(),
-            expr: def.expr.as_ref().map(|e| self.guard(e, &Vec::new())),
+            expr: expr.map(|(_, g)| g),
             span: def.name.span,
+        }
+    }
+
+    /// When `expr` is the bare name of a `let`: its span, the span of the
+    /// let's name, and the name.
+    fn let_named(&mut self, expr: &'a Expr) -> Option<(Span, Span, String)> {
+        let ExprKind::Path(path) = &expr.kind else {
+            return None;
+        };
+        let [name] = path.as_slice() else {
+            return None;
+        };
+        let id = self.resolve(name.span)?;
+        let def = self.checker.names.definition(id)?;
+        if def.kind != DefKind::Let {
+            return None;
+        }
+        Some((expr.span, def.span?, name.name.to_string()))
+    }
+
+    /// Reports a diagnostic once, however many loop iterations or calls
+    /// meet its place (a taint error is about the source, not the
+    /// instance).
+    fn report_once(&mut self, d: Diagnostic) {
+        let seen = self.diagnostics.iter().any(|seen| {
+            seen.code == d.code
+                && seen.message == d.message
+                && seen.primary_span() == d.primary_span()
+        });
+        if !seen {
+            self.report(d);
         }
     }
 
@@ -242,6 +284,10 @@ impl<'a> Expander<'a, '_> {
                 Stmt::When(w) => {
                     let outer = self.guard_missing.replace(Vec::new());
                     let condition = self.guard(&w.guard, env);
+                    if let Some(secret) = secrets::secret_in_guard(&condition) {
+                        let d = secrets::flow(secret, w.guard.span, "a `when` condition");
+                        self.report_once(d);
+                    }
                     let regions = std::mem::replace(&mut self.guard_missing, outer);
                     let inner = Arc::new(Guard::clone(guard).and(condition));
                     let start = self.promises.len();
@@ -559,6 +605,12 @@ impl<'a> Expander<'a, '_> {
         }
         let sources = self.checker.promise_attrs(p);
         let mut attrs = Vec::with_capacity(sources.len());
+        // Values written as the name of a `let`: a taint error there names
+        // the let too (the flow's intermediate step).
+        let mut via_lets: Vec<(Span, Span, String)> = Vec::new();
+        if let Some(via) = self.let_named(&p.promiser) {
+            via_lets.push(via);
+        }
         // A body's values see the `let`s only (as the checker resolved them).
         let body_env: Env<'a> = Vec::new();
         for source in sources {
@@ -576,6 +628,9 @@ impl<'a> Expander<'a, '_> {
                 self.attr_value(&spec.ty, source.value, scope)
             };
             self.check_value(&spec.ty, &value, source.value.span);
+            if let Some(via) = self.let_named(source.value) {
+                via_lets.push(via);
+            }
             attrs.push(ir::Attr {
                 name: source.name.name.to_string(),
                 value,
@@ -593,6 +648,23 @@ impl<'a> Expander<'a, '_> {
             missing: None,
             lookups: Vec::new(),
         };
+        let taint = secrets::check_promise(&promise, p.promiser.span);
+        let tainted = !taint.is_empty();
+        for mut d in taint {
+            let primary = d.primary_span();
+            for (at, def, name) in &via_lets {
+                if Some(*at) == primary {
+                    d = d.with_secondary(
+                        *def,
+                        format!("`{name}` holds a value computed from the secret"),
+                    );
+                }
+            }
+            self.report_once(d);
+        }
+        // A lookup keyed by a secret that only the split meets (a `let`
+        // map indexed by it) turns into guards comparing the secret.
+        let outer_tainted = tainted || secrets::secret_in_guard(guard).is_some();
         let mut budget = MAX_INSTANCES.saturating_sub(self.instances);
         let mut spent = 0usize;
         let instances = split::split(promise, &mut || {
@@ -602,6 +674,15 @@ impl<'a> Expander<'a, '_> {
         });
         if spent > 0 && !self.spend_many(spent, p.span) {
             return;
+        }
+        if !outer_tainted {
+            let keyed = instances
+                .iter()
+                .find_map(|i| secrets::secret_in_guard(&i.guard));
+            if let Some(secret) = keyed {
+                let d = secrets::flow(secret, span, "the key of a lookup in this promise");
+                self.report_once(d);
+            }
         }
         self.promises.extend(instances);
     }
@@ -906,6 +987,13 @@ impl<'a> Expander<'a, '_> {
                 }
             }
             ExprKind::Coalesce(items) => self.coalesce(items, env),
+            ExprKind::Call { func, .. } if func.name == "secret" => {
+                match self.checker.secrets.get(&expr.span) {
+                    Some(secret) => Value::Secret(Arc::clone(secret)),
+                    // Reported by the checker.
+                    None => Value::Str(String::new()),
+                }
+            }
             ExprKind::Call { func, args } => {
                 let args: Vec<Value> = args.iter().map(|a| self.eval(a, env)).collect();
                 match functions::apply(&func.name, args) {

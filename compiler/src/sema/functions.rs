@@ -112,6 +112,12 @@ pub const FUNCTIONS: &[Function] = &[
         doc: "A data file (.toml, .json, .yaml or .yml) read at compile time and checked against the declared type of the `let` it is the whole value of.",
         arity: 1,
     },
+    Function {
+        name: "secret",
+        signature: "secret(string) -> secret",
+        doc: "An age-encrypted file of the policy tree, decrypted at build time with `policyc build --identity FILE` and sealed to the hosts that use it; it may flow only into `file` content and `user` password (LANGUAGE.md section 14).",
+        arity: 1,
+    },
 ];
 
 pub fn function(name: &str) -> Option<&'static Function> {
@@ -123,6 +129,16 @@ pub fn function(name: &str) -> Option<&'static Function> {
 /// `Type::Any` arguments (earlier errors) are accepted.
 pub fn result_type(name: &str, args: &[Type]) -> Result<Type, String> {
     use Type::{Any, Bool, Int, List, Map};
+    // A secret is a string to every function; what is computed from it is
+    // still secret, which the taint check follows on the values.
+    let as_strings: Vec<Type> = args
+        .iter()
+        .map(|t| match t {
+            Type::Secret => Type::String,
+            other => other.clone(),
+        })
+        .collect();
+    let args = as_strings.as_slice();
     let list_of = |t: &Type| -> Option<Type> {
         match t {
             List(inner) => Some((**inner).clone()),
@@ -152,15 +168,24 @@ pub fn result_type(name: &str, args: &[Type]) -> Result<Type, String> {
     let list_arg = |i: usize| -> Result<Type, String> {
         match args.get(i) {
             Some(t) => list_of(t).ok_or_else(|| {
-                format!("argument {} must be a list, found {}", i + 1, t.describe())
+                format!(
+                    "argument {} must be a list, found {}",
+                    i + 1,
+                    t.with_article()
+                )
             }),
             None => Err(format!("argument {} is missing", i + 1)),
         }
     };
     let map_arg = |i: usize| -> Result<Type, String> {
         match args.get(i) {
-            Some(t) => map_of(t)
-                .ok_or_else(|| format!("argument {} must be a map, found {}", i + 1, t.describe())),
+            Some(t) => map_of(t).ok_or_else(|| {
+                format!(
+                    "argument {} must be a map, found {}",
+                    i + 1,
+                    t.with_article()
+                )
+            }),
             None => Err(format!("argument {} is missing", i + 1)),
         }
     };
@@ -195,7 +220,7 @@ pub fn result_type(name: &str, args: &[Type]) -> Result<Type, String> {
             Some(List(_) | Map(_) | Type::String | Any) => Ok(Int),
             Some(other) => Err(format!(
                 "argument 1 must be a list, a map or a string, found {}",
-                other.describe()
+                other.with_article()
             )),
             None => Err("argument 1 is missing".to_owned()),
         },
@@ -215,7 +240,7 @@ pub fn result_type(name: &str, args: &[Type]) -> Result<Type, String> {
             Some(Any) => Ok(Bool),
             Some(other) => Err(format!(
                 "argument 1 must be a list, a string or a map, found {}",
-                other.describe()
+                other.with_article()
             )),
             None => Err("argument 1 is missing".to_owned()),
         },
@@ -267,6 +292,10 @@ pub fn result_type(name: &str, args: &[Type]) -> Result<Type, String> {
         "data" => {
             want(0, &Type::String)?;
             Ok(Any)
+        }
+        "secret" => {
+            want(0, &Type::String)?;
+            Ok(Type::Secret)
         }
         _ => Err(format!("unknown function `{name}`")),
     }

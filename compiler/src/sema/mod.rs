@@ -9,6 +9,7 @@ pub mod functions;
 pub mod inventory;
 pub mod let_order;
 pub mod names;
+pub mod secrets;
 pub mod symbols;
 pub mod types;
 

@@ -25,6 +25,12 @@ pub enum Type {
     /// the same declaration (compared by name: names are global).
     Record(Arc<RecordType>),
     Ref,
+    /// A value read with `secret("x.age")` (LANGUAGE.md section 14). It
+    /// stands where a string does (interpolation, functions, `content`);
+    /// what a secret may flow into is checked on the expanded values
+    /// (`sema::secrets`), where every value computed from one still holds
+    /// it.
+    Secret,
     Any,
 }
 
@@ -64,6 +70,12 @@ pub struct FieldType {
 }
 
 impl Type {
+    /// [`describe`](Self::describe) with its indefinite article, for
+    /// messages: "an int", "a list<string>".
+    pub fn with_article(&self) -> String {
+        crate::diagnostic::with_article(&self.describe())
+    }
+
     pub fn describe(&self) -> String {
         match self {
             Type::String => "string".to_owned(),
@@ -75,6 +87,7 @@ impl Type {
             Type::Map(inner) => format!("map<string, {}>", inner.describe()),
             Type::Record(record) => record.name.clone(),
             Type::Ref => "ref".to_owned(),
+            Type::Secret => "secret".to_owned(),
             Type::Any => "any".to_owned(),
         }
     }
@@ -101,6 +114,8 @@ impl Type {
         match (self, actual) {
             (Type::Any, _) | (_, Type::Any) => true,
             (Type::Mode, Type::Int) => true,
+            // A secret is a string whose flows the taint check follows.
+            (Type::String, Type::Secret) => true,
             (Type::List(a), Type::List(b)) | (Type::Map(a), Type::Map(b)) => a.accepts(b),
             (a, b) => a == b,
         }
@@ -110,7 +125,13 @@ impl Type {
     pub fn is_scalar(&self) -> bool {
         matches!(
             self,
-            Type::String | Type::Int | Type::Bool | Type::Mode | Type::Duration | Type::Any
+            Type::String
+                | Type::Int
+                | Type::Bool
+                | Type::Mode
+                | Type::Duration
+                | Type::Secret
+                | Type::Any
         )
     }
 
@@ -125,7 +146,9 @@ impl Type {
 }
 
 /// The type names a policy can write, for suggestions.
-pub const TYPE_NAMES: &[&str] = &["string", "int", "bool", "mode", "duration", "list", "map"];
+pub const TYPE_NAMES: &[&str] = &[
+    "string", "int", "bool", "mode", "duration", "secret", "list", "map",
+];
 
 /// Checks the arity of a written `list<T>` or `map<K, V>` (the checker
 /// resolves the arguments itself, so they may name record types).
@@ -166,6 +189,7 @@ pub fn resolve(ty: &TypeExpr) -> Result<Type, (String, converge_grammar::Span)> 
         "bool" => scalar(Type::Bool),
         "mode" => scalar(Type::Mode),
         "duration" => scalar(Type::Duration),
+        "secret" => scalar(Type::Secret),
         "list" => {
             arity(1)?;
             let inner = ty

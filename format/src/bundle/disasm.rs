@@ -212,6 +212,8 @@ impl Disasm<'_> {
             }
             Some(Constant::Probe(p)) => format!("<probe {}>", p.name),
             Some(Constant::Table(_)) => format!("t{c}"),
+            Some(Constant::Secret(sealed)) => format!("<secret {}>", sealed.name),
+            Some(Constant::SealedKey(_)) => format!("<sealed key {c}>"),
             None => format!("<constant {c}?>"),
         }
     }

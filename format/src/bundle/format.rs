@@ -215,6 +215,56 @@ pub enum Constant {
     /// 2.3): one promise's values per host key, where the writer merged
     /// the instances of a lookup split per key back into one promise.
     Table(Table),
+    /// A secret (format 2.4, LANGUAGE.md section 14): its name, and its
+    /// value encrypted with age to the key of the set of hosts entitled to
+    /// it. Pushed by `const` as a string the VM decrypts in memory at apply
+    /// time; every output shows it as `<secret NAME>`.
+    Secret(Box<Sealed>),
+    /// The key of one set of hosts (format 2.4): an age X25519 identity,
+    /// itself encrypted with age to the recipients (`identity/age.key`) of
+    /// exactly those hosts. Secrets that go to the same set of hosts share
+    /// one, so a build pays one X25519 per host per set, not per host per
+    /// secret (1,000 secrets for 10,000 hosts stay within seconds). Never
+    /// pushed by `const`; only a [`Sealed::key`] names it.
+    SealedKey(Box<SealedKey>),
+}
+
+/// The payload of a [`Constant::Secret`] (format 2.4).
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Sealed {
+    /// The secret's name in the policy (`db_password`), the only part of it
+    /// any output shows: 1 to 128 ASCII letters, digits, `_`, `-` or `.`
+    /// (checked by the verifier, so that a name never carries a line break
+    /// or an escape into a log).
+    pub name: String,
+    /// The constant index of the [`Constant::SealedKey`] whose identity
+    /// decrypts [`Sealed::ciphertext`].
+    pub key: u32,
+    /// The age file (binary format, not armored) holding the value,
+    /// encrypted to the public half of that key. The verifier checks only
+    /// that it starts with age's version line; age authenticates the rest.
+    pub ciphertext: Bytes,
+}
+
+/// The payload of a [`Constant::SealedKey`] (format 2.4).
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SealedKey {
+    /// The age file (binary) whose plaintext is an age X25519 identity
+    /// (`AGE-SECRET-KEY-1...`), with one X25519 stanza per entitled host.
+    pub ciphertext: Bytes,
+}
+
+impl fmt::Debug for SealedKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<sealed key, {} bytes>", self.ciphertext.0.len())
+    }
+}
+
+/// Never prints the ciphertext either: a log of a bundle shows the name.
+impl fmt::Debug for Sealed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<secret {}>", self.name)
+    }
 }
 
 /// The payload of a [`Constant::Table`] (format 2.3): entries sorted by
@@ -389,6 +439,8 @@ impl Constant {
             Constant::List(_) => constant_kind::LIST,
             Constant::Probe(_) => constant_kind::PROBE,
             Constant::Table(_) => constant_kind::TABLE,
+            Constant::Secret(_) => constant_kind::SECRET,
+            Constant::SealedKey(_) => constant_kind::SEALED_KEY,
         }
     }
 }
@@ -405,6 +457,8 @@ impl Serialize for Constant {
             Constant::List(v) => write_tagged(s, tag, Some(v)),
             Constant::Probe(v) => write_tagged(s, tag, Some(v)),
             Constant::Table(v) => write_tagged(s, tag, Some(v)),
+            Constant::Secret(v) => write_tagged(s, tag, Some(v)),
+            Constant::SealedKey(v) => write_tagged(s, tag, Some(v)),
         }
     }
 }
@@ -429,6 +483,8 @@ impl<'de> Deserialize<'de> for Constant {
                     constant_kind::LIST => Constant::List(read_payload(&mut seq, WHAT)?),
                     constant_kind::PROBE => Constant::Probe(read_payload(&mut seq, WHAT)?),
                     constant_kind::TABLE => Constant::Table(read_payload(&mut seq, WHAT)?),
+                    constant_kind::SECRET => Constant::Secret(read_payload(&mut seq, WHAT)?),
+                    constant_kind::SEALED_KEY => Constant::SealedKey(read_payload(&mut seq, WHAT)?),
                     other => return Err(refuse(format!("unknown constant kind {other}"))),
                 })
             }

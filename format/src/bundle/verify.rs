@@ -136,6 +136,18 @@ fn static_limits(body: &Body) -> Result<(), BundleError> {
         let (what, len) = match constant {
             Constant::List(items) => ("a list", items.len()),
             Constant::Table(table) => ("a table", table.ends.len()),
+            Constant::Secret(sealed) => {
+                sealed_problem(body, sealed).map_err(|e| corrupt(format!("constant {c}: {e}")))?;
+                continue;
+            }
+            Constant::SealedKey(key) => {
+                if !key.ciphertext.0.starts_with(AGE_VERSION_LINE) {
+                    return Err(corrupt(format!(
+                        "constant {c}: a sealed key that is not an age file"
+                    )));
+                }
+                continue;
+            }
             _ => continue,
         };
         if len > MAX_CONST_LIST {
@@ -153,6 +165,33 @@ fn static_limits(body: &Body) -> Result<(), BundleError> {
         }
     }
     Ok(())
+}
+
+/// The first line of every age file (binary format).
+const AGE_VERSION_LINE: &[u8] = b"age-encryption.org/v1\n";
+
+/// What is wrong with a secret constant (format 2.4), if anything: its
+/// name is the only part of it any output prints, so it must be a plain
+/// name; its payload must at least claim to be an age file.
+fn sealed_problem(body: &Body, sealed: &super::format::Sealed) -> Result<(), String> {
+    let name_ok = (1..=128).contains(&sealed.name.len())
+        && sealed
+            .name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if !name_ok {
+        return Err("a secret whose name is not 1-128 letters, digits, '_', '-' or '.'".into());
+    }
+    if !sealed.ciphertext.0.starts_with(AGE_VERSION_LINE) {
+        return Err(format!("secret {} is not an age file", sealed.name));
+    }
+    match body.constants.get(sealed.key as usize) {
+        Some(Constant::SealedKey(_)) => Ok(()),
+        _ => Err(format!(
+            "secret {}: its key, constant {}, is not a sealed key",
+            sealed.name, sealed.key
+        )),
+    }
 }
 
 /// The probe table (format 2.3): at most [`MAX_PROBES`] declarations, each
@@ -338,6 +377,8 @@ impl Verifier<'_> {
             Constant::Blob(_) => return Err(format!("constant {c} is a blob")),
             Constant::Probe(_) => return Err(format!("constant {c} is a probe declaration")),
             Constant::Table(_) => return Err(format!("constant {c} is a table")),
+            Constant::Secret(_) => Ty::Str,
+            Constant::SealedKey(_) => return Err(format!("constant {c} is a sealed key")),
         })
     }
 

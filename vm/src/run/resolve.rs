@@ -113,8 +113,15 @@ impl<'b> Resolver<'b> {
             Some(Constant::List(l)) => Value::List(l.0.clone()),
             // Refused by the verifier as an attribute value: only `lookup`
             // reads a table, only `probe` a probe.
-            Some(Constant::Table(_) | Constant::Probe(_)) | None => {
+            Some(Constant::Table(_) | Constant::Probe(_) | Constant::SealedKey(_)) | None => {
                 return Err(format!("cannot evaluate: constant {c}"))
+            }
+            // Issue 20 decrypts it here with the host's age identity.
+            Some(Constant::Secret(sealed)) => {
+                return Err(format!(
+                    "<secret {}>: this VM cannot decrypt secrets",
+                    sealed.name
+                ))
             }
         };
         *slot = Some(value.clone());

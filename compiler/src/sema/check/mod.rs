@@ -18,6 +18,8 @@ mod definitions;
 mod exprs;
 mod guards;
 pub mod probes;
+mod secrets;
+pub use secrets::{is_secret_name, looks_like_age, MAX_SECRET_BYTES};
 mod statements;
 mod system;
 mod templates;
@@ -92,6 +94,10 @@ pub struct Checker<'a> {
     /// The probe facts whose declarations check, in definition order
     /// (`probes.rs`); expansion puts them in the program.
     pub facts: Vec<(String, probes::CheckedFact)>,
+    /// The file every `secret("...")` call reads, by the call's span
+    /// (`secrets.rs`); expansion turns the call into
+    /// [`Value::Secret`](crate::ir::Value::Secret).
+    pub secrets: HashMap<Span, std::sync::Arc<crate::ir::SecretRef>>,
 }
 
 impl<'a> Checker<'a> {
@@ -111,6 +117,7 @@ impl<'a> Checker<'a> {
             data_values: HashMap::new(),
             record_literals: HashMap::new(),
             facts: Vec::new(),
+            secrets: HashMap::new(),
         }
     }
 

@@ -28,6 +28,7 @@ pub enum Kind {
 pub fn kind(v: &Value) -> Kind {
     match v {
         Value::Str(_) | Value::Word(_) | Value::Template(_) | Value::LoopVar(_) => Kind::Str,
+        Value::Secret(_) => Kind::Str,
         Value::Elem(_) | Value::Each { .. } => Kind::Str,
         Value::Int(_) | Value::Duration(_) => Kind::Int,
         Value::Bool(_) => Kind::Bool,
