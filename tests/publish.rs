@@ -79,7 +79,7 @@ fn publish_writes_a_bundle_and_the_stamp_that_describes_it() {
     };
     assert_eq!(names(&pubdir), ["keys", "site.bundle", "site.stamp"]);
     let key_file = format!("{}.pub", converge_format::bundle::error::hex(&stamp.key_id));
-    assert_eq!(names(&pubdir.join("keys")), [key_file.clone()]);
+    assert_eq!(names(&pubdir.join("keys")), std::slice::from_ref(&key_file));
     let published_key = std::fs::read_to_string(pubdir.join("keys").join(&key_file)).unwrap();
     assert_eq!(
         converge_format::bundle::keys::parse_public_key(&published_key).unwrap(),
