@@ -255,3 +255,21 @@ pub fn stream_forever(stream: &mut TcpStream, chunk: &[u8], pause: Duration, lim
         }
     }
 }
+
+/// A loopback server of the files under `dir` (a publish directory, as a
+/// hub serves it), 404 for anything else; a path with `..` is never
+/// served. For the tests that need a hub but not nginx.
+pub fn serve_dir(dir: std::path::PathBuf) -> Scripted {
+    Scripted::start(move |path, stream| {
+        let name = path.trim_start_matches('/');
+        let inside = !name.split('/').any(|part| part == ".." || part.is_empty());
+        match std::fs::read(dir.join(name)) {
+            Ok(body) if inside => respond(stream, "", &body),
+            _ => {
+                let _ = stream.write_all(
+                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+            }
+        }
+    })
+}

@@ -67,13 +67,24 @@ fn publish_writes_a_bundle_and_the_stamp_that_describes_it() {
         said.contains(&format!("{} bytes", bundle_bytes.len())),
         "{said}"
     );
-    // Only the two files: the temporary ones were renamed away.
-    let mut names: Vec<String> = std::fs::read_dir(&pubdir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    assert_eq!(names, ["site.bundle", "site.stamp"]);
+    // Only the two files and the signing key's public half (for `policyvm
+    // bootstrap --trust-fingerprint`): the temporary ones were renamed away.
+    let names = |dir: &std::path::Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(&pubdir), ["keys", "site.bundle", "site.stamp"]);
+    let key_file = format!("{}.pub", converge_format::bundle::error::hex(&stamp.key_id));
+    assert_eq!(names(&pubdir.join("keys")), std::slice::from_ref(&key_file));
+    let published_key = std::fs::read_to_string(pubdir.join("keys").join(&key_file)).unwrap();
+    assert_eq!(
+        converge_format::bundle::keys::parse_public_key(&published_key).unwrap(),
+        trusted[0]
+    );
 
     // Rollback: the same or a smaller serial is refused, nothing changes.
     for serial in ["10", "9"] {

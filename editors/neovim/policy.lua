@@ -4,6 +4,22 @@
 -- (or set `cmd` to its full path). Put this file in ~/.config/nvim/plugin/
 -- or paste it into your init.lua. See docs/editors.md.
 
+-- Older Neovims lack vim.fs and vim.lsp.start: say so once, clearly,
+-- rather than fail on the first .policy file or do nothing.
+if vim.fn.has("nvim-0.8") == 0 then
+  local v = vim.version()
+  vim.notify(
+    string.format(
+      "policy.lua (Converge): needs Neovim 0.8 or later, this is %d.%d.%d; "
+        .. ".policy files get no language server (diagnostics, formatting). "
+        .. "Upgrade Neovim, or see docs/editors.md for starting `policyc lsp` by hand.",
+      v.major, v.minor, v.patch
+    ),
+    vim.log.levels.WARN
+  )
+  return
+end
+
 vim.filetype.add({ extension = { policy = "policy" } })
 
 vim.api.nvim_create_autocmd("FileType", {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use converge_format::bundle::keys::{
-    decode_key_file, encode_key_file, key_id, PUBLIC_TAG, SECRET_TAG,
+    decode_key_file, encode_key_file, key_id, PublicKey, PUBLIC_TAG, SECRET_TAG,
 };
 use ed25519_dalek::SigningKey;
 
@@ -26,10 +26,11 @@ impl std::fmt::Debug for SecretKey {
     }
 }
 
-/// Generates a key pair and writes `OUT.key` (mode 0600) and `OUT.pub`.
+/// Generates a key pair and writes `OUT.key` (mode 0600) and `OUT.pub`;
+/// returns their paths and the public key.
 /// Refuses to overwrite existing files: a lost signing key is an outage,
 /// an overwritten one is worse.
-pub fn keygen(out: &Path) -> Result<(PathBuf, PathBuf, [u8; 8]), String> {
+pub fn keygen(out: &Path) -> Result<(PathBuf, PathBuf, PublicKey), String> {
     let mut seed = [0u8; 32];
     getrandom::fill(&mut seed).map_err(|e| format!("cannot get randomness from the OS: {e}"))?;
     let signing = SigningKey::from_bytes(&seed);
@@ -55,7 +56,7 @@ pub fn keygen(out: &Path) -> Result<(PathBuf, PathBuf, [u8; 8]), String> {
         &encode_key_file("public", PUBLIC_TAG, id, &public),
         0o644,
     )?;
-    Ok((secret_path, public_path, id))
+    Ok((secret_path, public_path, PublicKey { id, key: public }))
 }
 
 fn with_extension(out: &Path, ext: &str) -> PathBuf {

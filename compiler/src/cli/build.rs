@@ -16,6 +16,7 @@ use crate::check::{check, summary};
 use crate::diagnostic::Severity;
 use crate::render::render_human;
 use converge_format::bundle::error::hex;
+use converge_format::bundle::keys::fingerprint;
 use converge_format::stamp::name_problem;
 
 #[derive(Debug, Args)]
@@ -69,18 +70,41 @@ impl IdentityArgs {
 }
 
 pub fn run_keygen(args: KeygenArgs) -> ExitCode {
+    if let Err(e) = create_key_dir(&args.out) {
+        return fail_with(exit::CANT_CREATE, e);
+    }
     match keygen(&args.out) {
-        Ok((secret, public, id)) => {
+        Ok((secret, public_path, public)) => {
             out(format!(
-                "wrote {} (secret, keep it safe) and {} (install it in the hosts' trust directory); key id {}\n",
+                "wrote {} (secret, keep it safe) and {} (install it in the hosts' trust directory); key id {}\nfingerprint {}\n",
                 secret.display(),
-                public.display(),
-                hex(&id)
+                public_path.display(),
+                hex(&public.id),
+                fingerprint(&public.key),
             ));
             ExitCode::SUCCESS
         }
         Err(e) => fail_with(exit::CANT_CREATE, e),
     }
+}
+
+/// Creates the directory of `--out DIR/NAME` when it is missing, mode 0700
+/// (and any missing parent with it): it is about to hold a secret key. An
+/// existing directory is used as it is.
+fn create_key_dir(out: &Path) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => return Ok(()),
+    };
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create the key directory `{}`: {e}", dir.display()))
 }
 
 pub fn run_build(args: BuildArgs) -> ExitCode {

@@ -154,10 +154,29 @@ fn fail_with(code: u8, message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// Whether `--format human` output should be coloured.
+/// Whether `--format human` output should be coloured: only on a terminal
+/// that can show colour (docs/diagnostics.md).
 fn use_color() -> bool {
     use std::io::IsTerminal;
-    std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal()
+    color_wanted(
+        std::io::stdout().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+        std::env::var_os("TERM").as_deref(),
+    )
+}
+
+/// The colour rule, apart from the process: a terminal, `NO_COLOR` unset
+/// or empty (no-color.org), and a `TERM` that is set and not `dumb` (what
+/// Emacs' shell, editors' output panes and some CI logs set). clap's own
+/// messages follow the same rule (anstream).
+fn color_wanted(
+    terminal: bool,
+    no_color: Option<&std::ffi::OsStr>,
+    term: Option<&std::ffi::OsStr>,
+) -> bool {
+    let no_color = no_color.is_some_and(|v| !v.is_empty());
+    let dumb = term.is_none_or(|t| t.is_empty() || t == "dumb");
+    terminal && !no_color && !dumb
 }
 
 /// Writes to standard output. A reader that went away (`... | head`) is not
@@ -168,4 +187,31 @@ fn out(text: impl AsRef<str>) {
     let _ = stdout
         .write_all(text.as_ref().as_bytes())
         .and_then(|()| stdout.flush());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::color_wanted;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn colour_only_on_a_terminal_that_shows_it() {
+        let xterm = Some(OsStr::new("xterm-256color"));
+        assert!(color_wanted(true, None, xterm));
+        assert!(color_wanted(true, Some(OsStr::new("")), xterm));
+        assert!(!color_wanted(false, None, xterm), "not a terminal");
+        assert!(
+            !color_wanted(true, Some(OsStr::new("1")), xterm),
+            "NO_COLOR"
+        );
+        assert!(
+            !color_wanted(true, None, Some(OsStr::new("dumb"))),
+            "TERM=dumb"
+        );
+        assert!(
+            !color_wanted(true, None, Some(OsStr::new(""))),
+            "empty TERM"
+        );
+        assert!(!color_wanted(true, None, None), "no TERM");
+    }
 }

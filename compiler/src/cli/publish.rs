@@ -17,7 +17,7 @@ use super::build::{build_bundle, default_name, now};
 use super::{exit, fail, fail_with, out};
 use crate::bundle::keys::read_secret_key;
 use converge_format::bundle::error::hex;
-use converge_format::bundle::keys::PublicKey;
+use converge_format::bundle::keys::{encode_key_file, PublicKey, PUBLIC_TAG};
 use converge_format::bundle::open;
 use converge_format::stamp::{time::format_utc, Stamp};
 
@@ -125,7 +125,7 @@ pub fn run(args: PublishArgs) -> ExitCode {
         id: key.id,
         key: key.signing.verifying_key().to_bytes(),
     };
-    let verified = match open(&built.bytes, &[public]) {
+    let verified = match open(&built.bytes, std::slice::from_ref(&public)) {
         Ok(v) => v,
         Err(e) => {
             return fail_with(
@@ -144,8 +144,20 @@ pub fn run(args: PublishArgs) -> ExitCode {
         );
     }
     let stamp_text = stamp.encode(&signature);
+    // The signing key's public half, for `policyvm bootstrap
+    // --trust-fingerprint` (a host trusts it only when its fingerprint is
+    // the one the operator passed). Written before the stamp that names it.
+    let key_path = args.dir.join(format!("keys/{}.pub", hex(&key.id)));
+    let key_text = encode_key_file("public", PUBLIC_TAG, public.id, &public.key);
+    if let Err(e) = std::fs::create_dir_all(args.dir.join("keys")) {
+        return fail_with(
+            exit::CANT_CREATE,
+            format!("cannot create `{}`: {e}", args.dir.join("keys").display()),
+        );
+    }
     for (path, bytes) in [
         (&bundle_path, built.bytes.as_slice()),
+        (&key_path, key_text.as_bytes()),
         (&stamp_path, stamp_text.as_bytes()),
     ] {
         if let Err(e) = write_atomically(path, bytes, 0o644, Existing::Replace) {

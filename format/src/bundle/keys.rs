@@ -37,6 +37,44 @@ pub fn key_id(public: &[u8; 32]) -> [u8; 8] {
     id
 }
 
+/// The prefix of a key fingerprint.
+pub const FINGERPRINT_PREFIX: &str = "SHA256:";
+
+/// A public key's fingerprint, what an operator compares out of band before
+/// a host trusts a key it fetched (`policyvm bootstrap
+/// --trust-fingerprint`): `SHA256:` and the 64 lowercase hex digits of the
+/// SHA-256 of the 32-byte Ed25519 public key. Unlike the key id (8 bytes,
+/// only a hint), it is long enough that no one can make a second key with
+/// the same fingerprint. `policyc keygen` prints it.
+pub fn fingerprint(public: &[u8; 32]) -> String {
+    format!("{FINGERPRINT_PREFIX}{}", hex(&Sha256::digest(public)))
+}
+
+/// Reads a fingerprint as an operator may paste it: with or without the
+/// `SHA256:` prefix, in either case, with or without `:` between byte
+/// pairs. Returns the canonical form ([`fingerprint`]).
+pub fn parse_fingerprint(text: &str) -> Result<String, String> {
+    let trimmed = text.trim();
+    let digits = match trimmed.get(..FINGERPRINT_PREFIX.len()) {
+        Some(p) if p.eq_ignore_ascii_case(FINGERPRINT_PREFIX) => {
+            trimmed.get(FINGERPRINT_PREFIX.len()..).unwrap_or_default()
+        }
+        _ => trimmed,
+    };
+    let digits: String = digits
+        .chars()
+        .filter(|c| *c != ':')
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    if digits.len() != 64 || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(format!(
+            "`{trimmed}` is not a key fingerprint: expected `SHA256:` and 64 hex digits, as \
+             `policyc keygen` prints it"
+        ));
+    }
+    Ok(format!("{FINGERPRINT_PREFIX}{digits}"))
+}
+
 /// Encodes a key file: a comment line and the base64 payload.
 pub fn encode_key_file(kind: &str, tag: &[u8; 4], id: [u8; 8], key: &[u8; 32]) -> String {
     let mut payload = Vec::with_capacity(44);
@@ -152,6 +190,38 @@ pub fn load_trust_dir(dir: &Path) -> Result<Vec<PublicKey>, TrustError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fingerprint_is_the_sha256_of_the_public_key() {
+        // SHA-256 of 32 zero bytes.
+        let zero = fingerprint(&[0u8; 32]);
+        assert_eq!(
+            zero,
+            "SHA256:66687aadf862bd776c8fc18b8e9f8e20089714856ee233b3902a591d0d5f2925"
+        );
+        assert_ne!(fingerprint(&[1u8; 32]), zero);
+        for pasted in [
+            zero.clone(),
+            zero.to_uppercase(),
+            zero.trim_start_matches("SHA256:").to_owned(),
+            format!("  sha256:{}\n", zero.trim_start_matches("SHA256:")),
+            "66:68:7a:ad:f8:62:bd:77:6c:8f:c1:8b:8e:9f:8e:20:08:97:14:85:6e:e2:33:b3:90:2a:59:1d:0d:5f:29:25"
+                .to_owned(),
+        ] {
+            assert_eq!(parse_fingerprint(&pasted).unwrap(), zero, "{pasted:?}");
+        }
+        for bad in [
+            "",
+            "SHA256:",
+            "SHA256:66687a",
+            "md5:00",
+            &format!("{zero}00"),
+            &zero.replace('6', "g"),
+        ] {
+            let err = parse_fingerprint(bad).unwrap_err();
+            assert!(err.contains("not a key fingerprint"), "{bad:?}: {err}");
+        }
+    }
 
     #[test]
     fn public_key_files_round_trip() {

@@ -93,10 +93,25 @@ impl Config {
         std::fs::File::open(path)
             .and_then(|f| f.take(MAX_CONFIG_LEN).read_to_string(&mut text))
             .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-        Config::parse(&text).map_err(|e| format!("`{}`: {e}", path.display()))
+        let config = Config::parse(&text).map_err(|e| format!("`{}`: {e}", path.display()))?;
+        // The CA file and proxy are part of the configuration: one that
+        // cannot be used is an error here (exit 66), not a warning per hub
+        // followed by "no bundle to run".
+        crate::pull::fetch::http_agent(&config.http)
+            .map_err(|e| format!("`{}`: {e}", path.display()))?;
+        Ok(config)
     }
 
     pub fn parse(text: &str) -> Result<Config, String> {
+        if toml::from_str::<toml::Table>(text).is_ok_and(|t| t.is_empty()) {
+            // The package's placeholder: only comments.
+            return Err(
+                "sets nothing yet: `policyvm bootstrap --hub URL --trust-fingerprint \
+                        FINGERPRINT` writes it (docs/operations.md, \"Bringing a new host under \
+                        management\")"
+                    .into(),
+            );
+        }
         let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
         if file.hubs.is_empty() {
             return Err("`hubs` is empty: give the base URL of at least one hub".into());
@@ -236,6 +251,27 @@ mod tests {
     }
 
     #[test]
+    fn an_unreadable_ca_file_is_a_configuration_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agent.toml");
+        let ca = dir.path().join("hub-ca.pem");
+        std::fs::write(
+            &path,
+            format!(
+                "hubs = [\"https://x\"]\nname = \"site\"\ntrust = \"/t\"\nca_file = {:?}\n",
+                ca.display().to_string()
+            ),
+        )
+        .unwrap();
+        let err = Config::load(&path).unwrap_err();
+        assert!(err.contains("cannot read the CA file"), "{err}");
+        assert!(err.contains("agent.toml"), "{err}");
+        std::fs::write(&ca, "not a certificate\n").unwrap();
+        let err = Config::load(&path).unwrap_err();
+        assert!(err.contains("holds no PEM certificate"), "{err}");
+    }
+
+    #[test]
     fn mistakes_are_named() {
         let base = "name = \"site\"\ntrust = \"/t\"\n";
         for (text, expected) in [
@@ -275,6 +311,10 @@ mod tests {
             (
                 format!("{base}hubs = [\"http://x\"]\nspool_max_reports = 0"),
                 "must be more than 0",
+            ),
+            (
+                "# hubs = [\"https://hub/policy\"]\n\n".to_owned(),
+                "sets nothing yet: `policyvm bootstrap",
             ),
         ] {
             let err = Config::parse(&text).unwrap_err();

@@ -302,7 +302,10 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
             m.owed_notifications = r.owed.len();
             m.serial = r.serial;
             m.duration_seconds = r.duration_ms as f64 / 1000.0;
-            a.out.push_str(&report::human(r));
+            let streams = report::human_streams(r);
+            a.out.push_str(&streams.out);
+            a.warnings
+                .extend(streams.problems.lines().map(str::to_owned));
             a.code = if !r.converged {
                 EXIT_NOT_CONVERGED
             } else if m.failed > 0 {

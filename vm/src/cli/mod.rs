@@ -4,6 +4,7 @@
 //! (docs/exit-codes.md).
 
 mod agent;
+mod bootstrap;
 mod enroll;
 pub mod exit;
 mod facts;
@@ -63,6 +64,15 @@ enum Command {
     /// Exits 0 when enrolled, 73 when already enrolled (use `--rotate`) or
     /// the identity is unsafe, 75 when an agent is running.
     Enroll(enroll::EnrollArgs),
+    /// Put this host under management in one command: trust the hub's key,
+    /// write agent.toml, enroll, enable the agent's timer.
+    ///
+    /// Idempotent: a second run changes nothing and says so. Exits 0; 3
+    /// when the hub's key does not have the fingerprint; 64; 66 when the
+    /// key file cannot be read; 69 when the hub cannot be reached; 73 when
+    /// a file cannot be written or agent.toml configures something else
+    /// (`--force`); 75 when an agent is running.
+    Bootstrap(bootstrap::BootstrapArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -86,6 +96,7 @@ pub fn main() -> ExitCode {
         Command::Pull(args) => pull::pull(args),
         Command::Agent(args) => agent::agent(args),
         Command::Enroll(args) => enroll::enroll(args),
+        Command::Bootstrap(args) => bootstrap::bootstrap(args),
     }
 }
 

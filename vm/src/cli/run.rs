@@ -120,7 +120,9 @@ pub fn run(args: RunArgs) -> ExitCode {
         emit_json(&args, &text);
     }
     if args.format == RunFormat::Human {
-        out(report::human(&result));
+        let streams = report::human_streams(&result);
+        out(streams.out);
+        eprint!("{}", streams.problems);
     }
     if !result.converged {
         ExitCode::from(EXIT_NOT_CONVERGED)

@@ -157,7 +157,43 @@ const BACKEND_TYPES: &[&str] = &[
 /// One line per change, failure or report message, then the summary line:
 /// `142 kept, 3 repaired, 0 failed in 2 passes, 18 ms`.
 pub fn human(r: &RunReport) -> String {
-    let mut out = String::new();
+    human_lines(r).into_iter().map(|(_, line)| line).collect()
+}
+
+/// The human report split for a terminal, cron or a journal: the lines
+/// that say something went wrong (`FAILED`, `UNKNOWN` facts, `NOT
+/// CONVERGED`) for standard error, everything else for standard output. A
+/// cron line that sends standard output to /dev/null (docs/operations.md)
+/// still logs every failure.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct HumanStreams {
+    pub out: String,
+    pub problems: String,
+}
+
+/// [`human`], split into [`HumanStreams`] (each keeps the report's order).
+pub fn human_streams(r: &RunReport) -> HumanStreams {
+    let mut streams = HumanStreams::default();
+    for (line_kind, line) in human_lines(r) {
+        match line_kind {
+            Line::Problem => streams.problems.push_str(&line),
+            Line::Info => streams.out.push_str(&line),
+        }
+    }
+    streams
+}
+
+/// Whether a line of the human report is a problem (standard error) or not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Line {
+    Info,
+    Problem,
+}
+
+/// The lines of the human report, in order, each with its kind.
+fn human_lines(r: &RunReport) -> Vec<(Line, String)> {
+    let mut lines = Vec::new();
+    let mut out = Lines(&mut lines);
     let verb = if r.dry_run {
         "would repair"
     } else {
@@ -167,7 +203,7 @@ pub fn human(r: &RunReport) -> String {
     // promises it skips.
     for o in r.probes.outcomes() {
         if let Err(e) = &o.result {
-            out.push_str(&format!(
+            out.problem(format!(
                 "UNKNOWN  facts.{}: probe failed: {}\n",
                 o.name,
                 printable(e)
@@ -178,7 +214,7 @@ pub fn human(r: &RunReport) -> String {
         let head = format!("{} {:?} ({})", p.kind, p.promiser, p.source);
         match &p.outcome {
             Outcome::Failed(e) => {
-                out.push_str(&format!("FAILED   {head}: {}\n", printable(e)));
+                out.problem(format!("FAILED   {head}: {}\n", printable(e)));
             }
             Outcome::Repaired => {
                 for c in &p.changes {
@@ -234,7 +270,7 @@ pub fn human(r: &RunReport) -> String {
         out.push_str(&format!("OWED     {}\n", printable(&d.to_string())));
     }
     if !r.converged {
-        out.push_str(&format!(
+        out.problem(format!(
             "NOT CONVERGED after {} passes; still changing: {}\n",
             r.passes,
             r.oscillating.join(", ")
@@ -262,5 +298,19 @@ pub fn human(r: &RunReport) -> String {
         if r.passes == 1 { "" } else { "es" },
         r.duration_ms
     ));
-    out
+    lines
+}
+
+/// Collects the lines of [`human_lines`]: `push_str` for information,
+/// `problem` for what goes to standard error.
+struct Lines<'a>(&'a mut Vec<(Line, String)>);
+
+impl Lines<'_> {
+    fn push_str(&mut self, line: &str) {
+        self.0.push((Line::Info, line.to_owned()));
+    }
+
+    fn problem(&mut self, line: String) {
+        self.0.push((Line::Problem, line));
+    }
 }
