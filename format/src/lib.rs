@@ -12,6 +12,7 @@
 pub mod atomic;
 pub mod bundle;
 pub mod chain;
+pub mod globs;
 pub mod ids;
 pub mod inventory;
 pub mod paths;

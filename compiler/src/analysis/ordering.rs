@@ -132,7 +132,7 @@ pub fn edges(program: &Program) -> Vec<Edge> {
                         }
                     }
                 }
-                "on_repaired" | "on_kept" | "on_failed" => {
+                "on_repaired" | "on_kept" | "on_failed" | "on_changed" => {
                     let Some(class) = attr.value.as_str() else {
                         continue;
                     };
