@@ -29,3 +29,4 @@ pub mod rootfs;
 pub mod run;
 pub mod state;
 pub mod upload;
+pub mod watch;

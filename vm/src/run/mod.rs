@@ -112,6 +112,9 @@ pub struct RunReport {
     pub owed: Vec<Debt>,
     /// In a dry run: every command a real run would run.
     pub planned: Vec<PlannedCommand>,
+    /// Change detection: the history's chain after the run, a break found
+    /// at its start, and this run's changes (`crate::watch`).
+    pub watch: crate::watch::WatchReport,
 }
 
 pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
@@ -138,6 +141,9 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         line_regexes: Default::default(),
     };
     let mut ledger = owed::Ledger::load(opts.state.as_ref(), opts.dry_run)?;
+    // Change detection: the history is checked before any promise runs.
+    let mut watch = crate::watch::Session::open(opts.state.as_ref(), opts.dry_run);
+    let mut watches_run: HashSet<(usize, Vec<String>)> = HashSet::new();
     let mut planned: Vec<PlannedCommand> = Vec::new();
     // Probes run before classes are evaluated; under `--root` their
     // programs run chrooted into it, as commands do.
@@ -326,6 +332,13 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                     changes: Vec::new(),
                     output: None,
                 }
+            } else if inst.kind == "watch" && watches_run.contains(&key) {
+                // A watch reads its path once per run; later passes keep
+                // its first outcome (a second read would see no change).
+                continue;
+            } else if inst.kind == "watch" {
+                watches_run.insert(key.clone());
+                watch.apply(&fs, inst)
             } else if inst.kind == "command" && commands_run.contains(&key) {
                 // A command runs at most once per run; later passes keep
                 // its first outcome.
@@ -408,13 +421,21 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                     Outcome::Repaired => p.on_repaired,
                     Outcome::Kept => p.on_kept,
                     Outcome::Failed(_) => p.on_failed,
-                    Outcome::Skipped(_) => None,
+                    Outcome::Skipped(_) | Outcome::Changed => None,
                 };
                 if let Some(Constant::Word(c) | Constant::Str(c)) =
                     set.and_then(|c| body.constants.get(c as usize))
                 {
                     if !outcome_classes.contains(c) {
                         outcome_classes.push(c.clone());
+                    }
+                }
+                // `on_changed` is carried as an attribute value.
+                if applied.outcome == Outcome::Changed {
+                    if let Some(c) = inst.str("on_changed") {
+                        if !outcome_classes.iter().any(|o| o == c) {
+                            outcome_classes.push(c.to_owned());
+                        }
                     }
                 }
             }
@@ -445,6 +466,16 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             .map(|r| format!("{} {:?} ({})", r.kind, r.promiser, r.source))
             .collect()
     };
+    let watch = watch.finish(body.header.serial);
+    if let Some(e) = &watch.error {
+        // The run's record could not be written: what the watches saw is
+        // not recorded, so none of them may claim it was.
+        for r in results.iter_mut().filter(|r| r.kind == "watch") {
+            if !matches!(r.outcome, Outcome::Failed(_) | Outcome::Skipped(_)) {
+                r.outcome = Outcome::Failed(e.clone());
+            }
+        }
+    }
     Ok(RunReport {
         bundle_name: body.header.name.clone(),
         serial: body.header.serial,
@@ -461,6 +492,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         oscillating,
         owed: ledger.owed().to_vec(),
         planned,
+        watch,
     })
 }
 

@@ -80,6 +80,9 @@ pub fn build(cycle: &Cycle<'_>) -> Report {
                 digest: r.digest.clone(),
             });
             report.summary = summary(r);
+            report
+                .extensions
+                .insert(converge_format::chain::EXTENSION.to_owned(), watch_extension(r));
             report.promises = promises(r);
             report.owed_notifications = r
                 .owed
@@ -127,6 +130,29 @@ pub fn build(cycle: &Cycle<'_>) -> Report {
     report
 }
 
+/// The `watch` extension: the history's [`ChainReport`] (what the
+/// collector and neighbour hosts check with `format::chain::check`) and
+/// this run's changes, their list bounded by the run
+/// (`crate::watch::bounds::MAX_REPORTED_CHANGES`) and cut first when the
+/// report is too large ([`cut`]).
+///
+/// [`ChainReport`]: converge_format::chain::ChainReport
+pub fn watch_extension(r: &RunReport) -> Value {
+    let mut value = serde_json::to_value(&r.watch.chain).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut value {
+        map.insert("changed_entries".into(), Value::from(r.watch.changed_entries));
+        map.insert(
+            "changes".into(),
+            serde_json::to_value(&r.watch.changes).unwrap_or(Value::Null),
+        );
+        map.insert(
+            "broken".into(),
+            r.watch.broken.clone().map_or(Value::Null, Value::from),
+        );
+    }
+    value
+}
+
 fn summary(r: &RunReport) -> Summary {
     let count =
         |f: fn(&Outcome) -> bool| r.promises.iter().filter(|p| f(&p.outcome)).count() as u64;
@@ -151,6 +177,7 @@ fn promises(r: &RunReport) -> Vec<PromiseResult> {
                 Outcome::Repaired => ("repaired", None),
                 Outcome::Failed(e) => ("failed", Some(e.clone())),
                 Outcome::Skipped(e) => ("skipped", Some(e.clone())),
+                Outcome::Changed => ("changed", None),
             };
             Some(PromiseResult {
                 kind: p.kind.to_owned(),
@@ -201,6 +228,11 @@ pub fn cut(report: &mut Report, limit: usize) {
         return;
     }
     report.truncated = true;
+    // The watch changes go first (their count stays; the chain must stay
+    // whole: it is what others check).
+    if let Some(Value::Object(watch)) = report.extensions.get_mut(converge_format::chain::EXTENSION) {
+        watch.insert("changes".into(), Value::Array(Vec::new()));
+    }
     for change in report
         .promises
         .iter_mut()
