@@ -330,4 +330,30 @@ mod tests {
         assert!(r.bundle.is_none());
         assert_eq!(r.started_at, "1970-01-01T00:00:00Z");
     }
+
+    #[test]
+    fn the_watch_changes_go_first_and_the_chain_stays_whole() {
+        let mut r = report_with(3, 10);
+        let chain = converge_format::chain::ChainReport {
+            length: 1,
+            head: "sha256:".to_owned() + &"ab".repeat(32),
+            tail: vec!["sha256:".to_owned() + &"cd".repeat(32)],
+        };
+        let mut ext = serde_json::to_value(&chain).unwrap();
+        let changes: Vec<Value> = (0..200)
+            .map(|i| serde_json::json!({ "path": format!("/srv/f{i}"), "what": "added", "before": "", "after": "x".repeat(100) }))
+            .collect();
+        ext["changes"] = Value::Array(changes);
+        r.extensions
+            .insert(converge_format::chain::EXTENSION.to_owned(), ext);
+        let limit = r.to_bytes().len() - 1000;
+        cut(&mut r, limit);
+        assert!(r.truncated);
+        let ext = &r.extensions[converge_format::chain::EXTENSION];
+        assert_eq!(ext["changes"], Value::Array(Vec::new()));
+        let kept: converge_format::chain::ChainReport =
+            serde_json::from_value(ext.clone()).unwrap();
+        assert_eq!(kept, chain);
+        assert_eq!(r.promises.len(), 3, "the promises stay when the changes were enough");
+    }
 }
