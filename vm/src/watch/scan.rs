@@ -234,3 +234,77 @@ fn unknown(path: String, why: String) -> Entry {
         content: Content::Unreadable(why),
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use sha2::{Digest as _, Sha256};
+
+    fn root() -> (tempfile::TempDir, RootFs) {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = RootFs::open(dir.path()).unwrap();
+        (dir, fs)
+    }
+
+    fn sel<'a>(path: &'a str, excludes: &'a Excludes, max: usize) -> Selection<'a> {
+        Selection {
+            path,
+            recurse: true,
+            content: true,
+            excludes,
+            max_entries: max,
+        }
+    }
+
+    #[test]
+    fn every_entry_is_recorded_with_its_digest_sorted() {
+        let (dir, fs) = root();
+        std::fs::create_dir_all(dir.path().join("t/sub")).unwrap();
+        std::fs::write(dir.path().join("t/a"), "a").unwrap();
+        std::fs::write(dir.path().join("t/sub/b"), "b").unwrap();
+        let none = Excludes::default();
+        let entries = scan(&fs, &sel("/t", &none, 100)).unwrap().unwrap();
+        let paths: Vec<&str> = entries.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["/t", "/t/a", "/t/sub", "/t/sub/b"]);
+        let expected: [u8; 32] = Sha256::digest(b"a").into();
+        assert_eq!(entries[1].content, Content::Digest(expected));
+    }
+
+    #[test]
+    fn more_entries_than_the_bound_fail_and_record_nothing() {
+        let (dir, fs) = root();
+        std::fs::create_dir_all(dir.path().join("t")).unwrap();
+        for i in 0..5 {
+            std::fs::write(dir.path().join(format!("t/f{i}")), "x").unwrap();
+        }
+        let none = Excludes::default();
+        let err = scan(&fs, &sel("/t", &none, 3)).unwrap_err();
+        assert!(err.contains("more than 3 entries"), "{err}");
+        assert!(scan(&fs, &sel("/t", &none, 6)).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_tree_deeper_than_the_bound_fails() {
+        let (dir, fs) = root();
+        let mut deep = dir.path().join("t");
+        for _ in 0..=MAX_DEPTH {
+            deep.push("d");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        let none = Excludes::default();
+        let err = scan(&fs, &sel("/t", &none, 10_000)).unwrap_err();
+        assert!(err.contains("levels deep"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_path_is_none_and_a_link_is_its_target() {
+        let (dir, fs) = root();
+        let none = Excludes::default();
+        assert_eq!(scan(&fs, &sel("/nothing", &none, 10)).unwrap(), None);
+        std::os::unix::fs::symlink("/etc/shadow", dir.path().join("l")).unwrap();
+        let entries = scan(&fs, &sel("/l", &none, 10)).unwrap().unwrap();
+        assert_eq!(entries[0].kind, EntryKind::Link);
+        assert_eq!(entries[0].content, Content::Target("/etc/shadow".into()));
+    }
+}
