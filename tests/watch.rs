@@ -461,6 +461,48 @@ fn the_human_report_shows_changes_and_the_head() {
     assert!(text.contains(", 1 changed"), "{text}");
 }
 
+#[test]
+fn a_dry_run_reports_changes_and_writes_nothing() {
+    let s = tree();
+    let mut dry = std::process::Command::new(converge::binary("policyvm"));
+    dry.arg("run")
+        .arg(&s.built.bundle)
+        .arg("--trust")
+        .arg(&s.built.trust)
+        .arg("--root")
+        .arg(s.root.path())
+        .arg("--dry-run")
+        .arg("--format")
+        .arg("json");
+    let out = run_with_deadline(&mut dry, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "{:?} {}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!s.watch_dir().exists(), "a dry run created the watch state");
+    let (first, _) = s.run();
+    s.write("/srv/a.txt", "edited\n");
+    let out = run_with_deadline(&mut dry, Duration::from_secs(60));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(promise(&r, "watch", "/srv")["outcome"], "changed", "{r:#}");
+    // Nothing recorded: the real run still sees the change.
+    assert_eq!(chain(&r), chain(&first));
+    let (real, _) = s.run();
+    assert_eq!(promise(&real, "watch", "/srv")["outcome"], "changed");
+}
+
+#[test]
+fn a_run_without_watches_leaves_no_watch_state() {
+    let s = Sandbox::new(r#"bundle b { file "/etc/motd" { content = "hi\n"; } } policy { b(); }"#);
+    let (r, code) = s.run();
+    assert_eq!(code, 0, "{r:#}");
+    assert!(!s.watch_dir().exists());
+    assert_eq!(r["watch"]["chain"]["length"], 0);
+}
+
 mod properties {
     use super::*;
     use proptest::prelude::*;

@@ -68,7 +68,11 @@ struct Loaded {
 /// Change detection for one run.
 #[derive(Debug)]
 pub struct Session {
-    store: Result<Store, String>,
+    /// `watch/` of the state directory; `Ok(None)` while it does not exist
+    /// (created by the first watch of a run that records something, so a
+    /// run without watches, or a dry run, leaves the state alone).
+    store: Result<Option<Store>, String>,
+    state: Option<StateDir>,
     dry_run: bool,
     records: Vec<Record>,
     /// Watched path -> its database as the run found it.
@@ -90,7 +94,11 @@ impl Session {
     /// every `watch` fails with the reason.
     pub fn open(state: Option<&StateDir>, dry_run: bool) -> Session {
         let store = match state {
-            Some(s) => Store::open(s),
+            Some(s) if s.has(store::DIR) => Store::open(s).map(Some),
+            Some(_) => Ok(None),
+            // A dry run where no state directory exists yet: nothing was
+            // recorded, so every watch would take its baseline.
+            None if dry_run => Ok(None),
             None => Err(
                 "change detection needs a state directory (`--state DIR`) to keep its history"
                     .to_owned(),
@@ -98,6 +106,7 @@ impl Session {
         };
         let mut session = Session {
             store,
+            state: state.cloned(),
             dry_run,
             records: Vec::new(),
             databases: BTreeMap::new(),
@@ -116,7 +125,7 @@ impl Session {
     /// Loads and checks; a break is recorded in `self.broken` and, unless
     /// this is a dry run, the state is reset to the good records.
     fn load(&mut self) -> Result<(), String> {
-        let Ok(store) = &self.store else {
+        let Ok(Some(store)) = &self.store else {
             return Ok(());
         };
         let text = store.read_history()?;
@@ -192,6 +201,9 @@ impl Session {
     pub fn apply(&mut self, fs: &RootFs, inst: &Instance) -> Applied {
         let path = inst.promiser.trim_end_matches('/');
         let path = if path.is_empty() { "/" } else { path }.to_owned();
+        if let (Ok(None), Some(state), false) = (&self.store, &self.state, self.dry_run) {
+            self.store = Store::open(state).map(Some);
+        }
         if let Err(e) = &self.store {
             return Applied::failed(e.clone());
         }
@@ -243,7 +255,11 @@ impl Session {
                     Applied {
                         outcome: Outcome::Kept,
                         changes: Vec::new(),
-                        output: Some(format!("baseline recorded: {count} entries")),
+                        output: Some(if self.dry_run {
+                            format!("no baseline yet ({count} entries; a dry run records nothing)")
+                        } else {
+                            format!("baseline recorded: {count} entries")
+                        }),
                     }
                 }
                 Some(old) if !old.same_selection(&new) => {
@@ -301,7 +317,7 @@ impl Session {
             error: None,
         };
         let store = std::mem::replace(&mut self.store, Err(String::new()));
-        let Ok(store) = store else {
+        let Ok(Some(store)) = store else {
             return report;
         };
         if self.dry_run || (self.staged.is_empty() && self.broken.is_none()) {
