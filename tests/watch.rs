@@ -150,7 +150,10 @@ fn a_baseline_then_every_kind_of_change_is_reported_with_old_and_new() {
     assert_eq!(code, 0, "{first:#}");
     let w = promise(&first, "watch", "/srv");
     assert_eq!(w["outcome"], "kept", "{w:#}");
-    assert!(w["output"].as_str().unwrap().contains("baseline recorded"), "{w:#}");
+    assert!(
+        w["output"].as_str().unwrap().contains("baseline recorded"),
+        "{w:#}"
+    );
     assert_eq!(chain(&first).length, 1);
     assert!(!s.path("/alarm").exists());
 
@@ -161,8 +164,11 @@ fn a_baseline_then_every_kind_of_change_is_reported_with_old_and_new() {
 
     // Content, mode, added, removed, link retargeted.
     s.write("/srv/a.txt", "ALPHA\n");
-    std::fs::set_permissions(s.path("/srv/sub/b.txt"), std::fs::Permissions::from_mode(0o600))
-        .unwrap();
+    std::fs::set_permissions(
+        s.path("/srv/sub/b.txt"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
     s.write("/srv/new.txt", "new\n");
     std::fs::remove_file(s.path("/srv/sub/b.txt")).unwrap();
     s.write("/srv/sub/c.txt", "gamma\n");
@@ -181,10 +187,17 @@ fn a_baseline_then_every_kind_of_change_is_reported_with_old_and_new() {
     assert!(has("/srv/sub/c.txt added").is_some(), "{found:?}");
     assert_eq!(
         has("/srv/link target"),
-        Some(("/srv/link target".into(), "a.txt".into(), "/etc/shadow".into()))
+        Some((
+            "/srv/link target".into(),
+            "a.txt".into(),
+            "/etc/shadow".into()
+        ))
     );
     // `on_changed` drove another promise in the same run.
-    assert_eq!(std::fs::read_to_string(s.path("/alarm")).unwrap(), "intruded\n");
+    assert_eq!(
+        std::fs::read_to_string(s.path("/alarm")).unwrap(),
+        "intruded\n"
+    );
     assert_eq!(changed["summary"]["changed"], 1);
     // The chain grew by one record and extends what was seen before.
     let now = chain(&changed);
@@ -199,8 +212,7 @@ fn a_baseline_then_every_kind_of_change_is_reported_with_old_and_new() {
 fn a_mode_change_and_an_owner_change_are_reported() {
     let s = tree();
     s.run();
-    std::fs::set_permissions(s.path("/srv/a.txt"), std::fs::Permissions::from_mode(0o640))
-        .unwrap();
+    std::fs::set_permissions(s.path("/srv/a.txt"), std::fs::Permissions::from_mode(0o640)).unwrap();
     let (r, _) = s.run();
     let found = changes(promise(&r, "watch", "/srv"));
     assert!(
@@ -219,11 +231,15 @@ fn an_owner_change_is_reported() {
     let (r, _) = s.run();
     let found = changes(promise(&r, "watch", "/srv"));
     assert!(
-        found.iter().any(|(w, _, a)| w == "/srv/a.txt owner" && a == "65534"),
+        found
+            .iter()
+            .any(|(w, _, a)| w == "/srv/a.txt owner" && a == "65534"),
         "{found:?}"
     );
     assert!(
-        found.iter().any(|(w, _, a)| w == "/srv/a.txt group" && a == "65534"),
+        found
+            .iter()
+            .any(|(w, _, a)| w == "/srv/a.txt group" && a == "65534"),
         "{found:?}"
     );
 }
@@ -232,7 +248,10 @@ fn an_owner_change_is_reported() {
 fn a_fifo_in_the_tree_is_recorded_and_never_opened() {
     let s = tree();
     let fifo = s.path("/srv/sub/pipe");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
     assert!(made.success());
     // With no writer, opening it for reading would block the run.
     let (r, code) = s.run();
@@ -256,8 +275,11 @@ fn an_unreadable_file_is_recorded_as_unreadable_not_a_crash() {
         .is_ok_and(|o| o.stdout == b"0\n");
     let s = tree();
     s.write("/srv/secret", "s3cret\n");
-    std::fs::set_permissions(s.path("/srv/secret"), std::fs::Permissions::from_mode(0o000))
-        .unwrap();
+    std::fs::set_permissions(
+        s.path("/srv/secret"),
+        std::fs::Permissions::from_mode(0o000),
+    )
+    .unwrap();
     let mut cmd = if as_root {
         let setpriv = converge::support::find_tool("setpriv");
         let Some(setpriv) = setpriv else {
@@ -343,7 +365,11 @@ fn an_edited_history_is_detected_reported_and_rebuilt_and_no_longer_extends() {
     assert!(s.watch_dir().join("history.broken").exists());
     let now = chain(&r);
     assert_eq!(now.length, 1, "the good records (none) and the break");
-    assert!(!check(&seen.head(), &now).is_consistent(), "{:?}", check(&seen.head(), &now));
+    assert!(
+        !check(&seen.head(), &now).is_consistent(),
+        "{:?}",
+        check(&seen.head(), &now)
+    );
     let (next, code) = s.run();
     assert_eq!(code, 0, "{next:#}");
     assert_eq!(promise(&next, "watch", "/srv")["outcome"], "kept");
@@ -365,7 +391,10 @@ fn a_truncated_history_is_detected() {
     let kept: Vec<&str> = text.lines().take(2).collect();
     std::fs::write(&history, kept.join("\n") + "\n").unwrap();
     let (r, _) = s.run();
-    let error = promise(&r, "watch", "/srv")["error"].as_str().unwrap().to_owned();
+    let error = promise(&r, "watch", "/srv")["error"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(error.contains("history broken at record 3"), "{error}");
     assert!(error.contains("records were removed"), "{error}");
     assert!(!check(&seen.head(), &chain(&r)).is_consistent());
@@ -382,7 +411,10 @@ fn a_deleted_entries_database_is_detected() {
         }
     }
     let (r, _) = s.run();
-    let error = promise(&r, "watch", "/srv")["error"].as_str().unwrap().to_owned();
+    let error = promise(&r, "watch", "/srv")["error"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(error.contains("history broken at record 1"), "{error}");
     assert!(error.contains("is missing"), "{error}");
 }
@@ -401,7 +433,10 @@ fn an_edited_entries_database_is_detected() {
         }
     }
     let (r, _) = s.run();
-    let error = promise(&r, "watch", "/srv")["error"].as_str().unwrap().to_owned();
+    let error = promise(&r, "watch", "/srv")["error"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(error.contains("history broken"), "{error}");
 }
 
@@ -457,7 +492,10 @@ fn the_human_report_shows_changes_and_the_head() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("CHANGED  watch \"/srv\""), "{text}");
     assert!(text.contains("/srv/a.txt content sha256:"), "{text}");
-    assert!(text.contains("watch history: 2 records, head sha256:"), "{text}");
+    assert!(
+        text.contains("watch history: 2 records, head sha256:"),
+        "{text}"
+    );
     assert!(text.contains(", 1 changed"), "{text}");
 }
 

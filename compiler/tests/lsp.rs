@@ -609,7 +609,10 @@ fn hover_on_watch_attributes() {
         text.contains("attributes: list<content | mode | owner | group | links | size | mtime>"),
         "{text}"
     );
-    assert!(text.contains("default: [content, mode, owner, group]"), "{text}");
+    assert!(
+        text.contains("default: [content, mode, owner, group]"),
+        "{text}"
+    );
     assert!(text.contains("re-read on every run"), "{text}");
     let text = hover(&mut client, 5, 6);
     assert!(text.contains("on_changed: class"), "{text}");

@@ -1060,8 +1060,9 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
 pub const CLASS_ATTRIBUTES: &[&str] = &["on_changed"];
 
 /// What a `watch` promise can compare (its `attributes`).
-pub const WATCH_ATTRIBUTES: &[&str] =
-    &["content", "mode", "owner", "group", "links", "size", "mtime"];
+pub const WATCH_ATTRIBUTES: &[&str] = &[
+    "content", "mode", "owner", "group", "links", "size", "mtime",
+];
 
 /// What a `watch` compares when `attributes` is not set.
 pub const WATCH_DEFAULT_ATTRIBUTES: &[&str] = &["content", "mode", "owner", "group"];

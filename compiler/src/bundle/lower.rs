@@ -591,9 +591,9 @@ impl Lowerer<'_> {
                 },
                 (_, AttrType::Class) => match attr.value.as_str() {
                     // `on_changed`: the class name as a word.
-                    Some(name) => Operand::Item(Item::Const(
-                        self.constant(Constant::Word(name.to_owned())),
-                    )),
+                    Some(name) => {
+                        Operand::Item(Item::Const(self.constant(Constant::Word(name.to_owned()))))
+                    }
                     None => {
                         self.internal(format!(
                             "`{}` does not name a class: {}",

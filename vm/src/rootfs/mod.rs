@@ -586,15 +586,25 @@ impl RootFs {
         let Some((name, dirs)) = comps.split_last() else {
             // The root itself: its metadata through its own handle.
             let st = rfs::statat(&self.root, ".", AtFlags::empty()).map_err(io(path, "stat"))?;
-            let parent = rfs::openat(&self.root, ".", DIR_FLAGS, Mode::empty())
-                .map_err(io(path, "open"))?;
-            return Ok(Some(visit(&TreeEntry::new(&parent, "", b".", meta(&st), 0))));
+            let parent =
+                rfs::openat(&self.root, ".", DIR_FLAGS, Mode::empty()).map_err(io(path, "open"))?;
+            return Ok(Some(visit(&TreeEntry::new(
+                &parent,
+                "",
+                b".",
+                meta(&st),
+                0,
+            ))));
         };
         let Some(dir) = self.walk(path, dirs, None, Walk::Fresh)? else {
             return Ok(None);
         };
         let parent = format!("/{}", dirs.join("/"));
-        let parent = if dirs.is_empty() { String::new() } else { parent };
+        let parent = if dirs.is_empty() {
+            String::new()
+        } else {
+            parent
+        };
         match rfs::statat(&*dir, *name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => Ok(Some(visit(&TreeEntry::new(
                 &dir,
@@ -868,7 +878,9 @@ fn meta(st: &rfs::Stat) -> Meta {
 /// The metadata of an open file (`watch` compares it before and after
 /// reading the content).
 pub fn meta_of(fd: &OwnedFd, shown: &str) -> Result<Meta, FsError> {
-    rfs::fstat(fd).map(|st| meta(&st)).map_err(io(shown, "stat"))
+    rfs::fstat(fd)
+        .map(|st| meta(&st))
+        .map_err(io(shown, "stat"))
 }
 
 #[allow(

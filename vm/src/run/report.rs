@@ -197,7 +197,10 @@ pub fn human(r: &RunReport) -> String {
                         (false, true) => printable(&c.before).into_owned(),
                         _ => format!("{} -> {}", printable(&c.before), printable(&c.after)),
                     };
-                    out.push_str(&format!("CHANGED  {head}: {} {arrow}\n", printable(&c.what)));
+                    out.push_str(&format!(
+                        "CHANGED  {head}: {} {arrow}\n",
+                        printable(&c.what)
+                    ));
                 }
             }
             Outcome::Kept => {}

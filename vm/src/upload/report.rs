@@ -80,9 +80,10 @@ pub fn build(cycle: &Cycle<'_>) -> Report {
                 digest: r.digest.clone(),
             });
             report.summary = summary(r);
-            report
-                .extensions
-                .insert(converge_format::chain::EXTENSION.to_owned(), watch_extension(r));
+            report.extensions.insert(
+                converge_format::chain::EXTENSION.to_owned(),
+                watch_extension(r),
+            );
             report.promises = promises(r);
             report.owed_notifications = r
                 .owed
@@ -140,7 +141,10 @@ pub fn build(cycle: &Cycle<'_>) -> Report {
 pub fn watch_extension(r: &RunReport) -> Value {
     let mut value = serde_json::to_value(&r.watch.chain).unwrap_or(Value::Null);
     if let Value::Object(map) = &mut value {
-        map.insert("changed_entries".into(), Value::from(r.watch.changed_entries));
+        map.insert(
+            "changed_entries".into(),
+            Value::from(r.watch.changed_entries),
+        );
         map.insert(
             "changes".into(),
             serde_json::to_value(&r.watch.changes).unwrap_or(Value::Null),
@@ -230,7 +234,8 @@ pub fn cut(report: &mut Report, limit: usize) {
     report.truncated = true;
     // The watch changes go first (their count stays; the chain must stay
     // whole: it is what others check).
-    if let Some(Value::Object(watch)) = report.extensions.get_mut(converge_format::chain::EXTENSION) {
+    if let Some(Value::Object(watch)) = report.extensions.get_mut(converge_format::chain::EXTENSION)
+    {
         watch.insert("changes".into(), Value::Array(Vec::new()));
     }
     for change in report
@@ -354,6 +359,10 @@ mod tests {
         let kept: converge_format::chain::ChainReport =
             serde_json::from_value(ext.clone()).unwrap();
         assert_eq!(kept, chain);
-        assert_eq!(r.promises.len(), 3, "the promises stay when the changes were enough");
+        assert_eq!(
+            r.promises.len(),
+            3,
+            "the promises stay when the changes were enough"
+        );
     }
 }

@@ -147,13 +147,23 @@ mod tests {
     }
 
     fn all() -> Vec<String> {
-        ["content", "mode", "owner", "group"].map(String::from).to_vec()
+        ["content", "mode", "owner", "group"]
+            .map(String::from)
+            .to_vec()
     }
 
     #[test]
     fn added_removed_and_modified_entries_are_each_reported() {
-        let old = vec![file("/a", 1, 0o644), file("/b", 1, 0o644), file("/c", 1, 0o644)];
-        let new = vec![file("/a", 2, 0o644), file("/c", 1, 0o600), file("/d", 1, 0o644)];
+        let old = vec![
+            file("/a", 1, 0o644),
+            file("/b", 1, 0o644),
+            file("/c", 1, 0o644),
+        ];
+        let new = vec![
+            file("/a", 2, 0o644),
+            file("/c", 1, 0o600),
+            file("/d", 1, 0o644),
+        ];
         let found = changes(&old, &new, &all());
         let whats: Vec<(&str, &str)> = found
             .iter()
@@ -161,7 +171,12 @@ mod tests {
             .collect();
         assert_eq!(
             whats,
-            [("/a", "content"), ("/b", "removed"), ("/c", "mode"), ("/d", "added")]
+            [
+                ("/a", "content"),
+                ("/b", "removed"),
+                ("/c", "mode"),
+                ("/d", "added")
+            ]
         );
         assert_eq!(found[2].before, "0644");
         assert_eq!(found[2].after, "0600");

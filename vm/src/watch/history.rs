@@ -17,7 +17,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
-use converge_format::chain::{format_digest, link, parse_digest, ChainReport, Digest, GENESIS, MAX_TAIL};
+use converge_format::chain::{
+    format_digest, link, parse_digest, ChainReport, Digest, GENESIS, MAX_TAIL,
+};
 
 use super::bounds::MAX_RECORD_CHANGES;
 use super::compare::WatchChange;
@@ -178,7 +180,10 @@ fn check_line(line: &[u8], prev: &Digest, at: u64) -> Result<Record, String> {
     let body: Body =
         serde_json::from_str(json).map_err(|e| format!("its body is not a record: {e}"))?;
     if body.seq != at {
-        return Err(format!("it is numbered {} where {at} was expected", body.seq));
+        return Err(format!(
+            "it is numbered {} where {at} was expected",
+            body.seq
+        ));
     }
     Ok(Record {
         digest,
@@ -202,7 +207,11 @@ pub fn chain_report(records: &[Record]) -> ChainReport {
 }
 
 #[cfg(test)]
-#[allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::arithmetic_side_effects)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::arithmetic_side_effects
+)]
 mod tests {
     use super::*;
     use converge_format::chain::{check, Verdict};

@@ -376,7 +376,10 @@ impl Session {
 fn selection(inst: &Instance) -> Result<(Vec<String>, Vec<String>, Excludes, bool), String> {
     let mut attributes: Vec<String> = match inst.list("attributes") {
         Some(list) => list.to_vec(),
-        None => WATCH_DEFAULT_ATTRIBUTES.iter().map(|a| (*a).to_owned()).collect(),
+        None => WATCH_DEFAULT_ATTRIBUTES
+            .iter()
+            .map(|a| (*a).to_owned())
+            .collect(),
     };
     if let Some(bad) = attributes
         .iter()
@@ -390,7 +393,10 @@ fn selection(inst: &Instance) -> Result<(Vec<String>, Vec<String>, Excludes, boo
     }
     attributes.sort();
     attributes.dedup();
-    let exclude: Vec<String> = inst.list("exclude").map(<[String]>::to_vec).unwrap_or_default();
+    let exclude: Vec<String> = inst
+        .list("exclude")
+        .map(<[String]>::to_vec)
+        .unwrap_or_default();
     let excludes = Excludes::new(&exclude).map_err(|(i, why)| {
         format!(
             "exclude glob {} is not valid: {why}",
@@ -461,7 +467,12 @@ fn check_head(
 ) -> Result<Option<Broken>, String> {
     let n = records.len() as u64;
     let head = store.read_head()?;
-    let broken = |at: u64, why: &str| Some(Broken { at, why: why.to_owned() });
+    let broken = |at: u64, why: &str| {
+        Some(Broken {
+            at,
+            why: why.to_owned(),
+        })
+    };
     Ok(match head {
         None if n == 0 && !has_history => None,
         None => broken(1, "the head written after the last run is missing"),
@@ -517,15 +528,13 @@ fn check_databases(records: &[Record], dbs: &BTreeMap<String, Loaded>) -> Option
                     why: format!("the entries database of `{}` is missing", printable(path)),
                 })
             }
-            Some(d) if *d != digest => {
-                return Some(Broken {
-                    at,
-                    why: format!(
-                        "the entries database of `{}` is not the one the record names (it was edited)",
-                        printable(path)
-                    ),
-                })
-            }
+            Some(d) if *d != digest => return Some(Broken {
+                at,
+                why: format!(
+                    "the entries database of `{}` is not the one the record names (it was edited)",
+                    printable(path)
+                ),
+            }),
             Some(_) => {}
         }
     }

@@ -11,9 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use rustix::fs::FileType;
 
-use super::bounds::{
-    MAX_DEPTH, MAX_IN_FLIGHT, MAX_PATH_LEN, MAX_WORKERS, READ_BUFFER,
-};
+use super::bounds::{MAX_DEPTH, MAX_IN_FLIGHT, MAX_PATH_LEN, MAX_WORKERS, READ_BUFFER};
 use super::entry::{Content, Entry, EntryKind};
 use super::hash;
 use crate::rootfs::{FsError, Kind, Meta, RootFs, TreeEntry, Visit};
@@ -171,7 +169,11 @@ fn record(
     } else {
         e.path()
     };
-    let path = if path.is_empty() { "/".to_owned() } else { path };
+    let path = if path.is_empty() {
+        "/".to_owned()
+    } else {
+        path
+    };
     let kind = kind_of(&e.meta);
     let content = match kind {
         EntryKind::Link => match e.read_link() {
