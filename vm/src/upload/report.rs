@@ -337,6 +337,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::indexing_slicing)]
     fn the_watch_changes_go_first_and_the_chain_stays_whole() {
         let mut r = report_with(3, 10);
         let chain = converge_format::chain::ChainReport {

@@ -138,7 +138,7 @@ pub fn parse(text: &[u8]) -> (Vec<Record>, Option<Broken>) {
     let mut prev = GENESIS;
     let mut rest = text;
     while !rest.is_empty() {
-        let at = records.len() as u64 + 1;
+        let at = (records.len() as u64).saturating_add(1);
         let Some(end) = rest.iter().position(|&b| b == b'\n') else {
             return (
                 records,

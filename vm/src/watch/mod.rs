@@ -355,7 +355,7 @@ impl Session {
         };
         let prev = self.records.last().map_or(GENESIS, |r| r.digest);
         let body = Body::new(
-            self.records.len() as u64 + 1,
+            (self.records.len() as u64).saturating_add(1),
             jiff::Timestamp::now().as_second(),
             serial,
             kind,

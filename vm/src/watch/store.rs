@@ -23,6 +23,10 @@ pub const HEAD: &str = "head";
 pub const BROKEN: &str = "history.broken";
 const DB_PREFIX: &str = "db-";
 
+/// What `watch/head` holds: `(length, "sha256:HEAD")`, or why it is not
+/// that.
+pub type HeadFile = Result<(u64, String), String>;
+
 /// The `watch/` directory of a state directory.
 #[derive(Debug)]
 pub struct Store {
@@ -104,7 +108,7 @@ impl Store {
 
     /// The head written after the last append: `(length, "sha256:...")`,
     /// `None` when there is none, an error text when it is not one.
-    pub fn read_head(&self) -> Result<Option<Result<(u64, String), String>>, String> {
+    pub fn read_head(&self) -> Result<Option<HeadFile>, String> {
         let Some(bytes) = self
             .dir
             .read(HEAD, 256)
