@@ -528,13 +528,15 @@ fn check_databases(records: &[Record], dbs: &BTreeMap<String, Loaded>) -> Option
                     why: format!("the entries database of `{}` is missing", printable(path)),
                 })
             }
-            Some(d) if *d != digest => return Some(Broken {
-                at,
-                why: format!(
+            Some(d) if *d != digest => {
+                return Some(Broken {
+                    at,
+                    why: format!(
                     "the entries database of `{}` is not the one the record names (it was edited)",
                     printable(path)
                 ),
-            }),
+                })
+            }
             Some(_) => {}
         }
     }
