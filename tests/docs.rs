@@ -102,3 +102,119 @@ fn every_test_security_md_cites_exists() {
         );
     }
 }
+
+/// The book stands alone: it never sends a reader to the project's
+/// specification files, which are not in the repository.
+#[test]
+fn the_book_cites_no_document_outside_it() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&docs).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            for outside in [
+                "LANGUAGE.md",
+                "ARCHITECTURE.md",
+                "THREATS.md",
+                "STYLE-ANCHORS.md",
+            ] {
+                if line.contains(outside) {
+                    found.push(format!("{}:{}: {line}", path.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// The nginx section's openssl commands (docs/operations.md) make a
+/// certificate the agent's TLS stack (rustls, webpki) accepts for the hub,
+/// and the self-signed certificate the section warns about is refused with
+/// `CaUsedAsEndEntity`.
+#[test]
+#[ignore = "needs openssl"]
+fn the_documented_hub_certificate_is_accepted_and_a_self_signed_one_refused() {
+    use std::sync::Arc;
+
+    use rustls::client::danger::ServerCertVerifier as _;
+    use rustls::client::WebPkiServerVerifier;
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+
+    converge::support::require_tool("openssl", "openssl");
+    let page = doc("operations.md");
+    let section = page
+        .split("### The hub's certificate must be signed by a CA")
+        .nth(1)
+        .expect("the section on the hub's certificate");
+    let script = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|s| s.split("```").next())
+        .expect("the openssl commands");
+    let dir = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("sh")
+        .args(["-e", "-c", script])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "the documented commands failed");
+
+    let verify = |ca: &str, server: &str| {
+        let ca = CertificateDer::from_pem_file(dir.path().join(ca)).unwrap();
+        let server = CertificateDer::from_pem_file(dir.path().join(server)).unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(ca).unwrap();
+        let verifier = WebPkiServerVerifier::builder_with_provider(
+            Arc::new(roots),
+            Arc::new(rustls::crypto::ring::default_provider()),
+        )
+        .build()
+        .unwrap();
+        verifier
+            .verify_server_cert(
+                &server,
+                &[],
+                &ServerName::try_from("policy.example.com").unwrap(),
+                &[],
+                UnixTime::now(),
+            )
+            .map(|_| ())
+            .map_err(|e| format!("{e:?}"))
+    };
+    assert_eq!(verify("hub-ca.pem", "policy.example.com.pem"), Ok(()));
+
+    // What the section warns against: one self-signed certificate as both
+    // the trust anchor and the server's.
+    let status = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+        ])
+        .args(["-keyout", "self.key", "-out", "self.pem", "-days", "30"])
+        .args([
+            "-subj",
+            "/CN=policy.example.com",
+            "-addext",
+            "subjectAltName=DNS:policy.example.com",
+        ])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let refused = verify("self.pem", "self.pem").unwrap_err();
+    assert!(refused.contains("CaUsedAsEndEntity"), "{refused}");
+}

@@ -1058,3 +1058,35 @@ fn a_link_in_place_of_the_metrics_directory_is_not_followed() {
         text(&out)
     );
 }
+
+/// "Converged" has one definition (docs/vm.md): the passes reached a fixed
+/// point. A run with a failed promise still converges, and the report and
+/// the metric say so alike (they used to disagree: `converged: true` in
+/// the report, `converge_run_converged 0`).
+#[test]
+fn a_failing_run_is_converged_in_the_report_and_the_metric_alike() {
+    let hub = Hub::start();
+    hub.publish_source(
+        "bundle site {\n  file \"/etc/blocker/x\" { content = \"x\\n\"; }\n  \
+         file \"/etc/ok\" { content = \"y\\n\"; }\n}\npolicy { site(); }\n",
+        100,
+        &[],
+    );
+    let host = hub.host("web-01");
+    // A file where the promise needs a directory: the promise fails.
+    std::fs::create_dir_all(host.root.join("etc")).unwrap();
+    std::fs::write(host.root.join("etc/blocker"), "not a directory\n").unwrap();
+    host.configure(&[], "");
+    let out = host.agent();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(host.state.join("reports/last.json")).unwrap())
+            .unwrap();
+    assert_eq!(report["summary"]["failed"], 1, "{report}");
+    assert_eq!(report["converged"], true, "{report}");
+    assert_eq!(metric(&host.metrics(), "converge_run_converged"), Some(1.0));
+    assert_eq!(
+        metric(&host.metrics(), "converge_promises{outcome=\"failed\"}"),
+        Some(1.0)
+    );
+}

@@ -7,6 +7,7 @@
 use converge_format::bundle::probe::{Probe, ProbeType};
 use converge_format::schema::{self, AttrType};
 
+use crate::diagnostic::with_article;
 use crate::ir::{CompareOp, Guard, Value};
 
 /// Fact values given on the command line.
@@ -56,8 +57,8 @@ impl HostFacts {
                 })?),
                 _ => {
                     return Err(format!(
-                        "`--facts {arg}`: `{full}` is a {}; --facts takes facts with one string or number value",
-                        spec.ty.describe()
+                        "`--facts {arg}`: `{full}` is {}; --facts takes facts with one string or number value",
+                        with_article(&spec.ty.describe())
                     ))
                 }
             };
@@ -164,8 +165,8 @@ fn probe_value(arg: &str, name: &str, value: &str, probes: &[Probe]) -> Result<V
             )),
         },
         _ => Err(format!(
-            "`--facts {arg}`: `facts.{name}` is a {}; --facts takes facts with one string, number or truth value",
-            probe.ty
+            "`--facts {arg}`: `facts.{name}` is {}; --facts takes facts with one string, number or truth value",
+            with_article(&probe.ty.to_string())
         )),
     }
 }

@@ -88,7 +88,10 @@ fn json_format_when_clean_is_an_empty_list() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(json, serde_json::json!({ "diagnostics": [] }));
+    assert_eq!(
+        json,
+        serde_json::json!({ "format": "converge-check/1", "diagnostics": [] })
+    );
 }
 
 #[test]
@@ -342,7 +345,10 @@ fn graph_prints_dot() {
         dot.contains("p0 -> p1 [style=bold, color=red, label=\"changed\"];"),
         "{dot}"
     );
-    assert!(dot.contains("p3 -> p4 [style=dotted];"), "{dot}");
+    assert!(
+        dot.contains("p3 -> p4 [style=dotted, label=\"contains\"];"),
+        "{dot}"
+    );
     assert!(dot.contains("p0 -> p4 [label=\"after\"];"), "{dot}");
     assert!(dot.trim_end().ends_with('}'));
 }

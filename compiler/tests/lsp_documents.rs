@@ -136,7 +136,7 @@ fn diagnostics_inside_a_yaml_file_and_a_template_follow_the_editor() {
     assert!(shown[0]["message"]
         .as_str()
         .unwrap()
-        .contains("expected int"));
+        .contains("expected an int"));
     client.change(&yaml, 3, SITES);
     assert_eq!(codes(&client.diagnostics(&yaml, 3)), vec![]);
 

@@ -1,6 +1,7 @@
-//! `policyc check [FILES...] [--format human|json|sarif] [--deny-warnings]`
+//! `policyc check [FILES...] [--format human|json|sarif] [--deny-warnings]
+//! [--sarif-root DIR]`
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
@@ -8,7 +9,9 @@ use clap::Args;
 use super::{fail, inputs, out, use_color, EXIT_ERRORS};
 use crate::check::{check, summary};
 use crate::diagnostic::Severity;
-use crate::render::{render_human, render_json, render_sarif, Format};
+use crate::render::{
+    render_human, render_json, render_sarif, render_sarif_failure, Format, SarifRoot,
+};
 
 /// How many diagnostics `--format human` draws before summarising the rest.
 const MAX_HUMAN_DIAGNOSTICS: usize = 200;
@@ -27,14 +30,36 @@ pub struct CheckArgs {
     #[arg(long)]
     deny_warnings: bool,
 
+    /// `--format sarif`: the directory file locations are relative to
+    /// (`%SRCROOT%`). Defaults to the top of the git work tree around the
+    /// current directory, else the current directory.
+    #[arg(long, value_name = "DIR")]
+    sarif_root: Option<PathBuf>,
+
     #[command(flatten)]
     tree: inputs::TreeArgs,
+}
+
+/// The SARIF root of this invocation, relative to the current directory.
+fn sarif_root(args: &CheckArgs) -> SarifRoot {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    SarifRoot::new(&cwd, args.sarif_root.as_deref().map(Path::new))
 }
 
 pub fn run(args: CheckArgs) -> ExitCode {
     let ws = match inputs::load(&args.files, &args.tree) {
         Ok(ws) => ws,
-        Err(err) => return fail(err),
+        Err(err) => {
+            // A dashboard reading the SARIF log must learn why it is
+            // empty: the error goes into the log as well as to stderr.
+            if args.format == Format::Sarif {
+                out(format!(
+                    "{}\n",
+                    render_sarif_failure(&err.to_string(), &sarif_root(&args))
+                ));
+            }
+            return fail(err);
+        }
     };
     let outcome = check(&ws);
     let db = &ws.db;
@@ -54,7 +79,10 @@ pub fn run(args: CheckArgs) -> ExitCode {
             out(format!("{}\n", summary(&outcome)));
         }
         Format::Json => out(format!("{}\n", render_json(db, &outcome.diagnostics))),
-        Format::Sarif => out(format!("{}\n", render_sarif(db, &outcome.diagnostics))),
+        Format::Sarif => out(format!(
+            "{}\n",
+            render_sarif(db, &outcome.diagnostics, &sarif_root(&args))
+        )),
     }
     let failing = outcome.count(Severity::Error) > 0
         || (args.deny_warnings && outcome.count(Severity::Warning) > 0);

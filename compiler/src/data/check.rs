@@ -6,7 +6,7 @@
 use converge_grammar::Span;
 
 use super::tree::{DataKind, DataValue, Entry};
-use crate::diagnostic::{Code, Diagnostic};
+use crate::diagnostic::{with_article, Code, Diagnostic};
 use crate::ir::Value;
 use crate::sema::types::{RecordType, Type};
 
@@ -204,9 +204,9 @@ impl Checker<'_> {
                         d = d.with_secondary(field.span, "declared here, without a default");
                     }
                     self.report(d.with_help(format!(
-                        "add the key `{}` with a {} value to this record, or give the field a default in the type",
+                        "add the key `{}` with {} value to this record, or give the field a default in the type",
                         field.name,
-                        field.ty.describe()
+                        field.ty.with_article()
                     )));
                 }
             }
@@ -329,8 +329,8 @@ impl Checker<'_> {
     fn mismatch(&mut self, data: &DataValue, ty: &Type, help: Option<String>) -> Option<Value> {
         let expected = match ty {
             Type::Any => "a string, int, bool, list or map".to_owned(),
-            Type::Record(r) => format!("{} (a map of its fields)", r.name),
-            other => other.describe(),
+            Type::Record(r) => format!("{} (a map of its fields)", with_article(&r.name)),
+            other => other.with_article(),
         };
         let found = data.kind.describe();
         let mut d = Diagnostic::new(
@@ -339,7 +339,7 @@ impl Checker<'_> {
             data.span,
             format!("expected {expected}"),
         );
-        d = d.with_help(help.unwrap_or_else(|| format!("write a {expected} here")));
+        d = d.with_help(help.unwrap_or_else(|| format!("write {expected} here")));
         self.report(d);
         None
     }

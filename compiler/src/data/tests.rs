@@ -245,7 +245,7 @@ fn a_wrong_type_deep_inside_is_reported_at_the_value() {
             "web:\n  server_name: x\n  port: \"80\"\n  backends: []\n",
             &ty
         ),
-        "3:9 E0704 expected int, found string \"80\""
+        "3:9 E0704 expected an int, found string \"80\""
     );
     assert_eq!(
         one(
@@ -253,7 +253,7 @@ fn a_wrong_type_deep_inside_is_reported_at_the_value() {
             "[web]\nserver_name = \"x\"\nbackends = [\"a\", 2]\n",
             &ty
         ),
-        "3:18 E0704 expected string, found int 2"
+        "3:18 E0704 expected a string, found int 2"
     );
     assert_eq!(
         one(
@@ -261,12 +261,12 @@ fn a_wrong_type_deep_inside_is_reported_at_the_value() {
             "{\"web\": {\"server_name\": \"x\",\n  \"backends\": [\"a\", [\"b\"]]}}",
             &ty
         ),
-        "2:21 E0704 expected string, found a list"
+        "2:21 E0704 expected a string, found a list"
     );
     // A record where a list stands.
     assert_eq!(
         one(Format::Json, "{\"web\": [1]}", &ty),
-        "1:9 E0704 expected Site (a map of its fields), found a list"
+        "1:9 E0704 expected a Site (a map of its fields), found a list"
     );
     // YAML 1.2: `yes` is a string, not a bool.
     assert_eq!(
@@ -275,7 +275,7 @@ fn a_wrong_type_deep_inside_is_reported_at_the_value() {
             "web:\n  server_name: x\n  tls: yes\n  backends: []\n",
             &ty
         ),
-        "3:8 E0704 expected bool, found string \"yes\""
+        "3:8 E0704 expected a bool, found string \"yes\""
     );
     // Floats are refused: there is no float type.
     assert_eq!(
@@ -284,7 +284,7 @@ fn a_wrong_type_deep_inside_is_reported_at_the_value() {
             "[web]\nserver_name = \"x\"\nport = 80.5\nbackends = []\n",
             &ty
         ),
-        "3:8 E0704 expected int, found float 80.5"
+        "3:8 E0704 expected an int, found float 80.5"
     );
     assert_eq!(
         one(Format::Yaml, "- 1.5\n", &Type::Any),
@@ -298,7 +298,7 @@ fn every_mistake_in_a_file_is_reported_in_one_pass() {
     assert_eq!(
         errors(Format::Yaml, yaml, &sites()),
         [
-            "2:16 E0704 expected string, found int 1",
+            "2:16 E0704 expected a string, found int 1",
             "6:3 E0703 `Site` has no field `porrt`",
             "4:1 E0702 `Site` needs `server_name` (string)",
         ]
@@ -380,7 +380,7 @@ fn modes_are_octal_strings_or_octal_integers() {
     );
     assert_eq!(
         one(Format::Toml, "m = [0o10000]", &ty.clone()).as_str(),
-        "1:1 E0704 expected list<mode>, found a map"
+        "1:1 E0704 expected a list<mode>, found a map"
     );
     assert_eq!(
         one(Format::Json, "[\"rw-r--r--\"]", &ty),
@@ -388,7 +388,7 @@ fn modes_are_octal_strings_or_octal_integers() {
     );
     assert_eq!(
         one(Format::Json, "[true]", &ty),
-        "1:2 E0704 expected mode, found bool true"
+        "1:2 E0704 expected a mode, found bool true"
     );
 }
 
@@ -471,17 +471,17 @@ fn positions_count_characters_after_non_ascii_text() {
     let yaml = "# café\nwéb:\n  server_name: \"ü\"\n  port: \"80\"\n  backends: []\n";
     assert_eq!(
         one(Format::Yaml, yaml, &sites()),
-        "4:9 E0704 expected int, found string \"80\""
+        "4:9 E0704 expected an int, found string \"80\""
     );
     let json = "{\"wéb\": {\"server_name\": \"ü\", \"port\": \"80\", \"backends\": []}}";
     assert_eq!(
         one(Format::Json, json, &sites()),
-        "1:38 E0704 expected int, found string \"80\""
+        "1:38 E0704 expected an int, found string \"80\""
     );
     let toml = "[\"wéb\"]\nserver_name = \"ü\"\nport = \"80\"\nbackends = []\n";
     assert_eq!(
         one(Format::Toml, toml, &sites()),
-        "3:8 E0704 expected int, found string \"80\""
+        "3:8 E0704 expected an int, found string \"80\""
     );
 }
 

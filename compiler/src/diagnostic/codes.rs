@@ -154,7 +154,7 @@ codes! {
     /// A bug in the compiler itself (an analysis failed).
     InternalError = "E0900", Error, "internal compiler error";
 
-    /// A `command` with neither `unless` nor `creates` runs on every pass.
+    /// A `command` with neither `unless` nor `creates` runs every time the agent runs.
     NonConvergentCommand = "W0001", Warning, "command is not convergent";
     /// A `let` nobody reads.
     UnusedLet = "W0002", Warning, "unused let";

@@ -47,6 +47,21 @@ pub struct Diagnostic {
     pub help: Option<String>,
 }
 
+/// `noun` with its indefinite article: "an int", "a string", "an `Endpoint`".
+/// The one place messages choose between "a" and "an": by the first letter
+/// (after any backtick), which is right for every type and word the
+/// compiler names.
+pub fn with_article(noun: &str) -> String {
+    let first = noun.trim_start_matches('`').chars().next();
+    let vowel =
+        first.is_some_and(|c| matches!(c.to_ascii_lowercase(), 'a' | 'e' | 'i' | 'o' | 'u'));
+    if vowel {
+        format!("an {noun}")
+    } else {
+        format!("a {noun}")
+    }
+}
+
 impl Diagnostic {
     /// A diagnostic with the code's own severity and a primary label.
     pub fn new(
@@ -124,4 +139,19 @@ pub fn sort(diagnostics: &mut [Diagnostic]) {
         let span = d.primary_span().unwrap_or_default();
         (span.file, span.start, std::cmp::Reverse(d.severity), d.code)
     });
+}
+
+#[cfg(test)]
+mod article_tests {
+    use super::with_article;
+
+    #[test]
+    fn vowels_take_an() {
+        assert_eq!(with_article("int"), "an int");
+        assert_eq!(with_article("any"), "an any");
+        assert_eq!(with_article("`Site`"), "a `Site`");
+        assert_eq!(with_article("`Item`"), "an `Item`");
+        assert_eq!(with_article("string"), "a string");
+        assert_eq!(with_article("list<int>"), "a list<int>");
+    }
 }

@@ -1,4 +1,5 @@
-//! `--format json`: `{"diagnostics": [...]}` with 1-based lines and columns.
+//! `--format json`: `{"format": "converge-check/1", "diagnostics": [...]}`
+//! with 1-based lines and columns (docs/schemas/converge-check-1.schema.json).
 
 use serde::Serialize;
 
@@ -6,8 +7,12 @@ use super::location::locate;
 use crate::diagnostic::Diagnostic;
 use crate::source::SourceDb;
 
+/// The `format` of `policyc check --format json`.
+pub const CHECK_FORMAT: &str = "converge-check/1";
+
 #[derive(Serialize)]
 struct Output<'a> {
+    format: &'static str,
     diagnostics: Vec<JsonDiagnostic<'a>>,
 }
 
@@ -34,6 +39,7 @@ struct JsonLabel<'a> {
 
 pub fn render_json(db: &SourceDb, diagnostics: &[Diagnostic]) -> String {
     let output = Output {
+        format: CHECK_FORMAT,
         diagnostics: diagnostics
             .iter()
             .map(|d| JsonDiagnostic {
@@ -62,5 +68,5 @@ pub fn render_json(db: &SourceDb, diagnostics: &[Diagnostic]) -> String {
             .collect(),
     };
     // Serializing plain structs of strings and integers cannot fail.
-    serde_json::to_string_pretty(&output).unwrap_or_else(|_| String::from("{\"diagnostics\":[]}"))
+    serde_json::to_string_pretty(&output).unwrap_or_default()
 }

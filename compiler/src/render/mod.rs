@@ -4,11 +4,14 @@
 mod human;
 mod json;
 mod location;
+pub mod rule_docs;
 mod sarif;
+pub mod sarif_paths;
 
 pub use human::render_human;
 pub use json::render_json;
-pub use sarif::render_sarif;
+pub use sarif::{render_sarif, render_sarif_failure};
+pub use sarif_paths::SarifRoot;
 
 /// Output format of `policyc check` and friends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -152,15 +152,24 @@ pub fn result_type(name: &str, args: &[Type]) -> Result<Type, String> {
     let list_arg = |i: usize| -> Result<Type, String> {
         match args.get(i) {
             Some(t) => list_of(t).ok_or_else(|| {
-                format!("argument {} must be a list, found {}", i + 1, t.describe())
+                format!(
+                    "argument {} must be a list, found {}",
+                    i + 1,
+                    t.with_article()
+                )
             }),
             None => Err(format!("argument {} is missing", i + 1)),
         }
     };
     let map_arg = |i: usize| -> Result<Type, String> {
         match args.get(i) {
-            Some(t) => map_of(t)
-                .ok_or_else(|| format!("argument {} must be a map, found {}", i + 1, t.describe())),
+            Some(t) => map_of(t).ok_or_else(|| {
+                format!(
+                    "argument {} must be a map, found {}",
+                    i + 1,
+                    t.with_article()
+                )
+            }),
             None => Err(format!("argument {} is missing", i + 1)),
         }
     };
@@ -195,7 +204,7 @@ pub fn result_type(name: &str, args: &[Type]) -> Result<Type, String> {
             Some(List(_) | Map(_) | Type::String | Any) => Ok(Int),
             Some(other) => Err(format!(
                 "argument 1 must be a list, a map or a string, found {}",
-                other.describe()
+                other.with_article()
             )),
             None => Err("argument 1 is missing".to_owned()),
         },
@@ -215,7 +224,7 @@ pub fn result_type(name: &str, args: &[Type]) -> Result<Type, String> {
             Some(Any) => Ok(Bool),
             Some(other) => Err(format!(
                 "argument 1 must be a list, a string or a map, found {}",
-                other.describe()
+                other.with_article()
             )),
             None => Err("argument 1 is missing".to_owned()),
         },

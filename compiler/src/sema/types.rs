@@ -64,6 +64,12 @@ pub struct FieldType {
 }
 
 impl Type {
+    /// [`describe`](Self::describe) with its indefinite article, for
+    /// messages: "an int", "a list<string>".
+    pub fn with_article(&self) -> String {
+        crate::diagnostic::with_article(&self.describe())
+    }
+
     pub fn describe(&self) -> String {
         match self {
             Type::String => "string".to_owned(),

@@ -124,8 +124,8 @@ impl Metrics {
         );
         gauge(
             "converge_run_converged",
-            "1 when the last run reached a fixed point without a failed promise.",
-            &[("", flag(self.ran && self.converged && self.failed == 0))],
+            "1 when the last run converged: a pass repaired nothing and set no new class (failed promises are counted in converge_promises).",
+            &[("", flag(self.ran && self.converged))],
         );
         gauge(
             "converge_run_duration_seconds",

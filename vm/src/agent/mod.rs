@@ -261,6 +261,7 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
             Err((code, message)) => (
                 Err((code, message.clone())),
                 json!({
+                    "format": report::FORMAT,
                     "agent": { "pull": pull_value, "stale": stale, "error": message },
                 }),
             ),
@@ -272,7 +273,10 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
             );
             (
                 Err((EXIT_NO_BUNDLE, message.clone())),
-                json!({ "agent": { "pull": pull_value, "stale": stale, "error": message } }),
+                json!({
+                    "format": report::FORMAT,
+                    "agent": { "pull": pull_value, "stale": stale, "error": message },
+                }),
             )
         }
     };

@@ -55,7 +55,7 @@ pub fn facts(args: FactsArgs) -> ExitCode {
                 };
                 map.insert(spec.name.to_owned(), value);
             }
-            let doc = serde_json::json!({ "facts": map, "classes": classes });
+            let doc = serde_json::json!({ "format": "converge-facts/1", "facts": map, "classes": classes });
             out(format!(
                 "{}\n",
                 serde_json::to_string_pretty(&doc).unwrap_or_default()

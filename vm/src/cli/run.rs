@@ -79,6 +79,16 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(v) => v,
         Err(e) => {
             eprintln!("refused {}: {e}", args.bundle.display());
+            // Whoever reads the JSON (stdout or `--report`) learns why
+            // there is no run, instead of finding nothing.
+            if args.report.is_some() || args.format == RunFormat::Json {
+                let reason = e.to_string();
+                let value = report::refused_json(&args.bundle.display().to_string(), &reason);
+                emit_json(
+                    &args,
+                    &serde_json::to_string_pretty(&value).unwrap_or_default(),
+                );
+            }
             return ExitCode::from(EXIT_REFUSED);
         }
     };
@@ -107,17 +117,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     // would be most of the VM's memory.
     if args.report.is_some() || args.format == RunFormat::Json {
         let text = serde_json::to_string_pretty(&report::json(&result)).unwrap_or_default();
-        if let Some(path) = &args.report {
-            if let Err(e) = write_report(path, &text) {
-                eprintln!(
-                    "error: cannot write the report to `{}`: {e}",
-                    path.display()
-                );
-            }
-        }
-        if args.format == RunFormat::Json {
-            out(format!("{text}\n"));
-        }
+        emit_json(&args, &text);
     }
     if args.format == RunFormat::Human {
         out(report::human(&result));
@@ -128,6 +128,22 @@ pub fn run(args: RunArgs) -> ExitCode {
         ExitCode::from(EXIT_FAILED)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// Writes a JSON report to `--report FILE` and, with `--format json`, to
+/// standard output.
+fn emit_json(args: &RunArgs, text: &str) {
+    if let Some(path) = &args.report {
+        if let Err(e) = write_report(path, text) {
+            eprintln!(
+                "error: cannot write the report to `{}`: {e}",
+                path.display()
+            );
+        }
+    }
+    if args.format == RunFormat::Json {
+        out(format!("{text}\n"));
     }
 }
 

@@ -100,6 +100,13 @@ pub struct RunReport {
     pub probes: Probes,
     pub classes: Vec<String>,
     pub passes: u32,
+    /// The one definition of "converged" (docs/vm.md, "How a run
+    /// works"): the passes reached a fixed point, one of them repairing
+    /// nothing and setting no new class. A failed promise does not keep a
+    /// run from converging: failures are counted apart (exit 1, the
+    /// report's `summary.failed`, `converge_promises{outcome="failed"}`).
+    /// The report's `converged` and the metric `converge_run_converged`
+    /// are both this field.
     pub converged: bool,
     pub dry_run: bool,
     pub duration_ms: u128,

@@ -30,6 +30,20 @@ fn outcome_word(o: &Outcome) -> &'static str {
     }
 }
 
+/// The `format` of every run report, real, dry or refused
+/// (docs/schemas/converge-run-1.schema.json).
+pub const FORMAT: &str = "converge-run/1";
+
+/// The report of a run that never started because the bundle was refused:
+/// which bundle, and why (the same reason the error line gives).
+pub fn refused_json(bundle: &str, reason: &str) -> Value {
+    json!({
+        "format": FORMAT,
+        "converged": false,
+        "refused": { "bundle": bundle, "reason": reason },
+    })
+}
+
 pub fn json(r: &RunReport) -> Value {
     let count = |w: &str| {
         r.promises
@@ -89,6 +103,7 @@ pub fn json(r: &RunReport) -> Value {
         })
         .collect();
     json!({
+        "format": FORMAT,
         "bundle": { "name": r.bundle_name, "serial": r.serial, "digest": r.digest },
         "host": {
             "hostname": r.facts.hostname,

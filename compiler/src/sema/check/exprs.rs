@@ -257,9 +257,9 @@ impl<'a> Checker<'a> {
                 self.push(Diagnostic::new(
                     Code::TypeMismatch,
                     format!(
-                        "`.{}` needs a record or a map, but this is a {}",
+                        "`.{}` needs a record or a map, but this is {}",
                         name.name,
-                        other.describe()
+                        other.with_article()
                     ),
                     name.span,
                     "no fields",
@@ -286,7 +286,7 @@ impl<'a> Checker<'a> {
                 self.push(
                     Diagnostic::new(
                         Code::TypeMismatch,
-                        format!("cannot index a {}", other.describe()),
+                        format!("cannot index {}", other.with_article()),
                         base.span,
                         "not a list or a map",
                     )

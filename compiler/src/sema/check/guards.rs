@@ -98,9 +98,9 @@ impl<'a> Checker<'a> {
             Some(t) => self.push(Diagnostic::new(
                 Code::TypeMismatch,
                 format!(
-                    "`{}` is a {}, not a class or a bool",
+                    "`{}` is {}, not a class or a bool",
                     name.name,
-                    t.describe()
+                    t.with_article()
                 ),
                 name.span,
                 "cannot guard with this",
@@ -123,7 +123,11 @@ impl<'a> Checker<'a> {
                 if !l.is_scalar() || !(l.accepts(&r) || r.accepts(&l)) {
                     self.push(Diagnostic::new(
                         Code::TypeMismatch,
-                        format!("cannot compare a {} with a {}", l.describe(), r.describe()),
+                        format!(
+                            "cannot compare {} with {}",
+                            l.with_article(),
+                            r.with_article()
+                        ),
                         lhs.span.to(rhs.span),
                         format!("`{}` needs two values of one type", op.as_str()),
                     ));
@@ -166,12 +170,12 @@ impl<'a> Checker<'a> {
                     Some(elem) => self.push(Diagnostic::new(
                         Code::TypeMismatch,
                         format!(
-                            "cannot look for a {} in a list of {}",
-                            l.describe(),
+                            "cannot look for {} in a list of {}",
+                            l.with_article(),
                             elem.describe()
                         ),
                         lhs.span,
-                        format!("a {}", l.describe()),
+                        l.with_article(),
                     )),
                     None => self.push(Diagnostic::new(
                         Code::TypeMismatch,

@@ -21,7 +21,7 @@ use converge_grammar::token::StrLit;
 use converge_grammar::Span;
 
 use super::Checker;
-use crate::diagnostic::{Code, Diagnostic};
+use crate::diagnostic::{with_article, Code, Diagnostic};
 use crate::sema::names::DefKind;
 use crate::sema::types::Type;
 use crate::suggest::did_you_mean;
@@ -54,7 +54,7 @@ impl<'a> Checker<'a> {
                 self.push(
                     Diagnostic::new(
                         Code::InvalidProbe,
-                        format!("a probe fact cannot be a {why}"),
+                        format!("a probe fact cannot be {}", with_article(&why)),
                         def.ty.span,
                         "not a type a probe's output is parsed as",
                     )
@@ -239,9 +239,9 @@ impl<'a> Checker<'a> {
                 Diagnostic::new(
                     Code::ProbeFactWhole,
                     format!(
-                        "`{}` is a {}: read one of its values",
+                        "`{}` is {}: read one of its values",
                         dotted(path),
-                        ty.describe()
+                        ty.with_article()
                     ),
                     span,
                     "a whole record or map",

@@ -220,7 +220,7 @@ impl<'a> Checker<'a> {
             self.push(
                 Diagnostic::new(
                     Code::NonConvergentCommand,
-                    format!("command `{}` runs on every pass", promiser_text(&p.promiser)),
+                    format!("command `{}` runs every time the agent runs", promiser_text(&p.promiser)),
                     p.kind.span.to(p.promiser.span),
                     "neither `unless` nor `creates` is set",
                 )

@@ -79,7 +79,7 @@ impl<'a> Checker<'a> {
                             self.push(
                                 Diagnostic::new(
                                     Code::TemplateType,
-                                    format!("cannot loop over a {}", other.describe()),
+                                    format!("cannot loop over {}", other.with_article()),
                                     iter.span,
                                     "not a list or a map",
                                 )
@@ -152,7 +152,7 @@ impl<'a> Checker<'a> {
             self.push(
                 Diagnostic::new(
                     Code::TemplateType,
-                    format!("cannot interpolate a {} into a string", ty.describe()),
+                    format!("cannot interpolate {} into a string", ty.with_article()),
                     expr.span,
                     "not a single value",
                 )

@@ -69,9 +69,9 @@ impl<'a> Checker<'a> {
                     self.push(Diagnostic::new(
                         Code::TypeMismatch,
                         format!(
-                            "expected one of {}, found a {}",
+                            "expected one of {}, found {}",
                             one_of(words),
-                            actual.describe()
+                            actual.with_article()
                         ),
                         expr.span,
                         format!("expected {}", one_of(words)),
@@ -239,7 +239,7 @@ impl<'a> Checker<'a> {
                 actual.describe()
             ),
             span,
-            format!("{what} must be a {}", expected.describe()),
+            format!("{what} must be {}", expected.with_article()),
         ));
     }
 
@@ -355,7 +355,7 @@ impl<'a> Checker<'a> {
                     t.describe()
                 ),
                 span,
-                format!("a {}", t.describe()),
+                t.with_article(),
             ));
         }
     }
