@@ -1288,7 +1288,8 @@ mod tests {
                 "on_kept",
                 "on_failed",
                 "comment",
-                "host"
+                "host",
+                "on_changed"
             ]
         );
         assert!(describes_state("mode") && !describes_state("after"));
