@@ -158,6 +158,16 @@ fn normalise(report: &mut Value, root: &Path) {
         }
     }
     report["host"]["arch"] = Value::from("<arch>");
+    // A watch record holds the time of its run: its digests differ on
+    // every run (their shape is checked by tests/watch.rs).
+    if let Some(chain) = report["watch"]["chain"].as_object_mut() {
+        if chain.get("length").and_then(Value::as_u64).unwrap_or(0) > 0 {
+            chain.insert("head".into(), Value::from("<head>"));
+            if let Some(tail) = chain.get_mut("tail").and_then(Value::as_array_mut) {
+                tail.iter_mut().for_each(|t| *t = Value::from("<body>"));
+            }
+        }
+    }
     let volatile = |c: &str| {
         ARCHITECTURES.contains(&c)
             || WEEKDAYS.contains(&c)

@@ -587,3 +587,37 @@ fn probe_facts_complete_hover_go_to_definition_and_rename() {
     assert_eq!(starts, [(0, 5), (1, 17), (4, 37)]);
     assert!(client.shutdown().success());
 }
+
+/// Hover on the attributes of a `watch` promise (issue 19): each one's
+/// type, default and doc string come from the schema.
+#[test]
+fn hover_on_watch_attributes() {
+    const POLICY: &str = "class intruded;\nbundle b {\n  watch \"/usr/local/bin\" {\n    recurse = true;\n    attributes = [content, mode];\n    on_changed = intruded;\n  }\n}\npolicy { b(); }\n";
+    let dir = tempfile::tempdir().unwrap();
+    let main = dir.path().join("main.policy");
+    std::fs::write(&main, POLICY).unwrap();
+    let mut client = Client::start();
+    client.initialize(dir.path());
+    let main_uri = client.open(&main, POLICY);
+    client.diagnostics(&main_uri, 1);
+    let hover = |client: &mut Client, line: u32, character: u32| {
+        let hover = client.request("textDocument/hover", at(&main_uri, line, character));
+        hover["contents"]["value"].as_str().unwrap().to_owned()
+    };
+    let text = hover(&mut client, 4, 6);
+    assert!(
+        text.contains("attributes: list<content | mode | owner | group | links | size | mtime>"),
+        "{text}"
+    );
+    assert!(
+        text.contains("default: [content, mode, owner, group]"),
+        "{text}"
+    );
+    assert!(text.contains("re-read on every run"), "{text}");
+    let text = hover(&mut client, 5, 6);
+    assert!(text.contains("on_changed: class"), "{text}");
+    assert!(text.contains("outcome `changed`"), "{text}");
+    let text = hover(&mut client, 2, 4);
+    assert!(text.contains("Change detection"), "{text}");
+    assert!(client.shutdown().success());
+}

@@ -14,6 +14,7 @@ pub mod bundle;
 pub mod chain;
 pub mod crosscheck;
 pub mod fetch_auth;
+pub mod globs;
 pub mod ids;
 pub mod inventory;
 pub mod paths;

@@ -58,6 +58,8 @@ pub enum DefaultValue {
     /// An enum value.
     Word(&'static str),
     EmptyList,
+    /// A list of enum values (`watch`'s `attributes`).
+    Words(&'static [&'static str]),
 }
 
 impl DefaultValue {
@@ -72,6 +74,7 @@ impl DefaultValue {
             DefaultValue::Duration(secs) => format!("{secs}s"),
             DefaultValue::Word(w) => (*w).to_owned(),
             DefaultValue::EmptyList => "[]".to_owned(),
+            DefaultValue::Words(words) => format!("[{}]", words.join(", ")),
         }
     }
 }
@@ -1011,6 +1014,43 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
         ],
         rules: &[Rule::Required("value")],
     },
+    // `watch` (issue 19, LANGUAGE.md section 15): ids 17 and 200-202.
+    PromiseType {
+        id: 17,
+        name: "watch",
+        promiser: PromiserKind::AbsolutePath,
+        doc: "Change detection: records the digest and metadata of a file or tree in the VM's state directory and reports every entry added, removed or modified since the last run (outcome `changed`); the history is a hash chain whose head is in every report (docs/change-detection.md).",
+        attrs: &[
+            attr(
+                120, "recurse",
+                AttrType::Bool,
+                DefaultValue::Bool(false),
+                "Watch every entry below the directory too (links are recorded as links, never followed; at most 1,000,000 entries and 256 levels).",
+            ),
+            attr(
+                200, "attributes",
+                AttrType::List(&AttrType::Enum(WATCH_ATTRIBUTES)),
+                DefaultValue::Words(WATCH_DEFAULT_ATTRIBUTES),
+                "What is compared: `content` (SHA-256, re-read on every run), `mode`, `owner`, `group`, `links` (hard-link count), `size`, `mtime`.",
+            ),
+            attr(
+                201, "exclude",
+                AttrType::List(&AttrType::String),
+                DefaultValue::EmptyList,
+                "Globs of entries left out (`*.log`, `cache/**`): one without `/` matches an entry's name at any depth, one with `/` its path below the watched directory; an excluded directory is not entered.",
+            ),
+            with_role(
+                attr(
+                    202, "on_changed",
+                    AttrType::Class,
+                    DefaultValue::Unmanaged,
+                    "A class defined for the rest of the run when the watch saw a change (outcome `changed`).",
+                ),
+                AttrRole::Relation,
+            ),
+        ],
+        rules: &[],
+    },
     // Neighbour watch (issue 19, item 3; docs/promise-types.md): type 18,
     // attributes 203-205.
     PromiseType {
@@ -1048,6 +1088,20 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
 /// The attribute of a `neighbours` promise the compiler fills from the
 /// inventory; a policy that sets it is refused.
 pub const NEIGHBOUR_KEYS_ATTR: &str = "report_keys";
+
+/// Outcome classes a bundle carries as attribute values (a word constant)
+/// rather than as fields of the promise: `on_repaired`, `on_kept` and
+/// `on_failed` are fields of every promise; `on_changed` belongs to
+/// `watch` alone (format 2.4).
+pub const CLASS_ATTRIBUTES: &[&str] = &["on_changed"];
+
+/// What a `watch` promise can compare (its `attributes`).
+pub const WATCH_ATTRIBUTES: &[&str] = &[
+    "content", "mode", "owner", "group", "links", "size", "mtime",
+];
+
+/// What a `watch` compares when `attributes` is not set.
+pub const WATCH_DEFAULT_ATTRIBUTES: &[&str] = &["content", "mode", "owner", "group"];
 
 /// A host fact the VM gathers (`sys.*`), known to the compiler by name and
 /// type (LANGUAGE.md section 3).
@@ -1271,7 +1325,8 @@ mod tests {
                 "on_failed",
                 "comment",
                 "host",
-                "report_keys"
+                "report_keys",
+                "on_changed"
             ]
         );
         assert!(describes_state("mode") && !describes_state("after"));

@@ -208,6 +208,11 @@ fn promise_type_row(t: &converge_format::schema::PromiseType) -> String {
 fn attribute_row(a: &converge_format::schema::AttrSpec) -> String {
     let role = match a.role {
         converge_format::schema::AttrRole::State => "state",
+        converge_format::schema::AttrRole::Relation
+            if converge_format::schema::CLASS_ATTRIBUTES.contains(&a.name) =>
+        {
+            "relation (a class name carried as a `word` attribute value)"
+        }
         converge_format::schema::AttrRole::Relation => {
             "relation (a promise field, never an attribute value)"
         }

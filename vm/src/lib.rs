@@ -31,3 +31,4 @@ pub mod run;
 pub mod secrets;
 pub mod state;
 pub mod upload;
+pub mod watch;

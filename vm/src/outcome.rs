@@ -10,6 +10,10 @@ pub enum Outcome {
     Repaired,
     Failed(String),
     Skipped(String),
+    /// A `watch` saw entries added, removed or modified since the last run
+    /// (LANGUAGE.md section 15). Not a failure and not a repair: nothing
+    /// was changed by the run, and it does not keep the passes going.
+    Changed,
 }
 
 /// One thing that was (or would be) changed.

@@ -84,6 +84,8 @@ pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
             finder.lines(members);
         } else if let Some((_, identity)) = PART_TYPES.iter().find(|(k, _)| *k == key.0) {
             finder.parts(identity, members);
+        } else if key.0 == "watch" && members.len() > 1 {
+            finder.watches(members);
         } else if members.len() > 1 {
             finder.attributes(members);
         }
@@ -212,6 +214,43 @@ impl<'p> Finder<'p> {
             }
             if classes.len() > 1 {
                 self.within(property, &classes, &mut budget);
+            }
+        }
+    }
+
+    /// Two `watch` promises on one path that can be active together: both
+    /// would keep the one database of that path (docs/change-detection.md),
+    /// each undoing the other's baseline, whatever their attributes.
+    fn watches(&mut self, members: &[usize]) {
+        let mut budget = MAX_PER_OBJECT;
+        for (n, &a) in members.iter().enumerate() {
+            for &b in members.iter().skip(n.saturating_add(1)) {
+                if budget == 0 {
+                    return;
+                }
+                let (Some(pa), Some(pb)) = (self.promise(a), self.promise(b)) else {
+                    continue;
+                };
+                let Some(witness) = self.both_active(a, b) else {
+                    continue;
+                };
+                if !self.reported.insert((pa.span, pb.span, "watch".to_owned())) {
+                    continue;
+                }
+                budget -= 1;
+                let mut d = Diagnostic::new(
+                    Code::Contradiction,
+                    format!("{} is watched by two promises", describe_object(pa)),
+                    pb.span,
+                    "second watch",
+                )
+                .with_secondary(pa.span, "first watch")
+                .with_note(witness_note(&witness, &self.atoms_of(a, b)));
+                d = add_chain(d, pa, "first");
+                d = add_chain(d, pb, "second");
+                self.diagnostics.push(d.with_help(
+                    "a path has one change database: merge the two into one `watch` (its `attributes` and `exclude` together), or make their guards exclusive",
+                ));
             }
         }
     }

@@ -133,8 +133,8 @@ pub fn edges(program: &Program) -> Vec<Edge> {
                     }
                 }
                 // The outcome classes, and a class a promise type sets by a
-                // rule of its own (`neighbours` `on_rewrite`).
-                name if matches!(name, "on_repaired" | "on_kept" | "on_failed")
+                // rule of its own (`neighbours` `on_rewrite`); `watch` carries `on_changed`.
+                name if matches!(name, "on_repaired" | "on_kept" | "on_failed" | "on_changed")
                     || converge_format::schema::promise_type(p.kind)
                         .and_then(|t| t.attr(name))
                         .is_some_and(|a| a.ty == converge_format::schema::AttrType::Class) =>

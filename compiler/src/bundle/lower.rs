@@ -557,7 +557,9 @@ impl Lowerer<'_> {
                 ));
                 continue;
             };
-            if spec.role == AttrRole::Relation {
+            if spec.role == AttrRole::Relation
+                && !schema::CLASS_ATTRIBUTES.contains(&attr.name.as_str())
+            {
                 // `after` and `notify` are the promise's edges; the outcome
                 // classes are fields of their own.
                 let slot = ["on_repaired", "on_kept", "on_failed"]
@@ -595,6 +597,20 @@ impl Lowerer<'_> {
                         Operand::List(List(items.iter().map(|i| self.item(i, &loops)).collect()))
                     }
                     other => Operand::List(List(vec![self.item(other, &loops)])),
+                },
+                (_, AttrType::Class) => match attr.value.as_str() {
+                    // `on_changed`: the class name as a word.
+                    Some(name) => {
+                        Operand::Item(Item::Const(self.constant(Constant::Word(name.to_owned()))))
+                    }
+                    None => {
+                        self.internal(format!(
+                            "`{}` does not name a class: {}",
+                            attr.name,
+                            attr.value.display()
+                        ));
+                        continue;
+                    }
                 },
                 _ => Operand::Item(self.item(&attr.value, &loops)),
             };

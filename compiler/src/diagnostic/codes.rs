@@ -246,6 +246,9 @@ codes! {
     /// `facts.NAME` read as a whole record or map: the VM reads probe
     /// facts a field or key at a time.
     ProbeFactWhole = "E0241", Error, "probe fact read whole";
+    /// A glob in a `watch` promise's `exclude` that is not one (an
+    /// unclosed `[` or `{`, an absolute path, empty).
+    InvalidGlob = "E0250", Error, "invalid glob";
     /// An inventory (`inventory.toml`, LANGUAGE.md section 16) that is not
     /// TOML.
     InventorySyntax = "E0801", Error, "malformed inventory";

@@ -846,6 +846,17 @@ impl Verifier<'_> {
                 },
                 Item::Code(_) => Err("`source` must be embedded".to_owned()),
             },
+            // An outcome class carried as an attribute value (`watch`'s
+            // `on_changed`): one constant word that names the class.
+            AttrType::Class if crate::schema::CLASS_ATTRIBUTES.contains(&name) => {
+                match single(value)? {
+                    Item::Const(c) => match self.constant(c)? {
+                        Constant::Word(w) if !w.is_empty() => Ok(()),
+                        _ => Err(format!("`{name}` does not name a class")),
+                    },
+                    Item::Code(_) => Err(format!("`{name}` must be known at compile time")),
+                }
+            }
             // A class a promise sets by its own rule (`on_rewrite`, format
             // 2.4): a constant name, like the `on_*` fields.
             AttrType::Class

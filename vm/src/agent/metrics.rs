@@ -28,6 +28,14 @@ pub struct Metrics {
     pub repaired: usize,
     pub failed: usize,
     pub skipped: usize,
+    /// `watch` promises that saw a change (outcome `changed`).
+    pub changed: usize,
+    /// Entries the `watch` promises reported changed.
+    pub watch_changed_entries: u64,
+    /// Records in the `watch` history after the run.
+    pub watch_history_length: u64,
+    /// Whether the run found the `watch` history broken.
+    pub watch_history_broken: bool,
     /// Whether a bundle ran at all.
     pub ran: bool,
     pub converged: bool,
@@ -95,9 +103,25 @@ impl Metrics {
                 ("{outcome=\"repaired\"}", self.repaired.to_string()),
                 ("{outcome=\"failed\"}", self.failed.to_string()),
                 ("{outcome=\"skipped\"}", self.skipped.to_string()),
+                ("{outcome=\"changed\"}", self.changed.to_string()),
             ],
         );
         let flag = |b: bool| u8::from(b).to_string();
+        gauge(
+            "converge_watch_changed_entries",
+            "Entries the watch promises of the last run reported added, removed or modified.",
+            &[("", self.watch_changed_entries.to_string())],
+        );
+        gauge(
+            "converge_watch_history_length",
+            "Records in the tamper-evident watch history after the last run.",
+            &[("", self.watch_history_length.to_string())],
+        );
+        gauge(
+            "converge_watch_history_broken",
+            "1 when the last run found the watch history or a database broken (and rebuilt it).",
+            &[("", flag(self.watch_history_broken))],
+        );
         gauge(
             "converge_run_converged",
             "1 when the last run converged: a pass repaired nothing and set no new class (failed promises are counted in converge_promises).",

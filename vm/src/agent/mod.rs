@@ -299,6 +299,10 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
             m.repaired = r.count(|o| matches!(o, Outcome::Repaired));
             m.failed = r.count(|o| matches!(o, Outcome::Failed(_)));
             m.skipped = r.count(|o| matches!(o, Outcome::Skipped(_)));
+            m.changed = r.count(|o| matches!(o, Outcome::Changed));
+            m.watch_changed_entries = r.watch.changed_entries;
+            m.watch_history_length = r.watch.chain.length;
+            m.watch_history_broken = r.watch.broken.is_some();
             m.owed_notifications = r.owed.len();
             m.serial = r.serial;
             m.duration_seconds = r.duration_ms as f64 / 1000.0;

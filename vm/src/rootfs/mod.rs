@@ -149,6 +149,11 @@ pub struct Meta {
     /// Last modification, in seconds since the epoch (how old apt's index
     /// is, for `update_cache_age`).
     pub mtime: i64,
+    /// The nanoseconds of the last modification (`watch` compares both).
+    pub mtime_nsec: u32,
+    /// The object's type in full: [`Kind::Other`] is a FIFO, a socket or
+    /// a device, which `watch` records by type without opening it.
+    pub file_type: rfs::FileType,
 }
 
 /// A root directory, and every operation relative to it.
@@ -538,6 +543,81 @@ impl RootFs {
         tree::walk_tree(top, path.trim_end_matches('/'), max_depth, visit)
     }
 
+    /// [`RootFs::walk_tree`] to read, not to change (`watch`): the
+    /// directory may be world-writable, and a directory or entry that
+    /// cannot be opened, listed or examined is handed to `unreadable` with
+    /// the reason, and the walk goes on without it.
+    pub fn walk_tree_to_read(
+        &self,
+        path: &str,
+        max_depth: Option<u32>,
+        visit: &mut dyn FnMut(&TreeEntry<'_>) -> Result<Visit, FsError>,
+        unreadable: &mut dyn FnMut(String, FsError) -> Result<(), FsError>,
+    ) -> Result<(), FsError> {
+        let comps = components(path)?;
+        let handle = self
+            .walk(path, &comps, None, Walk::Fresh)?
+            .ok_or_else(|| io(path, "open")(Errno::NOENT))?;
+        let top = rfs::openat(
+            &*handle,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(io(path, "open"))?;
+        tree::walk_tree_tolerant(
+            top,
+            path.trim_end_matches('/'),
+            max_depth,
+            visit,
+            unreadable,
+        )
+    }
+
+    /// Hands the object at `path` itself (not following a link) to
+    /// `visit`, as the walk hands each entry (depth 0); `None` when it
+    /// does not exist.
+    pub fn visit_object<T>(
+        &self,
+        path: &str,
+        visit: impl FnOnce(&TreeEntry<'_>) -> T,
+    ) -> Result<Option<T>, FsError> {
+        let comps = components(path)?;
+        let Some((name, dirs)) = comps.split_last() else {
+            // The root itself: its metadata through its own handle.
+            let st = rfs::statat(&self.root, ".", AtFlags::empty()).map_err(io(path, "stat"))?;
+            let parent =
+                rfs::openat(&self.root, ".", DIR_FLAGS, Mode::empty()).map_err(io(path, "open"))?;
+            return Ok(Some(visit(&TreeEntry::new(
+                &parent,
+                "",
+                b".",
+                meta(&st),
+                0,
+            ))));
+        };
+        let Some(dir) = self.walk(path, dirs, None, Walk::Fresh)? else {
+            return Ok(None);
+        };
+        let parent = format!("/{}", dirs.join("/"));
+        let parent = if dirs.is_empty() {
+            String::new()
+        } else {
+            parent
+        };
+        match rfs::statat(&*dir, *name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(visit(&TreeEntry::new(
+                &dir,
+                &parent,
+                name.as_bytes(),
+                meta(&st),
+                0,
+            )))),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(io(path, "stat")(e)),
+        }
+    }
+
     /// A handle on the directory at `path` itself, walked afresh, for a
     /// change in it (refused if it is world-writable).
     fn dir_to_change(&self, path: &str) -> Result<Rc<OwnedFd>, FsError> {
@@ -790,7 +870,17 @@ fn meta(st: &rfs::Stat) -> Meta {
         nlink: nlink(st),
         #[allow(clippy::useless_conversion, reason = "st_mtime is i32 on some targets")]
         mtime: i64::from(st.st_mtime),
+        mtime_nsec: u32::try_from(st.st_mtime_nsec).unwrap_or(0),
+        file_type,
     }
+}
+
+/// The metadata of an open file (`watch` compares it before and after
+/// reading the content).
+pub fn meta_of(fd: &OwnedFd, shown: &str) -> Result<Meta, FsError> {
+    rfs::fstat(fd)
+        .map(|st| meta(&st))
+        .map_err(io(shown, "stat"))
 }
 
 #[allow(

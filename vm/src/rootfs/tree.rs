@@ -45,10 +45,64 @@ pub struct TreeEntry<'a> {
     pub depth: u32,
 }
 
-impl TreeEntry<'_> {
+impl<'a> TreeEntry<'a> {
+    pub(super) fn new(
+        dir: &'a OwnedFd,
+        parent: &'a str,
+        name: &'a [u8],
+        meta: Meta,
+        depth: u32,
+    ) -> TreeEntry<'a> {
+        TreeEntry {
+            dir,
+            parent,
+            name,
+            meta,
+            depth,
+        }
+    }
+
     /// The entry's policy path, its name escaped (for reports).
     pub fn path(&self) -> String {
         format!("{}/{}", self.parent, escape_name(self.name))
+    }
+
+    /// The entry's name, raw (it need not be UTF-8).
+    pub fn name(&self) -> &[u8] {
+        self.name
+    }
+
+    /// Opens the entry to read its content (`watch`): only a regular file,
+    /// never through a link, never blocking (a FIFO swapped in since the
+    /// walk saw a file is opened without waiting for a writer, then
+    /// refused as [`FsError::NotAFile`] before a byte is read).
+    pub fn open_to_read(&self) -> Result<OwnedFd, FsError> {
+        let shown = || self.path();
+        if self.meta.kind != Kind::File {
+            return Err(FsError::NotAFile(shown()));
+        }
+        let fd = match rfs::openat(
+            self.dir,
+            self.name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::LOOP) => return Err(FsError::Symlink(shown())),
+            Err(e) => return Err(io(&shown(), "open")(e)),
+        };
+        let now = meta(&rfs::fstat(&fd).map_err(io(&shown(), "stat"))?);
+        if now.kind != Kind::File {
+            return Err(FsError::NotAFile(shown()));
+        }
+        Ok(fd)
+    }
+
+    /// The target of the entry, a link, as its raw bytes (never followed).
+    pub fn read_link(&self) -> Result<Vec<u8>, FsError> {
+        rfs::readlinkat(self.dir, self.name, Vec::new())
+            .map(|t| t.into_bytes())
+            .map_err(io(&self.path(), "read the link"))
     }
 
     /// Opens the entry itself for a metadata change: never a link (a link
@@ -135,7 +189,40 @@ pub(super) fn walk_tree(
     max_depth: Option<u32>,
     visit: &mut dyn FnMut(&TreeEntry<'_>) -> Result<Visit, FsError>,
 ) -> Result<(), FsError> {
-    let mut levels = vec![enter(shown.to_owned(), 0, top, max_depth, visit)?];
+    walk(top, shown, max_depth, visit, None)
+}
+
+/// [`walk_tree`] that hands a directory or entry it cannot open, list or
+/// examine to `unreadable` and goes on without it (`watch` records it).
+pub(super) fn walk_tree_tolerant(
+    top: OwnedFd,
+    shown: &str,
+    max_depth: Option<u32>,
+    visit: &mut dyn FnMut(&TreeEntry<'_>) -> Result<Visit, FsError>,
+    unreadable: &mut dyn FnMut(String, FsError) -> Result<(), FsError>,
+) -> Result<(), FsError> {
+    walk(top, shown, max_depth, visit, Some(unreadable))
+}
+
+/// What to do with an entry that cannot be read: stop the walk (`None`),
+/// or tell the caller and go on.
+type Unreadable<'u> = Option<&'u mut dyn FnMut(String, FsError) -> Result<(), FsError>>;
+
+fn walk(
+    top: OwnedFd,
+    shown: &str,
+    max_depth: Option<u32>,
+    visit: &mut dyn FnMut(&TreeEntry<'_>) -> Result<Visit, FsError>,
+    mut unreadable: Unreadable<'_>,
+) -> Result<(), FsError> {
+    let mut levels = vec![enter(
+        shown.to_owned(),
+        0,
+        top,
+        max_depth,
+        visit,
+        &mut unreadable,
+    )?];
     while let Some(level) = levels.last_mut() {
         let Some(fd) = level.fd.as_ref() else {
             return Err(io(shown, "walk (lost a directory handle of)")(Errno::BADF));
@@ -146,10 +233,16 @@ pub(super) fn walk_tree(
                 Ok(child) => child,
                 // Gone (or replaced by a link) since it was listed.
                 Err(Errno::NOENT | Errno::LOOP | Errno::NOTDIR) => continue,
-                Err(e) => return Err(io(&path, "open")(e)),
+                Err(e) => match unreadable.as_mut() {
+                    Some(tell) => {
+                        tell(path.clone(), io(&path, "open")(e))?;
+                        continue;
+                    }
+                    None => return Err(io(&path, "open")(e)),
+                },
             };
             let depth = level.depth.saturating_add(1);
-            let next = enter(path, depth, child, max_depth, visit)?;
+            let next = enter(path, depth, child, max_depth, visit, &mut unreadable)?;
             levels.push(next);
             if let Some(far) = levels
                 .len()
@@ -190,6 +283,7 @@ fn enter(
     fd: OwnedFd,
     max_depth: Option<u32>,
     visit: &mut dyn FnMut(&TreeEntry<'_>) -> Result<Visit, FsError>,
+    unreadable: &mut Unreadable<'_>,
 ) -> Result<Level, FsError> {
     let st = rfs::fstat(&fd).map_err(io(&path, "stat"))?;
     let (dev, ino) = identity(&st);
@@ -197,9 +291,24 @@ fn enter(
     let descend = max_depth.is_none_or(|max| child_depth < max);
     let mut pending = Vec::new();
     if max_depth.is_none_or(|max| child_depth <= max) {
-        let mut dir = rfs::Dir::read_from(&fd).map_err(io(&path, "list"))?;
-        while let Some(entry) = dir.read() {
-            let entry = entry.map_err(io(&path, "list"))?;
+        let listed = rfs::Dir::read_from(&fd).map_err(io(&path, "list"));
+        let mut dir = match (listed, unreadable.as_mut()) {
+            (Ok(dir), _) => Some(dir),
+            (Err(e), Some(tell)) => {
+                tell(path.clone(), e)?;
+                None
+            }
+            (Err(e), None) => return Err(e),
+        };
+        while let Some(entry) = dir.as_mut().and_then(|d| d.read()) {
+            let entry = match (entry.map_err(io(&path, "list")), unreadable.as_mut()) {
+                (Ok(entry), _) => entry,
+                (Err(e), Some(tell)) => {
+                    tell(path.clone(), e)?;
+                    break;
+                }
+                (Err(e), None) => return Err(e),
+            };
             let entry = entry.file_name().to_bytes();
             if entry == b"." || entry == b".." {
                 continue;
@@ -207,7 +316,16 @@ fn enter(
             let m = match rfs::statat(&fd, entry, AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) => meta(&st),
                 Err(Errno::NOENT) => continue,
-                Err(e) => return Err(io(&format!("{path}/{}", escape_name(entry)), "stat")(e)),
+                Err(e) => {
+                    let shown = format!("{path}/{}", escape_name(entry));
+                    match unreadable.as_mut() {
+                        Some(tell) => {
+                            tell(shown.clone(), io(&shown, "stat")(e))?;
+                            continue;
+                        }
+                        None => return Err(io(&shown, "stat")(e)),
+                    }
+                }
             };
             let then = visit(&TreeEntry {
                 dir: &fd,

@@ -121,6 +121,9 @@ pub struct RunReport {
     pub planned: Vec<PlannedCommand>,
     /// What `neighbours` promises found about each neighbour's history.
     pub neighbours: Vec<crate::neighbours::Entry>,
+    /// Change detection: the history's chain after the run, a break found
+    /// at its start, and this run's changes (`crate::watch`).
+    pub watch: crate::watch::WatchReport,
 }
 
 pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
@@ -148,6 +151,9 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         neighbours: Default::default(),
     };
     let mut ledger = owed::Ledger::load(opts.state.as_ref(), opts.dry_run)?;
+    // Change detection: the history is checked before any promise runs.
+    let mut watch = crate::watch::Session::open(opts.state.as_ref(), opts.dry_run);
+    let mut watches_run: HashSet<(usize, Vec<String>)> = HashSet::new();
     let mut planned: Vec<PlannedCommand> = Vec::new();
     // Probes run before classes are evaluated; under `--root` their
     // programs run chrooted into it, as commands do.
@@ -340,6 +346,13 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                     changes: Vec::new(),
                     output: None,
                 }
+            } else if inst.kind == "watch" && watches_run.contains(&key) {
+                // A watch reads its path once per run; later passes keep
+                // its first outcome (a second read would see no change).
+                continue;
+            } else if inst.kind == "watch" {
+                watches_run.insert(key.clone());
+                watch.apply(&fs, inst)
             } else if inst.kind == "command" && commands_run.contains(&key) {
                 // A command runs at most once per run; later passes keep
                 // its first outcome.
@@ -422,13 +435,21 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                     Outcome::Repaired => p.on_repaired,
                     Outcome::Kept => p.on_kept,
                     Outcome::Failed(_) => p.on_failed,
-                    Outcome::Skipped(_) => None,
+                    Outcome::Skipped(_) | Outcome::Changed => None,
                 };
                 if let Some(Constant::Word(c) | Constant::Str(c)) =
                     set.and_then(|c| body.constants.get(c as usize))
                 {
                     if !outcome_classes.contains(c) {
                         outcome_classes.push(c.clone());
+                    }
+                }
+                // `on_changed` is carried as an attribute value.
+                if applied.outcome == Outcome::Changed {
+                    if let Some(c) = inst.str("on_changed") {
+                        if !outcome_classes.iter().any(|o| o == c) {
+                            outcome_classes.push(c.to_owned());
+                        }
                     }
                 }
             }
@@ -469,6 +490,16 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             .map(|r| format!("{} {:?} ({})", r.kind, r.promiser, r.source))
             .collect()
     };
+    let watch = watch.finish(body.header.serial);
+    if let Some(e) = &watch.error {
+        // The run's record could not be written: what the watches saw is
+        // not recorded, so none of them may claim it was.
+        for r in results.iter_mut().filter(|r| r.kind == "watch") {
+            if !matches!(r.outcome, Outcome::Failed(_) | Outcome::Skipped(_)) {
+                r.outcome = Outcome::Failed(e.clone());
+            }
+        }
+    }
     Ok(RunReport {
         bundle_name: body.header.name.clone(),
         serial: body.header.serial,
@@ -486,6 +517,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         owed: ledger.owed().to_vec(),
         planned,
         neighbours: ctx.neighbours.take(),
+        watch,
     })
 }
 

@@ -26,6 +26,7 @@ fn outcome_word(o: &Outcome) -> &'static str {
         Outcome::Repaired => "repaired",
         Outcome::Failed(_) => "failed",
         Outcome::Skipped(_) => "skipped",
+        Outcome::Changed => "changed",
     }
 }
 
@@ -121,6 +122,7 @@ pub fn json(r: &RunReport) -> Value {
             "repaired": count("repaired"),
             "failed": count("failed"),
             "skipped": count("skipped"),
+            "changed": count("changed"),
             "unmanaged": r.unmanaged.len(),
             "owed_notifications": r.owed.len(),
         },
@@ -129,6 +131,14 @@ pub fn json(r: &RunReport) -> Value {
         "unmanaged": r.unmanaged,
         "owed_notifications": owed,
         "commands": commands,
+        "watch": {
+            "chain": r.watch.chain,
+            "broken": r.watch.broken,
+            "changed_entries": r.watch.changed_entries,
+            "changes": r.watch.changes,
+            "recorded": r.watch.recorded,
+            "error": r.watch.error,
+        },
     });
     // Only a run with `neighbours` promises says anything of neighbours.
     if !r.neighbours.is_empty() {
@@ -241,7 +251,26 @@ fn human_lines(r: &RunReport) -> Vec<(Line, String)> {
             Outcome::Skipped(reason) => {
                 out.push_str(&format!("skipped  {head}: {}\n", printable(reason)));
             }
+            Outcome::Changed => {
+                for c in &p.changes {
+                    let arrow = match (c.before.is_empty(), c.after.is_empty()) {
+                        (true, _) => printable(&c.after).into_owned(),
+                        (false, true) => printable(&c.before).into_owned(),
+                        _ => format!("{} -> {}", printable(&c.before), printable(&c.after)),
+                    };
+                    out.push_str(&format!(
+                        "CHANGED  {head}: {} {arrow}\n",
+                        printable(&c.what)
+                    ));
+                }
+            }
             Outcome::Kept => {}
+        }
+        // What a watch recorded or could not read.
+        if p.kind == "watch" {
+            for line in p.output.iter().flat_map(|o| o.lines()) {
+                out.push_str(&format!("watch    {head}: {}\n", printable(line)));
+            }
         }
         if p.kind == "report" {
             if let Some(message) = &p.output {
@@ -251,6 +280,18 @@ fn human_lines(r: &RunReport) -> Vec<(Line, String)> {
     }
     for path in &r.unmanaged {
         out.push_str(&format!("unmanaged {}\n", printable(path)));
+    }
+    if let Some(broken) = &r.watch.broken {
+        out.push_str(&format!("BROKEN   watch history: {}\n", printable(broken)));
+    }
+    if let Some(e) = &r.watch.error {
+        out.push_str(&format!("FAILED   watch history: {}\n", printable(e)));
+    }
+    if r.watch.chain.length > 0 {
+        out.push_str(&format!(
+            "watch history: {} records, head {}\n",
+            r.watch.chain.length, r.watch.chain.head
+        ));
     }
     // Every command a real run would run, with its argv (issue 17 item 8).
     for c in &r.planned {
@@ -287,8 +328,12 @@ fn human_lines(r: &RunReport) -> Vec<(Line, String)> {
     } else {
         format!(", {} notification(s) owed", r.owed.len())
     };
+    let changed = match count("changed") {
+        0 => String::new(),
+        n => format!(", {n} changed"),
+    };
     out.push_str(&format!(
-        "{}{} kept, {} repaired, {} failed, {} skipped{owed} in {} pass{}, {} ms\n",
+        "{}{} kept, {} repaired, {} failed, {} skipped{changed}{owed} in {} pass{}, {} ms\n",
         if r.dry_run { "dry run: " } else { "" },
         count("kept"),
         count("repaired"),

@@ -108,6 +108,38 @@ impl SubDir {
             .map_err(std::io::Error::other)
     }
 
+    /// Appends `bytes` to `file` (created with `mode` when missing, never
+    /// through a link) and syncs it: for append-only logs (the `watch`
+    /// history), where rewriting the whole file on every append would
+    /// cost its size each time.
+    pub fn append(&self, file: &str, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+        let fd = rfs::openat(
+            &self.fd,
+            file,
+            OFlags::WRONLY
+                | OFlags::APPEND
+                | OFlags::CREATE
+                | OFlags::NOFOLLOW
+                | OFlags::NONBLOCK
+                | OFlags::CLOEXEC,
+            Mode::from_bits_truncate(mode),
+        )?;
+        let st = rfs::fstat(&fd)?;
+        if rfs::FileType::from_raw_mode(st.st_mode) != rfs::FileType::RegularFile {
+            return Err(std::io::Error::other(format!(
+                "`{}` is not a regular file",
+                self.path(file).display()
+            )));
+        }
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let n = rustix::io::write(&fd, rest)?;
+            rest = rest.get(n..).unwrap_or_default();
+        }
+        rfs::fsync(&fd)?;
+        Ok(())
+    }
+
     /// Removes `file`; a file already gone is not an error.
     pub fn remove(&self, file: &str) -> std::io::Result<()> {
         match rfs::unlinkat(&self.fd, file, AtFlags::empty()) {

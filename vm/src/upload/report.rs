@@ -86,6 +86,10 @@ pub fn build(cycle: &Cycle<'_>) -> Report {
                     crate::neighbours::json(&r.neighbours),
                 );
             }
+            report.extensions.insert(
+                converge_format::chain::EXTENSION.to_owned(),
+                watch_extension(r),
+            );
             report.promises = promises(r);
             report.owed_notifications = r
                 .owed
@@ -133,6 +137,32 @@ pub fn build(cycle: &Cycle<'_>) -> Report {
     report
 }
 
+/// The `watch` extension: the history's [`ChainReport`] (what the
+/// collector and neighbour hosts check with `format::chain::check`) and
+/// this run's changes, their list bounded by the run
+/// (`crate::watch::bounds::MAX_REPORTED_CHANGES`) and cut first when the
+/// report is too large ([`cut`]).
+///
+/// [`ChainReport`]: converge_format::chain::ChainReport
+pub fn watch_extension(r: &RunReport) -> Value {
+    let mut value = serde_json::to_value(&r.watch.chain).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut value {
+        map.insert(
+            "changed_entries".into(),
+            Value::from(r.watch.changed_entries),
+        );
+        map.insert(
+            "changes".into(),
+            serde_json::to_value(&r.watch.changes).unwrap_or(Value::Null),
+        );
+        map.insert(
+            "broken".into(),
+            r.watch.broken.clone().map_or(Value::Null, Value::from),
+        );
+    }
+    value
+}
+
 fn summary(r: &RunReport) -> Summary {
     let count =
         |f: fn(&Outcome) -> bool| r.promises.iter().filter(|p| f(&p.outcome)).count() as u64;
@@ -157,6 +187,7 @@ fn promises(r: &RunReport) -> Vec<PromiseResult> {
                 Outcome::Repaired => ("repaired", None),
                 Outcome::Failed(e) => ("failed", Some(e.clone())),
                 Outcome::Skipped(e) => ("skipped", Some(e.clone())),
+                Outcome::Changed => ("changed", None),
             };
             Some(PromiseResult {
                 kind: p.kind.to_owned(),
@@ -207,6 +238,12 @@ pub fn cut(report: &mut Report, limit: usize) {
         return;
     }
     report.truncated = true;
+    // The watch changes go first (their count stays; the chain must stay
+    // whole: it is what others check).
+    if let Some(Value::Object(watch)) = report.extensions.get_mut(converge_format::chain::EXTENSION)
+    {
+        watch.insert("changes".into(), Value::Array(Vec::new()));
+    }
     for change in report
         .promises
         .iter_mut()
@@ -303,5 +340,36 @@ mod tests {
         assert_eq!(r.error.as_deref(), Some("nothing ran"));
         assert!(r.bundle.is_none());
         assert_eq!(r.started_at, "1970-01-01T00:00:00Z");
+    }
+
+    #[test]
+    #[allow(clippy::indexing_slicing)]
+    fn the_watch_changes_go_first_and_the_chain_stays_whole() {
+        let mut r = report_with(3, 10);
+        let chain = converge_format::chain::ChainReport {
+            length: 1,
+            head: "sha256:".to_owned() + &"ab".repeat(32),
+            tail: vec!["sha256:".to_owned() + &"cd".repeat(32)],
+        };
+        let mut ext = serde_json::to_value(&chain).unwrap();
+        let changes: Vec<Value> = (0..200)
+            .map(|i| serde_json::json!({ "path": format!("/srv/f{i}"), "what": "added", "before": "", "after": "x".repeat(100) }))
+            .collect();
+        ext["changes"] = Value::Array(changes);
+        r.extensions
+            .insert(converge_format::chain::EXTENSION.to_owned(), ext);
+        let limit = r.to_bytes().len() - 1000;
+        cut(&mut r, limit);
+        assert!(r.truncated);
+        let ext = &r.extensions[converge_format::chain::EXTENSION];
+        assert_eq!(ext["changes"], Value::Array(Vec::new()));
+        let kept: converge_format::chain::ChainReport =
+            serde_json::from_value(ext.clone()).unwrap();
+        assert_eq!(kept, chain);
+        assert_eq!(
+            r.promises.len(),
+            3,
+            "the promises stay when the changes were enough"
+        );
     }
 }

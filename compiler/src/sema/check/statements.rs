@@ -177,6 +177,11 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        if pt.name == "watch" {
+            if let Some(exclude) = attrs.iter().find(|a| a.name.name == "exclude") {
+                self.check_globs(exclude.value);
+            }
+        }
         if let Some(validate) = attrs.iter().find(|a| a.name.name == "validate") {
             self.check_validate(validate.value);
         }
@@ -242,6 +247,31 @@ impl<'a> Checker<'a> {
                 )
                 .with_help("`depth = 1` is the direct children of the directory; leave `depth` out for the whole tree"),
             );
+        }
+    }
+
+    /// Each glob of a `watch`'s `exclude` that is known now follows the
+    /// glob grammar the VM matches with (`converge_format::globs`).
+    fn check_globs(&mut self, value: &Expr) {
+        let ExprKind::List(items) = &value.kind else {
+            return;
+        };
+        for item in items {
+            let ExprKind::Str(lit) = &item.kind else {
+                continue;
+            };
+            let Some(glob) = lit.as_plain() else { continue };
+            if let Some(why) = converge_format::globs::glob_problem(&glob) {
+                self.push(
+                    Diagnostic::new(
+                        Code::InvalidGlob,
+                        format!("`{}` is not a valid glob: {why}", glob.escape_debug()),
+                        item.span,
+                        "invalid glob",
+                    )
+                    .with_help("`*.log` excludes a name at any depth, `cache/**` a path below the watched directory"),
+                );
+            }
         }
     }
 
