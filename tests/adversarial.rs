@@ -298,7 +298,8 @@ fcntl.ioctl(fd, 0x8004587D, struct.pack("I", 0))' "$ROOT" || { kill $vm; exit 98
         Some(&"first=1"),
         "{stdout}\n{stderr}\n{first_err}"
     );
-    let first = read("first.out");
+    // Failed promises are reported on standard error (docs/operations.md).
+    let first = read("first.out") + &read("first.err");
     assert!(first.contains("Input/output error"), "{first}");
     let (old, new) = lines
         .iter()

@@ -301,6 +301,11 @@ fn check_and_build_agree_on_every_case_and_every_ui_file() {
     );
     let mut files: Vec<PathBuf> = cases().iter().map(|c| c.join("site.policy")).collect();
     policy_files(&repo_root().join("tests/ui"), &mut files);
+    // A policy using secrets builds only with the builder's identity and
+    // an inventory of enrolled hosts (docs/secrets.md), which `check`
+    // needs neither of: tests/secrets_compile.rs builds those.
+    let secrets = repo_root().join("tests/ui/secrets");
+    files.retain(|f| !f.starts_with(&secrets));
     let mut checked_errors = 0;
     for file in files {
         let check = Command::new(binary("policyc"))

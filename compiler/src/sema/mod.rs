@@ -9,8 +9,8 @@ pub mod functions;
 pub mod inventory;
 pub mod let_order;
 pub mod names;
-pub mod secrets;
 pub mod neighbours;
+pub mod secrets;
 pub mod symbols;
 pub mod types;
 
