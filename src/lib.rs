@@ -25,6 +25,7 @@ pub fn binary(name: &str) -> PathBuf {
     dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
 }
 
+pub mod collector;
 pub mod http;
 pub mod sockets;
 pub mod support;

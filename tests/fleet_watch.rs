@@ -11,11 +11,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use converge::binary;
+use converge::collector::Collector;
 use converge::http::serve_dir;
 use serde_json::Value;
 
@@ -28,57 +28,12 @@ fn text(out: &Output) -> String {
     )
 }
 
-/// A `converge-collector serve` on a loopback port, killed when dropped.
-struct Collector {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Collector {
-    fn start(inventory: &Path) -> Collector {
-        let dir = tempfile::tempdir().unwrap();
-        let mut child = Command::new(binary("converge-collector"))
-            .arg("serve")
-            .arg("--inventory")
-            .arg(inventory)
-            .arg("--database")
-            .arg(format!("sqlite://{}", dir.path().join("c.db").display()))
-            .args(["--listen", "127.0.0.1:0"])
-            .current_dir(dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("converge-collector: listening on ")
-            .unwrap_or_else(|| panic!("the collector did not start: {line:?}"))
-            .to_owned();
-        Collector {
-            child,
-            url,
-            _dir: dir,
-        }
-    }
-
-    fn tampered(&self) -> Value {
-        let mut answer = ureq::get(format!("{}/api/v1/tampered", self.url))
-            .call()
-            .unwrap();
-        serde_json::from_str(&answer.body_mut().read_to_string().unwrap()).unwrap()
-    }
-}
-
-impl Drop for Collector {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The collector's tampered-hosts view.
+fn tampered(collector: &Collector) -> Value {
+    let mut answer = ureq::get(format!("{}/api/v1/tampered", collector.url))
+        .call()
+        .unwrap();
+    serde_json::from_str(&answer.body_mut().read_to_string().unwrap()).unwrap()
 }
 
 const POLICY: &str = "\
@@ -235,7 +190,7 @@ fn changes_rewrites_and_truncations_are_seen_by_the_host_the_collector_and_its_n
     let out = a.agent();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(verdict(&a.last(), "host-b"), "extends");
-    assert_eq!(collector.tampered()["hosts"], Value::Array(vec![]));
+    assert_eq!(tampered(&collector)["hosts"], Value::Array(vec![]));
     assert!(!a.root.join("etc/neighbour-alarm").exists());
 
     // An intruder edits host-b's history: host-b reports the break and
@@ -251,7 +206,7 @@ fn changes_rewrites_and_truncations_are_seen_by_the_host_the_collector_and_its_n
     // The rebuilt history keeps only the records before the edit and a
     // break record: shorter than, or diverging from, what was seen.
     let alarms = ["rewritten", "backwards"];
-    let flagged = collector.tampered();
+    let flagged = tampered(&collector);
     assert_eq!(flagged["hosts"][0]["name"], "host-b", "{flagged:#}");
     let said = flagged["hosts"][0]["verdict"].as_str().unwrap_or_default();
     assert!(alarms.contains(&said), "{flagged:#}");
@@ -279,7 +234,7 @@ fn changes_rewrites_and_truncations_are_seen_by_the_host_the_collector_and_its_n
     assert_ne!(out.status.code(), Some(0), "{}", text(&out));
     let error = outcome(&b.last(), "watch").to_string();
     assert!(error.contains("history broken"), "{error}");
-    let flagged = collector.tampered();
+    let flagged = tampered(&collector);
     assert_eq!(flagged["hosts"][0]["name"], "host-b", "{flagged:#}");
     drop(hub);
 }

@@ -14,11 +14,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::Write as _;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use converge::binary;
+use converge::collector::Collector;
 use converge::http::{respond, Scripted};
 use converge_format::chain::{format_digest, link, ChainReport, EXTENSION, GENESIS};
 use converge_format::inventory::{host_entry, parse_report_key, Inventory};
@@ -77,44 +78,13 @@ fn report(host: &str, sequence: u64, history: Option<&[u8]>) -> Report {
     }
 }
 
-/// A `converge-collector serve` on a loopback port, killed when dropped.
-struct Collector {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
+/// What these tests do with a collector.
+trait Client {
+    fn post(&self, report: &Report, key: &SigningKey);
+    fn json(&self, path: &str) -> Value;
 }
 
-impl Collector {
-    fn start(inventory: &Path) -> Collector {
-        let dir = tempfile::tempdir().unwrap();
-        let mut child = Command::new(binary("converge-collector"))
-            .arg("serve")
-            .arg("--inventory")
-            .arg(inventory)
-            .arg("--database")
-            .arg(format!("sqlite://{}", dir.path().join("c.db").display()))
-            .args(["--listen", "127.0.0.1:0"])
-            .current_dir(dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("converge-collector: listening on ")
-            .unwrap_or_else(|| panic!("the collector did not start: {line:?}"))
-            .to_owned();
-        Collector {
-            child,
-            url,
-            _dir: dir,
-        }
-    }
-
+impl Client for Collector {
     fn post(&self, report: &Report, key: &SigningKey) {
         let body = serde_json::to_vec(&SignedReport::sign(report, key)).unwrap();
         let answer = ureq::post(format!("{}/api/v1/reports", self.url))
@@ -127,13 +97,6 @@ impl Collector {
     fn json(&self, path: &str) -> Value {
         let mut answer = ureq::get(format!("{}{path}", self.url)).call().unwrap();
         serde_json::from_str(&answer.body_mut().read_to_string().unwrap()).unwrap()
-    }
-}
-
-impl Drop for Collector {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
