@@ -367,9 +367,10 @@ fn every_documented_exit_code_is_what_policyc_returns() {
                 "http://127.0.0.1:1".into(),
             ],
         ),
+        // keygen creates a missing directory (0700), but not below a file.
         (
             exit::CANT_CREATE,
-            vec!["keygen".into(), "--out".into(), d("no/such/dir/key")],
+            vec!["keygen".into(), "--out".into(), d("clean.policy/keys/key")],
         ),
         (exit::IO_ERROR, vec!["lsp".into()]),
         // `curl` here is a stand-in that answers HTML (tests/fleet_cli.rs
