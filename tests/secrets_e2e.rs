@@ -438,9 +438,11 @@ const BENCH_FILES: usize = 100;
 #[test]
 #[ignore = "input generator for bench/secrets_run.sh (SECRETS_BENCH_DIR)"]
 fn bench_inputs() {
-    let out = PathBuf::from(
-        std::env::var_os("SECRETS_BENCH_DIR").expect("SECRETS_BENCH_DIR: where to write"),
-    );
+    // Run by the suite too (`--include-ignored`): then into a temporary
+    // directory, so the generator itself stays tested.
+    let scratch = tempfile::tempdir().unwrap();
+    let out = std::env::var_os("SECRETS_BENCH_DIR")
+        .map_or_else(|| scratch.path().to_path_buf(), PathBuf::from);
     let root = out.join("root");
     std::fs::create_dir_all(root.join("etc")).unwrap();
     let state = converge_vm::state::StateDir::open(&root.join("var/lib/converge")).unwrap();

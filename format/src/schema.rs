@@ -1325,8 +1325,8 @@ mod tests {
                 "on_failed",
                 "comment",
                 "host",
-                "report_keys",
-                "on_changed"
+                "on_changed",
+                "report_keys"
             ]
         );
         assert!(describes_state("mode") && !describes_state("after"));

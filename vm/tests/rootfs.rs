@@ -535,6 +535,21 @@ const MAY_TOUCH_FILES: &[(&str, &str)] = &[
     ),
     // The one place that starts a process (argv, no shell, timeouts).
     ("backend/process.rs", "starts every command"),
+    // `policyvm bootstrap`: the operator's own configuration, named on its
+    // command line or by the packaging (agent.toml, the trust directory,
+    // the --trust key file) and the timer's link, which `systemctl enable`
+    // would make on the host. Not yet through rootfs under --root: see the
+    // session 6 note.
+    ("cli/bootstrap/mod.rs", "reads the existing agent.toml"),
+    (
+        "cli/bootstrap/files.rs",
+        "writes agent.toml and the trust directory",
+    ),
+    ("cli/bootstrap/hub_key.rs", "reads the --trust key file"),
+    (
+        "cli/bootstrap/timer.rs",
+        "links the agent's timer into timers.target.wants",
+    ),
 ];
 
 /// Issue 14 item 2: `facts.rs` read `ROOT/etc/hostname` with `std::fs`,
