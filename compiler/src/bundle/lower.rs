@@ -776,6 +776,7 @@ mod tests {
                     name: name.into(),
                     value,
                     span,
+                    default: None,
                 })
                 .collect(),
             guard: Arc::new(Guard::Const(true)),

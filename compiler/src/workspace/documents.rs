@@ -78,6 +78,7 @@ fn stmts(stmts: &[Stmt], out: &mut Vec<DocumentRequest>) {
     for stmt in stmts {
         match stmt {
             Stmt::Promise(p) => attrs(&p.attrs, out),
+            Stmt::Defaults(d) => attrs(&d.attrs, out),
             Stmt::When(w) => self::stmts(&w.body, out),
             Stmt::For(f) => self::stmts(&f.body, out),
             Stmt::Call(_) | Stmt::Error(_) => {}
@@ -312,6 +313,7 @@ impl<'m> Walker<'m, '_> {
                     self.expr(&p.promiser);
                     self.attrs(&p.attrs);
                 }
+                Stmt::Defaults(d) => self.attrs(&d.attrs),
                 Stmt::When(w) => self.stmts(&w.body),
                 Stmt::For(f) => {
                     self.expr(&f.list);
