@@ -351,6 +351,7 @@ impl<'a> Checker<'a> {
 
 /// Which defaults a promise takes: the one rule, shared by the checker and
 /// the language server's hover ([`applied`]).
+#[derive(Debug)]
 pub struct Taker<'n> {
     pt: &'n PromiseType,
     taken: HashSet<&'n str>,
