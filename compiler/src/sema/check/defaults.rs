@@ -328,7 +328,7 @@ impl<'a> Checker<'a> {
                 "not at the top of a bundle",
             )
             .with_help("move this block before the bundle's first promise, call, `when` or `for`")
-            .with_note("defaults apply to every promise of their bundle (LANGUAGE.md section 17); inside `when`, `for` or the `policy` block they have no bundle to apply to"),
+            .with_note("defaults apply to every promise of their bundle; inside `when`, `for` or the `policy` block they have no bundle to apply to"),
         );
         self.loose_values(block);
     }
