@@ -513,7 +513,10 @@ policy {{ web(); }}"#
         assert_eq!(outcome(&run, changed), &Outcome::Repaired, "{run:?}");
         assert_eq!(outcome(&run, "cvgbundle"), &Outcome::Repaired, "{run:?}");
         let after = pid(r, "cvgbundle").expect("running after the restart");
-        assert_ne!(after, before, "a change to {changed} did not restart the service");
+        assert_ne!(
+            after, before,
+            "a change to {changed} did not restart the service"
+        );
         let again = converge(&policy(a, b), r, false);
         assert_eq!(repaired(&again), 0, "{again:?}");
         assert_eq!(pid(r, "cvgbundle"), Some(after));

@@ -347,7 +347,10 @@ fn defaults_blocks_untyped_and_typed() {
     };
     assert!(all.kind.is_none());
     assert_eq!(all.attrs.len(), 2);
-    assert_eq!(&src[all.head().start as usize..all.head().end as usize], "defaults");
+    assert_eq!(
+        &src[all.head().start as usize..all.head().end as usize],
+        "defaults"
+    );
     let Stmt::Defaults(files) = &body[1] else {
         panic!("{:?}", body[1])
     };
@@ -384,9 +387,15 @@ fn a_block_after_another_word_is_a_syntax_error() {
     let src = "bundle b { file { mode = 0o644; } }";
     let errs = errors(src);
     assert_eq!(errs.len(), 1, "{errs:?}");
-    assert_eq!(&src[errs[0].span.start as usize..errs[0].span.end as usize], "{");
+    assert_eq!(
+        &src[errs[0].span.start as usize..errs[0].span.end as usize],
+        "{"
+    );
     let SyntaxErrorKind::UnexpectedToken { expected, .. } = &errs[0].kind else {
         panic!("{errs:?}")
     };
-    assert!(expected.iter().any(|e| e.contains("string")), "{expected:?}");
+    assert!(
+        expected.iter().any(|e| e.contains("string")),
+        "{expected:?}"
+    );
 }

@@ -7,8 +7,8 @@
 //! grammar needs them to give back the same tree.
 
 use converge_grammar::ast::{
-    Arg, AttrStmt, Call, Defaults, Expr, ExprKind, FactDef, FactSource, FieldDef, For, Param, Promise, Stmt,
-    TypeExpr, When,
+    Arg, AttrStmt, Call, Defaults, Expr, ExprKind, FactDef, FactSource, FieldDef, For, Param,
+    Promise, Stmt, TypeExpr, When,
 };
 use converge_grammar::Span;
 

@@ -57,10 +57,15 @@ fn taken_defaults(analysis: &Analysis, file: FileId, kind_span: Span) -> String 
             if seen.contains(&name) {
                 continue;
             }
-            let body = analysis.ws.modules.iter().flat_map(|m| &m.items).find_map(|i| match i {
-                Item::Body(b) if b.name.name == name => Some(b),
-                _ => None,
-            });
+            let body = analysis
+                .ws
+                .modules
+                .iter()
+                .flat_map(|m| &m.items)
+                .find_map(|i| match i {
+                    Item::Body(b) if b.name.name == name => Some(b),
+                    _ => None,
+                });
             seen.push(name);
             for a in body.map(|b| b.attrs.as_slice()).unwrap_or_default() {
                 match a {

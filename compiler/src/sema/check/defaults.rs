@@ -51,7 +51,11 @@ impl<'a> Checker<'a> {
     /// Checks the `defaults` blocks at the top of `bundle` and records them
     /// as the bundle's defaults (and the current ones). Returns how many
     /// statements they are: the checker reads the rest as the body.
-    pub(super) fn check_bundle_defaults(&mut self, bundle: &'a BundleDef, scope: &Scope<'a>) -> usize {
+    pub(super) fn check_bundle_defaults(
+        &mut self,
+        bundle: &'a BundleDef,
+        scope: &Scope<'a>,
+    ) -> usize {
         let leading = bundle
             .body
             .iter()
@@ -179,7 +183,10 @@ impl<'a> Checker<'a> {
             let (span, message) = match a.via {
                 None => (
                     a.name.span,
-                    format!("`{}` promises have no attribute `{}` to default", pt.name, a.name.name),
+                    format!(
+                        "`{}` promises have no attribute `{}` to default",
+                        pt.name, a.name.name
+                    ),
                 ),
                 Some(use_span) => (
                     use_span,
@@ -253,12 +260,17 @@ impl<'a> Checker<'a> {
                 .collect();
             d = match did_you_mean(&a.name.name, candidates.iter().copied()) {
                 Some(s) => d.with_help(format!("did you mean `{s}`?")),
-                None => d.with_help("remove it, or write `defaults TYPE { ... }` for the promise type you mean"),
+                None => d.with_help(
+                    "remove it, or write `defaults TYPE { ... }` for the promise type you mean",
+                ),
             };
             d = if used.is_empty() {
                 d.with_note("the bundle makes no promises of its own")
             } else {
-                d.with_note(format!("the bundle's promises are of type {}", one_of(&used)))
+                d.with_note(format!(
+                    "the bundle's promises are of type {}",
+                    one_of(&used)
+                ))
             };
             self.push(d);
             self.value_type_or_word(a.value, &Vec::new());
@@ -297,7 +309,10 @@ impl<'a> Checker<'a> {
         let names: Vec<&str> = schema::PROMISE_TYPES.iter().map(|t| t.name).collect();
         let mut d = Diagnostic::new(
             Code::DefaultsUnknownType,
-            format!("`defaults {}`: there is no promise type `{}`", kind.name, kind.name),
+            format!(
+                "`defaults {}`: there is no promise type `{}`",
+                kind.name, kind.name
+            ),
             kind.span,
             "not a promise type",
         );
@@ -456,7 +471,10 @@ impl DefaultsLabel for Diagnostic {
         for a in attrs.iter().filter(|a| a.default.is_some()) {
             self = self.with_secondary(
                 promise,
-                format!("this promise takes `{}` from its bundle's defaults", a.name.name),
+                format!(
+                    "this promise takes `{}` from its bundle's defaults",
+                    a.name.name
+                ),
             );
         }
         self

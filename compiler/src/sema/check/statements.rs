@@ -6,12 +6,12 @@ use converge_grammar::ast::{AttrStmt, Call, Expr, ExprKind, Promise, Stmt};
 use converge_grammar::token::StrPart;
 use converge_grammar::Span;
 
+use super::defaults::DefaultsLabel;
 use super::*;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::sema::names::DefKind;
 use crate::sema::types::Type;
 use crate::suggest::{did_you_mean, one_of};
-use super::defaults::DefaultsLabel;
 
 impl<'a> Checker<'a> {
     pub fn check_stmts(&mut self, stmts: &'a [Stmt], scope: &mut Scope<'a>) {
