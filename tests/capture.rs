@@ -183,7 +183,8 @@ fn install_deb(root: &Path, name: &str, version: &str) {
         ),
     )
     .unwrap();
-    let deb = tree.path().join("p.deb");
+    let debs = tempfile::tempdir().unwrap();
+    let deb = debs.path().join(format!("{name}.deb"));
     run_ok(
         Command::new("dpkg-deb")
             .args(["--root-owner-group", "--build"])
@@ -225,6 +226,7 @@ fn build(case: &Case, root: &Path, work: &Path) -> Option<PathBuf> {
                 std::os::unix::fs::symlink(w(2), &p).unwrap();
             }
             "fifo" => {
+                std::fs::create_dir_all(inside(root, w(1)).parent().unwrap()).unwrap();
                 run_ok(
                     Command::new("mkfifo").arg(inside(root, w(1))),
                     "mkfifo",
