@@ -23,6 +23,7 @@
 //! deb cvg-tool 1.2-3              # a package built and installed with dpkg --root (needs root)
 //! unit web enabled                # a systemd unit file; enabled with systemctl --root (needs systemctl)
 //! out file                        # --out names a regular file (or: out none, to give no --out)
+//! outfile files/srv "x"           # a file already in --out before the capture
 //! expect exit 66
 //! expect stdout "text"            # (or: expect stderr "text", expect no-stdout "text")
 //! ```
@@ -271,6 +272,11 @@ fn build(case: &Case, root: &Path, work: &Path) -> Option<PathBuf> {
                         "systemctl enable",
                     );
                 }
+            }
+            "outfile" => {
+                let p = work.join("site").join(w(1));
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, w(2)).unwrap();
             }
             "out" => match w(1) {
                 "none" => out = None,
