@@ -228,10 +228,7 @@ fn build(case: &Case, root: &Path, work: &Path) -> Option<PathBuf> {
             }
             "fifo" => {
                 std::fs::create_dir_all(inside(root, w(1)).parent().unwrap()).unwrap();
-                run_ok(
-                    Command::new("mkfifo").arg(inside(root, w(1))),
-                    "mkfifo",
-                );
+                run_ok(Command::new("mkfifo").arg(inside(root, w(1))), "mkfifo");
             }
             "chown" => {
                 std::os::unix::fs::lchown(
@@ -311,7 +308,11 @@ fn round_trip(policy_text: &str, site: &Path, root: &Path, what: &str) -> serde_
     let policy = site.join("captured.policy");
     std::fs::write(&policy, policy_text).unwrap();
     let policyc = || Command::new(binary("policyc"));
-    let fmt = policyc().args(["fmt", "--check"]).arg(&policy).output().unwrap();
+    let fmt = policyc()
+        .args(["fmt", "--check"])
+        .arg(&policy)
+        .output()
+        .unwrap();
     assert!(
         fmt.status.success(),
         "{what}: the capture is not in policyc fmt's layout:\n{}\n--- policy\n{policy_text}",
@@ -393,21 +394,41 @@ fn run_case(case: &Case) {
     let stdout = String::from_utf8_lossy(&captured.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&captured.stderr).into_owned();
     for want in case.expect("stdout") {
-        assert!(stdout.contains(&want), "{what}: no {want:?} in\n{}", text(&captured));
+        assert!(
+            stdout.contains(&want),
+            "{what}: no {want:?} in\n{}",
+            text(&captured)
+        );
     }
     for unwanted in case.expect("no-stdout") {
-        assert!(!stdout.contains(&unwanted), "{what}: {unwanted:?} in\n{}", text(&captured));
+        assert!(
+            !stdout.contains(&unwanted),
+            "{what}: {unwanted:?} in\n{}",
+            text(&captured)
+        );
     }
     for want in case.expect("stderr") {
-        assert!(stderr.contains(&want), "{what}: no {want:?} in\n{}", text(&captured));
+        assert!(
+            stderr.contains(&want),
+            "{what}: no {want:?} in\n{}",
+            text(&captured)
+        );
     }
     let code: i32 = case
         .expect("exit")
         .first()
         .map_or(0, |c| c.parse().unwrap());
-    assert_eq!(captured.status.code(), Some(code), "{what}:\n{}", text(&captured));
+    assert_eq!(
+        captured.status.code(),
+        Some(code),
+        "{what}:\n{}",
+        text(&captured)
+    );
     if code != 0 {
-        assert!(stdout.is_empty(), "{what}: a failed capture printed\n{stdout}");
+        assert!(
+            stdout.is_empty(),
+            "{what}: a failed capture printed\n{stdout}"
+        );
         assert!(stderr.starts_with("error: "), "{what}: {stderr}");
         if let (Some(out), Some(before)) = (out.as_deref(), before) {
             assert_eq!(listing(out), before, "{what}: --out was changed");
@@ -470,7 +491,15 @@ fn an_unknown_type_lists_the_valid_ones() {
     let out = capture(&["widget".into(), "x".into()], root.path(), None);
     assert_eq!(out.status.code(), Some(64), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    for kind in ["file", "directory", "link", "package", "service", "user", "group"] {
+    for kind in [
+        "file",
+        "directory",
+        "link",
+        "package",
+        "service",
+        "user",
+        "group",
+    ] {
         assert!(stderr.contains(kind), "{kind} not listed: {stderr}");
     }
     assert!(out.stdout.is_empty());
@@ -581,8 +610,7 @@ fn contents() -> impl Strategy<Value = Vec<u8>> {
 
 fn entry() -> impl Strategy<Value = Entry> {
     prop_oneof![
-        prop::sample::select(vec![0o755u32, 0o700, 0o750, 0o2775, 0o1755])
-            .prop_map(Entry::Dir),
+        prop::sample::select(vec![0o755u32, 0o700, 0o750, 0o2775, 0o1755]).prop_map(Entry::Dir),
         (
             prop::sample::select(vec![0o644u32, 0o600, 0o400, 0o755, 0o4755, 0o640]),
             contents()

@@ -39,7 +39,9 @@ fn user(
     with_passwords: bool,
 ) -> Result<Promise, CaptureError> {
     let u = db.user(name).ok_or_else(|| {
-        CaptureError::NotFound(format!("there is no user `{name}` in the root's /etc/passwd"))
+        CaptureError::NotFound(format!(
+            "there is no user `{name}` in the root's /etc/passwd"
+        ))
     })?;
     let mut p = Promise::new("user", name);
     p.set("uid", Value::Int(i64::from(u.uid)));
@@ -52,7 +54,10 @@ fn user(
         Some(g) => p.set("group", Value::Str(g.name.clone())),
         None => p.set("gid", Value::Int(i64::from(u.gid))),
     }
-    p.set("groups", Value::List(db.groups_of(name).into_iter().collect()));
+    p.set(
+        "groups",
+        Value::List(db.groups_of(name).into_iter().collect()),
+    );
     for (attr, path) in [("shell", &u.shell), ("home", &u.home)] {
         match crate::backend::check_path(attr, path) {
             Ok(()) => p.set(attr, Value::Str(path.clone())),

@@ -110,10 +110,8 @@ pub fn check(text: &str) -> Result<(), Unwritable> {
 /// before `%` and `#`.
 pub fn literal(text: &str) -> Result<String, Unwritable> {
     check(text)?;
-    let special = text.contains('\\')
-        || text.contains("${")
-        || text.contains("{%")
-        || text.contains("{#");
+    let special =
+        text.contains('\\') || text.contains("${") || text.contains("{%") || text.contains("{#");
     let raw_ok = !text.contains(['"', '\n', '\r', '\t']);
     if special && raw_ok {
         return Ok(format!("r\"{text}\""));
@@ -228,7 +226,10 @@ fn promise(out: &mut String, p: &Promise) -> Result<(), Unwritable> {
             // is broken, one element per line, each with a comma.
             Value::List(items)
                 if !items.is_empty()
-                    && column.saturating_add(text.chars().count()).saturating_add(1) > WIDTH =>
+                    && column
+                        .saturating_add(text.chars().count())
+                        .saturating_add(1)
+                        > WIDTH =>
             {
                 line.push_str("[\n");
                 for item in items {
@@ -271,7 +272,10 @@ mod tests {
             ("say \"$${x}\"", r#""say \"$\${x}\"""#),
             ("{% if %} {# c #} { x }", r#"r"{% if %} {# c #} { x }""#),
             (r"C:\dir", r#"r"C:\dir""#),
-            ("back\\slash \"and quote\"", r#""back\\slash \"and quote\"""#),
+            (
+                "back\\slash \"and quote\"",
+                r#""back\\slash \"and quote\"""#,
+            ),
             ("tag {%\nline", r#""tag \{%\nline""#),
             ("${x}\n", r#""\${x}\n""#),
             ("", r#""""#),
@@ -319,7 +323,10 @@ mod tests {
             text.contains("    groups = [\n      \"group-number-0\",\n"),
             "{text}"
         );
-        assert!(text.contains("      \"group-number-11\",\n    ];\n"), "{text}");
+        assert!(
+            text.contains("      \"group-number-11\",\n    ];\n"),
+            "{text}"
+        );
         // Exactly at the width it stays on one line: 4 + "groups = " + list + ";".
         let fits = "x".repeat(WIDTH - 4 - 9 - 1 - 4);
         let mut u = Promise::new("user", "carol");
