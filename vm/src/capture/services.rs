@@ -39,37 +39,48 @@ fn systemd_service(fs: &RootFs, name: &str) -> Result<Promise, CaptureError> {
         .map_err(CaptureError::Unreadable)?;
     let enabled =
         systemd::parse_enabled(&ran.stdout, &ran.stderr).map_err(CaptureError::Unreadable)?;
+    if enabled == Enablement::NotFound {
+        return Err(CaptureError::NotFound(format!(
+            "there is no systemd unit `{name}` in the root"
+        )));
+    }
+    // Under a root no systemd runs: only the host has a running state.
+    let running = if root.is_some() {
+        None
+    } else {
+        let active = process::run(&systemd::systemctl("is-active", name, None))
+            .map_err(CaptureError::Unreadable)?;
+        Some(
+            systemd::parse_active(&active.stdout)
+                .map_err(|e| CaptureError::Unreadable(format!("{e} {}", active.stderr.trim())))?,
+        )
+    };
+    Ok(systemd_promise(name, &enabled, running))
+}
+
+/// The promise of a systemd unit in this state; `running` is `None` under
+/// `--root`.
+fn systemd_promise(name: &str, enabled: &Enablement, running: Option<bool>) -> Promise {
     let mut p = Promise::new("service", name);
+    if let Some(running) = running {
+        p.set(
+            "state",
+            Value::Word(if running { "running" } else { "stopped" }),
+        );
+    }
     match enabled {
-        Enablement::NotFound => {
-            return Err(CaptureError::NotFound(format!(
-                "there is no systemd unit `{name}` in the root"
-            )))
-        }
         Enablement::Enabled => p.set("enabled", Value::Bool(true)),
         Enablement::Disabled => p.set("enabled", Value::Bool(false)),
         Enablement::Fixed(how) => p.note(format!(
             "enabled: not captured, the unit is {how} (enable and disable do not change it)"
         )),
         Enablement::Masked => p.note("enabled: not captured, the unit is masked"),
+        Enablement::NotFound => {}
     }
-    if root.is_some() {
+    if running.is_none() {
         p.note("state: not captured under --root (no systemd runs inside the root)");
-        return Ok(p);
     }
-    let active = process::run(&systemd::systemctl("is-active", name, None))
-        .map_err(CaptureError::Unreadable)?;
-    let running = systemd::parse_active(&active.stdout)
-        .map_err(|e| CaptureError::Unreadable(format!("{e} {}", active.stderr.trim())))?;
-    // `state` comes first, as people write it.
-    p.attrs.insert(
-        0,
-        (
-            "state",
-            Value::Word(if running { "running" } else { "stopped" }),
-        ),
-    );
-    Ok(p)
+    p
 }
 
 fn runit_service(fs: &RootFs, name: &str) -> Result<Promise, CaptureError> {
@@ -99,4 +110,41 @@ fn runit_service(fs: &RootFs, name: &str) -> Result<Promise, CaptureError> {
     }
     p.set("enabled", Value::Bool(enabled));
     Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::print;
+
+    fn text(p: Promise) -> String {
+        print::policy(&[], &[p]).unwrap_or_default()
+    }
+
+    #[test]
+    fn systemd_units_on_the_host_and_under_a_root() {
+        let on_host = text(systemd_promise("nginx", &Enablement::Enabled, Some(true)));
+        assert!(
+            on_host.contains("    state   = running;\n    enabled = true;\n  }"),
+            "{on_host}"
+        );
+        let stopped = text(systemd_promise("cron", &Enablement::Disabled, Some(false)));
+        assert!(stopped.contains("state   = stopped;"), "{stopped}");
+        assert!(stopped.contains("enabled = false;"), "{stopped}");
+        let in_root = text(systemd_promise("nginx", &Enablement::Enabled, None));
+        assert!(!in_root.contains("state ="), "{in_root}");
+        assert!(
+            in_root.contains("// state: not captured under --root"),
+            "{in_root}"
+        );
+        let fixed = text(systemd_promise(
+            "getty",
+            &Enablement::Fixed("static".into()),
+            Some(true),
+        ));
+        assert!(!fixed.contains("enabled ="), "{fixed}");
+        assert!(fixed.contains("the unit is static"), "{fixed}");
+        let masked = text(systemd_promise("x", &Enablement::Masked, Some(false)));
+        assert!(masked.contains("the unit is masked"), "{masked}");
+    }
 }
