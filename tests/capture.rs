@@ -587,20 +587,50 @@ enum Entry {
     Link(String),
 }
 
-/// Names with the characters a policy string must escape or quote.
+/// Pieces of text that strings and templates treat specially: quotes,
+/// backslashes, interpolation and tag openers (whole and cut), line ends,
+/// tabs, non-ASCII letters.
+const FRAGMENTS: &[&str] = &[
+    "a",
+    "Zz",
+    " ",
+    "\n",
+    "\t",
+    "\r\n",
+    "\"",
+    "\\",
+    "$",
+    "${x}",
+    "${",
+    "{",
+    "}",
+    "{%",
+    "%}",
+    "{% if x %}",
+    "{#",
+    "#}",
+    "{# c #}",
+    "$${y}",
+    "ü",
+    "✓",
+    "%",
+    "#",
+];
+
+fn fragments(max: usize) -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(FRAGMENTS), 0..max).prop_map(|f| f.concat())
+}
+
+/// Names with the characters a policy string must escape or quote (after a
+/// letter, so never `.`, `..` or a VM temporary).
 fn name() -> impl Strategy<Value = String> {
-    prop_oneof![
-        "[a-z]{1,6}",
-        "[a-z]{1,3}[ \"\\\\$\\{%#\n\t]{1,3}[a-z]{0,3}",
-        "[äöü✓]{1,3}",
-    ]
-    .prop_filter("not a VM temporary", |n| !n.starts_with(".converge-tmp"))
+    fragments(6).prop_map(|f| format!("n{f}"))
 }
 
 fn contents() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         // Text, with what templates and strings treat specially.
-        "[a-z \n\t\"\\\\${}%#]{0,40}".prop_map(String::into_bytes),
+        fragments(24).prop_map(String::into_bytes),
         // Binary.
         prop::collection::vec(any::<u8>(), 0..64),
         // Text above the inline bound.
@@ -616,7 +646,9 @@ fn entry() -> impl Strategy<Value = Entry> {
             contents()
         )
             .prop_map(|(m, c)| Entry::File(m, c)),
-        "[a-z./ ]{1,12}".prop_map(Entry::Link),
+        fragments(6)
+            .prop_map(|f| format!("../t{f}"))
+            .prop_map(Entry::Link),
     ]
 }
 
@@ -655,7 +687,7 @@ fn make_tree(root: &Path, spec: &[(usize, String, Entry)]) -> Vec<String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     /// Random trees (text and binary files, modes with set-id and sticky
     /// bits, nested directories, links, names with quotes, backslashes,
