@@ -86,8 +86,16 @@ fn systemd_promise(name: &str, enabled: &Enablement, running: Option<bool>) -> P
 fn runit_service(fs: &RootFs, name: &str) -> Result<Promise, CaptureError> {
     let link = format!("{DEFAULT_SERVICE_DIR}/{name}");
     let definition = format!("{}/{name}", runit::DEFAULT_SERVICE_SRC);
-    let enabled = fs.lstat(&link)?.is_some();
-    if !enabled && fs.lstat(&definition)?.is_none() {
+    // As the runit backend reads them (the run would fail the same way).
+    let look = |path: &str| {
+        fs.lstat(path).map_err(|e| {
+            CaptureError::Unreadable(format!(
+                "runit service `{name}` (the service manager of this root): {e}"
+            ))
+        })
+    };
+    let enabled = look(&link)?.is_some();
+    if !enabled && look(&definition)?.is_none() {
         return Err(CaptureError::NotFound(format!(
             "there is no runit service `{name}` in the root (neither `{link}` nor `{definition}`)"
         )));
