@@ -96,8 +96,19 @@ pub fn capture(args: CaptureArgs) -> ExitCode {
             }
         }
     }
+    // The tools (`dpkg-query --root`, `systemctl --root`, `sv`) are given
+    // the root as an absolute path, whatever the working directory.
+    let root = match std::path::absolute(&args.root) {
+        Ok(r) => r,
+        Err(e) => {
+            return fail(
+                NO_INPUT,
+                format!("cannot use the root `{}`: {e}", args.root.display()),
+            )
+        }
+    };
     let opts = Options {
-        root: args.root.clone(),
+        root: root.clone(),
         recurse: args.recurse,
         with_passwords: args.with_passwords,
     };
@@ -108,7 +119,7 @@ pub fn capture(args: CaptureArgs) -> ExitCode {
             return fail(NO_INPUT, e)
         }
     };
-    let text = match print::policy(&capture::header(&args.root), &captured.promises) {
+    let text = match print::policy(&capture::header(&root), &captured.promises) {
         Ok(t) => t,
         Err(why) => return fail(NO_INPUT, format!("cannot print the capture: {why}")),
     };
