@@ -25,7 +25,8 @@
 //! out file                        # --out names a regular file (or: out none, to give no --out)
 //! outfile files/srv "x"           # a file already in --out before the capture
 //! expect exit 66
-//! expect stdout "text"            # (or: expect stderr "text", expect no-stdout "text")
+//! expect stdout "text"            # (or: expect stderr "text", expect no-stdout "text",
+//!                                 # expect once "text": exactly once in standard output)
 //! ```
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -404,6 +405,14 @@ fn run_case(case: &Case) {
         assert!(
             !stdout.contains(&unwanted),
             "{what}: {unwanted:?} in\n{}",
+            text(&captured)
+        );
+    }
+    for once in case.expect("once") {
+        assert_eq!(
+            stdout.matches(&once).count(),
+            1,
+            "{what}: {once:?} not exactly once in\n{}",
             text(&captured)
         );
     }

@@ -123,6 +123,14 @@ pub fn capture(kind: Kind, names: &[String], opts: &Options) -> Result<Captured,
             opts.root.display()
         ))
     })?;
+    // A name given twice is captured once, where it first appears.
+    let mut seen = std::collections::HashSet::new();
+    let names: Vec<String> = names
+        .iter()
+        .filter(|n| seen.insert(n.as_str()))
+        .cloned()
+        .collect();
+    let names = names.as_slice();
     let mut out = Captured::default();
     match kind {
         Kind::File | Kind::Directory | Kind::Link => {
