@@ -13,6 +13,7 @@ mod fmt;
 mod inputs;
 mod program;
 mod publish;
+mod rollout;
 mod secret;
 
 use std::process::ExitCode;
