@@ -462,7 +462,7 @@ fn wrong_rollouts_are_refused_with_what_to_do() {
     refused(None, &["--promote", "50%"], "no rollout is in progress");
     refused(None, &["--halt"], "no rollout to halt");
     refused(Some(2), &["--rollout", "150%"], "0% to 100%");
-    refused(Some(2), &["--rollout", "-1%"], "0% to 100%");
+    refused(Some(2), &["--rollout=-1%"], "0% to 100%");
     refused(Some(2), &["--rollout", "half"], "a percentage (`5%`)");
     refused(
         Some(2),
