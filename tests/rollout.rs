@@ -476,6 +476,10 @@ fn wrong_rollouts_are_refused_with_what_to_do() {
     );
     refused(Some(2), &["--rollout", "groups=canary"], "needs the inventory");
     refused(None, &["--promote", "50%", "--serial", "9"], "cannot be used with");
+    // More names than a host reads in a stamp (64 KiB).
+    let many: Vec<String> = (0..3000).map(|i| format!("a-rather-long-host-name-{i:04}")).collect();
+    let many = format!("hosts={}", many.join(","));
+    refused(Some(2), &["--rollout", &many], "over the 65536 bytes hosts read");
     hub.published(Some(2), &["--rollout", "10%"]);
     refused(Some(3), &["--rollout", "5%"], "is in progress");
     refused(None, &["--promote", "5%"], "would narrow");

@@ -25,7 +25,7 @@ use converge_format::bundle::keys::{encode_key_file, PublicKey, PUBLIC_TAG};
 use converge_format::bundle::{open, open_unsigned, Verified};
 use converge_format::inventory::Inventory;
 use converge_format::stamp::rollout::{Rollout, Who};
-use converge_format::stamp::{time::format_utc, Stamp};
+use converge_format::stamp::{time::format_utc, Stamp, MAX_STAMP_LEN};
 
 #[derive(Debug, Args)]
 pub struct PublishArgs {
@@ -121,9 +121,21 @@ struct Signer {
 }
 
 impl Signer {
-    /// The stamp file for `stamp`, signed with this key.
-    fn sign(&self, stamp: &Stamp) -> String {
-        stamp.encode(&self.key.signing.sign(&stamp.signing_digest()).to_bytes())
+    /// The stamp file for `stamp`, signed with this key; refused when it
+    /// is longer than hosts read (a rollout to very many named hosts).
+    fn sign(&self, stamp: &Stamp) -> Result<String, ExitCode> {
+        let text = stamp.encode(&self.key.signing.sign(&stamp.signing_digest()).to_bytes());
+        if text.len() > MAX_STAMP_LEN {
+            return Err(fail_with(
+                exit::USAGE,
+                format!(
+                    "the stamp would be {} bytes, over the {MAX_STAMP_LEN} bytes hosts read: \
+                     name fewer hosts, or roll out to a percentage",
+                    text.len()
+                ),
+            ));
+        }
+        Ok(text)
     }
 
     /// A stamp for `bundle` published now.
@@ -317,7 +329,7 @@ fn publish(
     files.add(dir.bundle(), built.bytes.clone());
     signer.key_file(&dir.dir, &mut files);
     let stamp = signer.stamp(&verified, rollout);
-    let stamp_text = signer.sign(&stamp);
+    let stamp_text = signer.sign(&stamp)?;
     if stamp.rollout.is_some() {
         files.add(dir.record(), stamp_text.clone());
     }
@@ -373,7 +385,7 @@ fn promote(
     );
     let mut files = Files::default();
     signer.key_file(&dir.dir, &mut files);
-    files.add(dir.stamp(), signer.sign(&stamp));
+    files.add(dir.stamp(), signer.sign(&stamp)?);
     files.write()?;
     Ok(match &stamp.rollout {
         Some(r) => format!(
@@ -431,7 +443,7 @@ fn halt(
     files.add(dir.release(serial), bytes.clone());
     files.add(dir.bundle(), bytes);
     signer.key_file(&dir.dir, &mut files);
-    files.add(dir.stamp(), signer.sign(&stamp));
+    files.add(dir.stamp(), signer.sign(&stamp)?);
     files.write()?;
     Ok(format!(
         "halted the rollout of serial {} of {:?}: every host goes to serial {serial}, serial {}'s \
