@@ -95,8 +95,7 @@ impl Hub {
         if let Some(serial) = serial {
             let file = self.work.path().join("site.policy");
             std::fs::write(&file, policy(serial)).unwrap();
-            cmd.arg(&file)
-                .args(["--serial", &serial.to_string()]);
+            cmd.arg(&file).args(["--serial", &serial.to_string()]);
         }
         cmd.arg("--key")
             .arg(self.work.path().join("keys/hub.key"))
@@ -215,8 +214,7 @@ fn cycle(hosts: &[Host], failing: &str) -> Vec<Ran> {
                             );
                             Ran {
                                 serial: serial.unwrap_or_else(|| panic!("{report:#}")),
-                                selected: report["agent"]["pull"]["rollout"]["selected"]
-                                    .as_bool(),
+                                selected: report["agent"]["pull"]["rollout"]["selected"].as_bool(),
                                 motd: h.motd(),
                             }
                         })
@@ -224,19 +222,21 @@ fn cycle(hosts: &[Host], failing: &str) -> Vec<Ran> {
                 })
             })
             .collect();
-        chunks
-            .into_iter()
-            .flat_map(|c| c.join().unwrap())
-            .collect()
+        chunks.into_iter().flat_map(|c| c.join().unwrap()).collect()
     })
 }
 
 /// The problems of `value` against the schema `docs/schemas/FILE`.
 fn schema_problems(file: &str, value: &Value) -> Vec<String> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schemas").join(file);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/schemas")
+        .join(file);
     let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let validator = jsonschema::draft202012::options().build(&schema).unwrap();
-    validator.iter_errors(value).map(|e| e.to_string()).collect()
+    validator
+        .iter_errors(value)
+        .map(|e| e.to_string())
+        .collect()
 }
 
 fn fleet_rollout(collector: &str, json: bool) -> String {
@@ -295,13 +295,22 @@ fn five_percent_then_everyone_then_halt_over_forty_sandbox_hosts() {
 
     // Serial 3 to 5%: exactly the canaries take it, the same ones again.
     let said = hub.published(Some(3), &["--rollout", "5%"]);
-    assert!(said.contains("rollout to 5%, the other hosts stay on serial 1"), "{said}");
+    assert!(
+        said.contains("rollout to 5%, the other hosts stay on serial 1"),
+        "{said}"
+    );
     let stamp = hub.stamp();
     assert!(stamp.starts_with("converge-stamp 2\n"), "{stamp}");
-    assert!(stamp.contains("\nserial 3\n") && stamp.contains("\nprevious 1\n"), "{stamp}");
+    assert!(
+        stamp.contains("\nserial 3\n") && stamp.contains("\nprevious 1\n"),
+        "{stamp}"
+    );
     assert!(stamp.contains("\nrollout 5%\n"), "{stamp}");
     for serial in [1, 3] {
-        assert!(hub.pubdir.join(format!("site.bundles/{serial}.bundle")).is_file());
+        assert!(hub
+            .pubdir
+            .join(format!("site.bundles/{serial}.bundle"))
+            .is_file());
     }
     let expected: Vec<Ran> = hosts
         .iter()
@@ -315,10 +324,18 @@ fn five_percent_then_everyone_then_halt_over_forty_sandbox_hosts() {
         })
         .collect();
     assert_eq!(cycle(&hosts, failing), expected);
-    assert_eq!(cycle(&hosts, failing), expected, "the same hosts on a re-run");
+    assert_eq!(
+        cycle(&hosts, failing),
+        expected,
+        "the same hosts on a re-run"
+    );
     for h in &hosts {
         let rollout = &h.report()["agent"]["pull"]["rollout"];
-        assert_eq!(rollout["bucket"].as_u64(), Some(bucket(3, &h.name)), "{rollout}");
+        assert_eq!(
+            rollout["bucket"].as_u64(),
+            Some(bucket(3, &h.name)),
+            "{rollout}"
+        );
         assert_eq!(rollout["previous_serial"], 1);
         assert_eq!(rollout["new_serial"], 3);
     }
@@ -329,7 +346,14 @@ fn five_percent_then_everyone_then_halt_over_forty_sandbox_hosts() {
         assert!(problems.is_empty(), "{}: {problems:?}", h.name);
     }
     let out = Command::new(binary("policyc"))
-        .args(["fleet", "host", canaries[1], "--format", "json", "--collector"])
+        .args([
+            "fleet",
+            "host",
+            canaries[1],
+            "--format",
+            "json",
+            "--collector",
+        ])
         .arg(&collector.url)
         .output()
         .unwrap();
@@ -374,7 +398,10 @@ fn five_percent_then_everyone_then_halt_over_forty_sandbox_hosts() {
         )),
         "{table}"
     );
-    assert!(table.contains(&format!("{failing}  3       failed")), "{table}");
+    assert!(
+        table.contains(&format!("{failing}  3       failed")),
+        "{table}"
+    );
 
     // --promote 100%: a plain stamp for serial 3, everyone takes it.
     let said = hub.published(None, &["--promote", "100%"]);
@@ -389,7 +416,10 @@ fn five_percent_then_everyone_then_halt_over_forty_sandbox_hosts() {
     // --halt: serial 1's policy again, for everyone, under serial 4; the
     // rollback mark of every host moves up to 4, never back to 1.
     let said = hub.published(None, &["--halt", "--serial", "4"]);
-    assert!(said.contains("every host goes to serial 4, serial 1's policy"), "{said}");
+    assert!(
+        said.contains("every host goes to serial 4, serial 1's policy"),
+        "{said}"
+    );
     for (h, ran) in hosts.iter().zip(cycle(&hosts, failing)) {
         assert_eq!(
             ran,
@@ -438,8 +468,13 @@ fn groups_become_host_names_in_the_signed_stamp() {
     let stamp = hub.stamp();
     assert!(stamp.contains("\nrollout hosts=db-01,web-01\n"), "{stamp}");
     // Widening: more groups keep every host already in.
-    hub.published(None, &["--promote", "groups=canary,web", "--inventory", inv]);
-    assert!(hub.stamp().contains("\nrollout hosts=db-01,web-01,web-02\n"));
+    hub.published(
+        None,
+        &["--promote", "groups=canary,web", "--inventory", inv],
+    );
+    assert!(hub
+        .stamp()
+        .contains("\nrollout hosts=db-01,web-01,web-02\n"));
     // The stamp is what a host verifies: it opens with the publisher's key.
     let trusted = converge_format::bundle::keys::load_trust_dir(&hub.trust).unwrap();
     let opened = converge_format::stamp::Stamp::open(hub.stamp().as_bytes(), &trusted).unwrap();
@@ -474,16 +509,34 @@ fn wrong_rollouts_are_refused_with_what_to_do() {
         &["--rollout", "hosts=web-1", "--inventory", inv],
         "no host \"web-1\"; did you mean \"web-01\"?",
     );
-    refused(Some(2), &["--rollout", "groups=canary"], "needs the inventory");
-    refused(None, &["--promote", "50%", "--serial", "9"], "cannot be used with");
+    refused(
+        Some(2),
+        &["--rollout", "groups=canary"],
+        "needs the inventory",
+    );
+    refused(
+        None,
+        &["--promote", "50%", "--serial", "9"],
+        "cannot be used with",
+    );
     // More names than a host reads in a stamp (64 KiB).
-    let many: Vec<String> = (0..3000).map(|i| format!("a-rather-long-host-name-{i:04}")).collect();
+    let many: Vec<String> = (0..3000)
+        .map(|i| format!("a-rather-long-host-name-{i:04}"))
+        .collect();
     let many = format!("hosts={}", many.join(","));
-    refused(Some(2), &["--rollout", &many], "over the 65536 bytes hosts read");
+    refused(
+        Some(2),
+        &["--rollout", &many],
+        "over the 65536 bytes hosts read",
+    );
     hub.published(Some(2), &["--rollout", "10%"]);
     refused(Some(3), &["--rollout", "5%"], "is in progress");
     refused(None, &["--promote", "5%"], "would narrow");
-    refused(None, &["--promote", "hosts=web-01"], "promote it the same way");
+    refused(
+        None,
+        &["--promote", "hosts=web-01"],
+        "promote it the same way",
+    );
     refused(None, &["--promote", "101%"], "0% to 100%");
     // A fresh directory has nothing to roll out from.
     let empty = Hub::start();
@@ -513,6 +566,10 @@ fn a_publish_directory_of_the_old_layout_rolls_out() {
     std::fs::write(other.pubdir.join("site.bundle"), b"CNVGBNDL garbage").unwrap();
     let out = other.publish(Some(2), &["--rollout", "5%"]);
     assert_eq!(out.status.code(), Some(66), "{}", text(&out));
-    assert!(text(&out).contains("the bundle of serial 1 is neither"), "{}", text(&out));
+    assert!(
+        text(&out).contains("the bundle of serial 1 is neither"),
+        "{}",
+        text(&out)
+    );
     assert!(other.stamp().starts_with("converge-stamp 1\n"));
 }

@@ -229,11 +229,11 @@ pub fn run(args: PublishArgs) -> ExitCode {
 /// The inventory groups and host names are checked against: `--inventory`,
 /// else `inventory.toml` at the root of the policy tree, if there is one.
 fn inventory(args: &PublishArgs) -> Result<Option<Inventory>, ExitCode> {
-    let tree_root = args
-        .tree
-        .policy_root
-        .clone()
-        .or_else(|| args.file.as_ref().and_then(|f| f.parent().map(Path::to_path_buf)));
+    let tree_root = args.tree.policy_root.clone().or_else(|| {
+        args.file
+            .as_ref()
+            .and_then(|f| f.parent().map(Path::to_path_buf))
+    });
     let path = match (&args.tree.inventory, tree_root) {
         (Some(path), _) => path.clone(),
         (None, Some(root)) if root.join("inventory.toml").is_file() => root.join("inventory.toml"),
@@ -430,7 +430,10 @@ fn halt(
         .map_err(|e| {
             fail_with(
                 exit::NO_INPUT,
-                format!("the bundle of serial {} is refused: {e}", rollout.previous.serial),
+                format!(
+                    "the bundle of serial {} is refused: {e}",
+                    rollout.previous.serial
+                ),
             )
         })?
         .body;

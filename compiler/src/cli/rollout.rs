@@ -127,7 +127,8 @@ pub fn resolve(target: &Target, inventory: Option<&Inventory>) -> Result<Option<
 }
 
 fn unknown<'a>(what: &str, name: &str, known: impl IntoIterator<Item = &'a str>) -> String {
-    let hint = did_you_mean(name, known).map_or(String::new(), |s| format!("; did you mean {s:?}?"));
+    let hint =
+        did_you_mean(name, known).map_or(String::new(), |s| format!("; did you mean {s:?}?"));
     format!("the inventory has no {what} {name:?}{hint}")
 }
 
@@ -245,9 +246,9 @@ impl PublishDir {
             return Ok(r.clone());
         }
         match Self::read_stamp(&self.record())? {
-            Some(record) if record.serial == stamp.serial => record.rollout.ok_or_else(|| {
-                format!("`{}` is not a rollout's stamp", self.record().display())
-            }),
+            Some(record) if record.serial == stamp.serial => record
+                .rollout
+                .ok_or_else(|| format!("`{}` is not a rollout's stamp", self.record().display())),
             _ => Err(format!(
                 "no rollout to halt: serial {} of {:?} was not published with `--rollout` (or a \
                  newer publish replaced it); to go back to older policy, publish it again",
@@ -311,9 +312,15 @@ mod tests {
             Ok(Some(Who::Hosts(vec!["db-01".into(), "web-01".into()])))
         );
         assert_eq!(resolve(&Target::Percent(100), None), Ok(None));
-        assert_eq!(resolve(&Target::Percent(5), None), Ok(Some(Who::Percent(5))));
+        assert_eq!(
+            resolve(&Target::Percent(5), None),
+            Ok(Some(Who::Percent(5)))
+        );
         let err = resolve(&Target::Groups(vec!["canry".into()]), Some(&inv)).unwrap_err();
-        assert!(err.contains("no group \"canry\"; did you mean \"canary\"?"), "{err}");
+        assert!(
+            err.contains("no group \"canry\"; did you mean \"canary\"?"),
+            "{err}"
+        );
         let err = resolve(&Target::Hosts(vec!["web-10".into()]), Some(&inv)).unwrap_err();
         assert!(err.contains("no host \"web-10\"; did you mean"), "{err}");
         let err = resolve(&Target::Groups(vec!["canary".into()]), None).unwrap_err();

@@ -158,9 +158,7 @@ impl Stamp {
     pub fn release_for(&self, host: &str) -> (Release, Option<bool>) {
         match &self.rollout {
             None => (self.release(), None),
-            Some(r) if r.who.selects(&self.name, self.serial, host) => {
-                (self.release(), Some(true))
-            }
+            Some(r) if r.who.selects(&self.name, self.serial, host) => (self.release(), Some(true)),
             Some(r) => (r.previous, Some(false)),
         }
     }
@@ -549,7 +547,11 @@ mod tests {
             ("sha256 abab", "sha256 ABAB", "hex digits"),
             ("name site\n", "name site\nname other\n", "exactly 9 lines"),
             ("converge-stamp 1\n", "converge-stamp 3\n", "first line"),
-            ("converge-stamp 1\n", "converge-stamp 2\n", "exactly 13 lines"),
+            (
+                "converge-stamp 1\n",
+                "converge-stamp 2\n",
+                "exactly 13 lines",
+            ),
             ("\n", "\r\n", "first line"),
             ("\nserial", "\nserial  ", "not a number"),
         ];
@@ -611,14 +613,20 @@ mod tests {
                 ]
             );
             assert!(text.starts_with("converge-stamp 2\n"));
-            assert!(text.contains(&format!("\nprevious 41\nprevious-length 600000\nprevious-sha256 {}\nrollout {who}\n", "cd".repeat(32))));
+            assert!(text.contains(&format!(
+                "\nprevious 41\nprevious-length 600000\nprevious-sha256 {}\nrollout {who}\n",
+                "cd".repeat(32)
+            )));
         }
         // Every byte of a rollout stamp is signed, the new lines included.
         let bytes = signed(&signing, &staged(public.id, Who::Percent(5)));
         for i in 0..bytes.len() {
             let mut b = bytes.clone();
             b[i] ^= 0x01;
-            assert!(Stamp::open(&b, std::slice::from_ref(&public)).is_err(), "byte {i}");
+            assert!(
+                Stamp::open(&b, std::slice::from_ref(&public)).is_err(),
+                "byte {i}"
+            );
         }
     }
 
@@ -629,7 +637,10 @@ mod tests {
         let listed = staged([1; 8], Who::Hosts(vec!["web-01".into()]));
         assert_eq!(listed.release_for("web-01"), (listed.release(), Some(true)));
         let (release, selected) = listed.release_for("web-02");
-        assert_eq!((release.serial, release.length, selected), (41, 600_000, Some(false)));
+        assert_eq!(
+            (release.serial, release.length, selected),
+            (41, 600_000, Some(false))
+        );
         let canary = staged([1; 8], Who::Percent(50));
         let mut chosen = 0;
         for i in 0..400 {
@@ -658,11 +669,23 @@ mod tests {
             ("previous 41\n", "previous 42\n", "below the stamp's serial"),
             ("previous 41\n", "previous 43\n", "below the stamp's serial"),
             ("previous 41\n", "previous 041\n", "canonical"),
-            ("previous-length 600000", "previous-length x", "not a number"),
+            (
+                "previous-length 600000",
+                "previous-length x",
+                "not a number",
+            ),
             ("previous-sha256 cdcd", "previous-sha256 CDCD", "hex digits"),
             ("rollout 5%\n", "", "exactly 13 lines"),
-            ("previous 41\n", "previous-length 1\n", "expected `previous VALUE`"),
-            ("converge-stamp 2\n", "converge-stamp 1\n", "exactly 9 lines"),
+            (
+                "previous 41\n",
+                "previous-length 1\n",
+                "expected `previous VALUE`",
+            ),
+            (
+                "converge-stamp 2\n",
+                "converge-stamp 1\n",
+                "exactly 9 lines",
+            ),
         ];
         for (from, to, reason) in cases {
             let text = good.replacen(from, to, 1);

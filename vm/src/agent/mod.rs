@@ -137,7 +137,15 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
             }
         };
         let in_force = current.as_ref().ok().and_then(Option::as_ref);
-        match pull(&source, &config.name, &host, &trusted, &state, in_force, now) {
+        match pull(
+            &source,
+            &config.name,
+            &host,
+            &trusted,
+            &state,
+            in_force,
+            now,
+        ) {
             Ok(p) => {
                 pulled = Some((hub.clone(), p));
                 break;
@@ -160,9 +168,9 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
             "pull: installed serial {serial} from {hub}{}\n",
             previous.map_or(String::new(), |p| format!(" (was {p})"))
         )),
-        Some((hub, Pulled::Unchanged { serial, .. })) => {
-            a.out.push_str(&format!("pull: serial {serial} is current at {hub}\n"))
-        }
+        Some((hub, Pulled::Unchanged { serial, .. })) => a
+            .out
+            .push_str(&format!("pull: serial {serial} is current at {hub}\n")),
         None => {}
     }
     for f in &failures {

@@ -110,7 +110,10 @@ mod tests {
         assert_eq!(a["selected"], true);
         assert_eq!(a["bucket"], Value::Null);
         let b = report(&listed, "b").unwrap();
-        assert_eq!((b["serial"].as_u64(), b["selected"].as_bool()), (Some(10), Some(false)));
+        assert_eq!(
+            (b["serial"].as_u64(), b["selected"].as_bool()),
+            (Some(10), Some(false))
+        );
         assert_eq!(b["who"], "hosts=a");
         let canary = report(&stamp(Some(Who::Percent(50))), "web-07").unwrap();
         let expected = bucket("site", 20, "web-07");

@@ -123,7 +123,10 @@ impl Publisher {
     /// the new one also as `site.bundle`, then the stamp.
     fn publish_rollout(&self, hub: &Hub, previous: &[u8], new: &[u8], who: &str) -> Vec<u8> {
         let trusted = std::slice::from_ref(&self.public);
-        let (old, fresh) = (open(previous, trusted).unwrap(), open(new, trusted).unwrap());
+        let (old, fresh) = (
+            open(previous, trusted).unwrap(),
+            open(new, trusted).unwrap(),
+        );
         let mut stamp = Stamp::for_bundle(&fresh, NOW - 60, NOW + 86_400);
         stamp.rollout = Some(crate::stamp::rollout::Rollout {
             previous: crate::stamp::rollout::Release {
@@ -675,7 +678,10 @@ fn a_percentage_selects_the_hosts_below_it_and_widening_keeps_them() {
     let new = hubkey.bundle("site", 11);
     hubkey.publish_rollout(&hub, &old, &new, "20%");
     let serials = |hosts: &[Host]| -> Vec<u64> {
-        hosts.iter().map(|h| h.pull(&hub).unwrap().serial()).collect()
+        hosts
+            .iter()
+            .map(|h| h.pull(&hub).unwrap().serial())
+            .collect()
     };
     let expected = |p: u8| -> Vec<u64> {
         hosts
@@ -715,12 +721,21 @@ fn a_host_past_the_previous_serial_is_not_rolled_back_by_a_rollout() {
     hubkey.publish_rollout(&hub, &old, &new, "hosts=web-09");
     let err = host.pull(&hub).unwrap_err();
     assert!(
-        matches!(err, PullError::Rollback { offered: 10, accepted: 11, .. }),
+        matches!(
+            err,
+            PullError::Rollback {
+                offered: 10,
+                accepted: 11,
+                ..
+            }
+        ),
         "{err:?}"
     );
     assert_eq!(host.current_serial(), Some(11));
     // A halt: the previous content under a new serial, a plain stamp.
-    let mut body = open(&old, std::slice::from_ref(&hubkey.public)).unwrap().body;
+    let mut body = open(&old, std::slice::from_ref(&hubkey.public))
+        .unwrap()
+        .body;
     body.header.serial = 12;
     let halted = hubkey.seal(&body);
     let stamp = hubkey.stamp(&halted, NOW + 86_400);
@@ -740,7 +755,10 @@ fn a_rollout_release_is_checked_like_any_bundle() {
     hub.put("site.bundles/11.bundle", &old);
     let host = Host::new(&[&hubkey]);
     let err = host.pull(&hub).unwrap_err();
-    assert!(matches!(err, PullError::MixAndMatch { serial: 10, .. }), "{err:?}");
+    assert!(
+        matches!(err, PullError::MixAndMatch { serial: 10, .. }),
+        "{err:?}"
+    );
     assert_eq!(host.current_serial(), None);
     // A truncated previous release for a host outside the rollout.
     hub.put("site.bundles/10.bundle", &old[..old.len() - 1]);
