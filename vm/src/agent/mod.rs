@@ -119,6 +119,8 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
         Ok(k) => k,
         Err(e) => return a.fail(EXIT_CONFIG, format!("error: cannot load trusted keys: {e}")),
     };
+    // The name a staged rollout's stamp selects this host by.
+    let host = crate::pull::rollout::host_name(&state, &config.root);
 
     // Pull: each hub in order until one gives an answer this host accepts.
     let pull_started = Instant::now();
@@ -135,7 +137,15 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
             }
         };
         let in_force = current.as_ref().ok().and_then(Option::as_ref);
-        match pull(&source, &config.name, &trusted, &state, in_force, now) {
+        match pull(
+            &source,
+            &config.name,
+            &host,
+            &trusted,
+            &state,
+            in_force,
+            now,
+        ) {
             Ok(p) => {
                 pulled = Some((hub.clone(), p));
                 break;
@@ -147,17 +157,20 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
         }
     }
     let pull_ms = millis(pull_started.elapsed());
-    let pull_value = pull_json(pulled.as_ref(), &failures);
+    let mut pull_value = pull_json(pulled.as_ref(), &failures);
     match &pulled {
-        Some((hub, Pulled::Installed { stamp, previous })) => a.out.push_str(&format!(
-            "pull: installed serial {} from {hub}{}\n",
-            stamp.serial,
+        Some((
+            hub,
+            Pulled::Installed {
+                serial, previous, ..
+            },
+        )) => a.out.push_str(&format!(
+            "pull: installed serial {serial} from {hub}{}\n",
             previous.map_or(String::new(), |p| format!(" (was {p})"))
         )),
-        Some((hub, Pulled::Unchanged { stamp })) => a.out.push_str(&format!(
-            "pull: serial {} is current at {hub}\n",
-            stamp.serial
-        )),
+        Some((hub, Pulled::Unchanged { serial, .. })) => a
+            .out
+            .push_str(&format!("pull: serial {serial} is current at {hub}\n")),
         None => {}
     }
     for f in &failures {
@@ -203,6 +216,14 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
     // "Metrics"): a hub serving an expired stamp while the one in force is
     // valid is a failed pull, warned about and counted as such.
     let stale = local_stamp.as_ref().is_some_and(|s| s.expires <= now);
+    // A staged rollout in force: which serial this host is given and
+    // whether it is in the rollout, for both reports.
+    let rollout = local_stamp
+        .as_ref()
+        .and_then(|s| crate::pull::rollout::report(s, &host));
+    if let (Some(r), Some(object)) = (&rollout, pull_value.as_object_mut()) {
+        object.insert(crate::pull::rollout::EXTENSION.to_owned(), r.clone());
+    }
     if expired_offer && pulled.is_none() && !stale {
         a.warnings.push(
             "warning: a hub serves an expired stamp (a frozen mirror?); the stamp in force is \
@@ -346,6 +367,7 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
         started,
         pull_ms,
         run_ms,
+        rollout,
     );
     let carried = |name: &str| metrics::previous(&previous_metrics, name).unwrap_or(0);
     // Without collectors nothing is loaded; whether keys exist is enough.
@@ -390,6 +412,7 @@ fn upload(
     started: Instant,
     pull_ms: u64,
     run_ms: u64,
+    rollout: Option<Value>,
 ) -> Option<(Delivery, bool)> {
     if config.upload.collectors.is_empty() {
         return None;
@@ -431,7 +454,7 @@ fn upload(
     let finished = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(started_at, |d| d.as_secs());
-    let report = crate::upload::report::build(&Cycle {
+    let mut report = crate::upload::report::build(&Cycle {
         host: &identity.name,
         run_id: run_id.clone(),
         sequence,
@@ -445,6 +468,11 @@ fn upload(
         run,
         facts,
     });
+    if let Some(r) = rollout {
+        report
+            .extensions
+            .insert(crate::pull::rollout::EXTENSION.to_owned(), r);
+    }
     let signed = SignedReport::sign(&report, &identity.report_key);
     let body = serde_json::to_vec(&signed).unwrap_or_default();
     Some((
@@ -486,15 +514,19 @@ fn converge(config: &Config, local: &Local, state: &StateDir) -> Result<RunRepor
 
 fn pull_json(pulled: Option<&(String, Pulled)>, failures: &[String]) -> Value {
     let (outcome, hub, stamp) = match pulled {
-        Some((hub, Pulled::Installed { stamp, .. })) => ("installed", Some(hub), Some(stamp)),
-        Some((hub, Pulled::Unchanged { stamp })) => ("unchanged", Some(hub), Some(stamp)),
+        Some((hub, p @ Pulled::Installed { stamp, .. })) => {
+            ("installed", Some(hub), Some((stamp, p.serial())))
+        }
+        Some((hub, p @ Pulled::Unchanged { stamp, .. })) => {
+            ("unchanged", Some(hub), Some((stamp, p.serial())))
+        }
         None => ("failed", None, None),
     };
     json!({
         "outcome": outcome,
         "hub": hub,
-        "serial": stamp.map(|s| s.serial),
-        "stamp_expires": stamp.map(|s| format_utc(s.expires)),
+        "serial": stamp.map(|(_, serial)| serial),
+        "stamp_expires": stamp.map(|(s, _)| format_utc(s.expires)),
         "failures": failures,
     })
 }
