@@ -30,5 +30,6 @@ pub mod rootfs;
 pub mod run;
 pub mod secrets;
 pub mod state;
+pub mod unmanaged;
 pub mod upload;
 pub mod watch;
