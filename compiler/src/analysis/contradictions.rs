@@ -255,7 +255,7 @@ impl<'p> Finder<'p> {
             &OnePerObject {
                 code: Code::UnmanagedTwice,
                 what: "unmanaged",
-                message: "is verified by two `unmanaged` promises",
+                message: "is verified by two promises",
                 help: "one `unmanaged` promise per type: merge the two (their `ignore` lists together), or make their guards exclusive",
             },
         );

@@ -22,12 +22,12 @@ const ID_TYPES: &[&str] = &["user", "group"];
 /// Every problem of every `unmanaged` promise, each reported once however
 /// many times its bundle is called.
 pub fn unmanaged(program: &Program) -> Vec<Diagnostic> {
-    let mut seen: HashSet<(Code, Span)> = HashSet::default();
+    let mut seen: HashSet<(Code, Span, String)> = HashSet::default();
     let mut out = Vec::new();
     for p in program.promises.iter().filter(|p| p.kind == "unmanaged") {
         for d in promise_problems(p) {
             let span = d.labels.first().map_or(p.span, |l| l.span);
-            if seen.insert((d.code, span)) {
+            if seen.insert((d.code, span, d.message.clone())) {
                 out.push(d);
             }
         }
@@ -47,18 +47,18 @@ fn promise_problems(p: &Promise) -> Vec<Diagnostic> {
             let mut d = Diagnostic::new(
                 Code::UnmanagedType,
                 format!(
-                    "`unmanaged` cannot verify `{}`: it is not a type it lists",
-                    kind.escape_debug()
+                    "`unmanaged` cannot verify `{}`: it verifies {}",
+                    kind.escape_debug(),
+                    one_of(UNMANAGED_TYPES)
                 ),
                 p.span,
                 "unknown type",
             );
             d = match did_you_mean(kind, UNMANAGED_TYPES.iter().copied()) {
                 Some(s) => d.with_help(format!("did you mean `unmanaged \"{s}\"`?")),
-                None => d.with_help(format!(
-                    "the promiser names the type to verify: {}",
-                    one_of(UNMANAGED_TYPES)
-                )),
+                None => d.with_help(
+                    "the promiser names the type of entries to verify: `unmanaged \"package\" { ... }`",
+                ),
             };
             out.push(d);
         }
