@@ -286,9 +286,13 @@ mod tests {
             pull_failures_total: 3,
             stamp_expires: Some(1_795_900_000),
             owed_notifications: 1,
+            unmanaged_entries: [2, 0, 1, 0],
             ..Metrics::default()
         };
         let text = m.render();
+        assert!(text.contains("converge_unmanaged_entries{type=\"package\"} 2\n"));
+        assert!(text.contains("converge_unmanaged_entries{type=\"user\"} 1\n"));
+        assert!(text.contains("converge_unmanaged_entries{type=\"group\"} 0\n"));
         insta::assert_snapshot!(text);
         assert_eq!(previous(&text, "converge_pull_failures_total"), Some(3));
         assert_eq!(
