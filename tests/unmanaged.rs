@@ -91,18 +91,20 @@ policy { b(); }"#,
     assert!(failed(&r).is_empty(), "{:?}", failed(&r));
     assert_eq!(outcome(&r, "user", "alice"), &Outcome::Kept);
     // `svc` (998) and `nobody` (65534) are outside the default range; the
-    // user's own group and its `ops` membership are named by its promise.
+    // user's own group is named by its promise, `ops` (which lists it as a
+    // member in the root, not in the policy) is not.
     assert_eq!(
         extras(&r),
         [
             entry("user", "bob", Action::Reported),
             entry("group", "admin", Action::Reported),
             entry("group", "bob", Action::Reported),
+            entry("group", "ops", Action::Reported),
         ]
     );
     assert_eq!(outcome(&r, "unmanaged", "user"), &Outcome::Kept);
     let json = converge_vm::run::report::json(&r);
-    assert_eq!(json["summary"]["extra"], 3);
+    assert_eq!(json["summary"]["extra"], 4);
     assert_eq!(json["extra"][0]["type"], "user");
     assert_eq!(json["extra"][0]["name"], "bob");
     assert_eq!(json["extra"][0]["action"], "reported");
@@ -186,7 +188,7 @@ fn a_dry_run_lists_what_would_be_removed_and_removes_nothing() {
     let root = accounts_root(PASSWD, GROUP);
     let bundle = verified(&compile(
         r#"bundle b {
-  user "alice" { uid = 1000; }
+  user "alice" { uid = 1000; groups = ["ops"]; }
   unmanaged "user" { action = remove; }
   unmanaged "group" { action = remove; max_id = 1999; ignore = ["admin"]; }
 }
@@ -336,7 +338,7 @@ policy { b(); }"#,
 fn extra_entry_names_are_escaped_in_every_output() {
     let root = runit_root(&["web"]);
     let r = root.path();
-    std::os::unix::fs::symlink("../sv/x", r.join("etc/service/x\nrepaired file \"/etc/shadow\""))
+    std::os::unix::fs::symlink("../sv/x", r.join("etc/service/x\nrepaired file \"etc-shadow\""))
         .unwrap();
     std::fs::write(
         r.join("etc/passwd"),
@@ -387,7 +389,7 @@ policy { b(); }"#,
     );
     assert!(text.contains("extra    user ev\\u{1b}[31mil: reported"), "{text}");
     assert!(
-        text.contains("x\\nrepaired file \"/etc/shadow\""),
+        text.contains("x\\nrepaired file \"etc-shadow\""),
         "{text}"
     );
     // Its removal is refused by name: no tool is given it.
@@ -402,9 +404,9 @@ policy { b(); }"#,
         .collect();
     assert_eq!(
         names,
-        ["x\\nrepaired file \"/etc/shadow\"", "ev\\u{1b}[31mil"]
+        ["x\\nrepaired file \"etc-shadow\"", "ev\\u{1b}[31mil"]
     );
-    assert!(std::fs::symlink_metadata(r.join("etc/service/x\nrepaired file \"/etc/shadow\"")).is_ok());
+    assert!(std::fs::symlink_metadata(r.join("etc/service/x\nrepaired file \"etc-shadow\"")).is_ok());
 }
 
 // Packages: the real dpkg and apt-mark on a root with its own database.
