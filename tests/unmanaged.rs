@@ -109,7 +109,10 @@ policy { b(); }"#,
     assert_eq!(json["extra"][0]["name"], "bob");
     assert_eq!(json["extra"][0]["action"], "reported");
     let human = converge_vm::run::report::human(&r);
-    assert!(human.contains("extra    user bob: reported (policy.policy:3)"), "{human}");
+    assert!(
+        human.contains("extra    user bob: reported (policy.policy:3)"),
+        "{human}"
+    );
     assert_eq!(read(root.path(), "etc/passwd"), PASSWD);
 }
 
@@ -338,8 +341,11 @@ policy { b(); }"#,
 fn extra_entry_names_are_escaped_in_every_output() {
     let root = runit_root(&["web"]);
     let r = root.path();
-    std::os::unix::fs::symlink("../sv/x", r.join("etc/service/x\nrepaired file \"etc-shadow\""))
-        .unwrap();
+    std::os::unix::fs::symlink(
+        "../sv/x",
+        r.join("etc/service/x\nrepaired file \"etc-shadow\""),
+    )
+    .unwrap();
     std::fs::write(
         r.join("etc/passwd"),
         "root:x:0:0::/root:/bin/sh\nev\u{1b}[31mil:x:1200:1200::/:/bin/sh\n",
@@ -387,11 +393,11 @@ policy { b(); }"#,
         !text.lines().any(|l| l.starts_with("repaired file")),
         "a name wrote a line of its own: {text}"
     );
-    assert!(text.contains("extra    user ev\\u{1b}[31mil: reported"), "{text}");
     assert!(
-        text.contains("x\\nrepaired file \"etc-shadow\""),
+        text.contains("extra    user ev\\u{1b}[31mil: reported"),
         "{text}"
     );
+    assert!(text.contains("x\\nrepaired file \"etc-shadow\""), "{text}");
     // Its removal is refused by name: no tool is given it.
     assert!(text.contains("is not a valid service name"), "{text}");
     let json = run("json");
@@ -406,7 +412,9 @@ policy { b(); }"#,
         names,
         ["x\\nrepaired file \"etc-shadow\"", "ev\\u{1b}[31mil"]
     );
-    assert!(std::fs::symlink_metadata(r.join("etc/service/x\nrepaired file \"etc-shadow\"")).is_ok());
+    assert!(
+        std::fs::symlink_metadata(r.join("etc/service/x\nrepaired file \"etc-shadow\"")).is_ok()
+    );
 }
 
 // Packages: the real dpkg and apt-mark on a root with its own database.
@@ -474,7 +482,10 @@ fn package_root(manual: &[&str], auto: &[&str]) -> tempfile::TempDir {
             .arg("-o")
             .arg(format!("Dir={}/", p.display()))
             .arg("-o")
-            .arg(format!("Dir::State::status={}/var/lib/dpkg/status", p.display()))
+            .arg(format!(
+                "Dir::State::status={}/var/lib/dpkg/status",
+                p.display()
+            ))
             .arg("auto")
             .args(auto)
             .output()
@@ -541,16 +552,15 @@ policy { b(); }"#,
         extras(&dry),
         [entry("package", "cvg-extra", Action::WouldRemove)]
     );
-    let unmanaged = dry
-        .promises
-        .iter()
-        .find(|p| p.kind == "unmanaged")
-        .unwrap();
+    let unmanaged = dry.promises.iter().find(|p| p.kind == "unmanaged").unwrap();
     assert!(
         unmanaged.changes.iter().any(|c| c.after.contains("dpkg")),
         "{unmanaged:?}"
     );
-    assert_eq!(installed(r), ["cvg-dep", "cvg-extra", "cvg-keep", "cvg-other"]);
+    assert_eq!(
+        installed(r),
+        ["cvg-dep", "cvg-extra", "cvg-keep", "cvg-other"]
+    );
     let first = converge(&remove, r, false);
     assert!(failed(&first).is_empty(), "{:?}", failed(&first));
     assert_eq!(

@@ -277,7 +277,10 @@ impl<'p> Finder<'p> {
                 let Some(witness) = self.both_active(a, b) else {
                     continue;
                 };
-                if !self.reported.insert((pa.span, pb.span, rule.what.to_owned())) {
+                if !self
+                    .reported
+                    .insert((pa.span, pb.span, rule.what.to_owned()))
+                {
                     continue;
                 }
                 budget -= 1;

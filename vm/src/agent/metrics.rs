@@ -115,8 +115,10 @@ impl Metrics {
             .zip(self.unmanaged_entries)
             .map(|(t, n)| (format!("{{type=\"{t}\"}}"), n.to_string()))
             .collect();
-        let per_type: Vec<(&str, String)> =
-            per_type.iter().map(|(l, n)| (l.as_str(), n.clone())).collect();
+        let per_type: Vec<(&str, String)> = per_type
+            .iter()
+            .map(|(l, n)| (l.as_str(), n.clone()))
+            .collect();
         gauge(
             "converge_unmanaged_entries",
             "Extra entries of the last run: what the host has that no promise names (unmanaged promises), by type.",

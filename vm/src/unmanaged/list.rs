@@ -106,13 +106,19 @@ fn runit_enabled(fs: &RootFs) -> Result<Vec<Found>, String> {
 /// Users of `ROOT/etc/passwd` whose uid is in `ids`.
 pub fn users(fs: &RootFs, ids: (u32, u32)) -> Result<Vec<Found>, String> {
     let db = AccountDb::read(fs).map_err(|e| e.to_string())?;
-    Ok(in_range(db.users.iter().map(|u| (u.name.as_str(), u.uid)), ids))
+    Ok(in_range(
+        db.users.iter().map(|u| (u.name.as_str(), u.uid)),
+        ids,
+    ))
 }
 
 /// Groups of `ROOT/etc/group` whose gid is in `ids`.
 pub fn groups(fs: &RootFs, ids: (u32, u32)) -> Result<Vec<Found>, String> {
     let db = AccountDb::read(fs).map_err(|e| e.to_string())?;
-    Ok(in_range(db.groups.iter().map(|g| (g.name.as_str(), g.gid)), ids))
+    Ok(in_range(
+        db.groups.iter().map(|g| (g.name.as_str(), g.gid)),
+        ids,
+    ))
 }
 
 /// The names whose id is in `lo..=hi`, each once.
@@ -170,19 +176,28 @@ mod tests {
     #[test]
     fn a_name_with_control_characters_is_shown_escaped() {
         let (_d, fs) = root(
-            &[("etc/passwd", "ev\u{1b}[31mil\nx:x:1200:1200::/:/bin/sh\n"), ("etc/group", "")],
+            &[
+                ("etc/passwd", "ev\u{1b}[31mil\nx:x:1200:1200::/:/bin/sh\n"),
+                ("etc/group", ""),
+            ],
             &[],
         );
         // The newline ends the passwd line: `ev\e[31mil` has no fields and
         // is no account; `x` is one.
         assert_eq!(shown(&users(&fs, (1000, 59999)).unwrap()), ["x"]);
         let (_d, fs) = root(
-            &[("etc/passwd", "ev\u{1b}[31mil:x:1200:1200::/:/bin/sh\n"), ("etc/group", "")],
+            &[
+                ("etc/passwd", "ev\u{1b}[31mil:x:1200:1200::/:/bin/sh\n"),
+                ("etc/group", ""),
+            ],
             &[],
         );
         let found = users(&fs, (1000, 59999)).unwrap();
         assert_eq!(shown(&found), ["ev\\u{1b}[31mil"]);
-        assert_eq!(found.first().unwrap().name.as_deref(), Some("ev\u{1b}[31mil"));
+        assert_eq!(
+            found.first().unwrap().name.as_deref(),
+            Some("ev\u{1b}[31mil")
+        );
     }
 
     #[test]
@@ -213,7 +228,13 @@ mod tests {
 
     #[test]
     fn runit_services_are_the_entries_of_the_service_directory() {
-        let (_d, fs) = root(&[], &[("etc/service/web", "../sv/web"), ("etc/service/db", "../sv/db")]);
+        let (_d, fs) = root(
+            &[],
+            &[
+                ("etc/service/web", "../sv/web"),
+                ("etc/service/db", "../sv/db"),
+            ],
+        );
         assert_eq!(shown(&services(&fs, "runit").unwrap()), ["db", "web"]);
         assert!(services(&fs, "upstart").is_err());
     }

@@ -188,8 +188,8 @@ fn settings(inst: &Instance) -> Result<Settings, String> {
         ));
     }
     let max_remove = inst.int("max_remove").unwrap_or(UNMANAGED_MAX_REMOVE);
-    let max_remove =
-        usize::try_from(max_remove).map_err(|_| format!("`max_remove = {max_remove}` is below 0"))?;
+    let max_remove = usize::try_from(max_remove)
+        .map_err(|_| format!("`max_remove = {max_remove}` is below 0"))?;
     Ok(Settings {
         kind,
         remove: inst.str("action") == Some("remove"),
@@ -222,12 +222,7 @@ pub fn apply(run: &Run<'_>, inst: &Instance, source: &str, extras: &mut Vec<Extr
     };
     let found = match find(run, &s) {
         Ok(found) => found,
-        Err(e) => {
-            return Applied::failed(format!(
-                "cannot list the {}s of this host: {e}",
-                s.kind
-            ))
-        }
+        Err(e) => return Applied::failed(format!("cannot list the {}s of this host: {e}", s.kind)),
     };
     let extra: Vec<Found> = found
         .into_iter()

@@ -68,8 +68,11 @@ fn usable<'f>(kind: &str, f: &'f Found) -> Result<&'f str, String> {
             f.shown
         ));
     };
-    let why = name_problem(name)
-        .or_else(|| (kind == "package").then(|| apt::name_problem(name)).flatten());
+    let why = name_problem(name).or_else(|| {
+        (kind == "package")
+            .then(|| apt::name_problem(name))
+            .flatten()
+    });
     match why {
         Some(why) => Err(format!(
             "`{}` is not a valid {kind} name: {why}; it is passed to no tool, remove it by hand",
@@ -134,8 +137,10 @@ fn packages(run: &Run<'_>, extra: &[Found], names: &[Result<&str, String>]) -> D
         .filter_map(|n| n.as_ref().ok().map(|n| (*n).to_owned()))
         .collect();
     let mut done = Done::default();
-    let mut per_entry: Vec<Result<(), String>> =
-        names.iter().map(|n| n.as_ref().map(|_| ()).map_err(Clone::clone)).collect();
+    let mut per_entry: Vec<Result<(), String>> = names
+        .iter()
+        .map(|n| n.as_ref().map(|_| ()).map_err(Clone::clone))
+        .collect();
     if good.is_empty() {
         done.per_entry = per_entry;
         return done;

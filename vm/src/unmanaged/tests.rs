@@ -13,7 +13,8 @@ fn root(passwd: &str, group: &str) -> (tempfile::TempDir, RootFs) {
 }
 
 const PASSWD: &str = "root:x:0:0::/root:/bin/sh\nalice:x:1000:1000::/home/alice:/bin/sh\nbob:x:1001:1001::/home/bob:/bin/sh\ncarol:x:1002:1002::/home/carol:/bin/sh\nadmin:x:1003:1003::/home/admin:/bin/sh\nnobody:x:65534:65534::/:/bin/false\n";
-const GROUP: &str = "root:x:0:\nalice:x:1000:\nbob:x:1001:\ncarol:x:1002:\nadmin:x:1003:\nops:x:1500:alice\n";
+const GROUP: &str =
+    "root:x:0:\nalice:x:1000:\nbob:x:1001:\ncarol:x:1002:\nadmin:x:1003:\nops:x:1500:alice\n";
 
 fn unmanaged(kind: &str, attrs: Vec<(&'static str, Value)>) -> Instance {
     Instance {
@@ -75,12 +76,24 @@ fn report_lists_what_no_promise_names_and_no_glob_ignores() {
     let (a, extras) = applied(&fs, false, &inst, &managed, &BTreeMap::new());
     assert_eq!(a.outcome, Outcome::Kept);
     assert_eq!(names(&extras), [("bob", "reported"), ("carol", "reported")]);
-    assert!(extras.iter().all(|e| e.kind == "user" && e.source == "p.policy:3"));
+    assert!(extras
+        .iter()
+        .all(|e| e.kind == "user" && e.source == "p.policy:3"));
     // A user names its own group and its supplementary groups.
-    let (_, extras) = applied(&fs, false, &unmanaged("group", vec![]), &managed, &BTreeMap::new());
+    let (_, extras) = applied(
+        &fs,
+        false,
+        &unmanaged("group", vec![]),
+        &managed,
+        &BTreeMap::new(),
+    );
     assert_eq!(
         names(&extras),
-        [("admin", "reported"), ("bob", "reported"), ("carol", "reported")]
+        [
+            ("admin", "reported"),
+            ("bob", "reported"),
+            ("carol", "reported")
+        ]
     );
 }
 

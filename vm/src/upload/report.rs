@@ -90,8 +90,7 @@ pub fn build(cycle: &Cycle<'_>) -> Report {
                 converge_format::chain::EXTENSION.to_owned(),
                 watch_extension(r),
             );
-            if !r.extra.is_empty() || r.promises.iter().any(|p| p.kind == crate::unmanaged::KIND)
-            {
+            if !r.extra.is_empty() || r.promises.iter().any(|p| p.kind == crate::unmanaged::KIND) {
                 report.extensions.insert(
                     converge_format::report::EXTRA_EXTENSION.to_owned(),
                     extra_extension(r),
