@@ -401,4 +401,23 @@ mod tests {
             "the promises stay when the changes were enough"
         );
     }
+
+    #[test]
+    fn the_extra_entries_go_first_and_their_counts_stay() {
+        let mut r = report_with(3, 10);
+        let entries: Vec<Value> = (0..300)
+            .map(|i| serde_json::json!({ "type": "package", "name": format!("pkg-{i}-{}", "x".repeat(40)), "action": "reported", "source": "site.policy:3" }))
+            .collect();
+        r.extensions.insert(
+            converge_format::report::EXTRA_EXTENSION.to_owned(),
+            serde_json::json!({ "counts": { "package": 300 }, "entries": entries }),
+        );
+        let limit = r.to_bytes().len() - 1000;
+        cut(&mut r, limit);
+        assert!(r.truncated);
+        let ext = &r.extensions[converge_format::report::EXTRA_EXTENSION];
+        assert_eq!(ext["entries"], Value::Array(Vec::new()));
+        assert_eq!(ext["counts"]["package"], 300);
+        assert_eq!(r.promises.len(), 3);
+    }
 }
