@@ -403,6 +403,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::indexing_slicing)]
     fn the_extra_entries_go_first_and_their_counts_stay() {
         let mut r = report_with(3, 10);
         let entries: Vec<Value> = (0..300)
