@@ -24,6 +24,12 @@ use serde::{Deserialize, Serialize};
 /// The value of [`Report::format`]; a collector refuses any other.
 pub const REPORT_FORMAT: &str = "converge-report/1";
 
+/// The [`Report::extensions`] key of two-way verification (LANGUAGE.md
+/// section 17, Bcfg2's "extra entries"): `{"counts": {TYPE: N},
+/// "entries": [{"type", "name", "action", "source"}]}`, names escaped; the
+/// entries are cut first when a report is too large, the counts stay.
+pub const EXTRA_EXTENSION: &str = "extra";
+
 /// Prepended to the report bytes before signing (domain separation).
 pub const SIGNING_CONTEXT: &[u8] = b"converge report v1\0";
 

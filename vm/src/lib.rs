@@ -31,5 +31,6 @@ pub mod rootfs;
 pub mod run;
 pub mod secrets;
 pub mod state;
+pub mod unmanaged;
 pub mod upload;
 pub mod watch;

@@ -324,6 +324,7 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
             m.watch_changed_entries = r.watch.changed_entries;
             m.watch_history_length = r.watch.chain.length;
             m.watch_history_broken = r.watch.broken.is_some();
+            m.unmanaged_entries = crate::unmanaged::counts(&r.extra);
             m.owed_notifications = r.owed.len();
             m.serial = r.serial;
             m.duration_seconds = r.duration_ms as f64 / 1000.0;

@@ -124,6 +124,9 @@ pub struct RunReport {
     /// Change detection: the history's chain after the run, a break found
     /// at its start, and this run's changes (`crate::watch`).
     pub watch: crate::watch::WatchReport,
+    /// Two-way verification: what the `unmanaged` promises found that no
+    /// promise names, and what became of each (`crate::unmanaged`).
+    pub extra: Vec<crate::unmanaged::Extra>,
 }
 
 pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
@@ -176,6 +179,10 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     // Services notified since they were last restarted.
     let mut restart: HashSet<usize> = HashSet::new();
     let mut unmanaged: BTreeSet<String> = BTreeSet::new();
+    // `unmanaged` promises run after the passes (`crate::unmanaged`): the
+    // instances of the last pass, and what every pass's promises named.
+    let mut deferred: Vec<(InstanceKey, Instance)> = Vec::new();
+    let mut managed = crate::unmanaged::Managed::default();
     let limit = body.header.pass_limit.max(1);
     let mut passes = 0;
     let mut converged = false;
@@ -257,6 +264,12 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             }
         }
         let contradictions = runtime_contradictions(&instances);
+        deferred.clear();
+        for (_, _, inst) in &instances {
+            if let Ok(inst) = inst {
+                managed.note(inst);
+            }
+        }
         // Debts incurred for the package promises of this pass (the batch
         // converges them all when its first one comes up).
         let mut package_debts: Option<HashMap<InstanceKey, Vec<Debt>>> = None;
@@ -294,6 +307,10 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                 }
             };
             let key = (inst.index, combo.clone());
+            if inst.kind == crate::unmanaged::KIND && !contradictions.contains_key(&key) {
+                deferred.push((key, inst.clone()));
+                continue;
+            }
             let p = body.promises.get(inst.index);
             let blocked = contradictions.contains_key(&key)
                 || p.is_some_and(|p| p.after.iter().any(|a| failed.contains(&(*a as usize))))
@@ -481,6 +498,19 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         }
     }
 
+    let extra = verify_both_ways(
+        v,
+        &crate::unmanaged::Run {
+            fs: &fs,
+            dry_run: opts.dry_run,
+            os_family: &facts.os_family,
+            managed: &managed,
+            troubled: &troubled(&results),
+        },
+        &deferred,
+        &mut results,
+        &mut slot,
+    );
     let oscillating = if converged {
         Vec::new()
     } else {
@@ -518,7 +548,53 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         planned,
         neighbours: ctx.neighbours.take(),
         watch,
+        extra,
     })
+}
+
+/// Per type, the promises of the run that failed or were skipped: an
+/// `unmanaged` promise of that type must not remove anything.
+fn troubled(results: &[PromiseResult]) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in results {
+        if matches!(r.outcome, Outcome::Failed(_) | Outcome::Skipped(_)) {
+            out.entry(r.kind.to_owned())
+                .or_default()
+                .push(format!("{} {:?} ({})", r.kind, r.promiser, r.source));
+        }
+    }
+    out
+}
+
+/// Applies the `unmanaged` promises active in the last pass, after every
+/// other promise of the run, and returns the extra entries they found.
+/// Two of one type active together (the compiler refuses a policy where
+/// that can happen, E0264) both fail: neither knows what the other
+/// ignores.
+fn verify_both_ways(
+    v: &Verified,
+    run: &crate::unmanaged::Run<'_>,
+    deferred: &[(InstanceKey, Instance)],
+    results: &mut Vec<PromiseResult>,
+    slot: &mut HashMap<(usize, Vec<String>), usize>,
+) -> Vec<crate::unmanaged::Extra> {
+    let mut extra = Vec::new();
+    for (key, inst) in deferred {
+        let twins = deferred
+            .iter()
+            .filter(|(_, other)| other.promiser == inst.promiser)
+            .count();
+        let applied = if twins > 1 {
+            Applied::failed(format!(
+                "{twins} `unmanaged {:?}` promises are active together; keep one per type",
+                inst.promiser
+            ))
+        } else {
+            crate::unmanaged::apply(run, inst, &source_of(v, inst.index), &mut extra)
+        };
+        record(results, slot, key.clone(), inst, applied, v);
+    }
+    extra
 }
 
 /// A promise instance of a pass: its index and loop combination.

@@ -140,6 +140,19 @@ pub fn json(r: &RunReport) -> Value {
             "error": r.watch.error,
         },
     });
+    // Only a run with `unmanaged` promises says anything of extra entries
+    // (LANGUAGE.md section 17): each with its type, escaped name and fate.
+    if !r.extra.is_empty() || r.promises.iter().any(|p| p.kind == crate::unmanaged::KIND) {
+        if let Some(map) = report.as_object_mut() {
+            map.insert(
+                "extra".to_owned(),
+                serde_json::to_value(&r.extra).unwrap_or(Value::Null),
+            );
+            if let Some(Value::Object(summary)) = map.get_mut("summary") {
+                summary.insert("extra".to_owned(), Value::from(r.extra.len()));
+            }
+        }
+    }
     // Only a run with `neighbours` promises says anything of neighbours.
     if !r.neighbours.is_empty() {
         if let Some(map) = report.as_object_mut() {
@@ -281,6 +294,16 @@ fn human_lines(r: &RunReport) -> Vec<(Line, String)> {
     for path in &r.unmanaged {
         out.push_str(&format!("unmanaged {}\n", printable(path)));
     }
+    // Extra entries (two-way verification): names are already escaped.
+    for e in &r.extra {
+        out.push_str(&format!(
+            "extra    {} {}: {} ({})\n",
+            e.kind,
+            printable(&e.name),
+            e.action.word().replace('_', " "),
+            printable(&e.source)
+        ));
+    }
     if let Some(broken) = &r.watch.broken {
         out.push_str(&format!("BROKEN   watch history: {}\n", printable(broken)));
     }
@@ -331,6 +354,10 @@ fn human_lines(r: &RunReport) -> Vec<(Line, String)> {
     let changed = match count("changed") {
         0 => String::new(),
         n => format!(", {n} changed"),
+    };
+    let changed = match r.extra.len() {
+        0 => changed,
+        n => format!("{changed}, {n} extra"),
     };
     out.push_str(&format!(
         "{}{} kept, {} repaired, {} failed, {} skipped{changed}{owed} in {} pass{}, {} ms\n",
