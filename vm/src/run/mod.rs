@@ -15,6 +15,7 @@ pub mod operators;
 pub mod owed;
 pub mod report;
 pub mod resolve;
+pub mod simulated;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -136,6 +137,9 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     let fs = RootFs::open(&root).map_err(|e| e.to_string())?;
     let facts = Facts::gather(&root);
     let accounts = Accounts::read(&fs);
+    // A dry run changes nothing; what it would change goes to this
+    // overlay, which later promises of the same run see (issue 21).
+    let simulated = opts.dry_run.then(|| simulated::Simulated::new(&fs));
     // Under `--root`, commands run chrooted into it (LANGUAGE.md §13). A
     // bundle of format 2.0 could not say `host = true` (added in 2.1), and
     // a minor version only adds: its commands keep running on the host, as
@@ -145,6 +149,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         fs: &fs,
         accounts: &accounts,
         dry_run: opts.dry_run,
+        sim: simulated.as_ref(),
         state: opts.state.as_ref(),
         chroot: chroot.as_deref(),
         line_regexes: Default::default(),
@@ -693,7 +698,10 @@ fn apply(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
         )
         .pop()
         .unwrap_or_else(|| Applied::failed("no outcome for this package")),
-        "service" => backend::service::service(ctx.fs, ctx.dry_run, inst, notified),
+        "service" => {
+            let would_exist = |path: &str| ctx.sim.is_some_and(|s| s.has_file(&[path.to_owned()]));
+            backend::service::service(ctx.fs, ctx.dry_run, &would_exist, inst, notified)
+        }
         "process" => backend::processes::converge(ctx.fs, ctx.dry_run, inst),
         "mount" => backend::mount::converge(ctx.fs, ctx.dry_run, inst),
         "kernel_module" => backend::kmod::converge(ctx.fs, ctx.dry_run, inst),
@@ -705,13 +713,19 @@ fn apply(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
             &mut ctx.neighbours.borrow_mut(),
         ),
         "user" | "group" => {
+            // A dry run plans from the tables as it would have left them.
+            let real = ctx.sim.map(|_| ctx.accounts.tables());
+            let tables = ctx.sim.zip(real.as_ref()).map(|(s, r)| s.accounts(r));
             let applied = if inst.kind == "user" {
-                backend::accounts::user(ctx.fs, ctx.dry_run, inst)
+                backend::accounts::user(ctx.fs, ctx.dry_run, tables.as_ref(), inst)
             } else {
-                backend::accounts::group(ctx.fs, ctx.dry_run, inst)
+                backend::accounts::group(ctx.fs, ctx.dry_run, tables.as_ref(), inst)
             };
-            if applied.outcome == Outcome::Repaired && !ctx.dry_run {
-                ctx.accounts.reload(ctx.fs);
+            if applied.outcome == Outcome::Repaired {
+                match (ctx.sim, &real) {
+                    (Some(sim), Some(real)) => sim.account_changed(real, inst),
+                    _ => ctx.accounts.reload(ctx.fs),
+                }
             }
             applied
         }
