@@ -8,6 +8,7 @@ mod bootstrap;
 mod enroll;
 pub mod exit;
 mod facts;
+mod prompt;
 mod pull;
 mod run;
 mod verify;

@@ -127,7 +127,50 @@ pub struct RunReport {
     pub watch: crate::watch::WatchReport,
 }
 
+/// A repair `policyvm run --interactive` asks about: the promise, and
+/// what the repair would change (as a dry run describes it).
+#[derive(Clone, Copy, Debug)]
+pub struct Proposal<'a> {
+    /// `file:line` of the promise.
+    pub source: &'a str,
+    pub kind: &'a str,
+    pub promiser: &'a str,
+    pub changes: &'a [Change],
+}
+
+/// Answers whether to make a proposed repair.
+pub type Confirm<'a> = &'a mut dyn FnMut(&Proposal<'_>) -> bool;
+
+/// Why a repair that was not made is skipped.
+pub const DECLINED: &str = "declined";
+
 pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
+    run_with(v, opts, None)
+}
+
+/// [`run`], asking `confirm` before each repair (`policyvm run
+/// --interactive`, LANGUAGE.md §17): a promise that would repair is first
+/// applied as a dry run would apply it; the repair is made only if
+/// `confirm` says yes, and is otherwise skipped (`declined`), in this pass
+/// and the later ones, and the promises that come after it are skipped
+/// too. Packages are then converged one promise at a time, so that each
+/// is asked about.
+pub fn run_interactive(
+    v: &Verified,
+    opts: &RunOptions,
+    confirm: Confirm<'_>,
+) -> Result<RunReport, String> {
+    if opts.dry_run {
+        return Err("an interactive run cannot be a dry run: a dry run changes nothing to ask about".into());
+    }
+    run_with(v, opts, Some(confirm))
+}
+
+fn run_with(
+    v: &Verified,
+    opts: &RunOptions,
+    mut confirm: Option<Confirm<'_>>,
+) -> Result<RunReport, String> {
     let started = Instant::now();
     let body = &v.body;
     // Absolute, so that commands (which run with the root as their working
@@ -187,6 +230,9 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
 
     // Package batches; it also keeps apt's index refresh to once a run.
     let mut packages = Batcher::default();
+    // Interactive: the repairs declined so far, by instance and by promise.
+    let mut declined: HashSet<InstanceKey> = HashSet::new();
+    let mut declined_promises: HashSet<usize> = HashSet::new();
     for pass in 1..=limit {
         passes = pass;
         let mut repaired_any = false;
@@ -351,6 +397,42 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                     changes: Vec::new(),
                     output: None,
                 }
+            } else if p.is_some_and(|p| {
+                p.after
+                    .iter()
+                    .any(|a| declined_promises.contains(&(*a as usize)))
+            }) {
+                Applied {
+                    outcome: Outcome::Skipped(
+                        "a promise it comes after was not applied (declined)".into(),
+                    ),
+                    changes: Vec::new(),
+                    output: None,
+                }
+            } else if let Some(declined_now) = confirm.as_mut().and_then(|confirm| {
+                if inst.kind == "command" && commands_run.contains(&key) {
+                    return None;
+                }
+                let others = if inst.kind == "directory" {
+                    operators::Others::below(
+                        inst,
+                        instances.iter().filter_map(|(_, _, i)| i.as_ref().ok()),
+                    )
+                } else {
+                    operators::Others::default()
+                };
+                let ask = Ask {
+                    ctx: &ctx,
+                    inst,
+                    others: &others,
+                    notified: notified.contains(&inst.index) || restart.contains(&inst.index),
+                    source: source_of(v, inst.index),
+                };
+                ask.declined(&mut **confirm, declined.contains(&key))
+            }) {
+                declined.insert(key.clone());
+                declined_promises.insert(inst.index);
+                declined_now
             } else if inst.kind == "watch" && watches_run.contains(&key) {
                 // A watch reads its path once per run; later passes keep
                 // its first outcome (a second read would see no change).
@@ -378,7 +460,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                     instances.iter().filter_map(|(_, _, i)| i.as_ref().ok()),
                 );
                 operators::directory(&ctx, inst, &others)
-            } else if inst.kind == "package" {
+            } else if inst.kind == "package" && confirm.is_none() {
                 // Every package promise of the batch this one starts is
                 // converged now; the others take their outcome from it.
                 packages.apply(&fs, opts.dry_run, position, || {
@@ -528,6 +610,67 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
 
 /// A promise instance of a pass: its index and loop combination.
 type InstanceKey = (usize, Vec<String>);
+
+/// One question of an interactive run: a promise about to be applied.
+struct Ask<'a, 'c> {
+    ctx: &'a Ctx<'c>,
+    inst: &'a Instance,
+    others: &'a operators::Others,
+    /// Whether it was notified (a command then runs, a service restarts).
+    notified: bool,
+    source: String,
+}
+
+impl Ask<'_, '_> {
+    /// `Some(skipped, declined)` when the promise would repair and the
+    /// person declines (or declined it in an earlier pass); `None` to
+    /// apply it.
+    fn declined(&self, confirm: &mut dyn FnMut(&Proposal<'_>) -> bool, before: bool) -> Option<Applied> {
+        let skipped = || Applied {
+            outcome: Outcome::Skipped(DECLINED.into()),
+            changes: Vec::new(),
+            output: None,
+        };
+        if before {
+            return Some(skipped());
+        }
+        let preview = self.preview();
+        if preview.outcome != Outcome::Repaired {
+            return None;
+        }
+        let proposal = Proposal {
+            source: &self.source,
+            kind: self.inst.kind,
+            promiser: &self.inst.promiser,
+            changes: &preview.changes,
+        };
+        (!confirm(&proposal)).then(skipped)
+    }
+
+    /// The promise applied as a dry run applies it, over the state the run
+    /// has made so far (a fresh overlay: nothing is changed).
+    fn preview(&self) -> Applied {
+        let sim = simulated::Simulated::new(self.ctx.fs);
+        let dry = Ctx {
+            fs: self.ctx.fs,
+            accounts: self.ctx.accounts,
+            dry_run: true,
+            sim: Some(&sim),
+            state: self.ctx.state,
+            chroot: self.ctx.chroot,
+            line_regexes: Default::default(),
+            neighbours: Default::default(),
+        };
+        let inst = self.inst;
+        match inst.kind {
+            // These change nothing on the host that a person could decline.
+            "watch" | "neighbours" | "report" => Applied::kept(),
+            "command" => operators::command(&dry, inst, self.notified),
+            "directory" => operators::directory(&dry, inst, self.others),
+            _ => apply(&dry, inst, self.notified),
+        }
+    }
+}
 
 /// The notifications a promise would owe if it changed something: one per
 /// service or command it notifies that is active in this pass.
