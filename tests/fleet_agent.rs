@@ -1181,6 +1181,8 @@ fn an_agent_dry_run_reports_what_would_change_and_changes_nothing() {
     assert!(!real.is_dry_run());
     assert_eq!(real.status, Status::Repaired);
     assert!(host.state.join("reports/last.json").exists());
+    // The real run keeps the watch history the audit did not write.
+    assert!(!watch_files(&host.state).is_empty());
 }
 
 /// The real collector keeps a dry run apart: stored with status
