@@ -191,7 +191,8 @@ fn a_file_owned_by_a_user_the_run_creates_would_be_repaired() {
 
 /// A world-writable directory the run creates: the real run refuses to
 /// write a file directly in it, and so does the dry run, with the same
-/// reason. An existing world-writable directory likewise.
+/// reason. An existing world-writable directory likewise, for a write and
+/// for a purge.
 #[test]
 fn a_world_writable_parent_fails_the_dry_run_as_it_fails_the_real_run() {
     let policy = verified(&compile(
@@ -200,6 +201,7 @@ bundle b {
   directory "/srv/drop" { mode = 0o1777; }
   file "/srv/drop/config" { content = "x\n"; after = [directory "/srv/drop"]; }
   file "/var/tmp/stamp" { content = "y\n"; }
+  directory "/var/tmp" { purge = true; }
 }
 policy { b(); }
 "#,
@@ -212,13 +214,17 @@ policy { b(); }
         std::os::unix::fs::PermissionsExt::from_mode(0o1777),
     )
     .unwrap();
+    std::fs::write(r.join("var/tmp/junk"), "j").unwrap();
     let before = snapshot(r);
     let dry = converge(&policy, r, true);
     assert_eq!(snapshot(r), before, "the dry run changed the disk");
     let real = converge(&policy, r, false);
     for report in [&dry, &real] {
         let f = failed(report);
-        assert_eq!(f.len(), 2, "{f:#?}");
+        assert_eq!(f.len(), 3, "{f:#?}");
+        assert!(f.iter().any(|e| e.starts_with("directory /var/tmp")
+            && e.contains("cannot purge")
+            && e.contains("world-writable")), "{f:#?}");
         assert!(f.iter().any(|e| e.starts_with("file /srv/drop/config")
             && e.contains("world-writable")), "{f:#?}");
         assert!(f.iter().any(|e| e.starts_with("file /var/tmp/stamp")

@@ -1197,28 +1197,8 @@ fn the_real_collector_does_not_count_a_dry_run_as_the_hosts_run() {
     assert!(out.status.success(), "{}", text(&out));
     let inventory = hub.work.path().join("inventory.toml");
     std::fs::write(&inventory, &out.stdout).unwrap();
-    let db = hub.work.path().join("collector.db");
-    let mut collector = Command::new(binary("converge-collector"))
-        .arg("serve")
-        .arg("--inventory")
-        .arg(&inventory)
-        .arg("--database")
-        .arg(format!("sqlite://{}", db.display()))
-        .args(["--listen", "127.0.0.1:0"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(collector.stdout.take().unwrap()).lines();
-    let url = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|l| {
-            l.split_whitespace()
-                .find(|w| w.starts_with("http://"))
-                .map(str::to_owned)
-        })
-        .unwrap_or_else(|| panic!("the collector said no address"));
+    let collector = converge::collector::Collector::start(&inventory);
+    let url = collector.url.clone();
     host.configure(std::slice::from_ref(&url), "");
     // Two real runs: repaired, then kept.
     for _ in 0..2 {
@@ -1241,8 +1221,7 @@ fn the_real_collector_does_not_count_a_dry_run_as_the_hosts_run() {
         .read_to_string()
         .unwrap();
     let detail: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let _ = collector.kill();
-    let _ = collector.wait();
+    drop(collector);
     // The host is as its last real run left it.
     assert_eq!(detail["host"]["status"], "kept", "{detail:#}");
     assert_eq!(detail["host"]["sequence"], 2, "{detail:#}");

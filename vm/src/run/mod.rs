@@ -1146,11 +1146,9 @@ fn purge_one(
             unmanaged.insert(path);
             continue;
         }
-        if !ctx.dry_run {
-            if let Err(e) = ctx.fs.remove_entry(base, &entry) {
-                failures.push(format!("cannot purge `{path}`: {e}"));
-                continue;
-            }
+        if let Err(e) = ctx.remove_entry(base, &entry) {
+            failures.push(format!("cannot purge `{path}`: {e}"));
+            continue;
         }
         applied.changes.push(Change {
             what: "purged".into(),

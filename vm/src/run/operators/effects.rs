@@ -132,6 +132,22 @@ impl Ctx<'_> {
         Ok(())
     }
 
+    /// [`crate::rootfs::RootFs::remove_entry`]: `name` as read from the
+    /// directory `dir` (not necessarily UTF-8).
+    pub fn remove_entry(&self, dir: &str, name: &[u8]) -> Result<(), FsError> {
+        let Some(sim) = self.sim else {
+            return self.fs.remove_entry(dir, name);
+        };
+        let path = format!(
+            "{}/{}",
+            dir.trim_end_matches('/'),
+            String::from_utf8_lossy(name)
+        );
+        sim.check_change(self.fs, &path)?;
+        sim.removed(&path);
+        Ok(())
+    }
+
     /// A dry run's checks before a change in place: the object exists,
     /// its directory may be changed, it has no other hard links.
     fn existing(&self, path: &str, op: &'static str) -> Result<Meta, FsError> {
