@@ -201,7 +201,7 @@ bundle b {
   directory "/srv/drop" { mode = 0o1777; }
   file "/srv/drop/config" { content = "x\n"; after = [directory "/srv/drop"]; }
   file "/var/tmp/stamp" { content = "y\n"; }
-  directory "/var/tmp" { purge = true; }
+  directory "/var/shared" { purge = true; }
 }
 policy { b(); }
 "#,
@@ -214,7 +214,13 @@ policy { b(); }
         std::os::unix::fs::PermissionsExt::from_mode(0o1777),
     )
     .unwrap();
-    std::fs::write(r.join("var/tmp/junk"), "j").unwrap();
+    std::fs::create_dir_all(r.join("var/shared")).unwrap();
+    std::fs::set_permissions(
+        r.join("var/shared"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o1777),
+    )
+    .unwrap();
+    std::fs::write(r.join("var/shared/junk"), "j").unwrap();
     let before = snapshot(r);
     let dry = converge(&policy, r, true);
     assert_eq!(snapshot(r), before, "the dry run changed the disk");
@@ -222,7 +228,7 @@ policy { b(); }
     for report in [&dry, &real] {
         let f = failed(report);
         assert_eq!(f.len(), 3, "{f:#?}");
-        assert!(f.iter().any(|e| e.starts_with("directory /var/tmp")
+        assert!(f.iter().any(|e| e.starts_with("directory /var/shared")
             && e.contains("cannot purge")
             && e.contains("world-writable")), "{f:#?}");
         assert!(f.iter().any(|e| e.starts_with("file /srv/drop/config")

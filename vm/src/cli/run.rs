@@ -24,7 +24,8 @@ use crate::bundle::keys::load_trust_dir;
 use crate::bundle::open;
 use crate::run::lock::{LockError, RunLock};
 use crate::run::operators::Outcome;
-use crate::run::{report, run as converge, run_interactive, Proposal, RunOptions};
+use crate::run::interactive::Proposal;
+use crate::run::{report, run as converge, run_interactive, RunOptions};
 use crate::state::{default_dir, StateDir};
 
 #[derive(Debug, Args)]

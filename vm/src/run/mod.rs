@@ -15,12 +15,14 @@ pub mod operators;
 pub mod owed;
 pub mod report;
 pub mod resolve;
+pub mod interactive;
 pub mod simulated;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use interactive::{Ask, Confirm};
 use operators::{Accounts, Applied, Change, Ctx, Outcome};
 use resolve::{loop_combinations, Instance, Resolver};
 
@@ -126,23 +128,6 @@ pub struct RunReport {
     /// at its start, and this run's changes (`crate::watch`).
     pub watch: crate::watch::WatchReport,
 }
-
-/// A repair `policyvm run --interactive` asks about: the promise, and
-/// what the repair would change (as a dry run describes it).
-#[derive(Clone, Copy, Debug)]
-pub struct Proposal<'a> {
-    /// `file:line` of the promise.
-    pub source: &'a str,
-    pub kind: &'a str,
-    pub promiser: &'a str,
-    pub changes: &'a [Change],
-}
-
-/// Answers whether to make a proposed repair.
-pub type Confirm<'a> = &'a mut dyn FnMut(&Proposal<'_>) -> bool;
-
-/// Why a repair that was not made is skipped.
-pub const DECLINED: &str = "declined";
 
 pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     run_with(v, opts, None)
@@ -610,67 +595,6 @@ fn run_with(
 
 /// A promise instance of a pass: its index and loop combination.
 type InstanceKey = (usize, Vec<String>);
-
-/// One question of an interactive run: a promise about to be applied.
-struct Ask<'a, 'c> {
-    ctx: &'a Ctx<'c>,
-    inst: &'a Instance,
-    others: &'a operators::Others,
-    /// Whether it was notified (a command then runs, a service restarts).
-    notified: bool,
-    source: String,
-}
-
-impl Ask<'_, '_> {
-    /// `Some(skipped, declined)` when the promise would repair and the
-    /// person declines (or declined it in an earlier pass); `None` to
-    /// apply it.
-    fn declined(&self, confirm: &mut dyn FnMut(&Proposal<'_>) -> bool, before: bool) -> Option<Applied> {
-        let skipped = || Applied {
-            outcome: Outcome::Skipped(DECLINED.into()),
-            changes: Vec::new(),
-            output: None,
-        };
-        if before {
-            return Some(skipped());
-        }
-        let preview = self.preview();
-        if preview.outcome != Outcome::Repaired {
-            return None;
-        }
-        let proposal = Proposal {
-            source: &self.source,
-            kind: self.inst.kind,
-            promiser: &self.inst.promiser,
-            changes: &preview.changes,
-        };
-        (!confirm(&proposal)).then(skipped)
-    }
-
-    /// The promise applied as a dry run applies it, over the state the run
-    /// has made so far (a fresh overlay: nothing is changed).
-    fn preview(&self) -> Applied {
-        let sim = simulated::Simulated::new(self.ctx.fs);
-        let dry = Ctx {
-            fs: self.ctx.fs,
-            accounts: self.ctx.accounts,
-            dry_run: true,
-            sim: Some(&sim),
-            state: self.ctx.state,
-            chroot: self.ctx.chroot,
-            line_regexes: Default::default(),
-            neighbours: Default::default(),
-        };
-        let inst = self.inst;
-        match inst.kind {
-            // These change nothing on the host that a person could decline.
-            "watch" | "neighbours" | "report" => Applied::kept(),
-            "command" => operators::command(&dry, inst, self.notified),
-            "directory" => operators::directory(&dry, inst, self.others),
-            _ => apply(&dry, inst, self.notified),
-        }
-    }
-}
 
 /// The notifications a promise would owe if it changed something: one per
 /// service or command it notifies that is active in this pass.

@@ -143,7 +143,16 @@ impl Ctx<'_> {
             dir.trim_end_matches('/'),
             String::from_utf8_lossy(name)
         );
-        sim.check_change(self.fs, &path)?;
+        // The directory is checked as the real removal checks it, and named
+        // alike in the refusal.
+        let dir = dir.trim_end_matches('/');
+        sim.check_change(self.fs, &path).map_err(|e| match e {
+            FsError::SharedDirectory { .. } => FsError::SharedDirectory {
+                path: dir.to_owned(),
+                dir: dir.to_owned(),
+            },
+            other => other,
+        })?;
         sim.removed(&path);
         Ok(())
     }
