@@ -228,13 +228,22 @@ policy { b(); }
     for report in [&dry, &real] {
         let f = failed(report);
         assert_eq!(f.len(), 3, "{f:#?}");
-        assert!(f.iter().any(|e| e.starts_with("directory /var/shared")
-            && e.contains("cannot purge")
-            && e.contains("world-writable")), "{f:#?}");
-        assert!(f.iter().any(|e| e.starts_with("file /srv/drop/config")
-            && e.contains("world-writable")), "{f:#?}");
-        assert!(f.iter().any(|e| e.starts_with("file /var/tmp/stamp")
-            && e.contains("world-writable")), "{f:#?}");
+        assert!(
+            f.iter().any(|e| e.starts_with("directory /var/shared")
+                && e.contains("cannot purge")
+                && e.contains("world-writable")),
+            "{f:#?}"
+        );
+        assert!(
+            f.iter()
+                .any(|e| e.starts_with("file /srv/drop/config") && e.contains("world-writable")),
+            "{f:#?}"
+        );
+        assert!(
+            f.iter()
+                .any(|e| e.starts_with("file /var/tmp/stamp") && e.contains("world-writable")),
+            "{f:#?}"
+        );
     }
     assert_eq!(promises(&dry), promises(&real));
 }

@@ -1118,7 +1118,13 @@ fn an_agent_dry_run_reports_what_would_change_and_changes_nothing() {
     let before = std::fs::read(host.root.join("etc/motd")).unwrap();
 
     let out = Command::new(binary("policyvm"))
-        .args(["agent", "--no-splay", "--dry-run", "--define", "audit_extra"])
+        .args([
+            "agent",
+            "--no-splay",
+            "--dry-run",
+            "--define",
+            "audit_extra",
+        ])
         .arg("--config")
         .arg(&host.config)
         .output()
@@ -1147,10 +1153,9 @@ fn an_agent_dry_run_reports_what_would_change_and_changes_nothing() {
         "{:?}",
         watch_files(&host.state)
     );
-    let local: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(host.state.join("reports/dry-run.json")).unwrap(),
-    )
-    .unwrap();
+    let local: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(host.state.join("reports/dry-run.json")).unwrap())
+            .unwrap();
     assert_eq!(local["dry_run"], serde_json::Value::Bool(true));
 
     let got = collector.received();

@@ -464,12 +464,7 @@ pub fn group_steps(
 /// Converges a `user` promise. `simulated`: in a dry run, the account
 /// tables as the run would have left them so far (`crate::run::simulated`),
 /// planned from instead of the root's.
-pub fn user(
-    fs: &RootFs,
-    dry_run: bool,
-    simulated: Option<&AccountDb>,
-    inst: &Instance,
-) -> Applied {
+pub fn user(fs: &RootFs, dry_run: bool, simulated: Option<&AccountDb>, inst: &Instance) -> Applied {
     converge(fs, dry_run, simulated, |tables| {
         let mut current = tables.user(&inst.promiser);
         if let Some(cur) = current.as_mut().filter(|_| inst.get("password").is_some()) {

@@ -247,10 +247,14 @@ fn unit_files(name: &str) -> Vec<String> {
     } else {
         format!("{name}.service")
     };
-    ["/etc/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system"]
-        .iter()
-        .map(|dir| format!("{dir}/{unit}"))
-        .collect()
+    [
+        "/etc/systemd/system",
+        "/lib/systemd/system",
+        "/usr/lib/systemd/system",
+    ]
+    .iter()
+    .map(|dir| format!("{dir}/{unit}"))
+    .collect()
 }
 
 /// Why `state` and notifications are left alone under `--root`.

@@ -15,8 +15,8 @@ use clap::Args;
 
 use super::exit;
 use super::out;
-use crate::agent::{agent as cycle, AgentOptions};
 use crate::agent::config::Config;
+use crate::agent::{agent as cycle, AgentOptions};
 
 #[derive(Debug, Args)]
 pub struct AgentArgs {

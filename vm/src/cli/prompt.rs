@@ -7,8 +7,8 @@
 
 use std::io::{BufRead, Write};
 
-use crate::run::report::repair_lines;
 use crate::run::interactive::Proposal;
+use crate::run::report::repair_lines;
 
 /// Shows `proposal` on `out`, reads one answer from `input`.
 pub fn ask(proposal: &Proposal<'_>, input: &mut dyn BufRead, out: &mut dyn Write) -> bool {

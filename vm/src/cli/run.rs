@@ -19,14 +19,14 @@ use super::exit::{
     USAGE as EXIT_USAGE,
 };
 use super::{out, prompt};
-use std::io::IsTerminal as _;
 use crate::bundle::keys::load_trust_dir;
 use crate::bundle::open;
+use crate::run::interactive::Proposal;
 use crate::run::lock::{LockError, RunLock};
 use crate::run::operators::Outcome;
-use crate::run::interactive::Proposal;
 use crate::run::{report, run as converge, run_interactive, RunOptions};
 use crate::state::{default_dir, StateDir};
+use std::io::IsTerminal as _;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {

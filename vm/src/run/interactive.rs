@@ -39,7 +39,11 @@ impl Ask<'_, '_> {
     /// `Some(skipped, declined)` when the promise would repair and the
     /// person declines (or declined it in an earlier pass); `None` to
     /// apply it.
-    pub(super) fn declined(&self, confirm: &mut dyn FnMut(&Proposal<'_>) -> bool, before: bool) -> Option<Applied> {
+    pub(super) fn declined(
+        &self,
+        confirm: &mut dyn FnMut(&Proposal<'_>) -> bool,
+        before: bool,
+    ) -> Option<Applied> {
         let skipped = || Applied {
             outcome: Outcome::Skipped(DECLINED.into()),
             changes: Vec::new(),
@@ -85,4 +89,3 @@ impl Ask<'_, '_> {
         }
     }
 }
-

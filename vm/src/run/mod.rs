@@ -10,12 +10,12 @@
 //! promises that were repaired in every pass are named as oscillating.
 
 pub mod editing;
+pub mod interactive;
 pub mod lock;
 pub mod operators;
 pub mod owed;
 pub mod report;
 pub mod resolve;
-pub mod interactive;
 pub mod simulated;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -146,7 +146,9 @@ pub fn run_interactive(
     confirm: Confirm<'_>,
 ) -> Result<RunReport, String> {
     if opts.dry_run {
-        return Err("an interactive run cannot be a dry run: a dry run changes nothing to ask about".into());
+        return Err(
+            "an interactive run cannot be a dry run: a dry run changes nothing to ask about".into(),
+        );
     }
     run_with(v, opts, Some(confirm))
 }

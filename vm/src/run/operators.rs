@@ -397,9 +397,7 @@ fn write_validated(
     if validate.is_none() || ctx.sim.is_some() {
         // A dry run does not run `validate` (it is listed among the
         // commands the run would run); it makes the write's checks.
-        return ctx
-            .write_file(path, bytes, mode, owner)
-            .map_err(fs_failed);
+        return ctx.write_file(path, bytes, mode, owner).map_err(fs_failed);
     }
     let Some(validate) = validate else {
         return Err(Applied::failed("no `validate`"));
@@ -749,9 +747,13 @@ fn converge_text(ctx: &Ctx<'_>, inst: &Instance, edit: TextEdit<'_>) -> Applied 
     // In a dry run, a file an earlier promise would create is there.
     let meta = match ctx.lstat(path) {
         Ok(Some(m)) if m.kind == Kind::File => m,
-        Ok(Some(m)) if m.kind == Kind::Symlink => return fs_failed(FsError::Symlink(path.to_owned())),
+        Ok(Some(m)) if m.kind == Kind::Symlink => {
+            return fs_failed(FsError::Symlink(path.to_owned()))
+        }
         Ok(Some(_)) => return Applied::failed(format!("`{path}` is not a regular file")),
-        Ok(None) => return Applied::failed(format!("`{path}` does not exist; promise the file too")),
+        Ok(None) => {
+            return Applied::failed(format!("`{path}` does not exist; promise the file too"))
+        }
         Err(e) => return fs_failed(e),
     };
     let bytes = match ctx.read_file(path) {

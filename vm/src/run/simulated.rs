@@ -339,7 +339,8 @@ impl Simulated {
             }
         }
         db.users.retain(|u| !state.removed_users.contains(&u.name));
-        db.groups.retain(|g| !state.removed_groups.contains(&g.name));
+        db.groups
+            .retain(|g| !state.removed_groups.contains(&g.name));
         db
     }
 
@@ -437,7 +438,7 @@ impl Simulated {
             if let Some(groups) = inst.list("groups") {
                 // `-G` sets the whole set of supplementary groups.
                 for g in &db.groups {
-                    let wanted = groups.iter().any(|w| *w == g.name);
+                    let wanted = groups.contains(&g.name);
                     let member = g.members.iter().any(|m| m == name);
                     if wanted != member {
                         let mut g = g.clone();
@@ -454,10 +455,12 @@ impl Simulated {
         }
         let mut state = self.state.borrow_mut();
         for u in users {
+            state.removed_users.remove(&u.name);
             state.accounts.users.retain(|r| r.name != u.name);
             state.accounts.users.push(u);
         }
         for g in added {
+            state.removed_groups.remove(&g.name);
             state.accounts.groups.retain(|r| r.name != g.name);
             state.accounts.groups.push(g);
         }
@@ -511,9 +514,10 @@ impl LoginDefs {
                 .filter_map(|l| l.split_once(char::is_whitespace))
                 .filter(|(k, _)| *k == name)
                 .map(|(_, v)| v.trim())
-                .last()
+                .next_back()
         };
-        let num = |name: &str, default: u32| value(name).and_then(|v| v.parse().ok()).unwrap_or(default);
+        let num =
+            |name: &str, default: u32| value(name).and_then(|v| v.parse().ok()).unwrap_or(default);
         let uid_min = num("UID_MIN", 1000);
         let gid_min = num("GID_MIN", 1000);
         LoginDefs {
@@ -534,7 +538,12 @@ impl LoginDefs {
 
     fn next_uid(&self, db: &AccountDb, system: bool) -> u32 {
         let used: Vec<u32> = db.users.iter().map(|u| u.uid).collect();
-        next_id(&used, if system { self.sys_uid } else { self.uid }, system, None)
+        next_id(
+            &used,
+            if system { self.sys_uid } else { self.uid },
+            system,
+            None,
+        )
     }
 
     fn next_gid(&self, db: &AccountDb, system: bool, preferred: Option<u32>) -> u32 {
@@ -581,6 +590,78 @@ mod tests {
         assert_eq!(next_id(&[0], defs.uid, false, None), 1000);
         assert!(defs.user_groups);
         assert!(!LoginDefs::parse("").user_groups);
+    }
+
+    fn inst(
+        kind: &'static str,
+        name: &str,
+        attrs: Vec<(&'static str, crate::instance::Value)>,
+    ) -> Instance {
+        Instance {
+            index: 0,
+            kind,
+            promiser: name.to_owned(),
+            attrs,
+        }
+    }
+
+    /// Accounts a run would add get the ids `useradd -R` gave in a sandbox
+    /// with the same tables (Debian 12): the next uid of the range, a
+    /// user's own group with the user's id, system ids from the top; a
+    /// removed account is gone until a later promise adds it again.
+    #[test]
+    fn accounts_the_run_would_add_have_the_ids_useradd_gives() {
+        use crate::instance::Value;
+        let dir = tempfile::tempdir().unwrap();
+        let etc = dir.path().join("etc");
+        std::fs::create_dir(&etc).unwrap();
+        std::fs::write(etc.join("passwd"), "root:x:0:0::/root:/bin/sh\n").unwrap();
+        std::fs::write(etc.join("group"), "root:x:0:\nusers:x:100:\n").unwrap();
+        std::fs::write(etc.join("login.defs"), "USERGROUPS_ENAB yes\n").unwrap();
+        let fs = RootFs::open(dir.path()).unwrap();
+        let real = AccountDb::read(&fs).unwrap();
+        let sim = Simulated::new(&fs);
+        sim.account_changed(&real, &inst("group", "appgrp", vec![]));
+        sim.account_changed(
+            &real,
+            &inst("user", "app", vec![("group", Value::Str("appgrp".into()))]),
+        );
+        sim.account_changed(
+            &real,
+            &inst(
+                "user",
+                "worker",
+                vec![("groups", Value::List(vec!["appgrp".into()]))],
+            ),
+        );
+        sim.account_changed(
+            &real,
+            &inst("user", "daemon1", vec![("system", Value::Bool(true))]),
+        );
+        assert_eq!(sim.group_id("appgrp"), Some(Some(1000)));
+        assert_eq!(sim.user_id("app"), Some(Some(1000)));
+        assert_eq!(sim.user_id("worker"), Some(Some(1001)));
+        assert_eq!(sim.group_id("worker"), Some(Some(1001)));
+        assert_eq!(sim.user_id("daemon1"), Some(Some(999)));
+        assert_eq!(sim.group_id("daemon1"), Some(Some(999)));
+        let db = sim.accounts(&real);
+        assert_eq!(db.user("app").unwrap().gid, 1000);
+        assert_eq!(
+            db.group("appgrp").unwrap().members,
+            vec!["worker".to_owned()]
+        );
+        assert_eq!(sim.user_id("root"), None, "the root's own: read the disk");
+
+        let gone = inst(
+            "user",
+            "worker",
+            vec![("ensure", Value::Str("absent".into()))],
+        );
+        sim.account_changed(&real, &gone);
+        assert_eq!(sim.user_id("worker"), Some(None));
+        assert!(sim.accounts(&real).user("worker").is_none());
+        sim.account_changed(&real, &inst("user", "worker", vec![]));
+        assert!(sim.user_id("worker").is_some_and(|id| id.is_some()));
     }
 
     /// What the overlay says is there shadows the disk: a file below a
