@@ -462,7 +462,7 @@ pub fn group_steps(
 }
 
 /// Converges a `user` promise. `simulated`: in a dry run, the account
-/// tables as the run would have left them so far (`crate::run::simulated`),
+/// tables as the run would have left them so far (a dry run's simulated state, issue 21),
 /// planned from instead of the root's.
 pub fn user(fs: &RootFs, dry_run: bool, simulated: Option<&AccountDb>, inst: &Instance) -> Applied {
     converge(fs, dry_run, simulated, |tables| {

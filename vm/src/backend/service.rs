@@ -57,7 +57,7 @@ pub fn manager<'i>(inst: &'i Instance, root: &Path) -> &'i str {
 
 /// Whether a dry run would have created a path (a unit file, a service
 /// definition) that the manager cannot see on disk yet
-/// (`crate::run::simulated`); always false in a real run.
+/// (a dry run's simulated state, issue 21); always false in a real run.
 pub type WouldExist<'a> = &'a dyn Fn(&str) -> bool;
 
 /// Converges a `service` promise through its manager.
