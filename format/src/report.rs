@@ -33,6 +33,18 @@ pub const EXTRA_EXTENSION: &str = "extra";
 /// Prepended to the report bytes before signing (domain separation).
 pub const SIGNING_CONTEXT: &[u8] = b"converge report v1\0";
 
+/// The extension (`"dry_run": true`) of the report of an audit, `policyvm
+/// agent --dry-run`: what the run would have changed, none of it done. A
+/// collector stores it apart from the host's real runs.
+pub const DRY_RUN_EXTENSION: &str = "dry_run";
+
+impl Report {
+    /// Whether this is the report of a dry run ([`DRY_RUN_EXTENSION`]).
+    pub fn is_dry_run(&self) -> bool {
+        self.extensions.get(DRY_RUN_EXTENSION) == Some(&serde_json::Value::Bool(true))
+    }
+}
+
 /// The largest report a collector accepts and an agent sends (the JSON
 /// bytes, before base64). A run with more to say is cut by the agent (see
 /// [`Report::truncated`]), never refused whole.

@@ -72,9 +72,30 @@ pub fn splay(hostname: &str, name: &str, max: Duration) -> Duration {
     Duration::from_millis(offset)
 }
 
-/// One agent run with `config`; `no_splay` skips the wait (for a run by
-/// hand).
-pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
+/// How one agent cycle runs, from the command line.
+#[derive(Clone, Debug, Default)]
+pub struct AgentOptions {
+    /// Skip the splay (a run by hand).
+    pub no_splay: bool,
+    /// An audit (issue 21 item 5): pull and verify as usual, then run the
+    /// bundle as a dry run and report what would change. Nothing on the
+    /// host changes, nor the run's own records: no owed notifications, no
+    /// watch history, no Prometheus textfile, and `reports/last.json`
+    /// keeps the last real run (the dry run's report is
+    /// `reports/dry-run.json`). The pulled bundle is installed as by any
+    /// pull, and the report is uploaded like any other, marked
+    /// `dry_run: true`.
+    pub dry_run: bool,
+    /// Classes set for this run, as `policyvm run --define`.
+    pub defines: Vec<String>,
+}
+
+/// Where an audit (`--dry-run`) writes its report, beside `last.json`.
+pub const DRY_RUN_REPORT: &str = "dry-run.json";
+
+/// One agent run with `config`.
+pub fn agent(config: &Config, options: &AgentOptions) -> AgentRun {
+    let no_splay = options.no_splay;
     let mut a = AgentRun::default();
     let started = Instant::now();
     let since_epoch = SystemTime::now()
@@ -285,7 +306,7 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
         }
     }
     let (result, report_value) = match chosen {
-        Ok(local) => match converge(config, &local, &state) {
+        Ok(local) => match converge(config, options, &local, &state) {
             Ok(r) => {
                 let value = agent_report(report::json(&r), &local, pull_value, stale);
                 (Ok(r), value)
@@ -346,7 +367,18 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
             a.warnings.push(message.clone());
         }
     }
-    if let Err(e) = write_report(&state, &report_value, since_epoch, config.keep_reports) {
+    let written = if options.dry_run {
+        crate::state::write_atomically(
+            &state.path(REPORTS),
+            DRY_RUN_REPORT,
+            serde_json::to_string_pretty(&report_value)
+                .unwrap_or_default()
+                .as_bytes(),
+        )
+    } else {
+        write_report(&state, &report_value, since_epoch, config.keep_reports)
+    };
+    if let Err(e) = written {
         a.warnings
             .push(format!("warning: cannot write the report: {e}"));
     }
@@ -386,6 +418,10 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
     m.reports_spooled = d.spooled;
     m.upload_seconds = upload_started.elapsed().as_secs_f64();
     a.warnings.extend(d.warnings);
+    // The textfile describes the host's real runs: an audit leaves it.
+    if options.dry_run {
+        return a;
+    }
     if let Err(e) = metrics::write(&config.metrics_dir, &state, &m.render()) {
         a.warnings.push(format!(
             "warning: cannot write `{}`: {e}",
@@ -503,11 +539,16 @@ fn describe(e: &PullError) -> String {
 
 /// Converges the root (the caller holds the state directory's lock, which
 /// is the run lock: [`crate::run::lock`]).
-fn converge(config: &Config, local: &Local, state: &StateDir) -> Result<RunReport, (u8, String)> {
+fn converge(
+    config: &Config,
+    options: &AgentOptions,
+    local: &Local,
+    state: &StateDir,
+) -> Result<RunReport, (u8, String)> {
     let opts = RunOptions {
         root: config.root.clone(),
-        dry_run: false,
-        defines: Vec::new(),
+        dry_run: options.dry_run,
+        defines: options.defines.clone(),
         state: Some(state.clone()),
     };
     run(&local.bundle, &opts).map_err(|e| (EXIT_CONFIG, format!("error: {e}")))

@@ -9,6 +9,7 @@ mod capture;
 mod enroll;
 pub mod exit;
 mod facts;
+mod prompt;
 mod pull;
 mod run;
 mod verify;

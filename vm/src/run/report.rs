@@ -20,6 +20,26 @@ fn printable_lines(text: &str) -> String {
         .collect()
 }
 
+/// The lines of one repair: `VERB HEAD: WHAT BEFORE -> AFTER` per change,
+/// each followed by its diff (a dry run's; a secret's content shows as
+/// `<secret NAME>` changed, never its text). The human report and
+/// `policyvm run --interactive` show repairs alike.
+pub fn repair_lines(verb: &str, head: &str, changes: &[super::operators::Change]) -> String {
+    let mut out = String::new();
+    for c in changes {
+        let arrow = if c.before.is_empty() {
+            printable(&c.after).into_owned()
+        } else {
+            format!("{} -> {}", printable(&c.before), printable(&c.after))
+        };
+        out.push_str(&format!("{verb} {head}: {} {arrow}\n", printable(&c.what)));
+        if let Some(diff) = &c.diff {
+            out.push_str(&printable_lines(diff));
+        }
+    }
+    out
+}
+
 fn outcome_word(o: &Outcome) -> &'static str {
     match o {
         Outcome::Kept => "kept",
@@ -240,16 +260,9 @@ fn human_lines(r: &RunReport) -> Vec<(Line, String)> {
                 out.problem(format!("FAILED   {head}: {}\n", printable(e)));
             }
             Outcome::Repaired => {
-                for c in &p.changes {
-                    let arrow = if c.before.is_empty() {
-                        printable(&c.after).into_owned()
-                    } else {
-                        format!("{} -> {}", printable(&c.before), printable(&c.after))
-                    };
-                    out.push_str(&format!("{verb} {head}: {} {arrow}\n", printable(&c.what)));
-                    if let Some(diff) = &c.diff {
-                        out.push_str(&printable_lines(diff));
-                    }
+                let lines = repair_lines(verb, &head, &p.changes);
+                if !lines.is_empty() {
+                    out.push_str(&lines);
                 }
                 // The commands a backend ran (their output is in the JSON
                 // report).

@@ -80,6 +80,12 @@ pub fn build(cycle: &Cycle<'_>) -> Report {
                 digest: r.digest.clone(),
             });
             report.summary = summary(r);
+            if r.dry_run {
+                report.extensions.insert(
+                    converge_format::report::DRY_RUN_EXTENSION.to_owned(),
+                    Value::Bool(true),
+                );
+            }
             if !r.neighbours.is_empty() {
                 report.extensions.insert(
                     crate::neighbours::EXTENSION.to_owned(),
