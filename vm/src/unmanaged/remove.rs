@@ -110,7 +110,9 @@ fn one(run: &Run<'_>, kind: &str, name: &str) -> Applied {
                 promiser: name.to_owned(),
                 attrs,
             };
-            service::service(run.fs, run.dry_run, &inst, false)
+            // A removal needs no simulated state (LANGUAGE.md §17): what it
+            // removes is on the host now, and it creates nothing.
+            service::service(run.fs, run.dry_run, &|_: &str| false, &inst, false)
         }
         "user" | "group" => {
             let inst = Instance {
@@ -120,9 +122,9 @@ fn one(run: &Run<'_>, kind: &str, name: &str) -> Applied {
                 attrs: vec![("ensure", str_value("absent"))],
             };
             if kind == "user" {
-                accounts::user(run.fs, run.dry_run, &inst)
+                accounts::user(run.fs, run.dry_run, None, &inst)
             } else {
-                accounts::group(run.fs, run.dry_run, &inst)
+                accounts::group(run.fs, run.dry_run, None, &inst)
             }
         }
         other => Applied::failed(format!("no removal for type `{other}`")),
