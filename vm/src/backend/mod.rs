@@ -22,7 +22,6 @@
 //! runit's service directory inside the root).
 
 pub mod accounts;
-pub mod apt;
 pub mod contain;
 pub mod fstab;
 pub mod kmod;
@@ -35,6 +34,7 @@ pub mod runit;
 pub mod service;
 pub mod sysctl;
 pub mod systemd;
+pub mod toolset;
 
 use std::path::Path;
 
