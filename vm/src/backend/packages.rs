@@ -35,7 +35,7 @@ use super::{change, check_path, host_path, sandbox};
 use crate::instance::{Instance, Value};
 use crate::outcome::{Applied, Change, Outcome};
 use crate::rootfs::{Kind, RootFs};
-use crate::schema::name_problem;
+use crate::schema::{name_problem, package_file_problem};
 
 /// One instance of a pass, as the batcher sees it.
 #[derive(Clone, Copy, Debug)]
@@ -190,7 +190,15 @@ fn check<'i>(fs: &RootFs, inst: &'i Instance, tool: &dyn Toolset) -> Result<Memb
     }
     let file = match inst.get(attr) {
         None => None,
-        Some(Value::Bytes(b)) => Some(PkgFile::Embedded(b)),
+        Some(Value::Bytes(b)) => {
+            // The compiler refused such a file; a bundle is checked again.
+            if let Some(why) = package_file_problem(attr, b) {
+                return Err(Applied::failed(format!(
+                    "the embedded `{attr}` file is not usable: {why}; it is passed to no tool"
+                )));
+            }
+            Some(PkgFile::Embedded(b))
+        }
         Some(Value::Str(src)) => {
             check_path(attr, src)?;
             Some(PkgFile::InRoot(src))
@@ -303,7 +311,7 @@ fn need(
             let candidate = candidates.get(m.name).cloned().flatten();
             match (installed, candidate) {
                 (Some(k), Some(c)) if tool.upgrades(&c, &k.version) => {
-                    Ok(Need::Repo(tool.spec(m.name, None)))
+                    Ok(Need::Repo(tool.latest_spec(m.name, &c)))
                 }
                 (Some(_), _) => Ok(Need::Nothing),
                 (None, Some(_)) => Ok(Need::Repo(tool.spec(m.name, None))),
@@ -909,7 +917,7 @@ mod tests {
         // An epoch makes 0.9 newer than 1.0.
         assert_eq!(
             need(&m("latest", None), &cand),
-            Ok(Need::Repo("alpha".into()))
+            Ok(Need::Repo("alpha-1:0.9-1".into()))
         );
         cand.insert("alpha".to_owned(), Some("1.0-1".to_owned()));
         assert_eq!(need(&m("latest", None), &cand), Ok(Need::Nothing));

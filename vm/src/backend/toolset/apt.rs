@@ -395,6 +395,11 @@ impl Toolset for Apt {
         }
     }
 
+    /// `apt-get install NAME` installs the candidate.
+    fn latest_spec(&self, name: &str, _candidate: &str) -> String {
+        name.to_owned()
+    }
+
     fn install(&self, specs: &[String], root: Option<&Path>) -> Result<Cmd, String> {
         Ok(apt_install(specs, root))
     }

@@ -114,6 +114,10 @@ pub trait Toolset {
     /// The argument that asks the repositories for `name` (at `version`).
     fn spec(&self, name: &str, version: Option<&str>) -> String;
 
+    /// The argument that upgrades an installed `name` to the
+    /// repositories' `candidate` (`state = latest`).
+    fn latest_spec(&self, name: &str, candidate: &str) -> String;
+
     /// ONE install/upgrade transaction from the repositories; `Err` when
     /// this toolset cannot fetch (plain `rpm`): the reason.
     fn install(&self, specs: &[String], root: Option<&Path>) -> Result<Cmd, String>;

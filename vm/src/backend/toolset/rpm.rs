@@ -389,6 +389,12 @@ impl Toolset for Rpm {
         }
     }
 
+    /// `dnf install NAME` leaves an installed package alone: the
+    /// candidate is named exactly (`NAME-E:V-R`).
+    fn latest_spec(&self, name: &str, candidate: &str) -> String {
+        format!("{name}-{candidate}")
+    }
+
     fn install(&self, specs: &[String], root: Option<&Path>) -> Result<Cmd, String> {
         if !self.dnf {
             return Err(
