@@ -336,3 +336,92 @@ fn the_apt_toolset_passes_the_scenario_table() {
 fn the_rpm_toolset_passes_the_scenario_table() {
     scenarios(Box::new(rpm::RpmFixture::new()));
 }
+
+/// What `policyc check` says about a policy tree holding `policy` and a
+/// file `not.rpm` that is no rpm (exit status and output).
+fn check_tree(policy: &str) -> (bool, String) {
+    let tree = tempfile::tempdir().unwrap();
+    std::fs::write(tree.path().join("not.rpm"), "#!/bin/sh\necho not a package\n").unwrap();
+    let path = tree.path().join("site.policy");
+    std::fs::write(&path, policy).unwrap();
+    let out = Command::new(binary("policyc"))
+        .arg("check")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// Bad package input is refused at compile time, at its line: an `rpm`
+/// file that is not an rpm (its lead magic), a `manager` that is no
+/// toolset, names with shell characters or a leading `-`. The same policy
+/// with a real package name and no file checks clean.
+#[test]
+fn policyc_refuses_bad_package_input() {
+    let cases = [
+        (
+            "bundle b {\n  package \"cvg-x\" {\n    rpm = \"not.rpm\";\n  }\n}\npolicy { b(); }\n",
+            &["E0501", "not an rpm package", "site.policy:3"][..],
+        ),
+        (
+            "bundle b {\n  package \"cvg-x\" { manager = \"yum\"; }\n}\npolicy { b(); }\n",
+            &["E0203", "yum", "site.policy:2"][..],
+        ),
+        (
+            "bundle b {\n  package \"-oAPT::x\" { }\n}\npolicy { b(); }\n",
+            &["E0213", "site.policy:2"][..],
+        ),
+        (
+            "bundle b {\n  package \"cvg;id\" { manager = \"dnf\"; }\n}\npolicy { b(); }\n",
+            &["E0213", "site.policy:2"][..],
+        ),
+        (
+            "bundle b {\n  package \"cvg-x\" { deb = \"/x.deb\"; rpm = \"not.rpm\"; }\n}\npolicy { b(); }\n",
+            &["deb", "rpm"][..],
+        ),
+    ];
+    for (policy, wanted) in cases {
+        let (ok, text) = check_tree(policy);
+        assert!(!ok, "{policy}\n{text}");
+        for w in wanted {
+            assert!(text.contains(w), "{w} in:\n{text}");
+        }
+    }
+    let (ok, text) = check_tree(
+        "bundle b {\n  package \"cvg-x\" { manager = \"rpm\"; }\n  package \"cvg-y\" { manager = \"dnf\"; version = \"2:1.0-1\"; }\n}\npolicy { b(); }\n",
+    );
+    assert!(ok, "{text}");
+}
+
+/// rpm's own rpmvercmp test vectors (`vm/src/backend/toolset/rpmvercmp.txt`,
+/// which the Rust implementation's unit test runs) agree with the real
+/// rpm's `rpm.vercmp`.
+#[test]
+#[ignore = "needs rpm"]
+fn the_rpmvercmp_vectors_agree_with_the_real_rpm() {
+    support::require_tool("rpm", "rpm");
+    let home = tempfile::tempdir().unwrap();
+    let vectors = include_str!("../vm/src/backend/toolset/rpmvercmp.txt");
+    let mut lua = String::from("%{lua:");
+    let mut expected = String::new();
+    for line in vectors.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = line.split(' ').collect();
+        lua.push_str(&format!("print(rpm.vercmp('{}', '{}')) print(' ') ", f[0], f[1]));
+        expected.push_str(f[2]);
+        expected.push(' ');
+    }
+    lua.push('}');
+    let out = Command::new("rpm")
+        .env("HOME", home.path())
+        .args(["--eval", &lua])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let got = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(got.trim(), expected.trim());
+}

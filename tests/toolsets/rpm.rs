@@ -1,5 +1,5 @@
 //! The rpm row of the scenario table (`tests/toolsets.rs`): a Rocky-like
-//! root (`ID="rocky"`, `ID_LIKE="rhel centos fedora"`, `VERSION_ID="9.3"`,
+//! root (`/etc/os-release` a link to `/usr/lib/os-release`: `ID="rocky"`, `ID_LIKE="rhel centos fedora"`, `VERSION_ID="9.3"`,
 //! an empty `/var/lib/rpm`, `/bin/sh` for scriptlets) whose only
 //! repository is a local one (`file://` baseurl in
 //! `ROOT/etc/yum.repos.d`) of noarch packages built with `rpmbuild` at test
@@ -109,11 +109,13 @@ impl RpmFixture {
     pub fn new() -> RpmFixture {
         let root = tempfile::tempdir().unwrap();
         let p = root.path();
-        for d in ["etc/yum.repos.d", "var/lib/rpm"] {
+        for d in ["etc/yum.repos.d", "var/lib/rpm", "usr/lib"] {
             std::fs::create_dir_all(p.join(d)).unwrap();
         }
+        // As on Rocky: /etc/os-release is a link into /usr/lib.
+        std::os::unix::fs::symlink("../usr/lib/os-release", p.join("etc/os-release")).unwrap();
         std::fs::write(
-            p.join("etc/os-release"),
+            p.join("usr/lib/os-release"),
             "NAME=\"Rocky Linux\"\nID=\"rocky\"\nID_LIKE=\"rhel centos fedora\"\nVERSION_ID=\"9.3\"\n",
         )
         .unwrap();

@@ -179,7 +179,7 @@ pub const MANAGERS: &[&str] = &["apt", "dnf", "rpm"];
 /// The toolset for `manager` (`None`: chosen from the root's os-release),
 /// ready for one batch on `fs`.
 pub fn select(fs: &RootFs, manager: Option<&str>) -> Result<Box<dyn Toolset>, String> {
-    let release = OsRelease::read(fs)?;
+    let release = OsRelease::read(fs);
     let name = match manager {
         Some(m) => m.to_owned(),
         None => release.family_manager()?.to_owned(),
@@ -213,19 +213,17 @@ const DEBIAN_FAMILY: &[&str] = &["debian", "ubuntu"];
 const RED_HAT_FAMILY: &[&str] = &["rhel", "fedora", "centos", "rocky", "almalinux"];
 
 impl OsRelease {
-    /// Reads `ROOT/etc/os-release` (falling back to
-    /// `ROOT/usr/lib/os-release`, as os-release(5) says), through the
-    /// root's confinement.
-    pub fn read(fs: &RootFs) -> Result<OsRelease, String> {
-        for path in ["/etc/os-release", "/usr/lib/os-release"] {
-            let text = fs
-                .read_file_limited(path, 64 * 1024)
-                .map_err(|e| format!("cannot read {path} to choose a package toolset: {e}"))?;
-            if let Some(bytes) = text {
-                return Ok(OsRelease::parse(&String::from_utf8_lossy(&bytes)));
-            }
-        }
-        Ok(OsRelease::default())
+    /// Reads `ROOT/etc/os-release`, else `ROOT/usr/lib/os-release` (as
+    /// os-release(5) says, and as the `sys.os_family` fact does), through
+    /// the root's confinement: `/etc/os-release` is usually a link to the
+    /// other, which the root never follows.
+    pub fn read(fs: &RootFs) -> OsRelease {
+        ["/etc/os-release", "/usr/lib/os-release"]
+            .into_iter()
+            .find_map(|path| fs.read_file_limited(path, 64 * 1024).ok().flatten())
+            .map_or_else(OsRelease::default, |bytes| {
+                OsRelease::parse(&String::from_utf8_lossy(&bytes))
+            })
     }
 
     /// Parses os-release text: `KEY=value` lines, values optionally
