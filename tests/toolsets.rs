@@ -425,3 +425,47 @@ fn the_rpmvercmp_vectors_agree_with_the_real_rpm() {
     let got = String::from_utf8_lossy(&out.stdout);
     assert_eq!(got.trim(), expected.trim());
 }
+
+/// A Rocky-like root on a host without rpm (here: a `PATH` without it):
+/// the package promise fails naming the missing tool; the run goes on.
+#[test]
+fn a_missing_tool_is_a_failed_promise_naming_it() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("etc")).unwrap();
+    std::fs::write(
+        root.path().join("etc/os-release"),
+        "ID=\"rocky\"\nVERSION_ID=\"9.3\"\n",
+    )
+    .unwrap();
+    let tree = tempfile::tempdir().unwrap();
+    let path = tree.path().join("site.policy");
+    std::fs::write(
+        &path,
+        "bundle b {\n  package \"cvg-alpha\" { }\n  file \"/etc/after\" { content = \"went on\\n\"; }\n}\npolicy { b(); }\n",
+    )
+    .unwrap();
+    let build = support::policyc_build(&path, &[]);
+    let empty = tempfile::tempdir().unwrap();
+    let out = support::output_when_unlocked(
+        Command::new(binary("policyvm"))
+            .arg("run")
+            .arg(&build.bundle)
+            .arg("--trust")
+            .arg(&build.trust)
+            .arg("--root")
+            .arg(root.path())
+            .args(["--format", "json"])
+            .env("PATH", empty.path()),
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr))
+    });
+    let promises = report["promises"].as_array().unwrap();
+    let pkg = promises.iter().find(|p| p["promiser"] == "cvg-alpha").unwrap();
+    assert_eq!(pkg["outcome"], "failed", "{report:#}");
+    assert!(
+        pkg["error"].as_str().unwrap().contains("no program `rpm`"),
+        "{report:#}"
+    );
+    assert_eq!(report["summary"]["repaired"], 1, "{report:#}");
+}
