@@ -30,7 +30,7 @@ use std::path::Path;
 
 use super::process::{self, Cmd};
 pub use super::toolset::IndexRefresh;
-use super::toolset::{self, Known, Need, Toolset};
+use super::toolset::{self, Known, Need, OsRelease, Toolset};
 use super::{change, check_path, host_path, sandbox};
 use crate::instance::{Instance, Value};
 use crate::outcome::{Applied, Change, Outcome};
@@ -349,13 +349,19 @@ pub fn converge(
     index: &mut IndexRefresh,
 ) -> Vec<Applied> {
     let mut out: Vec<Option<Applied>> = vec![None; insts.len()];
-    // Positions by toolset (`None`: the root's own), in order.
-    let mut groups: BTreeMap<Option<&str>, Vec<usize>> = BTreeMap::new();
+    // Positions by toolset, in order: the promise's `manager`, else the
+    // root's family.
+    let release = OsRelease::read(fs);
+    let family = release.family_manager();
+    let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, inst) in insts.iter().enumerate() {
-        groups.entry(inst.str("manager")).or_default().push(i);
+        match inst.str("manager").map_or(family.as_deref(), Ok) {
+            Ok(name) => groups.entry(name).or_default().push(i),
+            Err(why) => set(&mut out, i, Applied::failed(why.clone())),
+        }
     }
     for (manager, positions) in groups {
-        let mut tool = match toolset::select(fs, manager) {
+        let mut tool = match toolset::select(fs, &release, manager) {
             Ok(t) => t,
             Err(why) => {
                 for i in positions {

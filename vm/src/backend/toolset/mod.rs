@@ -176,18 +176,17 @@ pub struct IndexRefresh {
 /// The toolsets `manager` may name.
 pub const MANAGERS: &[&str] = &["apt", "dnf", "rpm"];
 
-/// The toolset for `manager` (`None`: chosen from the root's os-release),
-/// ready for one batch on `fs`.
-pub fn select(fs: &RootFs, manager: Option<&str>) -> Result<Box<dyn Toolset>, String> {
-    let release = OsRelease::read(fs);
-    let name = match manager {
-        Some(m) => m.to_owned(),
-        None => release.family_manager()?.to_owned(),
-    };
-    match name.as_str() {
+/// The toolset named `manager` (a promise's, or the root's
+/// [`OsRelease::family_manager`]), ready for one batch on `fs`.
+pub fn select(
+    fs: &RootFs,
+    release: &OsRelease,
+    manager: &str,
+) -> Result<Box<dyn Toolset>, String> {
+    match manager {
         "apt" => Ok(Box::new(apt::Apt)),
-        "dnf" => rpm::Rpm::new(fs.path(), &release, true).map(|t| Box::new(t) as Box<dyn Toolset>),
-        "rpm" => rpm::Rpm::new(fs.path(), &release, false).map(|t| Box::new(t) as Box<dyn Toolset>),
+        "dnf" => rpm::Rpm::new(fs.path(), release, true).map(|t| Box::new(t) as Box<dyn Toolset>),
+        "rpm" => rpm::Rpm::new(fs.path(), release, false).map(|t| Box::new(t) as Box<dyn Toolset>),
         other => Err(format!(
             "no package toolset `{}`: `manager` is one of {}",
             other.escape_debug(),
