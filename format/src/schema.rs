@@ -307,6 +307,9 @@ const ENSURE_VALUES: &[&str] = &["present", "absent"];
 const LINE_PLACES: &[&str] = &["top", "bottom"];
 const PACKAGE_STATES: &[&str] = &["installed", "removed", "latest"];
 /// The package toolsets `manager` may force (the VM's `backend::toolset`).
+/// `manager` stays a string in bundles (bundles of format 2.x carry
+/// `"apt"` as a string constant): the compiler checks a constant value
+/// against this list (E0203), the VM any value.
 pub const PACKAGE_MANAGERS: &[&str] = &["apt", "dnf", "rpm"];
 const SERVICE_STATES: &[&str] = &["running", "stopped"];
 const NOTIFY_ACTIONS: &[&str] = &["restart", "reload"];
@@ -679,7 +682,7 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
             ),
             attr(
                 24, "manager",
-                AttrType::Enum(PACKAGE_MANAGERS),
+                AttrType::String,
                 DefaultValue::Unmanaged,
                 "The toolset: `apt` (dpkg/apt), `dnf` (rpm/dnf) or `rpm` (rpm alone: package files and removals); by default from the root's /etc/os-release (`ID`, then `ID_LIKE`): the Debian family gets apt, the Red Hat family (rhel, fedora, centos, rocky, almalinux) dnf.",
             ),
