@@ -265,8 +265,16 @@ fn run(f: &dyn Fixture, shims: &Shims, build: &support::PolicycBuild) -> serde_j
             String::from_utf8_lossy(&out.stderr)
         )
     });
-    assert!(entries(home.path()).is_empty(), "HOME written: {:?}", entries(home.path()));
-    assert!(entries(tmp.path()).is_empty(), "TMPDIR left: {:?}", entries(tmp.path()));
+    assert!(
+        entries(home.path()).is_empty(),
+        "HOME written: {:?}",
+        entries(home.path())
+    );
+    assert!(
+        entries(tmp.path()).is_empty(),
+        "TMPDIR left: {:?}",
+        entries(tmp.path())
+    );
     report
 }
 
@@ -282,13 +290,23 @@ fn scenarios(mut f: Box<dyn Fixture>) {
             f.publish(s.publish);
         }
         let tree = tempfile::tempdir().unwrap();
-        let policy = s.policy.replace("{FILE}", &f.local_file(tree.path(), &DELTA));
+        let policy = s
+            .policy
+            .replace("{FILE}", &f.local_file(tree.path(), &DELTA));
         let path = tree.path().join("site.policy");
-        std::fs::write(&path, format!("bundle b {{\n  {policy}\n}}\npolicy {{ b(); }}\n")).unwrap();
+        std::fs::write(
+            &path,
+            format!("bundle b {{\n  {policy}\n}}\npolicy {{ b(); }}\n"),
+        )
+        .unwrap();
         let build = support::policyc_build(&path, &[]);
         let first = run(f.as_ref(), &shims, &build);
         assert_eq!(first["summary"]["failed"], 0, "{}: {first:#}", s.name);
-        assert_eq!(first["summary"]["repaired"], s.repaired, "{}: {first:#}", s.name);
+        assert_eq!(
+            first["summary"]["repaired"], s.repaired,
+            "{}: {first:#}",
+            s.name
+        );
         let expected: Vec<String> = s
             .installed
             .iter()
@@ -298,8 +316,16 @@ fn scenarios(mut f: Box<dyn Fixture>) {
         shims.take();
         // Converged: nothing to repair, no installer, one query.
         let second = run(f.as_ref(), &shims, &build);
-        assert_eq!(second["summary"]["repaired"], 0, "{} (second run): {second:#}", s.name);
-        assert_eq!(second["summary"]["failed"], 0, "{} (second run): {second:#}", s.name);
+        assert_eq!(
+            second["summary"]["repaired"], 0,
+            "{} (second run): {second:#}",
+            s.name
+        );
+        assert_eq!(
+            second["summary"]["failed"], 0,
+            "{} (second run): {second:#}",
+            s.name
+        );
         let calls = shims.take();
         let queries = calls
             .iter()
@@ -308,7 +334,11 @@ fn scenarios(mut f: Box<dyn Fixture>) {
         assert_eq!(queries, 1, "{}: {calls:#?}", s.name);
         let installers: Vec<&String> = calls
             .iter()
-            .filter(|c| f.installers().iter().any(|t| c.starts_with(&format!("{t} "))))
+            .filter(|c| {
+                f.installers()
+                    .iter()
+                    .any(|t| c.starts_with(&format!("{t} ")))
+            })
             .collect();
         if s.asks_repositories {
             assert!(
@@ -322,7 +352,11 @@ fn scenarios(mut f: Box<dyn Fixture>) {
     }
     // The scriptlet ran inside the root.
     assert!(f.root().join("var/lib/cvg-delta.installed").exists());
-    assert_eq!(snapshot(&f.host_state()), host_before, "host package state changed");
+    assert_eq!(
+        snapshot(&f.host_state()),
+        host_before,
+        "host package state changed"
+    );
 }
 
 #[test]
@@ -341,7 +375,11 @@ fn the_rpm_toolset_passes_the_scenario_table() {
 /// file `not.rpm` that is no rpm (exit status and output).
 fn check_tree(policy: &str) -> (bool, String) {
     let tree = tempfile::tempdir().unwrap();
-    std::fs::write(tree.path().join("not.rpm"), "#!/bin/sh\necho not a package\n").unwrap();
+    std::fs::write(
+        tree.path().join("not.rpm"),
+        "#!/bin/sh\necho not a package\n",
+    )
+    .unwrap();
     let path = tree.path().join("site.policy");
     std::fs::write(&path, policy).unwrap();
     let out = Command::new(binary("policyc"))
@@ -411,7 +449,10 @@ fn the_rpmvercmp_vectors_agree_with_the_real_rpm() {
     let mut expected = String::new();
     for line in vectors.lines().filter(|l| !l.starts_with('#')) {
         let f: Vec<&str> = line.split(' ').collect();
-        lua.push_str(&format!("print(rpm.vercmp('{}', '{}')) print(' ') ", f[0], f[1]));
+        lua.push_str(&format!(
+            "print(rpm.vercmp('{}', '{}')) print(' ') ",
+            f[0], f[1]
+        ));
         expected.push_str(f[2]);
         expected.push(' ');
     }
@@ -457,11 +498,13 @@ fn a_missing_tool_is_a_failed_promise_naming_it() {
             .args(["--format", "json"])
             .env("PATH", empty.path()),
     );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr))
-    });
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     let promises = report["promises"].as_array().unwrap();
-    let pkg = promises.iter().find(|p| p["promiser"] == "cvg-alpha").unwrap();
+    let pkg = promises
+        .iter()
+        .find(|p| p["promiser"] == "cvg-alpha")
+        .unwrap();
     assert_eq!(pkg["outcome"], "failed", "{report:#}");
     assert!(
         pkg["error"].as_str().unwrap().contains("no program `rpm`"),

@@ -41,7 +41,10 @@ fn build_deb(out: &Path, p: &Pkg) -> PathBuf {
         let post = t.join("DEBIAN/postinst");
         std::fs::write(
             &post,
-            format!("#!/bin/sh\necho installed > /var/lib/{}.installed\n", p.name),
+            format!(
+                "#!/bin/sh\necho installed > /var/lib/{}.installed\n",
+                p.name
+            ),
         )
         .unwrap();
         std::fs::set_permissions(&post, std::fs::Permissions::from_mode(0o755)).unwrap();

@@ -31,7 +31,10 @@ impl From<Pkg> for Named {
 
 impl From<&'static str> for Named {
     fn from(name: &'static str) -> Named {
-        Named { name, version: "1.0" }
+        Named {
+            name,
+            version: "1.0",
+        }
     }
 }
 
@@ -181,10 +184,7 @@ impl Fixture for RpmFixture {
 
     fn local_file(&self, tree: &Path, p: &Pkg) -> String {
         let file = build_rpm(tree, p);
-        format!(
-            "rpm = \"{}\"",
-            file.file_name().unwrap().to_string_lossy()
-        )
+        format!("rpm = \"{}\"", file.file_name().unwrap().to_string_lossy())
     }
 
     fn installed(&self) -> Vec<String> {

@@ -219,9 +219,11 @@ fn check<'i>(fs: &RootFs, inst: &'i Instance, tool: &dyn Toolset) -> Result<Memb
         if let (PkgFile::InRoot(src), "installed") = (f, state) {
             match fs.lstat(src) {
                 Ok(Some(m)) if m.kind == Kind::File => {}
-                Ok(Some(_)) => return Err(Applied::failed(format!(
+                Ok(Some(_)) => {
+                    return Err(Applied::failed(format!(
                     "`{attr} = {src}` is not a regular file in the root (links are not followed)"
-                ))),
+                )))
+                }
                 Ok(None) => {
                     return Err(Applied::failed(format!(
                         "`{attr} = {src}` does not exist in the root"

@@ -42,7 +42,10 @@ impl<'a> Checker<'a> {
                         if !PACKAGE_MANAGERS.contains(&m.as_str()) {
                             let mut d = Diagnostic::new(
                                 Code::InvalidEnumValue,
-                                format!("`manager = \"{}\"` is no package toolset", m.escape_debug()),
+                                format!(
+                                    "`manager = \"{}\"` is no package toolset",
+                                    m.escape_debug()
+                                ),
                                 a.value.span,
                                 format!("expected one of {}", PACKAGE_MANAGERS.join(", ")),
                             );

@@ -178,11 +178,7 @@ pub const MANAGERS: &[&str] = &["apt", "dnf", "rpm"];
 
 /// The toolset named `manager` (a promise's, or the root's
 /// [`OsRelease::family_manager`]), ready for one batch on `fs`.
-pub fn select(
-    fs: &RootFs,
-    release: &OsRelease,
-    manager: &str,
-) -> Result<Box<dyn Toolset>, String> {
+pub fn select(fs: &RootFs, release: &OsRelease, manager: &str) -> Result<Box<dyn Toolset>, String> {
     match manager {
         "apt" => Ok(Box::new(apt::Apt)),
         "dnf" => rpm::Rpm::new(fs.path(), release, true).map(|t| Box::new(t) as Box<dyn Toolset>),
