@@ -14,7 +14,7 @@
 # must start none (checked, the script fails otherwise).
 #
 # Usage: sudo bash bench/toolsets.sh   (root: `dpkg --root` needs it)
-# Environment: N (default 200), RUNS (default 21).
+# Environment: N (default 200), RUNS (default 21), PROFILE (release).
 # Target (docs/performance.md, "Toolsets"): within 1.5x of the one query.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,11 +24,17 @@ for tool in rpm rpmbuild dpkg-deb dpkg-query; do
     command -v "$tool" >/dev/null || { echo "toolsets.sh: needs $tool" >&2; exit 2; }
 done
 
-cargo build --release --locked -q -p converge-compiler --bin policyc -p converge-vm --bin policyvm
+# PROFILE=debug measures the debug build instead (no release build).
+profile="${PROFILE:-release}"
+if [[ "$profile" == release ]]; then
+    cargo build --release --locked -q -p converge-compiler --bin policyc -p converge-vm --bin policyvm
+else
+    cargo build --locked -q -p converge-compiler --bin policyc -p converge-vm --bin policyvm
+fi
 target_dir="$(cargo metadata --format-version 1 --no-deps |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
-policyc="$target_dir/release/policyc"
-policyvm="$target_dir/release/policyvm"
+policyc="$target_dir/$profile/policyc"
+policyvm="$target_dir/$profile/policyvm"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/converge-bench-toolsets.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
