@@ -14,7 +14,8 @@
 # must start none (checked, the script fails otherwise).
 #
 # Usage: sudo bash bench/toolsets.sh   (root: `dpkg --root` needs it)
-# Environment: N (default 200), RUNS (default 21), PROFILE (release).
+# Environment: N (default 200), RUNS (default 21), PROFILE (release),
+# SKIP_BUILD=1 (measure the binaries already built).
 # Target (docs/performance.md, "Toolsets"): within 1.5x of the one query.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,9 @@ done
 
 # PROFILE=debug measures the debug build instead (no release build).
 profile="${PROFILE:-release}"
-if [[ "$profile" == release ]]; then
+if [[ -n "${SKIP_BUILD:-}" ]]; then
+    :  # SKIP_BUILD=1: measure the binaries already built
+elif [[ "$profile" == release ]]; then
     cargo build --release --locked -q -p converge-compiler --bin policyc -p converge-vm --bin policyvm
 else
     cargo build --locked -q -p converge-compiler --bin policyc -p converge-vm --bin policyvm

@@ -214,8 +214,8 @@ impl<'b> Evaluator<'b> {
     }
 
     /// How many sealed keys this run has opened (each at most once).
-    pub fn keys_opened(&self) -> usize {
-        self.keyring.keys_opened()
+    pub fn sets_opened(&self) -> usize {
+        self.keyring.sets_opened()
     }
 
     /// The probe facts `probe` instructions read (none by default).
@@ -1363,12 +1363,12 @@ mod tests {
     }
 
     /// A host enrolled in a temporary state directory, and a body whose
-    /// constants 0 and 1 are a sealed key for it and secret `db` in it.
+    /// constants 0 and 1 are a sealed set for it and secret `db` in it.
     fn secret_body(
         programs: Vec<Vec<Instr>>,
         hosts_recipient: bool,
     ) -> (tempfile::TempDir, crate::state::StateDir, Body) {
-        use crate::secrets::sealing::{sealed_key, secret};
+        use crate::secrets::sealing::sealed_set;
         let dir = tempfile::tempdir().unwrap();
         let state = crate::state::StateDir::open(&dir.path().join("state")).unwrap();
         let me = crate::identity::enroll(&state, Some("h"), "h", false).unwrap();
@@ -1378,15 +1378,13 @@ mod tests {
         } else {
             other
         };
-        let (key, set) = sealed_key(&[&to]);
-        let constants = vec![
-            key,
-            secret("db", "pa55-word", 0, &set),
+        let mut constants = sealed_set(0, &[&to], &[("db", "pa55-word")]);
+        constants.extend([
             Constant::Str("password=".into()),
             Constant::List(crate::bundle::format::List(vec!["a".into(), "b".into()])),
             Constant::Str("x".into()),
             Constant::Str(String::new()),
-        ];
+        ]);
         let body = body(constants, programs);
         (dir, state, body)
     }
@@ -1427,7 +1425,7 @@ mod tests {
             ("apa55-wordbpa55-word".into(), "<secret db>".into())
         );
         assert_eq!(secret(&mut eval, 4), ("false".into(), "<secret db>".into()));
-        assert_eq!(eval.keys_opened(), 1, "one sealed key, opened once");
+        assert_eq!(eval.sets_opened(), 1, "one sealed set, opened once");
         match eval.run_sink(5, &none, &[]) {
             Ok(Evaluated::Plain(Val::Str(s))) => assert_eq!(s, "password="),
             other => panic!("{other:?}"),

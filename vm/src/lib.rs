@@ -17,6 +17,7 @@ pub use converge_format::{bundle, ids, schema, stamp, tree};
 
 pub mod agent;
 pub mod backend;
+pub mod capture;
 pub mod cli;
 pub mod eval;
 pub mod facts;
@@ -30,5 +31,6 @@ pub mod rootfs;
 pub mod run;
 pub mod secrets;
 pub mod state;
+pub mod unmanaged;
 pub mod upload;
 pub mod watch;

@@ -36,6 +36,9 @@ pub mod sysctl;
 pub mod systemd;
 pub mod toolset;
 
+/// The apt toolset's commands, where the other backends name them.
+pub use toolset::apt;
+
 use std::path::Path;
 
 use process::Cmd;

@@ -115,7 +115,7 @@ impl<'b> Resolver<'b> {
             Some(Constant::List(l)) => Value::List(l.0.clone()),
             // Refused by the verifier as an attribute value: only `lookup`
             // reads a table, only `probe` a probe.
-            Some(Constant::Table(_) | Constant::Probe(_) | Constant::SealedKey(_)) | None => {
+            Some(Constant::Table(_) | Constant::Probe(_) | Constant::SealedSet(_)) | None => {
                 return Err(format!("cannot evaluate: constant {c}"))
             }
             Some(Constant::Secret(_)) => Value::Secret(eval.reveal(c)?),
@@ -356,19 +356,13 @@ mod tests {
     fn a_secret_resolves_only_where_it_may_be() {
         use crate::bundle::format::{AttrValue, List, SourceLoc};
         use crate::facts::Facts;
-        use crate::secrets::sealing::{sealed_key, secret};
+        use crate::secrets::sealing::sealed_set;
         let dir = tempfile::tempdir().unwrap();
         let state = crate::state::StateDir::open(&dir.path().join("s")).unwrap();
         let me = crate::identity::enroll(&state, Some("h"), "h", false).unwrap();
-        let (key, set) = sealed_key(&[&me.age_recipient]);
-        let mut body = Body::with_programs(
-            vec![
-                key,
-                secret("tls_key", "KEY-MATERIAL", 0, &set),
-                Constant::Str("/f".into()),
-            ],
-            Vec::new(),
-        );
+        let mut constants = sealed_set(0, &[&me.age_recipient], &[("tls_key", "KEY-MATERIAL")]);
+        constants.push(Constant::Str("/f".into()));
+        let mut body = Body::with_programs(constants, Vec::new());
         body.sources = List(vec![SourceLoc { file: 2, line: 1 }]);
         let file = crate::schema::promise_type("file").unwrap();
         let attr = |name: &str| file.all_attrs().find(|a| a.name == name).unwrap().id;
@@ -422,7 +416,7 @@ mod tests {
                 "{what}: {err}"
             );
         }
-        assert_eq!(eval.keys_opened(), 1);
+        assert_eq!(eval.sets_opened(), 1);
     }
 
     #[test]

@@ -268,6 +268,37 @@ pub fn describe_age(newest: Option<i64>, now: i64) -> String {
     format!("{text} old")
 }
 
+/// `apt-mark [-o Dir=ROOT/ ...] showmanual`: the installed packages that
+/// were installed on purpose (not marked automatic), one name per line,
+/// from the root's dpkg database and apt's `extended_states`: the
+/// packages an `unmanaged "package"` promise may call extra (automatic
+/// dependencies never are).
+pub fn showmanual(root: Option<&Path>) -> Cmd {
+    let mut argv = vec!["apt-mark".to_owned()];
+    if let Some(r) = root {
+        let r = r.display();
+        argv.extend([
+            "-o".to_owned(),
+            format!("Dir={r}/"),
+            "-o".to_owned(),
+            format!("Dir::State::status={r}/var/lib/dpkg/status"),
+        ]);
+    }
+    argv.push("showmanual".to_owned());
+    Cmd::new(&argv, QUERY_TIMEOUT)
+}
+
+/// The names `apt-mark showmanual` printed (`name` or `name:arch` for a
+/// foreign architecture).
+pub fn parse_showmanual(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 /// `dpkg --remove -- NAME...`, unattended.
 pub fn dpkg_remove(names: &[String], root: Option<&Path>) -> Cmd {
     let mut argv = dpkg_root("dpkg", root);
@@ -317,15 +348,6 @@ pub fn version_problem(version: &str) -> Option<&'static str> {
     } else {
         None
     }
-}
-
-/// `apt-mark showmanual`, pointed at the root's dpkg database and apt
-/// state: the packages installed on purpose, one per line.
-pub fn showmanual(root: Option<&Path>) -> Cmd {
-    let mut argv = vec!["apt-mark".to_owned()];
-    argv.extend(apt_options(root));
-    argv.push("showmanual".to_owned());
-    Cmd::new(&argv, QUERY_TIMEOUT)
 }
 
 /// The toolset of the Debian family: dpkg for the state, local `.deb`
@@ -429,13 +451,7 @@ impl Toolset for Apt {
         if !ran.ok() {
             return Err(ToolError(ran.failure()));
         }
-        Ok(ran
-            .stdout
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .map(str::to_owned)
-            .collect())
+        Ok(parse_showmanual(&ran.stdout))
     }
 
     fn refresh(
@@ -716,6 +732,19 @@ hrw-r--r-- root/root         0 2024-01-01 00:00 ./srv/x/hard link to ./opt/app/y
             "dpkg --force-confdef --force-confold --remove -- alpha"
         );
         assert!(!apt_install(&["a".into()], None).shown().contains("Dir="));
+    }
+
+    #[test]
+    fn showmanual_reads_the_roots_database() {
+        assert_eq!(
+            showmanual(Some(Path::new("/r"))).shown(),
+            "apt-mark -o Dir=/r/ -o Dir::State::status=/r/var/lib/dpkg/status showmanual"
+        );
+        assert_eq!(showmanual(None).shown(), "apt-mark showmanual");
+        assert_eq!(
+            parse_showmanual("bash\nlibfoo:i386\n\n  vim \n"),
+            ["bash", "libfoo:i386", "vim"]
+        );
     }
 
     #[test]
