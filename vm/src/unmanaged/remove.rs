@@ -110,7 +110,8 @@ fn one(run: &Run<'_>, kind: &str, name: &str) -> Applied {
                 promiser: name.to_owned(),
                 attrs,
             };
-            service::service(run.fs, run.dry_run, &inst, false)
+            // No simulated state: a removal creates no unit file.
+            service::service(run.fs, run.dry_run, &|_| false, &inst, false)
         }
         "user" | "group" => {
             let inst = Instance {
@@ -120,9 +121,9 @@ fn one(run: &Run<'_>, kind: &str, name: &str) -> Applied {
                 attrs: vec![("ensure", str_value("absent"))],
             };
             if kind == "user" {
-                accounts::user(run.fs, run.dry_run, &inst)
+                accounts::user(run.fs, run.dry_run, None, &inst)
             } else {
-                accounts::group(run.fs, run.dry_run, &inst)
+                accounts::group(run.fs, run.dry_run, None, &inst)
             }
         }
         other => Applied::failed(format!("no removal for type `{other}`")),
