@@ -593,6 +593,7 @@ impl Lowerer<'_> {
                 }
                 ("source", _) if pt.name == "directory" => self.embed_tree(p, attr)?,
                 ("source", _) => self.embed_source(p, attr)?,
+                ("rpm", _) if pt.name == "package" => self.embed_package_file(p, attr)?,
                 (_, AttrType::List(_)) => match &attr.value {
                     Value::List(items) => {
                         Operand::List(List(items.iter().map(|i| self.item(i, &loops)).collect()))
@@ -690,6 +691,19 @@ impl Lowerer<'_> {
                 None
             }
         }
+    }
+
+    /// A package file (`package rpm`): embedded like a `source`, once its
+    /// content is checked to be a package of that kind.
+    fn embed_package_file(&mut self, p: &ir::Promise, attr: &ir::Attr) -> Option<Operand> {
+        let bytes = self.read_beside(p, attr)?;
+        if let Some(d) = super::embed::package_file_diagnostic(attr, &bytes) {
+            self.diagnostics.push(d);
+            return None;
+        }
+        Some(Operand::Item(Item::Const(
+            self.constant(Constant::Blob(Bytes(bytes))),
+        )))
     }
 
     fn embed_source(&mut self, p: &ir::Promise, attr: &ir::Attr) -> Option<Operand> {

@@ -91,7 +91,9 @@ fn attrs(attrs: &[AttrStmt], out: &mut Vec<DocumentRequest>) {
         if let AttrStmt::Set(a) = attr {
             match a.name.name.as_str() {
                 "template" => literal(DocumentKind::Template, &a.value, out),
-                "source" => literal(DocumentKind::Source, &a.value, out),
+                name if converge_format::schema::EMBEDDED_ATTRS.contains(&name) => {
+                    literal(DocumentKind::Source, &a.value, out)
+                }
                 _ => {}
             }
         }

@@ -159,7 +159,7 @@ impl<'a> Checker<'a> {
                     if a.name.name == "template" {
                         self.check_template_attr(a.value, scope);
                     }
-                    if a.name.name == "source" {
+                    if schema::EMBEDDED_ATTRS.contains(&a.name.name.as_str()) {
                         self.check_source_path(a.value);
                     }
                 }
