@@ -577,7 +577,6 @@ fn run_with(
         &crate::unmanaged::Run {
             fs: &fs,
             dry_run: opts.dry_run,
-            os_family: &facts.os_family,
             managed: &managed,
             troubled: &troubled(&results),
         },

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use crate::backend::passwd::AccountDb;
-use crate::backend::{apt, process, runit, sandbox};
+use crate::backend::{runit, sandbox, toolset};
 use crate::rootfs::{Kind, RootFs};
 
 /// One entry the host has.
@@ -29,25 +29,15 @@ impl Found {
     }
 }
 
-/// The OS families whose packages apt and dpkg manage.
-const DEBIAN_FAMILIES: &[&str] = &["debian", "ubuntu"];
-
-/// Packages installed on purpose (`apt-mark showmanual` on the root);
-/// automatic dependencies are never listed. `os_family` is the root's
-/// (`sys.os_family`).
-pub fn packages(fs: &RootFs, os_family: &str) -> Result<Vec<Found>, String> {
-    if !DEBIAN_FAMILIES.contains(&os_family) {
-        return Err(format!(
-            "no package toolset lists the packages installed on purpose on a `{}` root (this policyvm has apt's `apt-mark showmanual`)",
-            os_family.escape_debug()
-        ));
-    }
-    let cmd = apt::showmanual(sandbox(fs.path()));
-    let ran = process::run(&cmd)?;
-    if !ran.ok() {
-        return Err(ran.failure());
-    }
-    Ok(apt::parse_showmanual(&ran.stdout)
+/// Packages installed on purpose, as the root's toolset lists them
+/// (`apt-mark showmanual`, `dnf repoquery --userinstalled`); automatic
+/// dependencies are never listed.
+pub fn packages(fs: &RootFs) -> Result<Vec<Found>, String> {
+    let toolset = toolset::of_root(fs)?;
+    let names = toolset
+        .manual_packages(sandbox(fs.path()))
+        .map_err(|e| e.0)?;
+    Ok(names
         .iter()
         .map(|n| Found::from_bytes(n.as_bytes()))
         .collect())
@@ -240,9 +230,9 @@ mod tests {
     }
 
     #[test]
-    fn packages_on_a_root_without_an_apt_toolset_fail_with_the_reason() {
-        let (_d, fs) = root(&[], &[]);
-        let e = packages(&fs, "rhel").unwrap_err();
-        assert!(e.contains("`rhel`"), "{e}");
+    fn packages_on_a_root_without_a_toolset_fail_with_the_reason() {
+        let (_d, fs) = root(&[("etc/os-release", "ID=plan9\n")], &[]);
+        let e = packages(&fs).unwrap_err();
+        assert!(e.contains("`plan9`"), "{e}");
     }
 }

@@ -204,8 +204,6 @@ fn settings(inst: &Instance) -> Result<Settings, String> {
 pub struct Run<'a> {
     pub fs: &'a RootFs,
     pub dry_run: bool,
-    /// The root's OS family (`sys.os_family`): which package toolset.
-    pub os_family: &'a str,
     /// What the run's promises named.
     pub managed: &'a Managed,
     /// Per type, why removal is refused: a promise of the type that failed
@@ -314,7 +312,7 @@ pub fn apply(run: &Run<'_>, inst: &Instance, source: &str, extras: &mut Vec<Extr
 /// The entries of the promise's type on this host.
 fn find(run: &Run<'_>, s: &Settings) -> Result<Vec<Found>, String> {
     match s.kind {
-        "package" => list::packages(run.fs, run.os_family),
+        "package" => list::packages(run.fs),
         "service" => list::services(run.fs, crate::facts::service_manager(run.fs.path())),
         "user" => list::users(run.fs, s.ids),
         _ => list::groups(run.fs, s.ids),

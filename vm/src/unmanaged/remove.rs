@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use super::list::Found;
 use super::Run;
-use crate::backend::{accounts, apt, perform, sandbox, service, Step};
+use crate::backend::toolset::{self, Toolset};
+use crate::backend::{accounts, perform, sandbox, service, Step};
 use crate::instance::{Instance, Value};
 use crate::outcome::{Applied, Change, Outcome};
 use crate::schema::name_problem;
@@ -28,10 +29,16 @@ pub struct Done {
 
 /// Removes `extra`, entries of type `kind`.
 pub fn remove(run: &Run<'_>, kind: &str, extra: &[Found]) -> Done {
-    let names: Vec<Result<&str, String>> = extra.iter().map(|f| usable(kind, f)).collect();
     if kind == "package" {
-        return packages(run, extra, &names);
+        return match toolset::of_root(run.fs) {
+            Ok(toolset) => packages(run, toolset.as_ref(), extra),
+            Err(why) => Done {
+                per_entry: extra.iter().map(|_| Err(why.clone())).collect(),
+                ..Done::default()
+            },
+        };
     }
+    let names: Vec<Result<&str, String>> = extra.iter().map(|f| usable(kind, f, None)).collect();
     let mut done = Done::default();
     for (f, name) in extra.iter().zip(names) {
         let result = name.and_then(|name| {
@@ -60,19 +67,16 @@ pub fn remove(run: &Run<'_>, kind: &str, extra: &[Found]) -> Done {
     done
 }
 
-/// The name of `f` as a tool may be given it, or why it may not.
-fn usable<'f>(kind: &str, f: &'f Found) -> Result<&'f str, String> {
+/// The name of `f` as a tool may be given it, or why it may not (for a
+/// package, by the rules of the `toolset` that would remove it).
+fn usable<'f>(kind: &str, f: &'f Found, toolset: Option<&dyn Toolset>) -> Result<&'f str, String> {
     let Some(name) = f.name.as_deref() else {
         return Err(format!(
             "`{}` is not UTF-8: no {kind} tool is given it; remove it by hand",
             f.shown
         ));
     };
-    let why = name_problem(name).or_else(|| {
-        (kind == "package")
-            .then(|| apt::name_problem(name))
-            .flatten()
-    });
+    let why = name_problem(name).or_else(|| toolset.and_then(|t| t.name_problem(name)));
     match why {
         Some(why) => Err(format!(
             "`{}` is not a valid {kind} name: {why}; it is passed to no tool, remove it by hand",
@@ -131,9 +135,14 @@ fn one(run: &Run<'_>, kind: &str, name: &str) -> Applied {
     }
 }
 
-/// Every usable package in one `dpkg --remove` transaction, then the
-/// listing again: a package still installed on purpose was not removed.
-fn packages(run: &Run<'_>, extra: &[Found], names: &[Result<&str, String>]) -> Done {
+/// Every usable package in one removal of the root's toolset (`dpkg
+/// --remove`, `rpm -e`), then the listing again: a package still
+/// installed on purpose was not removed.
+fn packages(run: &Run<'_>, toolset: &dyn Toolset, extra: &[Found]) -> Done {
+    let names: Vec<Result<&str, String>> = extra
+        .iter()
+        .map(|f| usable("package", f, Some(toolset)))
+        .collect();
     let good: Vec<String> = names
         .iter()
         .filter_map(|n| n.as_ref().ok().map(|n| (*n).to_owned()))
@@ -147,10 +156,10 @@ fn packages(run: &Run<'_>, extra: &[Found], names: &[Result<&str, String>]) -> D
         done.per_entry = per_entry;
         return done;
     }
-    let cmd = apt::dpkg_remove(&good, sandbox(run.fs.path()));
+    let cmd = toolset.remove(&good, sandbox(run.fs.path()));
     let steps: Vec<Step> = extra
         .iter()
-        .zip(names)
+        .zip(&names)
         .filter(|(_, n)| n.is_ok())
         .enumerate()
         .map(|(i, (f, _))| Step {
@@ -178,7 +187,7 @@ fn packages(run: &Run<'_>, extra: &[Found], names: &[Result<&str, String>]) -> D
     }
     if !run.dry_run {
         // A repair is only a repair if it stuck.
-        match super::list::packages(run.fs, run.os_family) {
+        match super::list::packages(run.fs) {
             Ok(now) => {
                 for (f, r) in extra.iter().zip(per_entry.iter_mut()) {
                     if r.is_ok() && now.iter().any(|n| n.shown == f.shown) {

@@ -48,7 +48,6 @@ fn applied(
     let run = Run {
         fs,
         dry_run,
-        os_family: "debian",
         managed,
         troubled,
     };

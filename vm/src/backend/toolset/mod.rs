@@ -191,6 +191,28 @@ pub fn select(fs: &RootFs, release: &OsRelease, manager: &str) -> Result<Box<dyn
     }
 }
 
+/// The toolset of the root's own family ([`OsRelease::family_manager`]),
+/// for what asks the package system without a promise to name a
+/// `manager`: `unmanaged "package"` and `policyvm capture package`.
+pub fn of_root(fs: &RootFs) -> Result<Box<dyn Toolset>, String> {
+    let release = OsRelease::read(fs);
+    let manager = release.family_manager()?;
+    select(fs, &release, manager)
+}
+
+/// The toolset that reads the root's package database without changing
+/// it (`policyvm capture package`): the root's own, except that a Red Hat
+/// family root is read with plain rpm, which needs no repositories and no
+/// `--releasever`.
+pub fn reader_of_root(fs: &RootFs) -> Result<Box<dyn Toolset>, String> {
+    let release = OsRelease::read(fs);
+    let manager = match release.family_manager()? {
+        "dnf" => "rpm",
+        other => other,
+    };
+    select(fs, &release, manager)
+}
+
 /// The root's `/etc/os-release`, as far as choosing a toolset needs it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OsRelease {
