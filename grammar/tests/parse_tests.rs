@@ -77,7 +77,7 @@ fn a_test_file_parses_with_every_statement() {
 fn misspelt_words_are_errors_and_words_stay_names() {
     let (_, errors) = parse_tests(
         FileId(0),
-        "test \"t\" { fact { hostname = \"a\"; } expect no file \"/x\"; exepct file \"/y\"; }",
+        "test \"t\" { fcats { hostname = \"a\"; } expect no file \"/x\"; exepct file \"/y\"; }",
     );
     let wanted: Vec<Vec<String>> = errors
         .iter()
