@@ -12,7 +12,6 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 
 use super::{exit, fail, fail_with, out, use_color, EXIT_ERRORS};
-use crate::check::summary;
 use crate::render::render_human;
 use crate::testing::{fixture, report, suite, verdict, TEST_SUFFIX};
 
@@ -74,14 +73,12 @@ pub fn run(args: TestArgs) -> ExitCode {
     if !diagnostics.is_empty() {
         eprint!("{}", render_human(&loaded.ws.db, &diagnostics, use_color()));
     }
-    if diagnostics.iter().any(|d| d.is_error()) {
-        let outcome = crate::check::CheckOutcome {
-            diagnostics,
-            files: loaded.ws.db.len(),
-            ..Default::default()
-        };
-        eprintln!("{}", summary(&outcome));
-        eprintln!("error: not running tests of a policy or test file with errors");
+    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    if errors > 0 {
+        eprintln!(
+            "error: {errors} error{} in the tests or the policy they test; no test was run",
+            if errors == 1 { "" } else { "s" }
+        );
         return ExitCode::from(EXIT_ERRORS);
     }
     let mut results = Vec::new();
@@ -146,7 +143,8 @@ fn test_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
                 if is_dir {
                     pending.push(p);
                 } else if crate::testing::is_test_file(&p) {
-                    files.push(p);
+                    // `./web.test.policy` is named `web.test.policy`.
+                    files.push(p.strip_prefix(".").map(PathBuf::from).unwrap_or(p));
                 }
             }
         }

@@ -211,7 +211,7 @@ fn check_on_disk(root: &Path, e: &Expectation) -> Vec<Failure> {
         return Vec::new();
     }
     let fail = |message: String| Failure {
-        expectation: format!("{} on disk", e.describe()),
+        expectation: format!("expect {} on disk", e.describe()),
         location: e.location.clone(),
         message,
         expected: None,

@@ -16,7 +16,7 @@ pub fn human(results: &[TestResult]) -> String {
         let status = if r.passed() { "ok    " } else { "FAILED" };
         let _ = writeln!(out, "{status} {} ({})", r.name, r.location());
         for f in &r.failures {
-            let _ = writeln!(out, "  expect {} ({}): {}", f.expectation, f.location, f.message);
+            let _ = writeln!(out, "  {} ({}): {}", f.expectation, f.location, f.message);
             match &f.diff {
                 Some(diff) => {
                     for line in diff.lines() {
@@ -56,7 +56,8 @@ pub fn summary(results: &[TestResult]) -> String {
     )
 }
 
-/// The JSON document (`converge-test-1`).
+/// The JSON document (`converge-test/1`,
+/// `docs/schemas/converge-test-1.schema.json`).
 pub fn json(results: &[TestResult]) -> String {
     let failed = results.iter().filter(|r| !r.passed()).count();
     let tests: Vec<serde_json::Value> = results
@@ -74,7 +75,7 @@ pub fn json(results: &[TestResult]) -> String {
         })
         .collect();
     let doc = json!({
-        "schema": "converge-test-1",
+        "format": "converge-test/1",
         "tests": tests,
         "summary": {
             "total": results.len(),
@@ -151,7 +152,7 @@ pub fn junit(results: &[TestResult]) -> String {
             if let Some(first) = r.failures.first() {
                 let mut text = String::new();
                 for f in &r.failures {
-                    let _ = writeln!(text, "expect {} ({}): {}", f.expectation, f.location, f.message);
+                    let _ = writeln!(text, "{} ({}): {}", f.expectation, f.location, f.message);
                     if let Some(d) = &f.diff {
                         text.push_str(d);
                     } else {
@@ -166,7 +167,7 @@ pub fn junit(results: &[TestResult]) -> String {
                 let _ = writeln!(
                     out,
                     "      <failure message=\"{}\" type=\"expectation\">{}</failure>",
-                    escape(&format!("expect {}: {}", first.expectation, first.message)),
+                    escape(&format!("{}: {}", first.expectation, first.message)),
                     escape(&text)
                 );
             }

@@ -477,6 +477,18 @@ fn check_expect(
             );
             continue;
         };
+        if pt.name == "file" && matches!(name, "template" | "source") {
+            diagnostics.push(
+                Diagnostic::new(
+                    Code::UnknownTestAttribute,
+                    format!("a test checks what a file's `{name}` renders, not its path"),
+                    attr.name.span,
+                    "checked as the file's content",
+                )
+                .with_help("check the content the VM writes with `content = \"...\";`, `contains` or `matches`"),
+            );
+            continue;
+        }
         if spec.role == AttrRole::Relation || matches!(spec.ty, AttrType::Ref) {
             diagnostics.push(
                 Diagnostic::new(

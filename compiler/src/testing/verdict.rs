@@ -37,7 +37,8 @@ impl TestResult {
 /// One expectation that does not hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
-    /// `file "/etc/motd"` (`no file "/etc/motd"` for `expect no`).
+    /// What failed: `expect file "/etc/motd"`, `expect no file "/x"`,
+    /// `the second run` (`--run`).
     pub expectation: String,
     /// `web.test.policy:14`: the `expect` statement.
     pub location: String,
@@ -93,9 +94,9 @@ fn check_expectation(
         .collect();
     let fail = |message: String| Failure {
         expectation: if e.absent {
-            format!("no {}", e.describe())
+            format!("expect no {}", e.describe())
         } else {
-            e.describe()
+            format!("expect {}", e.describe())
         },
         location: e.location.clone(),
         message,
@@ -151,7 +152,7 @@ fn check_expectation(
         }
         for check in &e.checks {
             if let Some(mut f) = check_value(inst, check) {
-                f.expectation = e.describe();
+                f.expectation = format!("expect {}", e.describe());
                 f.location = e.location.clone();
                 failures.push(f);
             }
@@ -216,7 +217,7 @@ fn check_value(inst: &Instance, check: &Check) -> Option<Failure> {
             default,
         } => {
             let ty = attr_type(inst.kind, attr);
-            let actual = match inst.get(attr) {
+            let actual = match get(inst, attr) {
                 Some(v) => Actual::Set(v),
                 None => match default {
                     Some(d) => Actual::Default(d),
@@ -253,7 +254,7 @@ fn check_value(inst: &Instance, check: &Check) -> Option<Failure> {
             Some(f)
         }
         Check::Contains { attr, text } => {
-            let Some(content) = inst.get(attr).and_then(text_of) else {
+            let Some(content) = get(inst, attr).and_then(text_of) else {
                 return Some(failure(
                     format!("it sets no `{attr}` to look into"),
                     Some(format!("{attr} containing {text:?}")),
@@ -274,7 +275,7 @@ fn check_value(inst: &Instance, check: &Check) -> Option<Failure> {
             pattern,
             regex,
         } => {
-            let Some(content) = inst.get(attr).and_then(text_of) else {
+            let Some(content) = get(inst, attr).and_then(text_of) else {
                 return Some(failure(
                     format!("it sets no `{attr}` to look into"),
                     Some(format!("{attr} matching {pattern:?}")),
@@ -290,6 +291,19 @@ fn check_value(inst: &Instance, check: &Check) -> Option<Failure> {
                 Some(content),
             ))
         }
+    }
+}
+
+/// An attribute of a resolved instance. A file's `content` is what the
+/// VM writes: its `content`, else its rendered `template`, else its
+/// embedded `source`.
+fn get<'i>(inst: &'i Instance, attr: &str) -> Option<&'i Value> {
+    match (inst.kind, attr) {
+        ("file", "content") => inst
+            .get("content")
+            .or_else(|| inst.get("template"))
+            .or_else(|| inst.get("source")),
+        _ => inst.get(attr),
     }
 }
 
