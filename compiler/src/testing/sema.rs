@@ -65,6 +65,8 @@ pub fn check_test(
         expectations: Vec::new(),
     };
     let mut facts_at: Option<Span> = None;
+    // Where each fact was first given, by its full name.
+    let mut fact_spans: BTreeMap<String, Span> = BTreeMap::new();
     let mut root_at: Option<Span> = None;
     for stmt in &test.stmts {
         match stmt {
@@ -73,7 +75,7 @@ pub fn check_test(
                     diagnostics.push(twice("`facts`", *span, first));
                 }
                 for fact in facts {
-                    check_fact(fact, known, &mut case, diagnostics);
+                    check_fact(fact, known, &mut case, &mut fact_spans, diagnostics);
                 }
             }
             TestStmt::Define { classes, .. } => {
@@ -134,8 +136,17 @@ fn check_fact(
     fact: &TestFact,
     known: &Known<'_>,
     case: &mut TestCase,
+    first: &mut BTreeMap<String, Span>,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
+    let mut given_twice = |name: String, span: Span, diagnostics: &mut Vec<Diagnostic>| {
+        match first.get(&name) {
+            Some(at) => diagnostics.push(twice(&format!("fact `{name}`"), span, *at)),
+            None => {
+                first.insert(name, span);
+            }
+        }
+    };
     let written: Vec<&str> = fact.name.iter().map(|i| i.name.as_str()).collect();
     let written = written.join(".");
     let name_span = match (fact.name.first(), fact.name.last()) {
@@ -166,9 +177,8 @@ fn check_fact(
             diagnostics.push(fact_type(spec.name, &spec.ty.describe(), &fact.value));
             return;
         };
-        if case.facts.0.insert(spec.name.to_owned(), value).is_some() {
-            diagnostics.push(twice(&format!("fact `{}`", spec.name), name_span, name_span));
-        }
+        given_twice(spec.name.to_owned(), name_span, diagnostics);
+        case.facts.0.insert(spec.name.to_owned(), value);
         return;
     }
     let path = written.strip_prefix("facts.").unwrap_or(&written);
@@ -216,9 +226,8 @@ fn check_fact(
         return;
     }
     for (p, v) in values {
-        if case.probes.0.insert(p.clone(), v).is_some() {
-            diagnostics.push(twice(&format!("fact `facts.{p}`"), name_span, name_span));
-        }
+        given_twice(format!("facts.{p}"), name_span, diagnostics);
+        case.probes.0.insert(p, v);
     }
 }
 
@@ -509,17 +518,6 @@ fn check_expect(
             }),
             Err(d) => diagnostics.push(d),
         }
-    }
-    if expect.absent && !expect.attrs.is_empty() {
-        diagnostics.push(
-            Diagnostic::new(
-                Code::TestExpectationValue,
-                "`expect no` takes no attributes",
-                expect.span,
-                "an absent promise has no values",
-            )
-            .with_help("write `expect no TYPE \"PROMISER\";`"),
-        );
     }
     Some(Expectation {
         absent: expect.absent,

@@ -129,25 +129,27 @@ fn prepare_file(
     };
     let mut cases: Vec<TestCase> = Vec::new();
     let errors_before = diagnostics.len();
+    let mut names: Vec<(String, converge_grammar::Span)> = Vec::new();
     for item in &module.items {
         let TestItem::Test(test) = item else { continue };
-        let Some(case) = check_test(&ws.db, test, &known, diagnostics) else {
-            continue;
-        };
-        if let Some(first) = cases.iter().find(|c| c.name == case.name) {
-            diagnostics.push(
-                Diagnostic::new(
-                    Code::TestGivenTwice,
-                    format!("two tests are named {:?}", case.name),
-                    test.name_span,
-                    "named again here",
-                )
-                .with_secondary(first.span, "first test of that name")
-                .with_help("give each test its own name: reports and CI name tests by it"),
-            );
-            continue;
+        if let Some(name) = test.name.as_plain() {
+            if let Some((_, first)) = names.iter().find(|(n, _)| *n == name) {
+                diagnostics.push(
+                    Diagnostic::new(
+                        Code::TestGivenTwice,
+                        format!("two tests are named {name:?}"),
+                        test.name_span,
+                        "named again here",
+                    )
+                    .with_secondary(*first, "first test of that name")
+                    .with_help("give each test its own name: reports and CI name tests by it"),
+                );
+            }
+            names.push((name, test.name_span));
         }
-        cases.push(case);
+        if let Some(case) = check_test(&ws.db, test, &known, diagnostics) {
+            cases.push(case);
+        }
     }
     if diagnostics.len() > errors_before {
         return None;
