@@ -169,8 +169,8 @@ fn prepare_file(
     show_secrets_as_placeholders(&mut body);
     if let Err(e) = converge_format::bundle::verify::verify_body(&body) {
         diagnostics.push(Diagnostic::unlocated(
-            Code::TestWithoutPolicy,
-            format!("internal error: the compiled policy does not verify: {e}"),
+            Code::InternalError,
+            format!("the compiled policy does not verify as the VM would: {e}"),
         ));
         return None;
     }
