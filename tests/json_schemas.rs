@@ -327,7 +327,13 @@ fn test_outputs() -> Vec<Output> {
         .map(|dir| {
             let out = Command::new(binary("policyc"))
                 .current_dir(repo_root())
-                .args(["test", "--format", "json", "--policy-root", "tests/policy_test/site"])
+                .args([
+                    "test",
+                    "--format",
+                    "json",
+                    "--policy-root",
+                    "tests/policy_test/site",
+                ])
                 .arg(format!("tests/policy_test/site/{dir}"))
                 .output()
                 .unwrap();
@@ -399,7 +405,10 @@ fn the_schemas_refuse_what_they_must() {
             "summary": summary,
         })
     };
-    assert!(!test.is_valid(&failed(serde_json::json!([]))), "failed with no failure");
+    assert!(
+        !test.is_valid(&failed(serde_json::json!([]))),
+        "failed with no failure"
+    );
     assert!(test.is_valid(&failed(serde_json::json!([{
         "expectation": "expect file \"/x\"", "location": "f:2", "message": "m",
         "expected": null, "actual": null, "diff": null

@@ -50,7 +50,10 @@ fn the_passing_tests_pass() {
         ),
         "{text}"
     );
-    assert!(text.ends_with("test result: ok. 5 passed; 0 failed\n"), "{text}");
+    assert!(
+        text.ends_with("test result: ok. 5 passed; 0 failed\n"),
+        "{text}"
+    );
     // The outcome-class promise passes, said to be conditional.
     assert!(
         text.contains("is conditional on outcome class `app_changed`"),
@@ -173,7 +176,9 @@ fn junit_output_is_well_formed_xml_with_a_case_per_test() {
     assert_eq!(suites, 4, "one suite per test file");
     assert_eq!(cases, 11, "{names:?}");
     assert_eq!(failures, 6);
-    assert!(names.iter().any(|n| n == "canary hosts get the canary file"));
+    assert!(names
+        .iter()
+        .any(|n| n == "canary hosts get the canary file"));
 }
 
 /// The JSON document of a passing run.
@@ -192,7 +197,10 @@ fn json_output_of_passing_tests() {
     assert_eq!(doc["summary"]["passed"], 5);
     let first = &doc["tests"][0];
     assert_eq!(first["status"], "passed");
-    assert_eq!(first["file"], "tests/policy_test/site/tests/passing.test.policy");
+    assert_eq!(
+        first["file"],
+        "tests/policy_test/site/tests/passing.test.policy"
+    );
     assert_eq!(first["line"], 4);
 }
 
@@ -205,14 +213,24 @@ fn bad_test_files_are_diagnosed() {
     insta::glob!("policy_test/ui/*.test.policy", |path| {
         let src = std::fs::read_to_string(path).unwrap();
         let relative = Path::new("tests/policy_test/ui").join(path.strip_prefix(&ui).unwrap());
-        let loaded = suite::load(&[relative.clone()], Some(Path::new("tests/policy_test"))).unwrap();
+        let loaded =
+            suite::load(&[relative.clone()], Some(Path::new("tests/policy_test"))).unwrap();
         let (suites, diagnostics) = suite::prepare(&loaded);
-        assert!(suites.is_empty(), "{}: a file with errors gives no suite", relative.display());
+        assert!(
+            suites.is_empty(),
+            "{}: a file with errors gives no suite",
+            relative.display()
+        );
         let expected: Vec<String> = src
             .lines()
             .next()
             .and_then(|l| l.strip_prefix("// expect:"))
-            .unwrap_or_else(|| panic!("{}: first line must be `// expect: ...`", relative.display()))
+            .unwrap_or_else(|| {
+                panic!(
+                    "{}: first line must be `// expect: ...`",
+                    relative.display()
+                )
+            })
             .split_whitespace()
             .map(str::to_owned)
             .collect();
@@ -242,9 +260,17 @@ fn bad_test_files_are_diagnosed() {
 /// Bad input on the command line gets the table's exit codes.
 #[test]
 fn bad_input_exit_codes() {
-    let out = policyc(&["--policy-root", "tests/policy_test", "tests/policy_test/ui/unknown_fact.test.policy"]);
+    let out = policyc(&[
+        "--policy-root",
+        "tests/policy_test",
+        "tests/policy_test/ui/unknown_fact.test.policy",
+    ]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("did you mean `hostname`?"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("did you mean `hostname`?"),
+        "{}",
+        stderr(&out)
+    );
     assert!(stdout(&out).is_empty(), "no test runs");
     let empty = tempfile::tempdir().unwrap();
     let out = policyc(&[empty.path().to_str().unwrap()]);
@@ -290,20 +316,38 @@ fn run_converges_fixture_roots_with_the_vm() {
         policyc(&a.iter().map(String::as_str).collect::<Vec<_>>())
     };
     let out = run("tests/policy_test/run/tests");
-    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
     assert!(stdout(&out).contains("2 passed; 0 failed"));
     // The fixture itself is left as it was.
     assert!(!repo_root()
         .join("tests/policy_test/run/tests/fixtures/web/etc/motd")
         .exists());
 
-    let preview_only = policyc(&["--policy-root", "tests/policy_test/run", "tests/policy_test/run/failing"]);
-    assert_eq!(preview_only.status.code(), Some(0), "{}", stdout(&preview_only));
+    let preview_only = policyc(&[
+        "--policy-root",
+        "tests/policy_test/run",
+        "tests/policy_test/run/failing",
+    ]);
+    assert_eq!(
+        preview_only.status.code(),
+        Some(0),
+        "{}",
+        stdout(&preview_only)
+    );
     let out = run("tests/policy_test/run/failing");
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
     assert!(text.contains("the first run"), "{text}");
-    assert!(text.contains("`/srv/www/index.html` is a directory, not a file"), "{text}");
+    assert!(
+        text.contains("`/srv/www/index.html` is a directory, not a file"),
+        "{text}"
+    );
     assert!(
         text.contains("expect file \"/srv/www/index.html\" on disk"),
         "{text}"
@@ -321,5 +365,9 @@ fn run_without_policyvm_is_a_clear_error() {
         "tests/policy_test/run/tests",
     ]);
     assert_eq!(out.status.code(), Some(69));
-    assert!(stderr(&out).contains("--policyvm /nonexistent/policyvm"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--policyvm /nonexistent/policyvm"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -427,12 +427,21 @@ pub struct TestDef {
 #[derive(Clone, Debug, PartialEq)]
 pub enum TestStmt {
     /// `facts { hostname = "web01"; sys.cpus = 4; datacenter = "eu-1"; }`.
-    Facts { facts: Vec<TestFact>, span: Span },
+    Facts {
+        facts: Vec<TestFact>,
+        span: Span,
+    },
     /// `define [canary, web];`: classes set as with `policyvm run --define`.
-    Define { classes: Vec<Ident>, span: Span },
+    Define {
+        classes: Vec<Ident>,
+        span: Span,
+    },
     /// `root = "fixtures/web";`: the fixture root `policyc test --run`
     /// copies and runs the VM on.
-    Root { path: Expr, span: Span },
+    Root {
+        path: Expr,
+        span: Span,
+    },
     Expect(Expect),
     /// A statement the parser could not make sense of.
     Error(Span),

@@ -50,7 +50,9 @@ fn a_test_file_parses_with_every_statement() {
         panic!();
     };
     assert_eq!(classes.len(), 2);
-    assert!(matches!(&test.stmts[2], TestStmt::Root { path, .. } if matches!(path.kind, ExprKind::Str(_))));
+    assert!(
+        matches!(&test.stmts[2], TestStmt::Root { path, .. } if matches!(path.kind, ExprKind::Str(_)))
+    );
     let TestStmt::Expect(file) = &test.stmts[3] else {
         panic!();
     };
@@ -59,7 +61,10 @@ fn a_test_file_parses_with_every_statement() {
     assert_eq!(file.promiser.as_plain().unwrap(), "/etc/nginx/shop.conf");
     assert_eq!(file.attrs.len(), 2);
     assert!(matches!(&file.attrs[0], AttrStmt::Set(a) if a.name.name == "contains"));
-    assert_eq!(&SRC[file.span.range()].lines().next().unwrap()[..11], "expect file");
+    assert_eq!(
+        &SRC[file.span.range()].lines().next().unwrap()[..11],
+        "expect file"
+    );
     let TestStmt::Expect(service) = &test.stmts[5] else {
         panic!();
     };

@@ -122,7 +122,10 @@ fn test_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     for path in paths {
         if !path.is_dir() {
             if !path.exists() {
-                return Err(format!("cannot read `{}`: no such file or directory", path.display()));
+                return Err(format!(
+                    "cannot read `{}`: no such file or directory",
+                    path.display()
+                ));
             }
             files.push(path.clone());
             continue;

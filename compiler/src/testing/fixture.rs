@@ -89,8 +89,7 @@ fn run_inner(
     let keys = tmp.path().join("keys");
     let trust = tmp.path().join("trust");
     for dir in [&keys, &trust] {
-        std::fs::create_dir(dir)
-            .map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+        std::fs::create_dir(dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
     }
     let (secret_path, public_path, _) = keygen(&keys.join("test"))?;
     std::fs::copy(&public_path, trust.join("test.pub"))
@@ -227,7 +226,11 @@ fn check_on_disk(root: &Path, e: &Expectation) -> Vec<Failure> {
     if meta.is_dir() != wanted_dir || (!wanted_dir && !meta.is_file()) {
         return vec![fail(format!(
             "is not a {} after the run",
-            if wanted_dir { "directory" } else { "regular file" }
+            if wanted_dir {
+                "directory"
+            } else {
+                "regular file"
+            }
         ))];
     }
     let mut out = Vec::new();
@@ -241,7 +244,9 @@ fn check_on_disk(root: &Path, e: &Expectation) -> Vec<Failure> {
             } => {
                 let actual = i64::from(meta.permissions().mode() & 0o7777);
                 if actual != *mode {
-                    out.push(fail(format!("its mode is 0o{actual:o}, expected 0o{mode:o}")));
+                    out.push(fail(format!(
+                        "its mode is 0o{actual:o}, expected 0o{mode:o}"
+                    )));
                 }
             }
             Check::Equals {
@@ -280,7 +285,9 @@ fn check_on_disk(root: &Path, e: &Expectation) -> Vec<Failure> {
 /// Copies the fixture tree `from` to `to` (which must not exist): regular
 /// files with their modes, directories, and symbolic links as links.
 fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
-    let err = |what: &Path, e: std::io::Error| format!("cannot copy the fixture `{}`: {e}", what.display());
+    let err = |what: &Path, e: std::io::Error| {
+        format!("cannot copy the fixture `{}`: {e}", what.display())
+    };
     let mut pending = vec![(from.to_path_buf(), to.to_path_buf())];
     while let Some((src, dst)) = pending.pop() {
         let meta = std::fs::symlink_metadata(&src).map_err(|e| err(&src, e))?;

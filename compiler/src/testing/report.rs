@@ -43,7 +43,8 @@ pub fn human(results: &[TestResult]) -> String {
 
 /// Later lines of a multi-line value, indented under the first.
 fn indent(text: &str) -> String {
-    text.trim_end_matches('\n').replace('\n', "\n              ")
+    text.trim_end_matches('\n')
+        .replace('\n', "\n              ")
 }
 
 /// `test result: ok. 12 passed; 0 failed`.

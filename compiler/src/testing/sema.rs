@@ -139,14 +139,13 @@ fn check_fact(
     first: &mut BTreeMap<String, Span>,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    let mut given_twice = |name: String, span: Span, diagnostics: &mut Vec<Diagnostic>| {
-        match first.get(&name) {
+    let mut given_twice =
+        |name: String, span: Span, diagnostics: &mut Vec<Diagnostic>| match first.get(&name) {
             Some(at) => diagnostics.push(twice(&format!("fact `{name}`"), span, *at)),
             None => {
                 first.insert(name, span);
             }
-        }
-    };
+        };
     let written: Vec<&str> = fact.name.iter().map(|i| i.name.as_str()).collect();
     let written = written.join(".");
     let name_span = match (fact.name.first(), fact.name.last()) {
@@ -168,9 +167,7 @@ fn check_fact(
         let value = match (&spec.ty, &fact.value.kind) {
             (AttrType::String, ExprKind::Str(s)) => s.as_plain().map(FactValue::Str),
             (AttrType::Int, ExprKind::Int { value, .. }) => Some(FactValue::Int(*value)),
-            (AttrType::List(_), ExprKind::List(items)) => {
-                strings(items).map(FactValue::List)
-            }
+            (AttrType::List(_), ExprKind::List(items)) => strings(items).map(FactValue::List),
             _ => None,
         };
         let Some(value) = value else {
@@ -222,7 +219,11 @@ fn check_fact(
     }
     let mut values: Vec<(String, Val)> = Vec::new();
     if !probe_values(path, ty, &fact.value, &mut values) {
-        diagnostics.push(fact_type(&format!("facts.{path}"), &describe_probe(ty), &fact.value));
+        diagnostics.push(fact_type(
+            &format!("facts.{path}"),
+            &describe_probe(ty),
+            &fact.value,
+        ));
         return;
     }
     for (p, v) in values {
@@ -250,7 +251,9 @@ fn probe_values(path: &str, ty: &ProbeType, value: &Expr, out: &mut Vec<(String,
         },
         (ProbeType::Record(fields), ExprKind::Record(given)) => {
             for (name, v) in given {
-                let Some((_, t)) = fields.iter().find(|(n, _)| n.as_str() == name.name.as_str())
+                let Some((_, t)) = fields
+                    .iter()
+                    .find(|(n, _)| n.as_str() == name.name.as_str())
                 else {
                     return false;
                 };
@@ -334,7 +337,12 @@ fn check_class(name: &str, span: Span, known: &Known<'_>, diagnostics: &mut Vec<
     if declared || group || schema::is_hard_class(name) {
         return;
     }
-    let mut names: Vec<String> = known.program.classes.iter().map(|c| c.name.clone()).collect();
+    let mut names: Vec<String> = known
+        .program
+        .classes
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
     names.extend(schema::hard_class_names());
     names.extend(known.groups.iter().map(|g| format!("group_{g}")));
     let hint = did_you_mean(name, names.iter().map(String::as_str))
@@ -388,7 +396,10 @@ fn check_root(
     let dir = file.path.parent().unwrap_or(std::path::Path::new("."));
     let full = dir.join(relative);
     if !full.is_dir() {
-        diagnostics.push(bad(&format!("a directory; `{}` is not one", full.display())));
+        diagnostics.push(bad(&format!(
+            "a directory; `{}` is not one",
+            full.display()
+        )));
         return None;
     }
     Some(full)
@@ -540,7 +551,10 @@ fn content_check(
         diagnostics.push(
             Diagnostic::new(
                 Code::UnknownTestAttribute,
-                format!("`{check}` checks a content, and `{}` promises have none", pt.name),
+                format!(
+                    "`{check}` checks a content, and `{}` promises have none",
+                    pt.name
+                ),
                 value.span,
                 "no content to look into",
             )
@@ -581,7 +595,9 @@ fn content_check(
                     "not a regular expression",
                 )
                 .with_note(e)
-                .with_help("the syntax is that of the `regex` crate; write it as a raw string `r\"...\"`"),
+                .with_help(
+                    "the syntax is that of the `regex` crate; write it as a raw string `r\"...\"`",
+                ),
             );
             None
         }

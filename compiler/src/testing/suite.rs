@@ -87,7 +87,11 @@ fn prepare_file(
     if broken {
         return None;
     }
-    let Some(checked) = outcome.programs.iter().find(|p| p.files.first() == Some(&id)) else {
+    let Some(checked) = outcome
+        .programs
+        .iter()
+        .find(|p| p.files.first() == Some(&id))
+    else {
         let imports: Vec<_> = module
             .items
             .iter()
@@ -213,9 +217,11 @@ fn show_secrets_as_placeholders(body: &mut Body) {
         return;
     }
     let key = u32::try_from(body.constants.len()).unwrap_or(u32::MAX);
-    body.constants.0.push(Constant::SealedKey(Box::new(SealedKey {
-        ciphertext: Bytes(AGE_HEADER.to_vec()),
-    })));
+    body.constants
+        .0
+        .push(Constant::SealedKey(Box::new(SealedKey {
+            ciphertext: Bytes(AGE_HEADER.to_vec()),
+        })));
     for c in body.constants.0.iter_mut() {
         if let Constant::Secret(s) = c {
             if s.key == UNSEALED {

@@ -110,7 +110,12 @@ fn check_expectation(
                 (_, Resolution::Unknown(why)) => {
                     format!("cannot tell whether it is active on this host: {why}")
                 }
-                (Activity::Conditional { outcome_classes, .. }, _) => format!(
+                (
+                    Activity::Conditional {
+                        outcome_classes, ..
+                    },
+                    _,
+                ) => format!(
                     "it is active when the run sets {} ({}); a test cannot know the run's outcomes",
                     classes(outcome_classes),
                     p.source
@@ -146,7 +151,11 @@ fn check_expectation(
                 "{} ({}) is {}conditional on {}: a test cannot know the run's outcomes",
                 e.describe(),
                 p.source,
-                if *active_at_start { "active at the start but " } else { "" },
+                if *active_at_start {
+                    "active at the start but "
+                } else {
+                    ""
+                },
                 classes(outcome_classes)
             ));
         }
@@ -162,7 +171,11 @@ fn check_expectation(
 
 fn classes(names: &[String]) -> String {
     let quoted: Vec<String> = names.iter().map(|c| format!("`{c}`")).collect();
-    format!("outcome class{} {}", if names.len() == 1 { "" } else { "es" }, quoted.join(", "))
+    format!(
+        "outcome class{} {}",
+        if names.len() == 1 { "" } else { "es" },
+        quoted.join(", ")
+    )
 }
 
 /// Why an expected promise is not there: nothing of that type and promiser
@@ -393,10 +406,19 @@ mod tests {
     #[test]
     fn values_compare_by_their_shown_form() {
         assert!(value_is(&Value::Int(0o644), &Expected::Int(420)));
-        assert!(value_is(&Value::Str("installed".into()), &Expected::Text("installed".into())));
-        assert!(value_is(&Value::Bytes(b"hi\n".as_slice().into()), &Expected::Text("hi\n".into())));
+        assert!(value_is(
+            &Value::Str("installed".into()),
+            &Expected::Text("installed".into())
+        ));
+        assert!(value_is(
+            &Value::Bytes(b"hi\n".as_slice().into()),
+            &Expected::Text("hi\n".into())
+        ));
         assert!(!value_is(&Value::Str("1".into()), &Expected::Int(1)));
-        assert_eq!(show_value(Some(&AttrType::Mode), &Value::Int(0o600), "mode"), "0o600");
+        assert_eq!(
+            show_value(Some(&AttrType::Mode), &Value::Int(0o600), "mode"),
+            "0o600"
+        );
         assert_eq!(
             show_value(Some(&AttrType::String), &Value::Str("x".into()), "password"),
             "<password>"

@@ -20,7 +20,10 @@ impl Workspace {
     /// else its own directory) and every policy file it imports. Failing
     /// to read the file itself is an error for the caller; its syntax
     /// errors and failed imports are diagnostics.
-    pub fn add_test_file(&mut self, path: &Path) -> Result<(FileId, TestModule), (PathBuf, ReadError)> {
+    pub fn add_test_file(
+        &mut self,
+        path: &Path,
+    ) -> Result<(FileId, TestModule), (PathBuf, ReadError)> {
         let tree = match &self.policy_root {
             Some(tree) => Arc::clone(tree),
             None => Arc::new(PolicyTree::of_file(path)),
@@ -32,7 +35,12 @@ impl Workspace {
             .map_err(|e| (path.to_path_buf(), e))?;
         let id = match self.by_key.get(&key) {
             Some(id) => *id,
-            None => self.add_to_db(key, path.to_path_buf(), text.clone(), Some(Arc::clone(&tree))),
+            None => self.add_to_db(
+                key,
+                path.to_path_buf(),
+                text.clone(),
+                Some(Arc::clone(&tree)),
+            ),
         };
         let (module, errors) = converge_grammar::parse_tests(id, &text);
         self.diagnostics
@@ -54,7 +62,8 @@ impl Workspace {
                 );
                 continue;
             };
-            if let Some(target) = self.resolve_import(id, &request, import.path_span, &mut pending) {
+            if let Some(target) = self.resolve_import(id, &request, import.path_span, &mut pending)
+            {
                 if let Some(edges) = self.imports.get_mut(id.0 as usize) {
                     edges.push(ImportEdge {
                         target,
