@@ -11,7 +11,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use converge::{binary, repo_root};
@@ -212,9 +212,13 @@ fn bad_test_files_are_diagnosed() {
     let ui = root.join("ui");
     insta::glob!("policy_test/ui/*.test.policy", |path| {
         let src = std::fs::read_to_string(path).unwrap();
-        let relative = Path::new("tests/policy_test/ui").join(path.strip_prefix(&ui).unwrap());
-        let loaded =
-            suite::load(&[relative.clone()], Some(Path::new("tests/policy_test"))).unwrap();
+        let relative =
+            std::path::Path::new("tests/policy_test/ui").join(path.strip_prefix(&ui).unwrap());
+        let loaded = suite::load(
+            std::slice::from_ref(&relative),
+            Some(std::path::Path::new("tests/policy_test")),
+        )
+        .unwrap();
         let (suites, diagnostics) = suite::prepare(&loaded);
         assert!(
             suites.is_empty(),
