@@ -108,7 +108,8 @@ pub fn policy_files(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Option<PathBuf>)>
     Ok(roots)
 }
 
-/// Every `*.policy` file under `dir`, sorted. Symbolic links to
+/// Every `*.policy` file under `dir`, sorted, but the tests
+/// (`*.test.policy`, run by `policyc test`), which are not policy. Symbolic links to
 /// directories are not followed (a link loop would never end, and a link
 /// out would leave the tree); linked files are kept, and their target is
 /// checked against the tree when they are read.
