@@ -1090,3 +1090,152 @@ fn a_failing_run_is_converged_in_the_report_and_the_metric_alike() {
         Some(1.0)
     );
 }
+
+/// `policyvm agent --dry-run` (issue 21 item 5): an audit. It pulls and
+/// installs as usual, runs dry with the `--define`d classes, uploads a
+/// report marked `dry_run: true` that lists what would change, and changes
+/// nothing: not the root, not `reports/last.json`, not the metrics
+/// textfile, not the watch history. A real cycle afterwards makes exactly
+/// the repairs the audit listed.
+#[test]
+fn an_agent_dry_run_reports_what_would_change_and_changes_nothing() {
+    let hub = Hub::start();
+    hub.publish_source(
+        "class audit_extra;\n\
+         bundle site {\n  directory \"/etc\" { mode = 0o755; }\n  \
+         file \"/etc/motd\" { content = \"hello\\n\"; }\n  \
+         when audit_extra { file \"/etc/extra\" { content = \"x\\n\"; } }\n  \
+         watch \"/etc\" { }\n}\npolicy { site(); }\n",
+        100,
+        &[],
+    );
+    let host = hub.host("web-01");
+    let key = host.enrolled("web-01");
+    let collector = Collector::start(STORED);
+    host.configure(&[collector.url()], "");
+    std::fs::create_dir_all(host.root.join("etc")).unwrap();
+    std::fs::write(host.root.join("etc/motd"), "old\n").unwrap();
+    let before = std::fs::read(host.root.join("etc/motd")).unwrap();
+
+    let out = Command::new(binary("policyvm"))
+        .args([
+            "agent",
+            "--no-splay",
+            "--dry-run",
+            "--define",
+            "audit_extra",
+        ])
+        .arg("--config")
+        .arg(&host.config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("would repair"), "{}", text(&out));
+    // The pull installed the bundle, as any pull does.
+    assert!(host.state.join("current.bundle").exists());
+    // Nothing else changed.
+    assert_eq!(std::fs::read(host.root.join("etc/motd")).unwrap(), before);
+    assert!(!host.root.join("etc/extra").exists());
+    assert!(!host.state.join("reports/last.json").exists());
+    assert!(!host.metrics_dir().join("converge.prom").exists());
+    let watch_files = |dir: &Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.contains("watch") || n.contains("owed"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert!(
+        watch_files(&host.state).is_empty(),
+        "{:?}",
+        watch_files(&host.state)
+    );
+    let local: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(host.state.join("reports/dry-run.json")).unwrap())
+            .unwrap();
+    assert_eq!(local["dry_run"], serde_json::Value::Bool(true));
+
+    let got = collector.received();
+    assert_eq!(got.len(), 1);
+    let audit = open(&got[0], &key);
+    assert!(audit.is_dry_run(), "{:?}", audit.extensions);
+    let listed: Vec<&str> = audit
+        .promises
+        .iter()
+        .filter(|p| p.outcome == "repaired")
+        .map(|p| p.promiser.as_str())
+        .collect();
+    assert!(listed.contains(&"/etc/motd"), "{listed:?}");
+    assert!(
+        listed.contains(&"/etc/extra"),
+        "--define set the class: {listed:?}"
+    );
+
+    // The real cycle (without the class) makes the motd repair.
+    let out = host.agent();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string(host.root.join("etc/motd")).unwrap(),
+        "hello\n"
+    );
+    assert!(!host.root.join("etc/extra").exists());
+    let real = open(&collector.received()[1], &key);
+    assert!(!real.is_dry_run());
+    assert_eq!(real.status, Status::Repaired);
+    assert!(host.state.join("reports/last.json").exists());
+    // The real run keeps the watch history the audit did not write.
+    assert!(!watch_files(&host.state).is_empty());
+}
+
+/// The real collector keeps a dry run apart: stored with status
+/// `dry_run`, never the host's latest run (its status stays that of the
+/// last real run).
+#[test]
+fn the_real_collector_does_not_count_a_dry_run_as_the_hosts_run() {
+    let hub = Hub::start();
+    hub.publish("hello", 100, &[]);
+    let host = hub.host("web-01");
+    let out = host.enroll(&["--name", "web-01"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let inventory = hub.work.path().join("inventory.toml");
+    std::fs::write(&inventory, &out.stdout).unwrap();
+    let collector = converge::collector::Collector::start(&inventory);
+    let url = collector.url.clone();
+    host.configure(std::slice::from_ref(&url), "");
+    // Two real runs: repaired, then kept.
+    for _ in 0..2 {
+        let out = host.agent();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    }
+    // The motd drifts; an audit finds a repair to make.
+    std::fs::write(host.root.join("etc/motd"), "drifted\n").unwrap();
+    let out = Command::new(binary("policyvm"))
+        .args(["agent", "--no-splay", "--dry-run", "--config"])
+        .arg(&host.config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!text(&out).contains("warning"), "{}", text(&out));
+    let body = ureq::get(&format!("{url}/api/v1/hosts/web-01"))
+        .call()
+        .unwrap()
+        .into_body()
+        .read_to_string()
+        .unwrap();
+    let detail: serde_json::Value = serde_json::from_str(&body).unwrap();
+    drop(collector);
+    // The host is as its last real run left it.
+    assert_eq!(detail["host"]["status"], "kept", "{detail:#}");
+    assert_eq!(detail["host"]["sequence"], 2, "{detail:#}");
+    // The audit is stored, as a dry run.
+    let recent = detail["recent_reports"].as_array().unwrap();
+    let statuses: Vec<&str> = recent
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["dry_run", "kept", "repaired"], "{detail:#}");
+    assert_eq!(recent[0]["repaired"], 1, "{detail:#}");
+}

@@ -536,7 +536,10 @@ fn t6_t7_endless_trickling_and_lying_responses_are_cut_off_within_bounds() {
         "endless stamp",
         &endless_stamp,
         3,
-        "sends more than 4096 bytes",
+        &format!(
+            "sends more than {} bytes",
+            converge_format::stamp::MAX_STAMP_LEN
+        ),
         Duration::from_secs(10),
     );
 

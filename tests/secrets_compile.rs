@@ -15,7 +15,7 @@ use ::converge::support::{
     age_keygen, policyc_ok, secret_site, write_inventory, SecretSite, SiteHost,
 };
 use converge_compiler::bundle::secrets::{decrypt_with, read_identity_file};
-use converge_format::bundle::format::{Body, Constant};
+use converge_format::bundle::format::{Body, Constant, SealedSet};
 use converge_format::bundle::open_unsigned;
 
 const PLAINTEXT: &str = "hunter2-Zq9-plaintext";
@@ -60,8 +60,8 @@ fn body(bundle: &Path) -> Body {
 }
 
 /// The plaintext of secret `name` as a host holding `identity` would
-/// decrypt it: its set key first, then the secret. `None` when the host is
-/// not a recipient.
+/// decrypt it: its sealed set, then its entry. `None` when the host is not
+/// a recipient.
 fn open_secret(body: &Body, name: &str, identity: &Path) -> Option<String> {
     let sealed = body
         .constants
@@ -72,16 +72,15 @@ fn open_secret(body: &Body, name: &str, identity: &Path) -> Option<String> {
             _ => None,
         })
         .unwrap_or_else(|| panic!("no secret {name} in the bundle"));
-    let Some(Constant::SealedKey(key)) = body.constants.0.get(sealed.key as usize) else {
-        panic!("secret {name} names no sealed key");
+    let Some(Constant::SealedSet(set)) = body.constants.0.get(sealed.set as usize) else {
+        panic!("secret {name} names no sealed set");
     };
     let host = read_identity_file(identity).unwrap();
-    let set_key = decrypt_with(host.iter().map(|i| i.as_ref()), &key.ciphertext.0).ok()?;
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("set.key"), &*set_key).unwrap();
-    let set = read_identity_file(&dir.path().join("set.key")).unwrap();
-    let plain = decrypt_with(set.iter().map(|i| i.as_ref()), &sealed.ciphertext.0).unwrap();
-    Some(String::from_utf8(plain.to_vec()).unwrap())
+    let plain = decrypt_with(host.iter().map(|i| i.as_ref()), &set.ciphertext.0).ok()?;
+    let entries = SealedSet::decode_plaintext(&plain).unwrap();
+    let (entry, value) = entries[sealed.index as usize];
+    assert_eq!(entry, name, "the entry of secret {name} is its own");
+    Some(value.to_owned())
 }
 
 fn policyc(args: &[&str], cwd: Option<&Path>) -> Output {
@@ -146,7 +145,7 @@ fn only_the_entitled_host_can_open_the_secret() {
 }
 
 #[test]
-fn secrets_for_one_set_of_hosts_share_one_sealed_key() {
+fn secrets_for_one_set_of_hosts_share_one_sealed_set() {
     let policy = r#"let a: secret = secret("secrets/a.age");
 let b: secret = secret("secrets/b.age");
 let c: secret = secret("secrets/c.age");
@@ -180,7 +179,7 @@ policy {
                 .0
                 .iter()
                 .find_map(|c| match c {
-                    Constant::Secret(s) if s.name == *n => Some(s.key),
+                    Constant::Secret(s) if s.name == *n => Some(s.set),
                     _ => None,
                 })
                 .unwrap()
@@ -188,13 +187,13 @@ policy {
         .collect();
     assert_eq!(keys_used[0], keys_used[1], "a and b go to the same hosts");
     assert_ne!(keys_used[0], keys_used[2], "c goes to every host");
-    let sealed_keys = body
+    let sealed_sets = body
         .constants
         .0
         .iter()
-        .filter(|c| matches!(c, Constant::SealedKey(_)))
+        .filter(|c| matches!(c, Constant::SealedSet(_)))
         .count();
-    assert_eq!(sealed_keys, 2);
+    assert_eq!(sealed_sets, 2);
     assert_eq!(
         open_secret(&body, "c", &keys.path().join("web")).as_deref(),
         Some("C!")

@@ -26,12 +26,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::str::FromStr as _;
 
-use age::secrecy::ExposeSecret as _;
 use converge::binary;
 use converge::http::{respond, Scripted};
 use converge::support::{body, keys, write_trust};
 use converge_compiler::bundle::seal;
-use converge_format::bundle::format::{Body, Bytes, Constant, Sealed, SealedKey};
+use converge_format::bundle::format::{Body, Bytes, Constant, Sealed, SealedSet};
 use converge_format::inventory::{parse_report_key, Inventory};
 use converge_format::report::SignedReport;
 use converge_format::stamp::Stamp;
@@ -78,47 +77,62 @@ fn encrypt_to(recipients: &[age::x25519::Recipient], plaintext: &[u8]) -> Vec<u8
     out
 }
 
-/// Seals, as `policyc` does: every string constant holding the placeholder
-/// becomes a secret (the placeholder replaced by [`PLAINTEXT`]) sealed to a
-/// new set key, itself sealed to `hosts` (their `age1...` recipients).
-fn seal_secrets(body: &mut Body, hosts: &[String], serial: u64) {
-    let set = age::x25519::Identity::generate();
-    let recipients: Vec<_> = hosts
+/// Seals, as `policyc` does (`docs/bytecode.md`, "Secrets"): every string
+/// constant that `secret_of` names (name, value) becomes a secret, and all
+/// of them one sealed set for `recipients` (`age1...`), appended to the
+/// pool. Returns how many constants were sealed.
+fn seal_set_of(
+    body: &mut Body,
+    recipients: &[&str],
+    secret_of: impl Fn(&str) -> Option<(String, String)>,
+) -> usize {
+    let recipients: Vec<_> = recipients
         .iter()
         .map(|h| age::x25519::Recipient::from_str(h).unwrap())
         .collect();
-    let key = u32::try_from(body.constants.len()).unwrap();
-    let mut sealed = 0;
+    let set = u32::try_from(body.constants.len()).unwrap();
+    let mut entries: Vec<(String, String)> = Vec::new();
     for c in &mut body.constants.0 {
         let Constant::Str(s) = c else { continue };
-        if !s.contains(PLACEHOLDER) {
+        let Some((name, value)) = secret_of(s) else {
             continue;
-        }
-        let name = if s == PLACEHOLDER {
-            "db_password"
-        } else {
-            "db_conf"
         };
-        let value = s.replace(PLACEHOLDER, PLAINTEXT);
         *c = Constant::Secret(Box::new(Sealed {
-            name: name.to_owned(),
-            key,
-            ciphertext: Bytes(encrypt_to(
-                std::slice::from_ref(&set.to_public()),
-                value.as_bytes(),
-            )),
+            name: name.clone(),
+            set,
+            index: u32::try_from(entries.len()).unwrap(),
         }));
-        sealed += 1;
+        entries.push((name, value));
     }
-    assert_eq!(sealed, 2, "both placeholders are constants of their own");
+    let borrowed: Vec<(&str, &str)> = entries
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    let plaintext = SealedSet::encode_plaintext(&borrowed).unwrap();
     body.constants
         .0
-        .push(Constant::SealedKey(Box::new(SealedKey {
-            ciphertext: Bytes(encrypt_to(
-                &recipients,
-                set.to_string().expose_secret().as_bytes(),
-            )),
+        .push(Constant::SealedSet(Box::new(SealedSet {
+            ciphertext: Bytes(encrypt_to(&recipients, &plaintext)),
         })));
+    entries.len()
+}
+
+/// Seals, as `policyc` does: every string constant holding the placeholder
+/// becomes a secret (the placeholder replaced by [`PLAINTEXT`]) of one
+/// sealed set for `hosts` (their `age1...` recipients).
+fn seal_secrets(body: &mut Body, hosts: &[String], serial: u64) {
+    let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    let sealed = seal_set_of(body, &hosts, |s| {
+        s.contains(PLACEHOLDER).then(|| {
+            let name = if s == PLACEHOLDER {
+                "db_password"
+            } else {
+                "db_conf"
+            };
+            (name.to_owned(), s.replace(PLACEHOLDER, PLAINTEXT))
+        })
+    });
+    assert_eq!(sealed, 2, "both placeholders are constants of their own");
     body.header.serial = serial;
 }
 
@@ -459,35 +473,13 @@ fn bench_inputs() {
     std::fs::write(out.join("plain.bundle"), seal(&plain, &keys().0).unwrap()).unwrap();
 
     let mut secret = plain;
-    let set = age::x25519::Identity::generate();
-    let key = u32::try_from(secret.constants.len()).unwrap();
-    let mut sealed = 0;
-    for c in &mut secret.constants.0 {
-        let Constant::Str(s) = c else { continue };
-        if !s.starts_with("bench-secret-") {
-            continue;
-        }
-        let name = s.split('-').take(3).collect::<Vec<_>>().join("-");
-        *c = Constant::Secret(Box::new(Sealed {
-            name,
-            key,
-            ciphertext: Bytes(encrypt_to(
-                std::slice::from_ref(&set.to_public()),
-                s.as_bytes(),
-            )),
-        }));
-        sealed += 1;
-    }
+    let sealed = seal_set_of(&mut secret, &[&host.age_recipient], |s| {
+        s.starts_with("bench-secret-").then(|| {
+            let name = s.split('-').take(3).collect::<Vec<_>>().join("-");
+            (name, s.to_owned())
+        })
+    });
     assert_eq!(sealed, BENCH_FILES);
-    secret
-        .constants
-        .0
-        .push(Constant::SealedKey(Box::new(SealedKey {
-            ciphertext: Bytes(encrypt_to(
-                &[age::x25519::Recipient::from_str(&host.age_recipient).unwrap()],
-                set.to_string().expose_secret().as_bytes(),
-            )),
-        })));
     std::fs::write(out.join("secret.bundle"), seal(&secret, &keys().0).unwrap()).unwrap();
     write_trust(&out.join("trust"));
 }

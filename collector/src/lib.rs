@@ -16,6 +16,7 @@ pub mod ingest;
 pub mod inventory;
 pub mod metrics;
 pub mod retention;
+pub mod rollout;
 pub mod run;
 pub mod server;
 pub mod store;

@@ -167,6 +167,17 @@ fn fleet(extra_args: &[&str]) -> Collector {
         .facts
         .probes
         .insert("broken".to_owned(), probe(None, Some(IMG)));
+    // Two-way verification: an extra account named like a script.
+    hostile.extensions.insert(
+        converge_format::report::EXTRA_EXTENSION.to_owned(),
+        serde_json::json!({
+            "counts": { "user": 1, "package": 1 },
+            "entries": [
+                { "type": "user", "name": SCRIPT, "action": "reported", "source": "site.policy:40" },
+                { "type": "package", "name": "cvg-extra", "action": "refused", "source": "site.policy:41" },
+            ],
+        }),
+    );
     post(&collector, &web1, &hostile);
 
     failing.error = Some("permission denied".to_owned());
@@ -282,6 +293,13 @@ fn hostile_report_content_is_escaped_in_the_html() {
         host.body
     );
     assert!(host.body.contains("site.policy:12:3"));
+    // The extra entries of the last report, escaped like the rest.
+    assert!(host.body.contains("<table id=\"extra\">"), "{}", host.body);
+    assert!(host.body.contains("cvg-extra"));
+    assert!(host.body.contains("refused"));
+    assert!(host
+        .body
+        .contains("2 entries the host has that no promise names"));
     // The long strings are shortened, the page stays small.
     assert!(host.body.contains("more characters)"));
     assert!(

@@ -621,3 +621,40 @@ fn hover_on_watch_attributes() {
     assert!(text.contains("Change detection"), "{text}");
     assert!(client.shutdown().success());
 }
+
+/// Hover and completion on an `unmanaged` promise (issue 25) come from the
+/// schema: the type's doc, each attribute's type and default.
+#[test]
+fn hover_and_completion_on_unmanaged() {
+    const POLICY: &str = "bundle b {\n  unmanaged \"user\" {\n    action = remove;\n    max_remove = 3;\n    \n  }\n}\npolicy { b(); }\n";
+    let dir = tempfile::tempdir().unwrap();
+    let main = dir.path().join("main.policy");
+    std::fs::write(&main, POLICY).unwrap();
+    let mut client = Client::start();
+    client.initialize(dir.path());
+    let main_uri = client.open(&main, POLICY);
+    client.diagnostics(&main_uri, 1);
+    let hover = |client: &mut Client, line: u32, character: u32| {
+        let hover = client.request("textDocument/hover", at(&main_uri, line, character));
+        hover["contents"]["value"].as_str().unwrap().to_owned()
+    };
+    let text = hover(&mut client, 1, 4);
+    assert!(text.contains("Two-way verification"), "{text}");
+    let text = hover(&mut client, 2, 6);
+    assert!(text.contains("action: report | remove"), "{text}");
+    assert!(text.contains("default: report"), "{text}");
+    let text = hover(&mut client, 3, 6);
+    assert!(text.contains("default: 10"), "{text}");
+    let items = client.request("textDocument/completion", at(&main_uri, 4, 4));
+    let labels: Vec<String> = items
+        .as_array()
+        .or_else(|| items["items"].as_array())
+        .unwrap()
+        .iter()
+        .map(|i| i["label"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    for attr in ["ignore", "min_id", "max_id"] {
+        assert!(labels.iter().any(|l| l == attr), "{attr} in {labels:?}");
+    }
+    assert!(client.shutdown().success());
+}

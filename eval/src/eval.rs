@@ -219,8 +219,8 @@ impl<'b> Evaluator<'b> {
     }
 
     /// How many sealed keys this run has opened (each at most once).
-    pub fn keys_opened(&self) -> usize {
-        self.keyring.keys_opened()
+    pub fn sets_opened(&self) -> usize {
+        self.keyring.sets_opened()
     }
 
     /// The probe facts `probe` instructions read (none by default).

@@ -376,7 +376,9 @@ impl<'b> OutcomeDeps<'b> {
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
-    use crate::bundle::format::{AttrValue, Bytes, ClassEntry, List, Promise, Sealed, SourceLoc};
+    use crate::bundle::format::{
+        AttrValue, Bytes, ClassEntry, List, Promise, Sealed, SealedSet, SourceLoc,
+    };
     use crate::facts::FactMap;
     use crate::sources::NoProbes;
 
@@ -429,13 +431,13 @@ mod tests {
             Constant::Str("/etc/rh".into()),     // 7
             Constant::Str("/etc/after".into()),  // 8
             Constant::Str("x".into()),           // 9
-            Constant::SealedKey(Box::new(crate::bundle::format::SealedKey {
+            Constant::SealedSet(Box::new(SealedSet {
                 ciphertext: Bytes(b"age-encryption.org/v1\n".to_vec()),
             })), // 10
             Constant::Secret(Box::new(Sealed {
                 name: "db".into(),
-                key: 10,
-                ciphertext: Bytes(b"age-encryption.org/v1\n".to_vec()),
+                set: 10,
+                index: 0,
             })), // 11
             Constant::Str("/etc/db.conf".into()), // 12
             Constant::Word("web".into()),        // 13

@@ -115,7 +115,7 @@ impl<'b> Resolver<'b> {
             Some(Constant::List(l)) => Value::List(l.0.clone()),
             // Refused by the verifier as an attribute value: only `lookup`
             // reads a table, only `probe` a probe.
-            Some(Constant::Table(_) | Constant::Probe(_) | Constant::SealedKey(_)) | None => {
+            Some(Constant::Table(_) | Constant::Probe(_) | Constant::SealedSet(_)) | None => {
                 return Err(format!("cannot evaluate: constant {c}"))
             }
             Some(Constant::Secret(_)) => Value::Secret(eval.reveal(c)?),

@@ -28,8 +28,8 @@ pub trait Secrets: std::fmt::Debug {
     /// had (a message naming the secret, never a value).
     fn reveal(&mut self, body: &Body, c: u32) -> Result<Arc<SecretText>, String>;
 
-    /// How many sealed keys were opened (each at most once).
-    fn keys_opened(&self) -> usize {
+    /// How many sealed sets were opened (each at most once).
+    fn sets_opened(&self) -> usize {
         0
     }
 }

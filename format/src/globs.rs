@@ -1,5 +1,6 @@
-//! The globs of a `watch` promise's `exclude` (LANGUAGE.md section 15):
-//! one grammar for the compiler, which refuses a bad glob at its
+//! The globs of a `watch` promise's `exclude` (LANGUAGE.md section 15) and
+//! of an `unmanaged` promise's `ignore` (section 17, [`NameGlobs`]): one
+//! grammar for the compiler, which refuses a bad glob at its
 //! file:line:col, and the VM, which matches entries with it.
 //!
 //! A glob without `/` matches an entry's name at any depth (`*.log`); a
@@ -91,6 +92,45 @@ impl Excludes {
     }
 }
 
+/// Why `glob` cannot be an `ignore` glob of an `unmanaged` promise, which
+/// matches whole names (of packages, services, accounts), never paths: the
+/// grammar of [`glob_problem`], and no `/` (no name has one).
+pub fn name_glob_problem(glob: &str) -> Option<String> {
+    if glob.contains('/') {
+        return Some(
+            "it contains `/`, which no package, service or account name has; a glob here matches a whole name (`linux-image-*`)"
+                .into(),
+        );
+    }
+    glob_problem(glob)
+}
+
+/// The compiled `ignore` list of an `unmanaged` promise: globs over whole
+/// names.
+#[derive(Clone, Debug, Default)]
+pub struct NameGlobs {
+    globs: Excludes,
+}
+
+impl NameGlobs {
+    /// Compiles `globs`; the first bad one is refused with its index.
+    pub fn new(globs: &[String]) -> Result<NameGlobs, (usize, String)> {
+        if let Some((i, why)) = globs
+            .iter()
+            .enumerate()
+            .find_map(|(i, g)| name_glob_problem(g).map(|why| (i, why)))
+        {
+            return Err((i, why));
+        }
+        Excludes::new(globs).map(|globs| NameGlobs { globs })
+    }
+
+    /// Whether some glob matches the whole of `name`.
+    pub fn matches(&self, name: &str) -> bool {
+        self.globs.excludes(name.as_bytes(), name.as_bytes())
+    }
+}
+
 /// Bytes as a path for the matcher (which matches on raw bytes on Unix).
 fn bytes_path(bytes: &[u8]) -> &std::path::Path {
     use std::os::unix::ffi::OsStrExt as _;
@@ -127,6 +167,21 @@ mod tests {
     fn names_that_are_not_utf8_are_matched() {
         let e = excludes(&["*.bin"]);
         assert!(e.excludes(b"\xff.bin", b"\xff.bin"));
+    }
+
+    #[test]
+    fn name_globs_match_whole_names_and_refuse_slashes() {
+        let globs = vec!["linux-image-*".to_owned(), "converge-?".to_owned()];
+        let n = NameGlobs::new(&globs).unwrap_or_default();
+        assert!(n.matches("linux-image-6.1.0-13-amd64"));
+        assert!(n.matches("converge-a"));
+        assert!(!n.matches("converge-ab"));
+        assert!(!n.matches("xlinux-image-1"));
+        assert!(name_glob_problem("a/b").is_some());
+        assert!(name_glob_problem("[x").is_some());
+        assert!(name_glob_problem("web-*").is_none());
+        let bad = vec!["ok".to_owned(), "x/*".to_owned()];
+        assert!(matches!(NameGlobs::new(&bad), Err((1, _))));
     }
 
     #[test]

@@ -57,10 +57,10 @@ pub mod constant_kind {
     pub const PROBE: u8 = 8;
     /// A table from string keys to values, read by `lookup` (2.3).
     pub const TABLE: u8 = 9;
-    /// A secret sealed to its hosts' age recipients (2.4, issue 20).
+    /// A secret: its name and its entry in a sealed set (2.4, issue 20).
     pub const SECRET: u8 = 10;
-    /// The key of one set of hosts, sealed to them (2.4, issue 20).
-    pub const SEALED_KEY: u8 = 11;
+    /// The secrets of one set of hosts, sealed to them (2.4, issue 20).
+    pub const SEALED_SET: u8 = 11;
     /// Each tag with its name, for the id tables.
     pub const ALL: &[(u8, &str)] = &[
         (STR, "str"),
@@ -73,7 +73,7 @@ pub mod constant_kind {
         (PROBE, "probe"),
         (TABLE, "table"),
         (SECRET, "secret"),
-        (SEALED_KEY, "sealed_key"),
+        (SEALED_SET, "sealed_set"),
     ];
 }
 

@@ -24,8 +24,26 @@ use serde::{Deserialize, Serialize};
 /// The value of [`Report::format`]; a collector refuses any other.
 pub const REPORT_FORMAT: &str = "converge-report/1";
 
+/// The [`Report::extensions`] key of two-way verification (LANGUAGE.md
+/// section 17, Bcfg2's "extra entries"): `{"counts": {TYPE: N},
+/// "entries": [{"type", "name", "action", "source"}]}`, names escaped; the
+/// entries are cut first when a report is too large, the counts stay.
+pub const EXTRA_EXTENSION: &str = "extra";
+
 /// Prepended to the report bytes before signing (domain separation).
 pub const SIGNING_CONTEXT: &[u8] = b"converge report v1\0";
+
+/// The extension (`"dry_run": true`) of the report of an audit, `policyvm
+/// agent --dry-run`: what the run would have changed, none of it done. A
+/// collector stores it apart from the host's real runs.
+pub const DRY_RUN_EXTENSION: &str = "dry_run";
+
+impl Report {
+    /// Whether this is the report of a dry run ([`DRY_RUN_EXTENSION`]).
+    pub fn is_dry_run(&self) -> bool {
+        self.extensions.get(DRY_RUN_EXTENSION) == Some(&serde_json::Value::Bool(true))
+    }
+}
 
 /// The largest report a collector accepts and an agent sends (the JSON
 /// bytes, before base64). A run with more to say is cut by the agent (see

@@ -1083,7 +1083,65 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
         ],
         rules: &[Rule::Required("hosts")],
     },
+    // Two-way verification (issue 25, LANGUAGE.md section 17): type 19,
+    // attributes 206-210.
+    PromiseType {
+        id: 19,
+        name: "unmanaged",
+        promiser: PromiserKind::Label,
+        doc: "Two-way verification: after the run's other promises of the type it names (`\"package\"`, `\"service\"`, `\"user\"` or `\"group\"`), lists what the host has that no active promise names (packages installed on purpose, enabled services, local accounts in an id range), reports each entry and, with `action = remove`, removes them within `max_remove` (docs/promise-types.md).",
+        attrs: &[
+            attr(
+                206, "action",
+                AttrType::Enum(UNMANAGED_ACTIONS),
+                DefaultValue::Word("report"),
+                "`report` lists the extra entries; `remove` also removes them (each a repair), refused when a promise of the type failed or was skipped in the run, or when more than `max_remove` would go.",
+            ),
+            attr(
+                207, "ignore",
+                AttrType::List(&AttrType::String),
+                DefaultValue::EmptyList,
+                "Globs of names never reported nor removed (`linux-image-*`, `converge-*`): `*`, `?`, `[...]` and `{a,b}` over the whole name.",
+            ),
+            attr(
+                208, "min_id",
+                AttrType::Int,
+                DefaultValue::Int(UNMANAGED_MIN_ID),
+                "`user` and `group`: the lowest uid or gid considered (local accounts; system ones are below).",
+            ),
+            attr(
+                209, "max_id",
+                AttrType::Int,
+                DefaultValue::Int(UNMANAGED_MAX_ID),
+                "`user` and `group`: the highest uid or gid considered (`nobody`, 65534, is above).",
+            ),
+            attr(
+                210, "max_remove",
+                AttrType::Int,
+                DefaultValue::Int(UNMANAGED_MAX_REMOVE),
+                "With `action = remove`: the most entries one run may remove; more and nothing is removed (an accidental empty policy never uninstalls a host).",
+            ),
+        ],
+        rules: &[],
+    },
 ];
+
+/// The promise types an `unmanaged` promise can name (its promiser).
+pub const UNMANAGED_TYPES: &[&str] = &["package", "service", "user", "group"];
+
+/// What an `unmanaged` promise does with the extra entries (`action`).
+pub const UNMANAGED_ACTIONS: &[&str] = &["report", "remove"];
+
+/// The default `min_id` of an `unmanaged "user"` or `"group"`: Debian's
+/// and Red Hat's first id for people (`FIRST_UID`, `UID_MIN`).
+pub const UNMANAGED_MIN_ID: i64 = 1000;
+
+/// The default `max_id`: the last id `adduser` gives people on Debian
+/// (`LAST_UID`), below `nobody` (65534).
+pub const UNMANAGED_MAX_ID: i64 = 59999;
+
+/// The default `max_remove` (LANGUAGE.md section 17).
+pub const UNMANAGED_MAX_REMOVE: i64 = 10;
 
 /// The attribute of a `neighbours` promise the compiler fills from the
 /// inventory; a policy that sets it is refused.

@@ -16,6 +16,13 @@ fuzz_target!(|data: &[u8]| {
     if let Ok((stamp, signature)) = Stamp::parse_unverified(data) {
         assert_eq!(stamp.encode(&signature).as_bytes(), data);
         assert!(stamp.expires > stamp.published);
+        // A rollout always moves forward from its previous release, and
+        // every host is given one of the two releases the stamp names.
+        if let Some(rollout) = &stamp.rollout {
+            assert!(rollout.previous.serial < stamp.serial);
+            let (release, selected) = stamp.release_for("web-01");
+            assert_eq!(selected == Some(true), release == stamp.release());
+        }
     }
     let _ = Stamp::open(data, &trusted);
 });

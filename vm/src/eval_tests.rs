@@ -100,12 +100,12 @@ fn an_unknown_probe_fact_makes_what_reads_it_unknown() {
 }
 
 /// A host enrolled in a temporary state directory, and a body whose
-/// constants 0 and 1 are a sealed key for it and secret `db` in it.
+/// constants 0 and 1 are a sealed set for it and secret `db` in it.
 fn secret_body(
     programs: Vec<Vec<Instr>>,
     hosts_recipient: bool,
 ) -> (tempfile::TempDir, crate::state::StateDir, Body) {
-    use crate::secrets::sealing::{sealed_key, secret};
+    use crate::secrets::sealing::sealed_set;
     let dir = tempfile::tempdir().unwrap();
     let state = crate::state::StateDir::open(&dir.path().join("state")).unwrap();
     let me = crate::identity::enroll(&state, Some("h"), "h", false).unwrap();
@@ -115,15 +115,13 @@ fn secret_body(
     } else {
         other
     };
-    let (key, set) = sealed_key(&[&to]);
-    let constants = vec![
-        key,
-        secret("db", "pa55-word", 0, &set),
+    let mut constants = sealed_set(0, &[&to], &[("db", "pa55-word")]);
+    constants.extend([
         Constant::Str("password=".into()),
         Constant::List(crate::bundle::format::List(vec!["a".into(), "b".into()])),
         Constant::Str("x".into()),
         Constant::Str(String::new()),
-    ];
+    ]);
     let body = body(constants, programs);
     (dir, state, body)
 }
@@ -164,7 +162,7 @@ fn values_computed_from_a_secret_stay_secret() {
         ("apa55-wordbpa55-word".into(), "<secret db>".into())
     );
     assert_eq!(secret(&mut eval, 4), ("false".into(), "<secret db>".into()));
-    assert_eq!(eval.keys_opened(), 1, "one sealed key, opened once");
+    assert_eq!(eval.sets_opened(), 1, "one sealed set, opened once");
     match eval.run_sink(5, &none, &[]) {
         Ok(Evaluated::Plain(Val::Str(s))) => assert_eq!(s, "password="),
         other => panic!("{other:?}"),
@@ -219,19 +217,13 @@ fn failures_never_quote_a_secret() {
 #[test]
 fn a_secret_resolves_only_where_it_may_be() {
     use crate::bundle::format::{AttrValue, List, SourceLoc};
-    use crate::secrets::sealing::{sealed_key, secret};
+    use crate::secrets::sealing::sealed_set;
     let dir = tempfile::tempdir().unwrap();
     let state = crate::state::StateDir::open(&dir.path().join("s")).unwrap();
     let me = crate::identity::enroll(&state, Some("h"), "h", false).unwrap();
-    let (key, set) = sealed_key(&[&me.age_recipient]);
-    let mut body = Body::with_programs(
-        vec![
-            key,
-            secret("tls_key", "KEY-MATERIAL", 0, &set),
-            Constant::Str("/f".into()),
-        ],
-        Vec::new(),
-    );
+    let mut constants = sealed_set(0, &[&me.age_recipient], &[("tls_key", "KEY-MATERIAL")]);
+    constants.push(Constant::Str("/f".into()));
+    let mut body = Body::with_programs(constants, Vec::new());
     body.sources = List(vec![SourceLoc { file: 2, line: 1 }]);
     let file = crate::schema::promise_type("file").unwrap();
     let attr = |name: &str| file.all_attrs().find(|a| a.name == name).unwrap().id;
@@ -285,5 +277,5 @@ fn a_secret_resolves_only_where_it_may_be() {
             "{what}: {err}"
         );
     }
-    assert_eq!(eval.keys_opened(), 1);
+    assert_eq!(eval.sets_opened(), 1);
 }

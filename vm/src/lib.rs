@@ -24,6 +24,7 @@ const _: () = assert!(eval::MAX_EVAL_BYTES == 4 * (rootfs::MAX_READ as usize));
 
 pub mod agent;
 pub mod backend;
+pub mod capture;
 pub mod cli;
 pub mod facts;
 pub mod identity;
@@ -35,6 +36,7 @@ pub mod rootfs;
 pub mod run;
 pub mod secrets;
 pub mod state;
+pub mod unmanaged;
 pub mod upload;
 pub mod watch;
 

@@ -91,6 +91,7 @@ pub fn router(app: Arc<App>, limits: Limits) -> Router {
         .route("/api/v1/silent", get(read::silent))
         .route("/api/v1/promises", get(read::promises))
         .route("/api/v1/tampered", get(read::tampered))
+        .route("/api/v1/rollout", get(read::rollout))
         .route("/metrics", get(read::metrics))
         .merge(crate::web::routes())
         .route_layer(middleware::from_fn_with_state(

@@ -187,6 +187,15 @@ pub(super) async fn tampered(State(app): State<Arc<App>>) -> Response {
     respond(crate::tampered::tampered(&app.store, &clock).await)
 }
 
+pub(super) async fn rollout(State(app): State<Arc<App>>) -> Response {
+    let clock = app.clock(DEFAULT_SILENT_INTERVALS);
+    respond(
+        fleet::hosts(&app.store, &app.inventory.current(), &clock)
+            .await
+            .map(|hosts| crate::rollout::rollout(&hosts, &clock)),
+    )
+}
+
 pub(super) async fn metrics(State(app): State<Arc<App>>) -> Response {
     let clock = app.clock(DEFAULT_SILENT_INTERVALS);
     let hosts = match fleet::hosts(&app.store, &app.inventory.current(), &clock).await {

@@ -52,6 +52,10 @@ impl Store {
             let host: String = row.try_get(0)?;
             let received_at: i64 = row.try_get(1)?;
             let status: String = row.try_get(2)?;
+            if status == super::write::DRY_RUN_STATUS {
+                // A dry run changed nothing: no run of the day's summary.
+                continue;
+            }
             let day = received_at.div_euclid(SECONDS_PER_DAY);
             let summary = days
                 .entry((host.clone(), day))

@@ -21,6 +21,9 @@ use sqlx::{Any, Transaction};
 
 use super::{count, storable, IngestOutcome, Store, StoreError};
 
+/// The `status` a dry run's report row is stored with: no real run's.
+pub const DRY_RUN_STATUS: &str = "dry_run";
+
 /// Rows per multi-row `INSERT` into `promise_results` (9 parameters each,
 /// far under SQLite's 32,766-parameter limit).
 const PROMISE_ROWS_PER_INSERT: usize = 200;
@@ -56,6 +59,15 @@ impl Store {
             tx.rollback().await?;
             return Ok(IngestOutcome::Duplicate);
         };
+        // A dry run (`policyvm agent --dry-run`) is stored as a run of its
+        // own status, `dry_run`, and is never the host's latest run: the
+        // host's status, counts and watch history stay those of its real
+        // runs.
+        if report.is_dry_run() {
+            insert_promises(&mut tx, report, id, received_at).await?;
+            tx.commit().await?;
+            return Ok(IngestOutcome::Stored);
+        }
         if !claim_host(&mut tx, report, id, sequence, received_at).await? {
             tx.rollback().await?;
             return Ok(IngestOutcome::Older);
@@ -144,7 +156,11 @@ async fn insert_report(
     .bind(received_at)
     .bind(storable(&report.started_at).as_ref())
     .bind(storable(&report.finished_at).as_ref())
-    .bind(report.status.as_str())
+    .bind(if report.is_dry_run() {
+        DRY_RUN_STATUS
+    } else {
+        report.status.as_str()
+    })
     .bind(count(report.summary.kept))
     .bind(count(report.summary.repaired))
     .bind(count(report.summary.failed))

@@ -99,12 +99,61 @@ pub(super) struct LastReport {
     pub truncated: bool,
     pub failures: Vec<PromiseLine>,
     pub others: Vec<PromiseLine>,
+    /// Extra entries (two-way verification): what the host has that no
+    /// promise names, from the report's `extra` extension.
+    pub extra: Vec<ExtraLine>,
+    /// How many extra entries the host counted (the list may have been cut).
+    pub extra_count: u64,
+}
+
+/// One extra entry of the last report.
+pub(super) struct ExtraLine {
+    pub kind: String,
+    pub name: String,
+    pub action: String,
+}
+
+/// The `extra` extension of a report (`converge_format::report::
+/// EXTRA_EXTENSION`): its entries and the total of its counts. A host that
+/// sent something else under the key shows nothing.
+fn extra_of(r: &Report) -> (Vec<ExtraLine>, u64) {
+    let Some(extra) = r.extensions.get(converge_format::report::EXTRA_EXTENSION) else {
+        return (Vec::new(), 0);
+    };
+    let field = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).map(shorten);
+    let lines = extra
+        .get("entries")
+        .and_then(Value::as_array)
+        .map(|entries| {
+            entries
+                .iter()
+                .filter_map(|e| {
+                    Some(ExtraLine {
+                        kind: field(e, "type")?,
+                        name: field(e, "name")?,
+                        action: field(e, "action")?,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let count = extra
+        .get("counts")
+        .and_then(Value::as_object)
+        .map(|c| {
+            c.values()
+                .filter_map(Value::as_u64)
+                .fold(0u64, u64::saturating_add)
+        })
+        .unwrap_or(0);
+    (lines, count)
 }
 
 impl LastReport {
     fn of(r: &Report) -> LastReport {
         let (failures, others): (Vec<&PromiseResult>, Vec<&PromiseResult>) =
             r.promises.iter().partition(|p| p.outcome == "failed");
+        let (extra, extra_count) = extra_of(r);
         LastReport {
             status: r.status.as_str().to_owned(),
             started_at: shorten(&r.started_at),
@@ -129,6 +178,8 @@ impl LastReport {
             truncated: r.truncated,
             failures: failures.into_iter().map(PromiseLine::of).collect(),
             others: others.into_iter().map(PromiseLine::of).collect(),
+            extra,
+            extra_count,
         }
     }
 }

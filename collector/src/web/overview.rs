@@ -123,6 +123,17 @@ pub(super) struct OverviewPage {
     /// Silent hosts beyond [`SILENT_SHOWN`].
     pub silent_more: usize,
     pub failures: Vec<FailureLine>,
+    /// The serials the hosts' last reports ran, when there are several (a
+    /// staged rollout, docs/rollout.md); empty otherwise.
+    pub serials: Vec<SerialLine>,
+}
+
+/// One serial as the overview's rollout section shows it.
+pub(super) struct SerialLine {
+    pub serial: i64,
+    pub hosts: usize,
+    pub failed: usize,
+    pub rate: String,
 }
 
 /// What `?status=` accepts besides the statuses.
@@ -249,8 +260,27 @@ fn overview(
             .collect(),
         silent_more: silent_all.count().saturating_sub(SILENT_SHOWN),
         failures: failures.iter().map(FailureLine::of).collect(),
+        serials: serial_lines(hosts),
         filter,
     }
+}
+
+/// The rollout section: every serial with its failure rate, shown only
+/// while hosts run more than one.
+fn serial_lines(hosts: &[HostView]) -> Vec<SerialLine> {
+    let (serials, _) = crate::rollout::per_serial(hosts);
+    if serials.len() < 2 {
+        return Vec::new();
+    }
+    serials
+        .iter()
+        .map(|s| SerialLine {
+            serial: s.serial,
+            hosts: s.hosts,
+            failed: s.failed,
+            rate: format!("{:.1}%", s.failure_rate * 100.0),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -321,6 +351,24 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("href=\"/hosts/web-1\""));
+    }
+
+    #[test]
+    fn the_serials_section_shows_while_hosts_run_several() {
+        let mut hosts = vec![host("a", "failed", false), host("b", "kept", false)];
+        let one = overview(&status(&hosts), &hosts, &[], None, 1);
+        assert!(one.serials.is_empty());
+        assert!(!one.render().unwrap().contains("id=\"serials\""));
+        hosts[0].bundle_serial = Some(8);
+        let page = overview(&status(&hosts), &hosts, &[], None, 1);
+        let rows: Vec<(i64, usize, usize, &str)> = page
+            .serials
+            .iter()
+            .map(|s| (s.serial, s.hosts, s.failed, s.rate.as_str()))
+            .collect();
+        assert_eq!(rows, [(8, 1, 1, "100.0%"), (7, 1, 0, "0.0%")]);
+        let text = page.render().unwrap();
+        assert!(text.contains("<td class=\"number\">8</td><td class=\"number\">1</td><td class=\"number\">1</td><td class=\"number\">100.0%</td>"), "{text}");
     }
 
     #[test]

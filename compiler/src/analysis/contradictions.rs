@@ -86,6 +86,8 @@ pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
             finder.parts(identity, members);
         } else if key.0 == "watch" && members.len() > 1 {
             finder.watches(members);
+        } else if key.0 == "unmanaged" && members.len() > 1 {
+            finder.unmanaged(members);
         } else if members.len() > 1 {
             finder.attributes(members);
         }
@@ -99,6 +101,17 @@ pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
         .diagnostics
         .extend(super::lines::never_settling(program));
     finder.diagnostics
+}
+
+/// A promise type that allows one active promise per object: how two are
+/// reported.
+struct OnePerObject {
+    code: Code,
+    /// The promise type, in labels (`first watch`).
+    what: &'static str,
+    /// After the object (`watch "/etc" is watched by two promises`).
+    message: &'static str,
+    help: &'static str,
 }
 
 struct Finder<'p> {
@@ -222,6 +235,36 @@ impl<'p> Finder<'p> {
     /// would keep the one database of that path (docs/change-detection.md),
     /// each undoing the other's baseline, whatever their attributes.
     fn watches(&mut self, members: &[usize]) {
+        self.one_per_object(
+            members,
+            &OnePerObject {
+                code: Code::Contradiction,
+                what: "watch",
+                message: "is watched by two promises",
+                help: "a path has one change database: merge the two into one `watch` (its `attributes` and `exclude` together), or make their guards exclusive",
+            },
+        );
+    }
+
+    /// Two `unmanaged` promises of one type that can be active together
+    /// (LANGUAGE.md section 17): each would call extra what the other
+    /// ignores, with its own `action` and limits, whatever their attributes.
+    fn unmanaged(&mut self, members: &[usize]) {
+        self.one_per_object(
+            members,
+            &OnePerObject {
+                code: Code::UnmanagedTwice,
+                what: "unmanaged",
+                message: "is verified by two promises",
+                help: "one `unmanaged` promise per type: merge the two (their `ignore` lists together), or make their guards exclusive",
+            },
+        );
+    }
+
+    /// Every pair of `members` (promises on one object of a type that
+    /// allows one promise per object) that can be active together, reported
+    /// at both promises.
+    fn one_per_object(&mut self, members: &[usize], rule: &OnePerObject) {
         let mut budget = MAX_PER_OBJECT;
         for (n, &a) in members.iter().enumerate() {
             for &b in members.iter().skip(n.saturating_add(1)) {
@@ -234,23 +277,24 @@ impl<'p> Finder<'p> {
                 let Some(witness) = self.both_active(a, b) else {
                     continue;
                 };
-                if !self.reported.insert((pa.span, pb.span, "watch".to_owned())) {
+                if !self
+                    .reported
+                    .insert((pa.span, pb.span, rule.what.to_owned()))
+                {
                     continue;
                 }
                 budget -= 1;
                 let mut d = Diagnostic::new(
-                    Code::Contradiction,
-                    format!("{} is watched by two promises", describe_object(pa)),
+                    rule.code,
+                    format!("{} {}", describe_object(pa), rule.message),
                     pb.span,
-                    "second watch",
+                    format!("second {}", rule.what),
                 )
-                .with_secondary(pa.span, "first watch")
+                .with_secondary(pa.span, format!("first {}", rule.what))
                 .with_note(witness_note(&witness, &self.atoms_of(a, b)));
                 d = add_chain(d, pa, "first");
                 d = add_chain(d, pb, "second");
-                self.diagnostics.push(d.with_help(
-                    "a path has one change database: merge the two into one `watch` (its `attributes` and `exclude` together), or make their guards exclusive",
-                ));
+                self.diagnostics.push(d.with_help(rule.help));
             }
         }
     }

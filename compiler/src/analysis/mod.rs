@@ -17,3 +17,4 @@ pub mod lines;
 pub mod missing;
 pub mod ordering;
 pub mod sat;
+pub mod unmanaged;

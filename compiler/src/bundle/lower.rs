@@ -502,8 +502,8 @@ impl Lowerer<'_> {
             Value::Secret(secret) => {
                 let c = self.constant(Constant::Secret(Box::new(Sealed {
                     name: secret.name.clone(),
-                    key: super::secrets::UNSEALED,
-                    ciphertext: Bytes(Vec::new()),
+                    set: super::secrets::UNSEALED,
+                    index: 0,
                 })));
                 code.push(Instr::Const(c));
             }

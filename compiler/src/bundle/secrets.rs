@@ -1,23 +1,23 @@
 //! Sealing the secrets of a bundle to the hosts entitled to them
 //! (LANGUAGE.md section 14, format 2.4, docs/secrets.md).
 //!
-//! Lowering writes each secret as a placeholder constant (its name, no
-//! ciphertext, key [`UNSEALED`]); [`seal_secrets`] replaces every one:
+//! Lowering writes each secret as a placeholder constant (its name, set
+//! [`UNSEALED`]); [`seal_secrets`] replaces every one:
 //!
 //! 1. [`plan`]: for each secret, the inventory hosts that can activate a
 //!    promise using it (`entitle`), revoked hosts never;
-//! 2. secrets going to exactly the same set of hosts share one **set key**,
-//!    a fresh age X25519 identity, sealed with age to the `age_recipient`
-//!    of every host of the set (a `SealedKey` constant);
-//! 3. each secret, decrypted here with the builder's identities (`policyc
-//!    build --identity`), is encrypted to its set key's public recipient
-//!    (a `Sealed` constant naming that key). The plaintext lives only in
-//!    [`Zeroizing`] buffers, for the time it takes to encrypt it again.
+//! 2. the secrets going to exactly the same set of hosts, decrypted here
+//!    with the builder's identities (`policyc build --identity`), are
+//!    sealed together: one age file to the `age_recipient` of every host
+//!    of the set (a `SealedSet` constant);
+//! 3. each secret becomes a `Sealed` constant naming its set and its entry
+//!    in it. The plaintexts live only in [`Zeroizing`] buffers, for the
+//!    time it takes to encrypt them again.
 //!
-//! So a host decrypts its set key with its own identity and then only the
-//! secrets of its sets; the hub and mirrors see ciphertext; a build pays
-//! one X25519 per host per set. age encryption is randomized: a bundle
-//! with secrets is not byte-reproducible (one without is).
+//! So a host decrypts only the sets it is a recipient of; the hub and
+//! mirrors see ciphertext; a build pays one X25519 per host per set and a
+//! run one per set. age encryption is randomized: a bundle with secrets is
+//! not byte-reproducible (one without is).
 
 use std::collections::HashMap;
 use std::io::{Read as _, Write as _};
@@ -25,8 +25,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr as _;
 use std::sync::Arc;
 
-use age::secrecy::ExposeSecret as _;
-use converge_format::bundle::format::{Body, Bytes, Constant, Sealed, SealedKey};
+use converge_format::bundle::format::{Body, Bytes, Constant, Sealed, SealedSet};
 use converge_format::inventory::Inventory;
 use zeroize::Zeroizing;
 
@@ -35,7 +34,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, SecretRef};
 use crate::sema::secrets::secrets_in;
 
-/// The key index of a secret constant that lowering wrote and sealing has
+/// The set index of a secret constant that lowering wrote and sealing has
 /// not yet replaced (a bundle holding one fails verification).
 pub const UNSEALED: u32 = u32::MAX;
 
@@ -224,7 +223,7 @@ pub fn plan(program: &ir::Program, inventory: &Inventory) -> Plan {
 }
 
 /// Replaces the placeholder secret constants of `body` with sealed ones
-/// and adds one sealed key per set of hosts. `read` reads a secret file
+/// and adds one sealed set per set of hosts. `read` reads a secret file
 /// (through the policy tree).
 pub fn seal_secrets(
     body: &mut Body,
@@ -237,7 +236,7 @@ pub fn seal_secrets(
         .constants
         .0
         .iter()
-        .any(|c| matches!(c, Constant::Secret(s) if s.key == UNSEALED));
+        .any(|c| matches!(c, Constant::Secret(s) if s.set == UNSEALED));
     if !placeholders {
         return Ok(());
     }
@@ -331,25 +330,25 @@ pub fn seal_secrets(
             format!("cannot seal the secrets: {e}"),
         )]
     })?;
-    // Sealed keys go after every other constant; secrets take their place.
+    // Sealed sets go after every other constant; secrets take their place.
     let mut by_name: HashMap<String, Sealed> = HashMap::new();
-    for (key, secrets) in sealed {
-        let index = body.constants.0.len() as u32;
-        body.constants.0.push(Constant::SealedKey(Box::new(key)));
-        for (name, ciphertext) in secrets {
+    for (set, names) in sealed {
+        let at = body.constants.0.len() as u32;
+        body.constants.0.push(Constant::SealedSet(Box::new(set)));
+        for (index, name) in (0u32..).zip(names) {
             by_name.insert(
                 name.clone(),
                 Sealed {
                     name,
-                    key: index,
-                    ciphertext: Bytes(ciphertext),
+                    set: at,
+                    index,
                 },
             );
         }
     }
     for c in body.constants.0.iter_mut() {
         if let Constant::Secret(s) = c {
-            if s.key == UNSEALED {
+            if s.set == UNSEALED {
                 match by_name.get(&s.name) {
                     Some(sealed) => **s = sealed.clone(),
                     None => problems.push(Diagnostic::unlocated(
@@ -367,8 +366,8 @@ pub fn seal_secrets(
     }
 }
 
-/// A set key sealed to its hosts, and its secrets (name, ciphertext).
-type SealedSet = (SealedKey, Vec<(String, Vec<u8>)>);
+/// A set sealed to its hosts, and the names of its secrets in entry order.
+type Sealing = (SealedSet, Vec<String>);
 
 /// Seals every set, on as many threads as the machine has (each set is
 /// independent).
@@ -377,13 +376,13 @@ fn seal_sets(
     recipients: &HashMap<usize, age::x25519::Recipient>,
     plan: &Plan,
     plaintexts: &HashMap<String, Zeroizing<Vec<u8>>>,
-) -> Result<Vec<SealedSet>, String> {
+) -> Result<Vec<Sealing>, String> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .clamp(1, 16);
     let chunk = sets.len().div_ceil(threads).max(1);
-    let results: Vec<Result<Vec<SealedSet>, String>> = std::thread::scope(|scope| {
+    let results: Vec<Result<Vec<Sealing>, String>> = std::thread::scope(|scope| {
         let handles: Vec<_> = sets
             .chunks(chunk)
             .map(|part| {
@@ -414,32 +413,31 @@ fn seal_set(
     recipients: &HashMap<usize, age::x25519::Recipient>,
     plan: &Plan,
     plaintexts: &HashMap<String, Zeroizing<Vec<u8>>>,
-) -> Result<SealedSet, String> {
-    let set_key = age::x25519::Identity::generate();
-    let to_hosts = hosts
-        .iter()
-        .filter_map(|h| recipients.get(h))
-        .map(|r| r as &dyn age::Recipient);
-    let key_text = set_key.to_string();
-    let sealed_key = encrypt_to(to_hosts, key_text.expose_secret().as_bytes())?;
-    let public = set_key.to_public();
-    let mut secrets = Vec::with_capacity(grants.len());
+) -> Result<Sealing, String> {
+    let mut entries: Vec<(&str, &str)> = Vec::with_capacity(grants.len());
     for &g in grants {
         let Some(grant) = plan.grants.get(g) else {
             continue;
         };
-        let name = &grant.secret.name;
-        let Some(plain) = plaintexts.get(name) else {
-            return Err(format!("the secret `{name}` was not decrypted"));
-        };
-        let ciphertext = encrypt_to(std::iter::once(&public as &dyn age::Recipient), plain)?;
-        secrets.push((name.clone(), ciphertext));
+        let name = grant.secret.name.as_str();
+        let value = plaintexts
+            .get(name)
+            .and_then(|plain| std::str::from_utf8(plain).ok())
+            .ok_or_else(|| format!("the secret `{name}` was not decrypted"))?;
+        entries.push((name, value));
     }
+    let plaintext = SealedSet::encode_plaintext(&entries)?;
+    let to_hosts = hosts
+        .iter()
+        .filter_map(|h| recipients.get(h))
+        .map(|r| r as &dyn age::Recipient);
+    let ciphertext = encrypt_to(to_hosts, &plaintext)?;
+    let names = entries.iter().map(|(name, _)| (*name).to_owned()).collect();
     Ok((
-        SealedKey {
-            ciphertext: Bytes(sealed_key),
+        SealedSet {
+            ciphertext: Bytes(ciphertext),
         },
-        secrets,
+        names,
     ))
 }
 

@@ -1,4 +1,4 @@
-//! `policyc fleet status|hosts|host|failures|promise|changes|facts|silent --collector URL`
+//! `policyc fleet status|hosts|host|failures|promise|changes|facts|silent|tampered|rollout --collector URL`
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -88,6 +88,9 @@ enum FleetCommand {
     /// Hosts whose watch history was rewritten, went backwards, cannot be
     /// verified or vanished, with the last head the collector trusts.
     Tampered,
+    /// During a staged rollout: the serial every host runs, and the
+    /// failure rate of each serial (docs/rollout.md).
+    Rollout,
     /// Hosts with no report for more than N run intervals.
     Silent {
         /// How many intervals (default: the collector's, 3).
@@ -154,6 +157,7 @@ fn prepare(args: FleetArgs) -> Result<(Client, Query, bool), ExitCode> {
         FleetCommand::Hosts => Query::Hosts,
         FleetCommand::Failures => Query::Failures,
         FleetCommand::Tampered => Query::Tampered,
+        FleetCommand::Rollout => Query::Rollout,
         FleetCommand::Changes { since, host } => Query::Changes {
             since: match since {
                 Some(text) => {

@@ -13,6 +13,7 @@ mod fmt;
 pub(crate) mod inputs;
 mod program;
 mod publish;
+mod rollout;
 mod secret;
 mod test;
 
@@ -56,7 +57,9 @@ enum Command {
     /// directory served over HTTP to the hosts that pull it.
     ///
     /// Writes NAME.bundle, then NAME.stamp, each atomically. Refuses a
-    /// serial not greater than the one already published.
+    /// serial not greater than the one already published. `--rollout`
+    /// stages a new serial for some hosts, `--promote` widens it, `--halt`
+    /// sends every host back (docs/rollout.md).
     Publish(publish::PublishArgs),
     /// Rewrite policy files in the canonical layout.
     ///

@@ -250,6 +250,21 @@ codes! {
     /// A glob in a `watch` promise's `exclude` that is not one (an
     /// unclosed `[` or `{`, an absolute path, empty).
     InvalidGlob = "E0250", Error, "invalid glob";
+    /// An `unmanaged` promise whose promiser is not one of the types it
+    /// can verify (`package`, `service`, `user`, `group`), or is not known
+    /// at compile time.
+    UnmanagedType = "E0260", Error, "unknown unmanaged type";
+    /// An `unmanaged` promise's `max_remove` below 0.
+    UnmanagedMaxRemove = "E0261", Error, "negative max_remove";
+    /// A glob in an `unmanaged` promise's `ignore` that is not one (an
+    /// unclosed `[` or `{`, empty, or with a `/`, which no name has).
+    UnmanagedGlob = "E0262", Error, "invalid ignore glob";
+    /// An `unmanaged` promise's id range that holds no id (`min_id` above
+    /// `max_id`, or outside 0 to 4294967295), or an id range on a type that
+    /// has no ids (`package`, `service`).
+    UnmanagedIdRange = "E0263", Error, "invalid id range";
+    /// Two `unmanaged` promises of one type that can be active together.
+    UnmanagedTwice = "E0264", Error, "two unmanaged promises of one type";
     /// An inventory (`inventory.toml`, LANGUAGE.md section 16) that is not
     /// TOML.
     InventorySyntax = "E0801", Error, "malformed inventory";

@@ -45,6 +45,9 @@ pub enum Query {
     Promise { kind: String, promiser: String },
     /// Hosts whose watch history failed the collector's cross-check.
     Tampered,
+    /// The serial of every host and the failure rate per serial (a
+    /// staged rollout: docs/rollout.md).
+    Rollout,
 }
 
 /// Why `policyc fleet` has nothing to show.
@@ -121,6 +124,7 @@ impl Query {
             Query::Host { name } => (format!("hosts/{name}"), Vec::new()),
             Query::Failures => ("failures".to_owned(), Vec::new()),
             Query::Tampered => ("tampered".to_owned(), Vec::new()),
+            Query::Rollout => ("rollout".to_owned(), Vec::new()),
             Query::Promise { kind, promiser } => (
                 "promises".to_owned(),
                 vec![("type", kind.clone()), ("promiser", promiser.clone())],
@@ -166,6 +170,7 @@ pub fn run(client: &Client, query: &Query, json: bool) -> Result<String, FleetEr
         Query::Host { .. } => tables::host(&view(&url, &body)?),
         Query::Promise { .. } => tables::promise(&view(&url, &body)?),
         Query::Tampered => tables::tampered(&view(&url, &body)?),
+        Query::Rollout => tables::rollout(&view(&url, &body)?),
         Query::Silent { .. } => {
             let list: views::HostList = view(&url, &body)?;
             format!(
@@ -251,6 +256,10 @@ mod tests {
         assert_eq!(
             Query::Tampered.request(),
             ("/api/v1/tampered".to_owned(), vec![])
+        );
+        assert_eq!(
+            Query::Rollout.request(),
+            ("/api/v1/rollout".to_owned(), vec![])
         );
         assert_eq!(
             Query::Status.request(),

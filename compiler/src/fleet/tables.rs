@@ -11,7 +11,8 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::views::{
-    ChangeList, FactsList, FailureList, HostDetail, HostList, PromiseAcross, Status, TamperedList,
+    ChangeList, FactsList, FailureList, HostDetail, HostList, PromiseAcross, RolloutView, Status,
+    TamperedList,
 };
 
 /// `text` with control characters escaped (`\u{1b}`), so it prints as
@@ -78,6 +79,46 @@ fn plural(n: u64, word: &str) -> String {
     } else {
         format!("{n} {word}s")
     }
+}
+
+/// `policyc fleet rollout`: the failure rate of each serial, then each
+/// host's serial and status.
+pub fn rollout(view: &RolloutView) -> String {
+    let serials: Vec<Vec<String>> = view
+        .serials
+        .iter()
+        .map(|s| {
+            vec![
+                s.serial.to_string(),
+                s.hosts.to_string(),
+                s.failed.to_string(),
+                format!("{:.1}%", s.failure_rate * 100.0),
+            ]
+        })
+        .collect();
+    let hosts: Vec<Vec<String>> = view
+        .hosts
+        .iter()
+        .map(|h| {
+            let mut status = h.status.clone();
+            if h.silent {
+                status.push_str(" (silent)");
+            }
+            vec![
+                h.name.clone(),
+                h.serial.map_or("-".to_owned(), |s| s.to_string()),
+                status,
+            ]
+        })
+        .collect();
+    format!(
+        "{} on {}, as of {}\n{}\n{}",
+        plural(view.hosts.len() as u64, "host"),
+        plural(view.serials.len() as u64, "serial"),
+        clean(&view.generated_at),
+        table(&["SERIAL", "HOSTS", "FAILED", "FAILURE RATE"], &serials),
+        table(&["HOST", "SERIAL", "STATUS"], &hosts),
+    )
 }
 
 /// `policyc fleet status`.
@@ -482,5 +523,22 @@ mod tests {
     fn long_host_lists_are_counted() {
         let many = ["a", "b", "c", "d", "e", "f", "g"];
         assert_eq!(names(&many), "a, b, c, d, e and 2 more");
+    }
+
+    #[test]
+    fn the_rollout_table_shows_failure_rates_and_each_host_serial() {
+        let view: RolloutView = super::super::views::parse(
+            br#"{"format":"converge-fleet/1","generated_at":"2026-11-24T00:00:00Z",
+                "serials":[{"serial":2,"hosts":2,"failed":1,"failure_rate":0.5},
+                           {"serial":1,"hosts":38,"failed":0,"failure_rate":0.0}],
+                "hosts":[{"name":"web-01","serial":2,"status":"failed","silent":false},
+                         {"name":"web-02","serial":null,"status":"never","silent":true}],
+                "without_serial":1}"#,
+        )
+        .unwrap();
+        let text = rollout(&view);
+        assert!(text.contains("SERIAL  HOSTS  FAILED  FAILURE RATE\n2       2      1       50.0%\n1       38     0       0.0%\n"), "{text}");
+        assert!(text.contains("web-01  2       failed\n"), "{text}");
+        assert!(text.contains("web-02  -       never (silent)\n"), "{text}");
     }
 }

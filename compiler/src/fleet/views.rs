@@ -283,3 +283,32 @@ pub struct ChainHead {
     pub length: u64,
     pub head: String,
 }
+
+/// `GET /api/v1/rollout`: the serial of every host and the failure rate
+/// per serial (docs/rollout.md).
+#[derive(Clone, Debug, Deserialize)]
+pub struct RolloutView {
+    pub generated_at: String,
+    pub serials: Vec<SerialRow>,
+    pub hosts: Vec<RolloutHost>,
+    #[serde(default)]
+    pub without_serial: u64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct SerialRow {
+    pub serial: i64,
+    pub hosts: u64,
+    pub failed: u64,
+    pub failure_rate: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct RolloutHost {
+    pub name: String,
+    #[serde(default)]
+    pub serial: Option<i64>,
+    pub status: String,
+    #[serde(default)]
+    pub silent: bool,
+}

@@ -67,6 +67,7 @@ pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
         });
         diagnostics.extend(dead);
         diagnostics.extend(contradictions);
+        diagnostics.extend(analysis::unmanaged::unmanaged(&program));
         match ordering {
             Ok(ordering) => {
                 program.edges = ordering.edges;

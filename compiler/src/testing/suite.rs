@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use converge_format::bundle::format::{Body, Bytes, Constant, SealedKey};
+use converge_format::bundle::format::{Body, Bytes, Constant, SealedSet};
 use converge_grammar::ast::{TestItem, TestModule};
 use converge_grammar::FileId;
 
@@ -204,29 +204,31 @@ fn prepare_file(
 /// The age header alone: what the verifier checks of a sealed value.
 const AGE_HEADER: &[u8] = b"age-encryption.org/v1\n";
 
-/// `policyc test` never decrypts a secret nor seals one to a host: each
-/// secret of the body is left sealed to a key no one holds, so the body
-/// verifies as a real bundle does, and the preview shows `<secret NAME>`
-/// in its place.
+/// `policyc test` never decrypts a secret nor seals one to a host: the
+/// secrets of the body are left in one sealed set that no one can open, so
+/// the body verifies as a real bundle does, and the preview shows
+/// `<secret NAME>` in their place.
 fn show_secrets_as_placeholders(body: &mut Body) {
     let unsealed = body
         .constants
         .iter()
-        .any(|c| matches!(c, Constant::Secret(s) if s.key == UNSEALED));
+        .any(|c| matches!(c, Constant::Secret(s) if s.set == UNSEALED));
     if !unsealed {
         return;
     }
-    let key = u32::try_from(body.constants.len()).unwrap_or(u32::MAX);
+    let set = u32::try_from(body.constants.len()).unwrap_or(u32::MAX);
     body.constants
         .0
-        .push(Constant::SealedKey(Box::new(SealedKey {
+        .push(Constant::SealedSet(Box::new(SealedSet {
             ciphertext: Bytes(AGE_HEADER.to_vec()),
         })));
+    let mut index = 0u32;
     for c in body.constants.0.iter_mut() {
         if let Constant::Secret(s) = c {
-            if s.key == UNSEALED {
-                s.key = key;
-                s.ciphertext = Bytes(AGE_HEADER.to_vec());
+            if s.set == UNSEALED {
+                s.set = set;
+                s.index = index;
+                index = index.saturating_add(1);
             }
         }
     }

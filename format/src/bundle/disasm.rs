@@ -213,7 +213,7 @@ impl Disasm<'_> {
             Some(Constant::Probe(p)) => format!("<probe {}>", p.name),
             Some(Constant::Table(_)) => format!("t{c}"),
             Some(Constant::Secret(sealed)) => format!("<secret {}>", sealed.name),
-            Some(Constant::SealedKey(_)) => format!("<sealed key {c}>"),
+            Some(Constant::SealedSet(_)) => format!("<sealed set {c}>"),
             None => format!("<constant {c}?>"),
         }
     }

@@ -215,18 +215,19 @@ pub enum Constant {
     /// 2.3): one promise's values per host key, where the writer merged
     /// the instances of a lookup split per key back into one promise.
     Table(Table),
-    /// A secret (format 2.4, LANGUAGE.md section 14): its name, and its
-    /// value encrypted with age to the key of the set of hosts entitled to
+    /// A secret (format 2.4, LANGUAGE.md section 14): its name, and where
+    /// its value is, an entry of the sealed set of the hosts entitled to
     /// it. Pushed by `const` as a string the VM decrypts in memory at apply
     /// time; every output shows it as `<secret NAME>`.
     Secret(Box<Sealed>),
-    /// The key of one set of hosts (format 2.4): an age X25519 identity,
-    /// itself encrypted with age to the recipients (`identity/age.key`) of
-    /// exactly those hosts. Secrets that go to the same set of hosts share
-    /// one, so a build pays one X25519 per host per set, not per host per
-    /// secret (1,000 secrets for 10,000 hosts stay within seconds). Never
-    /// pushed by `const`; only a [`Sealed::key`] names it.
-    SealedKey(Box<SealedKey>),
+    /// The secrets of one set of hosts (format 2.4): one age file,
+    /// encrypted to the recipients (`identity/age.key`) of exactly those
+    /// hosts, whose plaintext is every secret that goes to that set
+    /// ([`SealedSet::encode_plaintext`]). Secrets that go to the same hosts
+    /// share one, so a build pays one X25519 per host per set and a run one
+    /// per set, not one per secret. Never pushed by `const`; only a
+    /// [`Sealed::set`] names it.
+    SealedSet(Box<SealedSet>),
 }
 
 /// The payload of a [`Constant::Secret`] (format 2.4).
@@ -237,26 +238,54 @@ pub struct Sealed {
     /// (checked by the verifier, so that a name never carries a line break
     /// or an escape into a log).
     pub name: String,
-    /// The constant index of the [`Constant::SealedKey`] whose identity
-    /// decrypts [`Sealed::ciphertext`].
-    pub key: u32,
-    /// The age file (binary format, not armored) holding the value,
-    /// encrypted to the public half of that key. The verifier checks only
-    /// that it starts with age's version line; age authenticates the rest.
-    pub ciphertext: Bytes,
+    /// The constant index of the [`Constant::SealedSet`] that holds it.
+    pub set: u32,
+    /// Its entry in that set's plaintext, whose name must be
+    /// [`Sealed::name`] (checked when the set is opened: the verifier
+    /// cannot read a sealed set).
+    pub index: u32,
 }
 
-/// The payload of a [`Constant::SealedKey`] (format 2.4).
+/// The payload of a [`Constant::SealedSet`] (format 2.4).
 #[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct SealedKey {
-    /// The age file (binary) whose plaintext is an age X25519 identity
-    /// (`AGE-SECRET-KEY-1...`), with one X25519 stanza per entitled host.
+pub struct SealedSet {
+    /// The age file (binary format, not armored), with one X25519 stanza
+    /// per entitled host. The verifier checks only that it starts with
+    /// age's version line; age authenticates the rest.
     pub ciphertext: Bytes,
 }
 
-impl fmt::Debug for SealedKey {
+impl SealedSet {
+    /// The plaintext of a set: its secrets as (name, value) pairs, in
+    /// entry order, postcard-encoded into a buffer that is wiped when
+    /// dropped (sized up front, so no reallocation leaves a copy behind).
+    pub fn encode_plaintext(
+        entries: &[(&str, &str)],
+    ) -> Result<zeroize::Zeroizing<Vec<u8>>, String> {
+        let size = entries.iter().fold(5usize, |n, (k, v)| {
+            n.saturating_add(k.len())
+                .saturating_add(v.len())
+                .saturating_add(10)
+        });
+        postcard::to_extend(entries, Vec::with_capacity(size))
+            .map(zeroize::Zeroizing::new)
+            .map_err(|e| format!("cannot encode a sealed set: {e}"))
+    }
+
+    /// The (name, value) entries of a set's decrypted plaintext, borrowed
+    /// from it (so the values are copied only into wiped buffers).
+    pub fn decode_plaintext(plain: &[u8]) -> Result<Vec<(&str, &str)>, String> {
+        match postcard::take_from_bytes::<Vec<(&str, &str)>>(plain) {
+            Ok((entries, rest)) if rest.is_empty() => Ok(entries),
+            Ok(_) => Err("a sealed set with bytes after its entries".to_owned()),
+            Err(e) => Err(format!("a sealed set that is not a list of secrets: {e}")),
+        }
+    }
+}
+
+impl fmt::Debug for SealedSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "<sealed key, {} bytes>", self.ciphertext.0.len())
+        write!(f, "<sealed set, {} bytes>", self.ciphertext.0.len())
     }
 }
 
@@ -440,7 +469,7 @@ impl Constant {
             Constant::Probe(_) => constant_kind::PROBE,
             Constant::Table(_) => constant_kind::TABLE,
             Constant::Secret(_) => constant_kind::SECRET,
-            Constant::SealedKey(_) => constant_kind::SEALED_KEY,
+            Constant::SealedSet(_) => constant_kind::SEALED_SET,
         }
     }
 }
@@ -458,7 +487,7 @@ impl Serialize for Constant {
             Constant::Probe(v) => write_tagged(s, tag, Some(v)),
             Constant::Table(v) => write_tagged(s, tag, Some(v)),
             Constant::Secret(v) => write_tagged(s, tag, Some(v)),
-            Constant::SealedKey(v) => write_tagged(s, tag, Some(v)),
+            Constant::SealedSet(v) => write_tagged(s, tag, Some(v)),
         }
     }
 }
@@ -484,7 +513,7 @@ impl<'de> Deserialize<'de> for Constant {
                     constant_kind::PROBE => Constant::Probe(read_payload(&mut seq, WHAT)?),
                     constant_kind::TABLE => Constant::Table(read_payload(&mut seq, WHAT)?),
                     constant_kind::SECRET => Constant::Secret(read_payload(&mut seq, WHAT)?),
-                    constant_kind::SEALED_KEY => Constant::SealedKey(read_payload(&mut seq, WHAT)?),
+                    constant_kind::SEALED_SET => Constant::SealedSet(read_payload(&mut seq, WHAT)?),
                     other => return Err(refuse(format!("unknown constant kind {other}"))),
                 })
             }

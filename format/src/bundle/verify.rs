@@ -160,10 +160,10 @@ fn static_limits(body: &Body) -> Result<(), BundleError> {
                 sealed_problem(body, sealed).map_err(|e| corrupt(format!("constant {c}: {e}")))?;
                 continue;
             }
-            Constant::SealedKey(key) => {
-                if !key.ciphertext.0.starts_with(AGE_VERSION_LINE) {
+            Constant::SealedSet(set) => {
+                if !set.ciphertext.0.starts_with(AGE_VERSION_LINE) {
                     return Err(corrupt(format!(
-                        "constant {c}: a sealed key that is not an age file"
+                        "constant {c}: a sealed set that is not an age file"
                     )));
                 }
                 continue;
@@ -192,7 +192,8 @@ const AGE_VERSION_LINE: &[u8] = b"age-encryption.org/v1\n";
 
 /// What is wrong with a secret constant (format 2.4), if anything: its
 /// name is the only part of it any output prints, so it must be a plain
-/// name; its payload must at least claim to be an age file.
+/// name; it must name a sealed set (which entry of the set it is, only
+/// the host that opens the set can check).
 fn sealed_problem(body: &Body, sealed: &super::format::Sealed) -> Result<(), String> {
     let name_ok = (1..=128).contains(&sealed.name.len())
         && sealed
@@ -202,14 +203,11 @@ fn sealed_problem(body: &Body, sealed: &super::format::Sealed) -> Result<(), Str
     if !name_ok {
         return Err("a secret whose name is not 1-128 letters, digits, '_', '-' or '.'".into());
     }
-    if !sealed.ciphertext.0.starts_with(AGE_VERSION_LINE) {
-        return Err(format!("secret {} is not an age file", sealed.name));
-    }
-    match body.constants.get(sealed.key as usize) {
-        Some(Constant::SealedKey(_)) => Ok(()),
+    match body.constants.get(sealed.set as usize) {
+        Some(Constant::SealedSet(_)) => Ok(()),
         _ => Err(format!(
-            "secret {}: its key, constant {}, is not a sealed key",
-            sealed.name, sealed.key
+            "secret {}: its set, constant {}, is not a sealed set",
+            sealed.name, sealed.set
         )),
     }
 }
@@ -398,7 +396,7 @@ impl Verifier<'_> {
             Constant::Probe(_) => return Err(format!("constant {c} is a probe declaration")),
             Constant::Table(_) => return Err(format!("constant {c} is a table")),
             Constant::Secret(_) => Ty::Str,
-            Constant::SealedKey(_) => return Err(format!("constant {c} is a sealed key")),
+            Constant::SealedSet(_) => return Err(format!("constant {c} is a sealed set")),
         })
     }
 
@@ -1715,17 +1713,17 @@ mod tests {
     /// another attribute or a list element it is refused, naming it.
     #[test]
     fn a_secret_is_refused_anywhere_but_file_content_and_user_password() {
-        use super::super::format::{Bytes, ClassEntry, List, Sealed, SealedKey, SourceLoc};
+        use super::super::format::{Bytes, ClassEntry, List, Sealed, SealedSet, SourceLoc};
         use Instr::{Concat, Const, Each, Elem, Eq};
         let age = |rest: &[u8]| Bytes([AGE_VERSION_LINE, rest].concat());
         let constants = vec![
-            Constant::SealedKey(Box::new(SealedKey {
+            Constant::SealedSet(Box::new(SealedSet {
                 ciphertext: age(b"k"),
             })),
             Constant::Secret(Box::new(Sealed {
                 name: "db_password".into(),
-                key: 0,
-                ciphertext: age(b"s"),
+                set: 0,
+                index: 0,
             })),
             Constant::Str("/etc/app.conf".into()),
             Constant::Str("password=".into()),

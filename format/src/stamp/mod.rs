@@ -16,6 +16,12 @@
 //! signature (128 hex digits)
 //! ```
 //!
+//! A staged rollout's stamp (`converge-stamp 2`, [`rollout`]) has four
+//! more lines after `sha256`: `previous`, `previous-length`,
+//! `previous-sha256` and `rollout`; a stamp without them (version 1) means
+//! every host takes the named serial. An agent older than rollouts refuses
+//! a version 2 stamp and keeps the bundle in force.
+//!
 //! Every line is required, once, in this order, spelled canonically (no
 //! leading zeros, lowercase hex, UTC times): a stamp has exactly one byte
 //! representation, and the parser checks that by re-encoding what it read.
@@ -23,6 +29,7 @@
 //! `signature` line; the first line keeps it from ever being mistaken for a
 //! bundle signature (bundles sign bytes starting with `CNVGBNDL`).
 
+pub mod rollout;
 pub mod time;
 
 use ed25519_dalek::{Signature, VerifyingKey};
@@ -31,12 +38,16 @@ use sha2::{Digest, Sha256};
 use crate::bundle::error::hex;
 use crate::bundle::keys::PublicKey;
 use crate::bundle::Verified;
+use rollout::{Release, Rollout, Who};
 
-/// The largest stamp read (a real one is about 350 bytes). A server that
-/// sends more is cut off here.
-pub const MAX_STAMP_LEN: usize = 4096;
+/// The largest stamp read (a plain one is about 350 bytes; a rollout to
+/// explicit hosts lists their names). A server that sends more is cut off
+/// here.
+pub const MAX_STAMP_LEN: usize = 64 * 1024;
 
 const FIRST_LINE: &str = "converge-stamp 1";
+/// The first line of a rollout's stamp.
+const ROLLOUT_FIRST_LINE: &str = "converge-stamp 2";
 
 /// What a stamp says about the bundle it stands for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,6 +67,10 @@ pub struct Stamp {
     pub expires: u64,
     /// The id of the key that signed it.
     pub key_id: [u8; 8],
+    /// A staged rollout: only the hosts it selects take this serial, the
+    /// others keep (or go back to) the previous release. `None`: everyone
+    /// takes this serial.
+    pub rollout: Option<Rollout>,
 }
 
 /// Why a stamp was refused. Each says what to do.
@@ -124,13 +139,47 @@ impl Stamp {
             published,
             expires,
             key_id: bundle.key_id,
+            rollout: None,
+        }
+    }
+
+    /// The release this stamp is named for (the new one of a rollout).
+    pub fn release(&self) -> Release {
+        Release {
+            serial: self.serial,
+            length: self.length,
+            sha256: self.sha256,
+        }
+    }
+
+    /// The release `host` is to run under this stamp, and whether the
+    /// host is selected for a rollout's new release (`None`: no rollout,
+    /// everyone takes the stamp's serial).
+    pub fn release_for(&self, host: &str) -> (Release, Option<bool>) {
+        match &self.rollout {
+            None => (self.release(), None),
+            Some(r) if r.who.selects(&self.name, self.serial, host) => (self.release(), Some(true)),
+            Some(r) => (r.previous, Some(false)),
         }
     }
 
     /// Every line but the signature: the bytes that are signed.
     pub fn signed_text(&self) -> String {
+        let (first, rollout) = match &self.rollout {
+            None => (FIRST_LINE, String::new()),
+            Some(r) => (
+                ROLLOUT_FIRST_LINE,
+                format!(
+                    "previous {}\nprevious-length {}\nprevious-sha256 {}\nrollout {}\n",
+                    r.previous.serial,
+                    r.previous.length,
+                    hex(&r.previous.sha256),
+                    r.who
+                ),
+            ),
+        };
         format!(
-            "{FIRST_LINE}\nname {}\nserial {}\nlength {}\nsha256 {}\npublished {}\nexpires {}\nkey {}\n",
+            "{first}\nname {}\nserial {}\nlength {}\nsha256 {}\n{rollout}published {}\nexpires {}\nkey {}\n",
             self.name,
             self.serial,
             self.length,
@@ -167,7 +216,7 @@ impl Stamp {
             .strip_suffix('\n')
             .ok_or_else(|| malformed(1, "it does not end with a newline"))?;
         let lines: Vec<&str> = body.split('\n').collect();
-        let keys = [
+        let plain = [
             "name",
             "serial",
             "length",
@@ -177,24 +226,47 @@ impl Stamp {
             "key",
             "signature",
         ];
-        if lines.first() != Some(&FIRST_LINE) {
-            return Err(malformed(1, "the first line must be `converge-stamp 1`"));
-        }
-        if lines.len() != 9 {
+        let staged = [
+            "name",
+            "serial",
+            "length",
+            "sha256",
+            "previous",
+            "previous-length",
+            "previous-sha256",
+            "rollout",
+            "published",
+            "expires",
+            "key",
+            "signature",
+        ];
+        let keys: &[&str] = match lines.first() {
+            Some(&FIRST_LINE) => &plain,
+            Some(&ROLLOUT_FIRST_LINE) => &staged,
+            _ => {
+                return Err(malformed(
+                    1,
+                    "the first line must be `converge-stamp 1` (or `converge-stamp 2` for a \
+                     staged rollout)",
+                ))
+            }
+        };
+        let expected = keys.len().saturating_add(1);
+        if lines.len() != expected {
             return Err(malformed(
-                lines.len().min(10),
-                "a stamp has exactly 9 lines",
+                lines.len().min(expected.saturating_add(1)),
+                &format!("a stamp has exactly {expected} lines"),
             ));
         }
-        let mut values = Vec::with_capacity(keys.len());
+        let mut values = std::collections::BTreeMap::new();
         for ((number, line), key) in (2..).zip(lines.iter().skip(1)).zip(keys) {
             let value = line
                 .strip_prefix(key)
                 .and_then(|rest| rest.strip_prefix(' '))
                 .ok_or_else(|| malformed(number, &format!("expected `{key} VALUE`")))?;
-            values.push((number, value));
+            values.insert(*key, (number, value));
         }
-        let field = |i: usize| values.get(i).copied().unwrap_or((0, ""));
+        let field = |key: &str| values.get(key).copied().unwrap_or((0, ""));
         let number = |(line, v): (usize, &str)| {
             v.parse::<u64>()
                 .map_err(|_| malformed(line, "not a number"))
@@ -203,23 +275,52 @@ impl Stamp {
             time::parse_utc(v)
                 .ok_or_else(|| malformed(line, "not a time like 2026-11-22T00:55:00Z"))
         };
-        let (name_line, name) = field(0);
+        let digest = |key: &str| {
+            unhex(field(key)).ok_or_else(|| malformed(field(key).0, "not 64 hex digits"))
+        };
+        let (name_line, name) = field("name");
         if let Some(why) = name_problem(name) {
             return Err(malformed(name_line, &format!("invalid bundle name: {why}")));
         }
+        let rollout = if values.contains_key("rollout") {
+            let (who_line, who) = field("rollout");
+            Some(Rollout {
+                previous: Release {
+                    serial: number(field("previous"))?,
+                    length: number(field("previous-length"))?,
+                    sha256: digest("previous-sha256")?,
+                },
+                who: Who::parse(who).map_err(|why| malformed(who_line, &why))?,
+            })
+        } else {
+            None
+        };
         let stamp = Stamp {
             name: name.to_owned(),
-            serial: number(field(1))?,
-            length: number(field(2))?,
-            sha256: unhex(field(3)).ok_or_else(|| malformed(field(3).0, "not 64 hex digits"))?,
-            published: date(field(4))?,
-            expires: date(field(5))?,
-            key_id: unhex(field(6)).ok_or_else(|| malformed(field(6).0, "not 16 hex digits"))?,
+            serial: number(field("serial"))?,
+            length: number(field("length"))?,
+            sha256: digest("sha256")?,
+            published: date(field("published"))?,
+            expires: date(field("expires"))?,
+            key_id: unhex(field("key"))
+                .ok_or_else(|| malformed(field("key").0, "not 16 hex digits"))?,
+            rollout,
         };
-        let signature: [u8; 64] =
-            unhex(field(7)).ok_or_else(|| malformed(field(7).0, "not 128 hex digits"))?;
+        if let Some(r) = &stamp.rollout {
+            if r.previous.serial >= stamp.serial {
+                return Err(malformed(
+                    field("previous").0,
+                    "the previous serial must be below the stamp's serial",
+                ));
+            }
+        }
+        let signature: [u8; 64] = unhex(field("signature"))
+            .ok_or_else(|| malformed(field("signature").0, "not 128 hex digits"))?;
         if stamp.expires <= stamp.published {
-            return Err(malformed(field(5).0, "it expires before it was published"));
+            return Err(malformed(
+                field("expires").0,
+                "it expires before it was published",
+            ));
         }
         // One spelling per stamp: leading zeros, `+` signs and the like do
         // not survive re-encoding.
@@ -256,6 +357,12 @@ impl Stamp {
     /// Whether `bundle` is the very bundle this stamp stands for; if not,
     /// which field differs.
     pub fn describes(&self, bundle: &Verified) -> Result<(), String> {
+        self.describes_release(&self.release(), bundle)
+    }
+
+    /// Whether `bundle` is `release` of this stamp's bundle name (the
+    /// stamp's own release, or a rollout's previous one).
+    pub fn describes_release(&self, release: &Release, bundle: &Verified) -> Result<(), String> {
         let header = &bundle.body.header;
         if header.name != self.name {
             return Err(format!(
@@ -263,13 +370,13 @@ impl Stamp {
                 self.name, header.name
             ));
         }
-        if header.serial != self.serial {
+        if header.serial != release.serial {
             return Err(format!(
                 "the stamp is for serial {} but the bundle has serial {}",
-                self.serial, header.serial
+                release.serial, header.serial
             ));
         }
-        if bundle.len as u64 != self.length || bundle.digest != self.sha256 {
+        if bundle.len as u64 != release.length || bundle.digest != release.sha256 {
             return Err("the bundle's length or SHA-256 differs from the stamp's".to_owned());
         }
         Ok(())
@@ -322,6 +429,7 @@ mod tests {
             published: 1_795_308_900,
             expires: 1_795_308_900 + 7 * 86_400,
             key_id: id,
+            rollout: None,
         }
     }
 
@@ -438,9 +546,146 @@ mod tests {
             ),
             ("sha256 abab", "sha256 ABAB", "hex digits"),
             ("name site\n", "name site\nname other\n", "exactly 9 lines"),
-            ("converge-stamp 1\n", "converge-stamp 2\n", "first line"),
+            ("converge-stamp 1\n", "converge-stamp 3\n", "first line"),
+            (
+                "converge-stamp 1\n",
+                "converge-stamp 2\n",
+                "exactly 13 lines",
+            ),
             ("\n", "\r\n", "first line"),
             ("\nserial", "\nserial  ", "not a number"),
+        ];
+        for (from, to, reason) in cases {
+            let text = good.replacen(from, to, 1);
+            assert_ne!(text, good, "{to}");
+            match Stamp::open(&sign_text(&signing, &text), std::slice::from_ref(&public)) {
+                Err(StampError::Malformed { reason: got, .. }) => {
+                    assert!(got.contains(reason), "{to:?}: {got}")
+                }
+                other => panic!("{to:?} was not refused: {other:?}"),
+            }
+        }
+    }
+
+    fn staged(id: [u8; 8], who: Who) -> Stamp {
+        Stamp {
+            rollout: Some(Rollout {
+                previous: Release {
+                    serial: 41,
+                    length: 600_000,
+                    sha256: [0xcd; 32],
+                },
+                who,
+            }),
+            ..stamp(id)
+        }
+    }
+
+    #[test]
+    fn a_rollout_stamp_opens_reads_as_documented_and_names_both_releases() {
+        let (signing, public) = key(1);
+        for who in [
+            Who::Percent(5),
+            Who::Percent(0),
+            Who::Hosts(vec!["db-01".into(), "web-01".into()]),
+        ] {
+            let s = staged(public.id, who.clone());
+            let bytes = signed(&signing, &s);
+            assert_eq!(Stamp::open(&bytes, std::slice::from_ref(&public)), Ok(s));
+            let text = String::from_utf8(bytes).unwrap();
+            let keys: Vec<&str> = text.lines().map(|l| l.split(' ').next().unwrap()).collect();
+            assert_eq!(
+                keys,
+                [
+                    "converge-stamp",
+                    "name",
+                    "serial",
+                    "length",
+                    "sha256",
+                    "previous",
+                    "previous-length",
+                    "previous-sha256",
+                    "rollout",
+                    "published",
+                    "expires",
+                    "key",
+                    "signature"
+                ]
+            );
+            assert!(text.starts_with("converge-stamp 2\n"));
+            assert!(text.contains(&format!(
+                "\nprevious 41\nprevious-length 600000\nprevious-sha256 {}\nrollout {who}\n",
+                "cd".repeat(32)
+            )));
+        }
+        // Every byte of a rollout stamp is signed, the new lines included.
+        let bytes = signed(&signing, &staged(public.id, Who::Percent(5)));
+        for i in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0x01;
+            assert!(
+                Stamp::open(&b, std::slice::from_ref(&public)).is_err(),
+                "byte {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn hosts_take_the_release_the_rollout_gives_them() {
+        let plain = stamp([1; 8]);
+        assert_eq!(plain.release_for("web-01"), (plain.release(), None));
+        let listed = staged([1; 8], Who::Hosts(vec!["web-01".into()]));
+        assert_eq!(listed.release_for("web-01"), (listed.release(), Some(true)));
+        let (release, selected) = listed.release_for("web-02");
+        assert_eq!(
+            (release.serial, release.length, selected),
+            (41, 600_000, Some(false))
+        );
+        let canary = staged([1; 8], Who::Percent(50));
+        let mut chosen = 0;
+        for i in 0..400 {
+            let host = format!("h{i}");
+            let (release, selected) = canary.release_for(&host);
+            let expected = rollout::bucket("site", 42, &host) < 50;
+            assert_eq!(selected, Some(expected), "{host}");
+            assert_eq!(release.serial, if expected { 42 } else { 41 });
+            chosen += usize::from(expected);
+        }
+        assert!((150..=250).contains(&chosen), "{chosen}");
+    }
+
+    #[test]
+    fn signed_but_malformed_rollout_lines_are_refused() {
+        let (signing, public) = key(1);
+        let good = staged(public.id, Who::Percent(5)).signed_text();
+        let cases = [
+            ("rollout 5%", "rollout 100%", "0% to 99%"),
+            ("rollout 5%", "rollout 05%", "0% to 99%"),
+            ("rollout 5%", "rollout 5", "neither"),
+            ("rollout 5%", "rollout groups=canary", "neither"),
+            ("rollout 5%", "rollout hosts=b,a", "sorted"),
+            ("rollout 5%", "rollout hosts=a,a", "sorted"),
+            ("rollout 5%", "rollout hosts=", "not a host name"),
+            ("previous 41\n", "previous 42\n", "below the stamp's serial"),
+            ("previous 41\n", "previous 43\n", "below the stamp's serial"),
+            ("previous 41\n", "previous 041\n", "canonical"),
+            (
+                "previous-length 600000",
+                "previous-length x",
+                "not a number",
+            ),
+            ("previous-sha256 cdcd", "previous-sha256 CDCD", "hex digits"),
+            ("rollout 5%\n", "", "exactly 13 lines"),
+            (
+                "previous 41\n",
+                "previous-length 1\n",
+                "expected `previous VALUE`",
+            ),
+            (
+                "converge-stamp 2\n",
+                "converge-stamp 1\n",
+                "exactly 9 lines",
+            ),
         ];
         for (from, to, reason) in cases {
             let text = good.replacen(from, to, 1);

@@ -36,6 +36,9 @@ pub struct Metrics {
     pub watch_history_length: u64,
     /// Whether the run found the `watch` history broken.
     pub watch_history_broken: bool,
+    /// Extra entries the `unmanaged` promises found, per type (package,
+    /// service, user, group, in that order).
+    pub unmanaged_entries: [usize; 4],
     /// Whether a bundle ran at all.
     pub ran: bool,
     pub converged: bool,
@@ -107,6 +110,20 @@ impl Metrics {
             ],
         );
         let flag = |b: bool| u8::from(b).to_string();
+        let per_type: Vec<(String, String)> = converge_format::schema::UNMANAGED_TYPES
+            .iter()
+            .zip(self.unmanaged_entries)
+            .map(|(t, n)| (format!("{{type=\"{t}\"}}"), n.to_string()))
+            .collect();
+        let per_type: Vec<(&str, String)> = per_type
+            .iter()
+            .map(|(l, n)| (l.as_str(), n.clone()))
+            .collect();
+        gauge(
+            "converge_unmanaged_entries",
+            "Extra entries of the last run: what the host has that no promise names (unmanaged promises), by type.",
+            &per_type,
+        );
         gauge(
             "converge_watch_changed_entries",
             "Entries the watch promises of the last run reported added, removed or modified.",
@@ -271,9 +288,13 @@ mod tests {
             pull_failures_total: 3,
             stamp_expires: Some(1_795_900_000),
             owed_notifications: 1,
+            unmanaged_entries: [2, 0, 1, 0],
             ..Metrics::default()
         };
         let text = m.render();
+        assert!(text.contains("converge_unmanaged_entries{type=\"package\"} 2\n"));
+        assert!(text.contains("converge_unmanaged_entries{type=\"user\"} 1\n"));
+        assert!(text.contains("converge_unmanaged_entries{type=\"group\"} 0\n"));
         insta::assert_snapshot!(text);
         assert_eq!(previous(&text, "converge_pull_failures_total"), Some(3));
         assert_eq!(

@@ -72,9 +72,30 @@ pub fn splay(hostname: &str, name: &str, max: Duration) -> Duration {
     Duration::from_millis(offset)
 }
 
-/// One agent run with `config`; `no_splay` skips the wait (for a run by
-/// hand).
-pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
+/// How one agent cycle runs, from the command line.
+#[derive(Clone, Debug, Default)]
+pub struct AgentOptions {
+    /// Skip the splay (a run by hand).
+    pub no_splay: bool,
+    /// An audit (issue 21 item 5): pull and verify as usual, then run the
+    /// bundle as a dry run and report what would change. Nothing on the
+    /// host changes, nor the run's own records: no owed notifications, no
+    /// watch history, no Prometheus textfile, and `reports/last.json`
+    /// keeps the last real run (the dry run's report is
+    /// `reports/dry-run.json`). The pulled bundle is installed as by any
+    /// pull, and the report is uploaded like any other, marked
+    /// `dry_run: true`.
+    pub dry_run: bool,
+    /// Classes set for this run, as `policyvm run --define`.
+    pub defines: Vec<String>,
+}
+
+/// Where an audit (`--dry-run`) writes its report, beside `last.json`.
+pub const DRY_RUN_REPORT: &str = "dry-run.json";
+
+/// One agent run with `config`.
+pub fn agent(config: &Config, options: &AgentOptions) -> AgentRun {
+    let no_splay = options.no_splay;
     let mut a = AgentRun::default();
     let started = Instant::now();
     let since_epoch = SystemTime::now()
@@ -119,6 +140,8 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
         Ok(k) => k,
         Err(e) => return a.fail(EXIT_CONFIG, format!("error: cannot load trusted keys: {e}")),
     };
+    // The name a staged rollout's stamp selects this host by.
+    let host = crate::pull::rollout::host_name(&state, &config.root);
 
     // Pull: each hub in order until one gives an answer this host accepts.
     let pull_started = Instant::now();
@@ -135,7 +158,15 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
             }
         };
         let in_force = current.as_ref().ok().and_then(Option::as_ref);
-        match pull(&source, &config.name, &trusted, &state, in_force, now) {
+        match pull(
+            &source,
+            &config.name,
+            &host,
+            &trusted,
+            &state,
+            in_force,
+            now,
+        ) {
             Ok(p) => {
                 pulled = Some((hub.clone(), p));
                 break;
@@ -147,17 +178,20 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
         }
     }
     let pull_ms = millis(pull_started.elapsed());
-    let pull_value = pull_json(pulled.as_ref(), &failures);
+    let mut pull_value = pull_json(pulled.as_ref(), &failures);
     match &pulled {
-        Some((hub, Pulled::Installed { stamp, previous })) => a.out.push_str(&format!(
-            "pull: installed serial {} from {hub}{}\n",
-            stamp.serial,
+        Some((
+            hub,
+            Pulled::Installed {
+                serial, previous, ..
+            },
+        )) => a.out.push_str(&format!(
+            "pull: installed serial {serial} from {hub}{}\n",
             previous.map_or(String::new(), |p| format!(" (was {p})"))
         )),
-        Some((hub, Pulled::Unchanged { stamp })) => a.out.push_str(&format!(
-            "pull: serial {} is current at {hub}\n",
-            stamp.serial
-        )),
+        Some((hub, Pulled::Unchanged { serial, .. })) => a
+            .out
+            .push_str(&format!("pull: serial {serial} is current at {hub}\n")),
         None => {}
     }
     for f in &failures {
@@ -203,6 +237,14 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
     // "Metrics"): a hub serving an expired stamp while the one in force is
     // valid is a failed pull, warned about and counted as such.
     let stale = local_stamp.as_ref().is_some_and(|s| s.expires <= now);
+    // A staged rollout in force: which serial this host is given and
+    // whether it is in the rollout, for both reports.
+    let rollout = local_stamp
+        .as_ref()
+        .and_then(|s| crate::pull::rollout::report(s, &host));
+    if let (Some(r), Some(object)) = (&rollout, pull_value.as_object_mut()) {
+        object.insert(crate::pull::rollout::EXTENSION.to_owned(), r.clone());
+    }
     if expired_offer && pulled.is_none() && !stale {
         a.warnings.push(
             "warning: a hub serves an expired stamp (a frozen mirror?); the stamp in force is \
@@ -264,7 +306,7 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
         }
     }
     let (result, report_value) = match chosen {
-        Ok(local) => match converge(config, &local, &state) {
+        Ok(local) => match converge(config, options, &local, &state) {
             Ok(r) => {
                 let value = agent_report(report::json(&r), &local, pull_value, stale);
                 (Ok(r), value)
@@ -303,6 +345,7 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
             m.watch_changed_entries = r.watch.changed_entries;
             m.watch_history_length = r.watch.chain.length;
             m.watch_history_broken = r.watch.broken.is_some();
+            m.unmanaged_entries = crate::unmanaged::counts(&r.extra);
             m.owed_notifications = r.owed.len();
             m.serial = r.serial;
             m.duration_seconds = r.duration_ms as f64 / 1000.0;
@@ -324,7 +367,18 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
             a.warnings.push(message.clone());
         }
     }
-    if let Err(e) = write_report(&state, &report_value, since_epoch, config.keep_reports) {
+    let written = if options.dry_run {
+        crate::state::write_atomically(
+            &state.path(REPORTS),
+            DRY_RUN_REPORT,
+            serde_json::to_string_pretty(&report_value)
+                .unwrap_or_default()
+                .as_bytes(),
+        )
+    } else {
+        write_report(&state, &report_value, since_epoch, config.keep_reports)
+    };
+    if let Err(e) = written {
         a.warnings
             .push(format!("warning: cannot write the report: {e}"));
     }
@@ -346,6 +400,7 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
         started,
         pull_ms,
         run_ms,
+        rollout,
     );
     let carried = |name: &str| metrics::previous(&previous_metrics, name).unwrap_or(0);
     // Without collectors nothing is loaded; whether keys exist is enough.
@@ -363,6 +418,10 @@ pub fn agent(config: &Config, no_splay: bool) -> AgentRun {
     m.reports_spooled = d.spooled;
     m.upload_seconds = upload_started.elapsed().as_secs_f64();
     a.warnings.extend(d.warnings);
+    // The textfile describes the host's real runs: an audit leaves it.
+    if options.dry_run {
+        return a;
+    }
     if let Err(e) = metrics::write(&config.metrics_dir, &state, &m.render()) {
         a.warnings.push(format!(
             "warning: cannot write `{}`: {e}",
@@ -390,6 +449,7 @@ fn upload(
     started: Instant,
     pull_ms: u64,
     run_ms: u64,
+    rollout: Option<Value>,
 ) -> Option<(Delivery, bool)> {
     if config.upload.collectors.is_empty() {
         return None;
@@ -431,7 +491,7 @@ fn upload(
     let finished = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(started_at, |d| d.as_secs());
-    let report = crate::upload::report::build(&Cycle {
+    let mut report = crate::upload::report::build(&Cycle {
         host: &identity.name,
         run_id: run_id.clone(),
         sequence,
@@ -445,6 +505,11 @@ fn upload(
         run,
         facts,
     });
+    if let Some(r) = rollout {
+        report
+            .extensions
+            .insert(crate::pull::rollout::EXTENSION.to_owned(), r);
+    }
     let signed = SignedReport::sign(&report, &identity.report_key);
     let body = serde_json::to_vec(&signed).unwrap_or_default();
     Some((
@@ -474,11 +539,16 @@ fn describe(e: &PullError) -> String {
 
 /// Converges the root (the caller holds the state directory's lock, which
 /// is the run lock: [`crate::run::lock`]).
-fn converge(config: &Config, local: &Local, state: &StateDir) -> Result<RunReport, (u8, String)> {
+fn converge(
+    config: &Config,
+    options: &AgentOptions,
+    local: &Local,
+    state: &StateDir,
+) -> Result<RunReport, (u8, String)> {
     let opts = RunOptions {
         root: config.root.clone(),
-        dry_run: false,
-        defines: Vec::new(),
+        dry_run: options.dry_run,
+        defines: options.defines.clone(),
         state: Some(state.clone()),
     };
     run(&local.bundle, &opts).map_err(|e| (EXIT_CONFIG, format!("error: {e}")))
@@ -486,15 +556,19 @@ fn converge(config: &Config, local: &Local, state: &StateDir) -> Result<RunRepor
 
 fn pull_json(pulled: Option<&(String, Pulled)>, failures: &[String]) -> Value {
     let (outcome, hub, stamp) = match pulled {
-        Some((hub, Pulled::Installed { stamp, .. })) => ("installed", Some(hub), Some(stamp)),
-        Some((hub, Pulled::Unchanged { stamp })) => ("unchanged", Some(hub), Some(stamp)),
+        Some((hub, p @ Pulled::Installed { stamp, .. })) => {
+            ("installed", Some(hub), Some((stamp, p.serial())))
+        }
+        Some((hub, p @ Pulled::Unchanged { stamp, .. })) => {
+            ("unchanged", Some(hub), Some((stamp, p.serial())))
+        }
         None => ("failed", None, None),
     };
     json!({
         "outcome": outcome,
         "hub": hub,
-        "serial": stamp.map(|s| s.serial),
-        "stamp_expires": stamp.map(|s| format_utc(s.expires)),
+        "serial": stamp.map(|(_, serial)| serial),
+        "stamp_expires": stamp.map(|(s, _)| format_utc(s.expires)),
         "failures": failures,
     })
 }

@@ -461,9 +461,11 @@ pub fn group_steps(
     Ok(steps)
 }
 
-/// Converges a `user` promise.
-pub fn user(fs: &RootFs, dry_run: bool, inst: &Instance) -> Applied {
-    converge(fs, dry_run, |tables| {
+/// Converges a `user` promise. `simulated`: in a dry run, the account
+/// tables as the run would have left them so far (a dry run's simulated state, issue 21),
+/// planned from instead of the root's.
+pub fn user(fs: &RootFs, dry_run: bool, simulated: Option<&AccountDb>, inst: &Instance) -> Applied {
+    converge(fs, dry_run, simulated, |tables| {
         let mut current = tables.user(&inst.promiser);
         if let Some(cur) = current.as_mut().filter(|_| inst.get("password").is_some()) {
             cur.password = AccountDb::password_hash(fs, &inst.promiser)
@@ -473,9 +475,14 @@ pub fn user(fs: &RootFs, dry_run: bool, inst: &Instance) -> Applied {
     })
 }
 
-/// Converges a `group` promise.
-pub fn group(fs: &RootFs, dry_run: bool, inst: &Instance) -> Applied {
-    let applied = converge(fs, dry_run, |tables| {
+/// Converges a `group` promise (`simulated`: see [`user`]).
+pub fn group(
+    fs: &RootFs,
+    dry_run: bool,
+    simulated: Option<&AccountDb>,
+    inst: &Instance,
+) -> Applied {
+    let applied = converge(fs, dry_run, simulated, |tables| {
         let is_user = |name: &str| tables.user(name).is_some();
         group_steps(
             inst,
@@ -487,7 +494,7 @@ pub fn group(fs: &RootFs, dry_run: bool, inst: &Instance) -> Applied {
     if applied.outcome != Outcome::Kept {
         return applied;
     }
-    match Tables::read(fs).map(|t| not_yet_users(inst, &t)) {
+    match read_tables(fs, simulated).map(|t| not_yet_users(inst, &t)) {
         Ok(Some(why)) | Err(why) => Applied::failed(why),
         Ok(None) => applied,
     }
@@ -517,9 +524,10 @@ fn not_yet_users(inst: &Instance, tables: &Tables) -> Option<String> {
 fn converge(
     fs: &RootFs,
     dry_run: bool,
+    simulated: Option<&AccountDb>,
     plan: impl Fn(&Tables) -> Result<Vec<Step>, Applied>,
 ) -> Applied {
-    let steps = match Tables::read(fs)
+    let steps = match read_tables(fs, simulated)
         .map_err(Applied::failed)
         .and_then(|t| plan(&t))
     {
@@ -551,6 +559,14 @@ fn converge(
         }
     }
     applied(changes, log)
+}
+
+/// The root's tables, or in a dry run the simulated ones.
+fn read_tables(fs: &RootFs, simulated: Option<&AccountDb>) -> Result<Tables, String> {
+    match simulated {
+        Some(db) => Ok(Tables { db: db.clone() }),
+        None => Tables::read(fs),
+    }
 }
 
 /// `ensure = absent` for an account: one `userdel`/`groupdel` step while it

@@ -287,6 +287,37 @@ pub fn describe_age(newest: Option<i64>, now: i64) -> String {
     format!("{text} old")
 }
 
+/// `apt-mark [-o Dir=ROOT/ ...] showmanual`: the installed packages that
+/// were installed on purpose (not marked automatic), one name per line,
+/// from the root's dpkg database and apt's `extended_states`: the
+/// packages an `unmanaged "package"` promise may call extra (automatic
+/// dependencies never are).
+pub fn showmanual(root: Option<&Path>) -> Cmd {
+    let mut argv = vec!["apt-mark".to_owned()];
+    if let Some(r) = root {
+        let r = r.display();
+        argv.extend([
+            "-o".to_owned(),
+            format!("Dir={r}/"),
+            "-o".to_owned(),
+            format!("Dir::State::status={r}/var/lib/dpkg/status"),
+        ]);
+    }
+    argv.push("showmanual".to_owned());
+    Cmd::new(&argv, QUERY_TIMEOUT)
+}
+
+/// The names `apt-mark showmanual` printed (`name` or `name:arch` for a
+/// foreign architecture).
+pub fn parse_showmanual(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 /// `dpkg --remove -- NAME...`, unattended.
 pub fn dpkg_remove(names: &[String], root: Option<&Path>) -> Cmd {
     let mut argv = dpkg_root("dpkg", root);
@@ -487,6 +518,19 @@ hrw-r--r-- root/root         0 2024-01-01 00:00 ./srv/x/hard link to ./opt/app/y
             "dpkg --force-confdef --force-confold --remove -- alpha"
         );
         assert!(!apt_install(&["a".into()], None).shown().contains("Dir="));
+    }
+
+    #[test]
+    fn showmanual_reads_the_roots_database() {
+        assert_eq!(
+            showmanual(Some(Path::new("/r"))).shown(),
+            "apt-mark -o Dir=/r/ -o Dir::State::status=/r/var/lib/dpkg/status showmanual"
+        );
+        assert_eq!(showmanual(None).shown(), "apt-mark showmanual");
+        assert_eq!(
+            parse_showmanual("bash\nlibfoo:i386\n\n  vim \n"),
+            ["bash", "libfoo:i386", "vim"]
+        );
     }
 
     #[test]

@@ -142,7 +142,13 @@ fn wait_supervised(dir: &Path) -> Result<Status, String> {
     }
 }
 
-pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance, wanted: Wanted) -> Applied {
+pub fn converge(
+    fs: &RootFs,
+    dry_run: bool,
+    would_exist: super::service::WouldExist<'_>,
+    inst: &Instance,
+    wanted: Wanted,
+) -> Applied {
     let p = match paths(fs, inst) {
         Ok(p) => p,
         Err(failed) => return failed,
@@ -159,6 +165,8 @@ pub fn converge(fs: &RootFs, dry_run: bool, inst: &Instance, wanted: Wanted) -> 
             (None, true) => {
                 match fs.lstat(&p.definition) {
                     Ok(Some(m)) if m.kind == Kind::Dir => {}
+                    // A definition the dry run would have written.
+                    Ok(None) if would_exist(&format!("{}/run", p.definition)) => {}
                     Ok(_) => {
                         return Applied::failed(format!(
                         "no service definition `{}` (a directory with a `run` script) to enable",

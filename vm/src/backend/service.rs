@@ -55,12 +55,23 @@ pub fn manager<'i>(inst: &'i Instance, root: &Path) -> &'i str {
         .unwrap_or_else(|| crate::facts::service_manager(root))
 }
 
+/// Whether a dry run would have created a path (a unit file, a service
+/// definition) that the manager cannot see on disk yet
+/// (a dry run's simulated state, issue 21); always false in a real run.
+pub type WouldExist<'a> = &'a dyn Fn(&str) -> bool;
+
 /// Converges a `service` promise through its manager.
-pub fn service(fs: &RootFs, dry_run: bool, inst: &Instance, notified: bool) -> Applied {
+pub fn service(
+    fs: &RootFs,
+    dry_run: bool,
+    would_exist: WouldExist<'_>,
+    inst: &Instance,
+    notified: bool,
+) -> Applied {
     let wanted = Wanted::of(inst, notified);
     match manager(inst, fs.path()) {
-        "systemd" => super::systemd::converge(fs, dry_run, &inst.promiser, wanted),
-        "runit" => super::runit::converge(fs, dry_run, inst, wanted),
+        "systemd" => super::systemd::converge(fs, dry_run, would_exist, &inst.promiser, wanted),
+        "runit" => super::runit::converge(fs, dry_run, would_exist, inst, wanted),
         other => Applied::failed(format!(
             "no service backend for manager `{}` (this policyvm has `systemd` and `runit`)",
             other.escape_debug()

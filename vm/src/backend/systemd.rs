@@ -170,7 +170,13 @@ fn read(
 /// ([`super::contain`]), so no planted link can widen what it touches.
 const UNIT_DIR: &str = "/etc/systemd/system";
 
-pub fn converge(fs: &RootFs, dry_run: bool, name: &str, wanted: Wanted) -> Applied {
+pub fn converge(
+    fs: &RootFs,
+    dry_run: bool,
+    would_exist: super::service::WouldExist<'_>,
+    name: &str,
+    wanted: Wanted,
+) -> Applied {
     let root = sandbox(fs.path());
     if let Err(why) = super::contain::check(fs, UNIT_DIR, "`systemctl --root`") {
         return Applied::failed(why);
@@ -184,8 +190,17 @@ pub fn converge(fs: &RootFs, dry_run: bool, name: &str, wanted: Wanted) -> Appli
             output: None,
         };
     }
-    let planned = read(name, root, need_enabled, need_active)
-        .and_then(|(running, enabled)| plan(name, root, running, &enabled, wanted));
+    let planned = read(name, root, need_enabled, need_active).and_then(|(running, enabled)| {
+        // A unit file the dry run would have written is a unit that is
+        // not enabled yet (systemctl reads the disk, where it is not).
+        let enabled = match enabled {
+            Enablement::NotFound if unit_files(name).iter().any(|p| would_exist(p)) => {
+                Enablement::Disabled
+            }
+            other => other,
+        };
+        plan(name, root, running, &enabled, wanted)
+    });
     let steps = match planned {
         Ok(s) => s,
         Err(e) => return Applied::failed(e),
@@ -222,6 +237,24 @@ pub fn converge(fs: &RootFs, dry_run: bool, name: &str, wanted: Wanted) -> Appli
         done.changes.push(change("note", "", UNDER_ROOT));
     }
     done
+}
+
+/// Where a unit file of `name` may be (a name without a suffix is a
+/// `.service`).
+fn unit_files(name: &str) -> Vec<String> {
+    let unit = if name.contains('.') {
+        name.to_owned()
+    } else {
+        format!("{name}.service")
+    };
+    [
+        "/etc/systemd/system",
+        "/lib/systemd/system",
+        "/usr/lib/systemd/system",
+    ]
+    .iter()
+    .map(|dir| format!("{dir}/{unit}"))
+    .collect()
 }
 
 /// Why `state` and notifications are left alone under `--root`.

@@ -1,5 +1,7 @@
-//! `policyvm agent --config FILE [--no-splay]`: one agent cycle (see
-//! `crate::agent`), for cron or a systemd timer.
+//! `policyvm agent --config FILE [--no-splay] [--dry-run] [--define
+//! CLASS]...`: one agent cycle (see `crate::agent`), for cron or a systemd
+//! timer; with `--dry-run`, an audit that reports what would change and
+//! changes nothing.
 //!
 //! Exit codes: 0 converged (the hub may have been down: see the warnings),
 //! 1 a promise failed, 2 not converged, 5 no bundle to run, 66 the
@@ -13,8 +15,8 @@ use clap::Args;
 
 use super::exit;
 use super::out;
-use crate::agent::agent as cycle;
 use crate::agent::config::Config;
+use crate::agent::{agent as cycle, AgentOptions};
 
 #[derive(Debug, Args)]
 pub struct AgentArgs {
@@ -24,6 +26,13 @@ pub struct AgentArgs {
     /// Start at once instead of after this host's splay.
     #[arg(long)]
     no_splay: bool,
+    /// Audit: pull and verify as usual, then report what the run would
+    /// change, and change nothing (the report says `dry_run: true`).
+    #[arg(long)]
+    dry_run: bool,
+    /// Set a class for this run (it must be declared in the policy).
+    #[arg(long = "define", value_name = "CLASS")]
+    defines: Vec<String>,
 }
 
 pub fn agent(args: AgentArgs) -> ExitCode {
@@ -34,7 +43,12 @@ pub fn agent(args: AgentArgs) -> ExitCode {
             return ExitCode::from(exit::NO_INPUT);
         }
     };
-    let result = cycle(&config, args.no_splay);
+    let options = AgentOptions {
+        no_splay: args.no_splay,
+        dry_run: args.dry_run,
+        defines: args.defines,
+    };
+    let result = cycle(&config, &options);
     out(&result.out);
     for line in &result.warnings {
         eprintln!("{line}");

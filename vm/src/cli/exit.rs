@@ -42,7 +42,8 @@ pub const USAGE: u8 = 64;
 pub const NO_INPUT: u8 = 66;
 /// `EX_UNAVAILABLE`: the hub cannot be reached or has no such file.
 pub const UNAVAILABLE: u8 = 69;
-/// `EX_CANTCREAT`: the state directory cannot be created or written.
+/// `EX_CANTCREAT`: the state directory cannot be created or written, or
+/// another output: the `--out` directory of `capture`.
 pub const CANT_CREATE: u8 = 73;
 /// `EX_TEMPFAIL`: busy, another run or agent holds the lock; nothing was
 /// done, the next attempt may succeed.
@@ -73,7 +74,7 @@ pub const TABLE: &[(u8, &str)] = &[
     (UNAVAILABLE, "the hub cannot be reached or has no such file"),
     (
         CANT_CREATE,
-        "the state directory cannot be created or written",
+        "the state directory, or another output (`capture --out`), cannot be created or written",
     ),
     (
         BUSY,

@@ -5,9 +5,11 @@
 
 mod agent;
 mod bootstrap;
+mod capture;
 mod enroll;
 pub mod exit;
 mod facts;
+mod prompt;
 mod pull;
 mod run;
 mod verify;
@@ -73,6 +75,14 @@ enum Command {
     /// a file cannot be written or agent.toml configures something else
     /// (`--force`); 75 when an agent is running.
     Bootstrap(bootstrap::BootstrapArgs),
+    /// Print promises, in policy syntax, for the current state of files,
+    /// directories, links, packages, services, users or groups of this
+    /// host (or `--root DIR`), like `puppet resource`.
+    ///
+    /// Exits 0; 64 for an unknown TYPE or a NAME no promise can have; 66
+    /// when a NAME does not exist or cannot be described; 73 when `--out`
+    /// cannot be written. Nothing is printed on failure.
+    Capture(capture::CaptureArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -97,6 +107,7 @@ pub fn main() -> ExitCode {
         Command::Agent(args) => agent::agent(args),
         Command::Enroll(args) => enroll::enroll(args),
         Command::Bootstrap(args) => bootstrap::bootstrap(args),
+        Command::Capture(args) => capture::capture(args),
     }
 }
 

@@ -108,21 +108,30 @@ pub fn pull(args: PullArgs) -> ExitCode {
             None
         }
     };
-    match pull_from(&source, &args.name, &trusted, &state, current.as_ref(), now) {
-        Ok(Pulled::Unchanged { stamp }) => {
+    let host = crate::pull::rollout::host_name(&state, std::path::Path::new("/"));
+    match pull_from(
+        &source,
+        &args.name,
+        &host,
+        &trusted,
+        &state,
+        current.as_ref(),
+        now,
+    ) {
+        Ok(Pulled::Unchanged { stamp, serial }) => {
             out(format!(
-                "serial {} is current (stamp expires {})\n",
-                stamp.serial,
+                "serial {serial} is current (stamp expires {})\n",
                 format_utc(stamp.expires)
             ));
             // An expired stamp is never current: `pull` refused it above
             // (PullError::Expired, exit 4).
             ExitCode::SUCCESS
         }
-        Ok(Pulled::Installed { stamp, previous }) => {
+        Ok(Pulled::Installed {
+            serial, previous, ..
+        }) => {
             out(format!(
-                "installed serial {} as {}{}\n",
-                stamp.serial,
+                "installed serial {serial} as {}{}\n",
                 state.path(CURRENT).display(),
                 previous.map_or(String::new(), |p| format!(
                     " (serial {p} kept as last-good)"

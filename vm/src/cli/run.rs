@@ -1,9 +1,10 @@
-//! `policyvm run BUNDLE --trust DIR [--root DIR] [--state DIR] [--dry-run]
-//! [--define CLASS]... [--report FILE] [--format human|json]`
+//! `policyvm run BUNDLE --trust DIR [--root DIR] [--state DIR] [--dry-run |
+//! --interactive] [--define CLASS]... [--report FILE] [--format human|json]`
 //!
 //! Exit codes: 0 converged without failures, 1 some promise failed, 2 not
 //! converged within the pass limit, 3 the bundle was refused (the reason is
-//! printed as by `policyvm verify`), 64 usage error, 66 unreadable input,
+//! printed as by `policyvm verify`), 64 usage error (also `--interactive`
+//! without a terminal on standard input), 66 unreadable input,
 //! 73 the state directory cannot be created or is unsafe, 75 another run
 //! holds the state directory's lock (try again later).
 
@@ -15,14 +16,17 @@ use clap::{Args, ValueEnum};
 use super::exit::{
     BUSY as EXIT_BUSY, CANT_CREATE as EXIT_STATE, FAILED as EXIT_FAILED,
     NOT_CONVERGED as EXIT_NOT_CONVERGED, NO_INPUT as EXIT_NO_INPUT, REFUSED as EXIT_REFUSED,
+    USAGE as EXIT_USAGE,
 };
-use super::out;
+use super::{out, prompt};
 use crate::bundle::keys::load_trust_dir;
 use crate::bundle::open;
+use crate::run::interactive::Proposal;
 use crate::run::lock::{LockError, RunLock};
 use crate::run::operators::Outcome;
-use crate::run::{report, run as converge, RunOptions};
+use crate::run::{report, run as converge, run_interactive, RunOptions};
 use crate::state::{default_dir, StateDir};
+use std::io::IsTerminal as _;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -41,8 +45,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     state: Option<PathBuf>,
     /// Check everything and report what would change; change nothing.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "interactive")]
     dry_run: bool,
+    /// Show each repair (the promise and its diff) before making it, and
+    /// make it only when answered "y" or "yes"; a declined repair is
+    /// skipped (`declined`). Standard input must be a terminal.
+    #[arg(long)]
+    interactive: bool,
     /// Set a class for this run (it must be declared in the policy).
     #[arg(long = "define", value_name = "CLASS")]
     defines: Vec<String>,
@@ -61,6 +70,14 @@ pub enum RunFormat {
 }
 
 pub fn run(args: RunArgs) -> ExitCode {
+    if args.interactive && !std::io::stdin().is_terminal() {
+        eprintln!(
+            "error: --interactive asks before each repair and needs a terminal on standard \
+             input; run it from a terminal, or without --interactive (--dry-run shows what \
+             would change)"
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
     let keys = match load_trust_dir(&args.trust) {
         Ok(k) => k,
         Err(e) => {
@@ -106,7 +123,14 @@ pub fn run(args: RunArgs) -> ExitCode {
         defines: args.defines.clone(),
         state,
     };
-    let result = match converge(&verified, &opts) {
+    let result = if args.interactive {
+        let mut input = std::io::stdin().lock();
+        let mut confirm = |p: &Proposal<'_>| prompt::ask(p, &mut input, &mut std::io::stderr());
+        run_interactive(&verified, &opts, &mut confirm)
+    } else {
+        converge(&verified, &opts)
+    };
+    let result = match result {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");

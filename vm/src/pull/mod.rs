@@ -4,13 +4,16 @@
 //! 1. GET `NAME.stamp` (at most [`MAX_STAMP_LEN`] bytes) and check its
 //!    signature against the pinned keys and its name against the one this
 //!    host is configured for (mix-and-match).
+//!    A staged rollout's stamp names two releases; this host's name picks
+//!    one ([`rollout`]), and the steps below apply to that release.
 //! 2. If it stands for the bundle already in force and has not expired,
 //!    stop: most runs transfer only this stamp. An expired stamp is never
 //!    current (a frozen mirror): it is refused as [`PullError::Expired`],
 //!    so the agent asks the next hub.
 //! 3. Refuse a serial not greater than the highest ever accepted
 //!    (rollback, replay) and a stamp past its expiry (freeze).
-//! 4. GET `NAME.bundle`, reading no more than the stamp's length (endless
+//! 4. GET `NAME.bundle` (a rollout's release: `NAME.bundles/SERIAL.bundle`),
+//!    reading no more than the stamp's length (endless
 //!    data); check length, SHA-256, signature, structure and header against
 //!    the stamp.
 //! 5. Install it ([`StateDir::install`]): the previous bundle is kept as
@@ -20,6 +23,7 @@
 //! which check refused what, and what to do.
 
 pub mod fetch;
+pub mod rollout;
 
 use sha2::{Digest, Sha256};
 
@@ -37,10 +41,16 @@ use fetch::{FetchError, Source};
 pub enum Pulled {
     /// The hub's stamp stands for the bundle in force; nothing was
     /// downloaded but the stamp.
-    Unchanged { stamp: Stamp },
+    Unchanged {
+        stamp: Stamp,
+        /// The serial this host runs (a rollout's stamp names two).
+        serial: u64,
+    },
     /// A new bundle was verified and installed as `current.bundle`.
     Installed {
         stamp: Stamp,
+        /// The serial installed (a rollout's stamp names two).
+        serial: u64,
         /// The serial of the bundle it replaced.
         previous: Option<u64>,
     },
@@ -49,7 +59,14 @@ pub enum Pulled {
 impl Pulled {
     pub fn stamp(&self) -> &Stamp {
         match self {
-            Pulled::Unchanged { stamp } | Pulled::Installed { stamp, .. } => stamp,
+            Pulled::Unchanged { stamp, .. } | Pulled::Installed { stamp, .. } => stamp,
+        }
+    }
+
+    /// The serial this host runs after the pull.
+    pub fn serial(&self) -> u64 {
+        match self {
+            Pulled::Unchanged { serial, .. } | Pulled::Installed { serial, .. } => *serial,
         }
     }
 }
@@ -170,10 +187,12 @@ impl std::error::Error for PullError {}
 /// Pulls bundle `name` from `source` into `state`, checking everything
 /// against `trusted` at time `now` (UNIX seconds, read once per run:
 /// THREATS.md T25). `current` is the bundle in force, as verified by the
-/// caller.
+/// caller. `host` is this host's name ([`rollout::host_name`]), which
+/// picks its release when the stamp is a staged rollout's.
 pub fn pull(
     source: &dyn Source,
     name: &str,
+    host: &str,
     trusted: &[PublicKey],
     state: &StateDir,
     current: Option<&Local>,
@@ -195,25 +214,29 @@ pub fn pull(
             found: stamp.name,
         });
     }
+    let (release, _) = stamp.release_for(host);
     let in_force = current.filter(|c| c.file == CURRENT).map(|c| &c.bundle);
     if let Some(bundle) = in_force {
-        if stamp.describes(bundle).is_ok() {
+        if stamp.describes_release(&release, bundle).is_ok() {
             // An expired stamp is never "current", even for the bundle in
             // force: a frozen mirror that keeps serving it must not stop
             // the agent from asking the next one (issue 14, item 9).
             if stamp.expires <= now {
                 return Err(PullError::Expired {
                     url: stamp_url,
-                    serial: stamp.serial,
+                    serial: release.serial,
                     expires: stamp.expires,
                 });
             }
             if state.stamp().as_deref() != Some(&stamp_bytes[..]) {
                 state
-                    .record(stamp.serial, &stamp_bytes)
+                    .record(release.serial, &stamp_bytes)
                     .map_err(|e| PullError::State(e.to_string()))?;
             }
-            return Ok(Pulled::Unchanged { stamp });
+            return Ok(Pulled::Unchanged {
+                serial: release.serial,
+                stamp,
+            });
         }
     }
     // The very stamp this host accepted, while its bundle is missing or
@@ -221,53 +244,53 @@ pub fn pull(
     // rollback.
     let repair = state.stamp().as_deref() == Some(&stamp_bytes[..]);
     let accepted = state.high_water(in_force);
-    if !repair && stamp.serial < accepted {
+    if !repair && release.serial < accepted {
         return Err(PullError::Rollback {
             url: stamp_url,
-            offered: stamp.serial,
+            offered: release.serial,
             accepted,
         });
-    } else if !repair && stamp.serial == accepted && accepted > 0 {
+    } else if !repair && release.serial == accepted && accepted > 0 {
         return Err(PullError::SameSerial {
             url: stamp_url,
-            serial: stamp.serial,
+            serial: release.serial,
         });
     }
     if stamp.expires <= now && !repair {
         return Err(PullError::Expired {
             url: stamp_url,
-            serial: stamp.serial,
+            serial: release.serial,
             expires: stamp.expires,
         });
     }
-    if stamp.length > MAX_BUNDLE_LEN as u64 {
+    if release.length > MAX_BUNDLE_LEN as u64 {
         return Err(PullError::Oversized {
             url: stamp_url,
-            length: stamp.length,
+            length: release.length,
         });
     }
 
-    let bundle_file = format!("{name}.bundle");
+    let bundle_file = rollout::bundle_file(&stamp, &release);
     let url = source.locate(&bundle_file);
-    let bytes = match source.get(&bundle_file, stamp.length) {
+    let bytes = match source.get(&bundle_file, release.length) {
         Ok(b) => b,
         Err(FetchError::TooLong { .. }) => {
             return Err(PullError::TooLong {
                 url,
-                length: stamp.length,
+                length: release.length,
             })
         }
         Err(e) => return Err(PullError::Fetch(e)),
     };
-    if (bytes.len() as u64) < stamp.length {
+    if (bytes.len() as u64) < release.length {
         return Err(PullError::Truncated {
             url,
             got: bytes.len() as u64,
-            length: stamp.length,
+            length: release.length,
         });
     }
     let digest: [u8; 32] = Sha256::digest(&bytes).into();
-    if digest != stamp.sha256 {
+    if digest != release.sha256 {
         // Which of the two it is matters to whoever investigates: a valid
         // bundle of another publish, or bytes nobody signed.
         return Err(match open(&bytes, trusted) {
@@ -285,7 +308,7 @@ pub fn pull(
         url: url.clone(),
         error,
     })?;
-    if let Err(reason) = stamp.describes(&verified) {
+    if let Err(reason) = stamp.describes_release(&release, &verified) {
         // Same digest, different header: only a signer could make this.
         return Err(PullError::Stamp {
             url: stamp_url,
@@ -296,10 +319,11 @@ pub fn pull(
         });
     }
     state
-        .install(&bytes, stamp.serial, &stamp_bytes)
+        .install(&bytes, release.serial, &stamp_bytes)
         .map_err(|e| PullError::State(format!("cannot install the new bundle: {e}")))?;
     Ok(Pulled::Installed {
         previous: in_force.map(|b| b.body.header.serial),
+        serial: release.serial,
         stamp,
     })
 }

@@ -117,6 +117,37 @@ impl Publisher {
     }
 }
 
+impl Publisher {
+    /// Publishes a staged rollout from `previous` to `new` on `hub` as
+    /// `policyc publish --rollout` lays it out: both bundles by serial,
+    /// the new one also as `site.bundle`, then the stamp.
+    fn publish_rollout(&self, hub: &Hub, previous: &[u8], new: &[u8], who: &str) -> Vec<u8> {
+        let trusted = std::slice::from_ref(&self.public);
+        let (old, fresh) = (
+            open(previous, trusted).unwrap(),
+            open(new, trusted).unwrap(),
+        );
+        let mut stamp = Stamp::for_bundle(&fresh, NOW - 60, NOW + 86_400);
+        stamp.rollout = Some(crate::stamp::rollout::Rollout {
+            previous: crate::stamp::rollout::Release {
+                serial: old.body.header.serial,
+                length: old.len as u64,
+                sha256: old.digest,
+            },
+            who: crate::stamp::rollout::Who::parse(who).unwrap(),
+        });
+        let bytes = stamp
+            .encode(&self.signing.sign(&stamp.signing_digest()).to_bytes())
+            .into_bytes();
+        for (bundle, serial) in [(previous, old.body.header.serial), (new, stamp.serial)] {
+            hub.put(&format!("site.bundles/{serial}.bundle"), bundle);
+        }
+        hub.put("site.bundle", new);
+        hub.put("site.stamp", &bytes);
+        bytes
+    }
+}
+
 impl Hub {
     fn put(&self, file: &str, bytes: &[u8]) {
         self.files.borrow_mut().insert(file.into(), bytes.to_vec());
@@ -130,6 +161,8 @@ struct Host {
     _dir: tempfile::TempDir,
     state: StateDir,
     trusted: Vec<PublicKey>,
+    /// The name a rollout's stamp selects hosts by.
+    host: String,
 }
 
 impl Host {
@@ -139,6 +172,7 @@ impl Host {
             state: StateDir::open(&dir.path().join("state")).unwrap(),
             _dir: dir,
             trusted: trusted.iter().map(|p| p.public.clone()).collect(),
+            host: "web-01".to_owned(),
         }
     }
 
@@ -151,6 +185,7 @@ impl Host {
         pull(
             hub,
             "site",
+            &self.host,
             &self.trusted,
             &self.state,
             current.as_ref(),
@@ -170,7 +205,7 @@ impl Host {
 
 fn installed(result: Result<Pulled, PullError>) -> u64 {
     match result {
-        Ok(Pulled::Installed { stamp, .. }) => stamp.serial,
+        Ok(Pulled::Installed { serial, .. }) => serial,
         other => panic!("expected an install, got {other:?}"),
     }
 }
@@ -191,7 +226,9 @@ fn a_first_pull_installs_and_an_unchanged_stamp_downloads_nothing_more() {
 
     hubkey.publish(&hub, "site", 11);
     match host.pull(&hub) {
-        Ok(Pulled::Installed { stamp, previous }) => {
+        Ok(Pulled::Installed {
+            stamp, previous, ..
+        }) => {
             assert_eq!((stamp.serial, previous), (11, Some(10)));
         }
         other => panic!("{other:?}"),
@@ -579,4 +616,156 @@ proptest::proptest! {
             }
         }
     }
+}
+
+#[test]
+fn a_rollout_gives_listed_hosts_the_new_serial_and_keeps_the_others_on_the_previous() {
+    let (hub, hubkey) = (Hub::default(), Publisher::new(1));
+    let (old, _) = hubkey.publish(&hub, "site", 10);
+    let (canary, other) = (Host::new(&[&hubkey]), Host::new(&[&hubkey]));
+    let other = Host {
+        host: "web-02".into(),
+        ..other
+    };
+    let fresh = Host {
+        host: "web-03".into(),
+        ..Host::new(&[&hubkey])
+    };
+    assert_eq!(installed(canary.pull(&hub)), 10);
+    assert_eq!(installed(other.pull(&hub)), 10);
+    hub.take_served();
+
+    let new = hubkey.bundle("site", 11);
+    let stamp = hubkey.publish_rollout(&hub, &old, &new, "hosts=web-01");
+    // The selected host fetches the new release by serial.
+    match canary.pull(&hub) {
+        Ok(Pulled::Installed {
+            serial, previous, ..
+        }) => assert_eq!((serial, previous), (11, Some(10))),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(hub.take_served(), ["site.stamp", "site.bundles/11.bundle"]);
+    assert_eq!(canary.file(CURRENT).unwrap(), new);
+    // The others keep what they run: only the stamp is fetched, and it is
+    // recorded without raising the mark past the serial they run.
+    match other.pull(&hub) {
+        Ok(Pulled::Unchanged { serial, .. }) => assert_eq!(serial, 10),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(hub.take_served(), ["site.stamp"]);
+    assert_eq!(other.file(STAMP).unwrap(), stamp);
+    assert_eq!(other.file(SERIAL).unwrap(), b"10\n");
+    // A host that has nothing yet gets the previous release, by serial.
+    assert_eq!(installed(fresh.pull(&hub)), 10);
+    assert_eq!(hub.take_served(), ["site.stamp", "site.bundles/10.bundle"]);
+    assert_eq!(fresh.file(CURRENT).unwrap(), old);
+    // Again: nothing changes for anyone.
+    for host in [&canary, &other, &fresh] {
+        assert!(matches!(host.pull(&hub), Ok(Pulled::Unchanged { .. })));
+    }
+}
+
+#[test]
+fn a_percentage_selects_the_hosts_below_it_and_widening_keeps_them() {
+    let (hub, hubkey) = (Hub::default(), Publisher::new(1));
+    let (old, _) = hubkey.publish(&hub, "site", 10);
+    let hosts: Vec<Host> = (0..30)
+        .map(|i| Host {
+            host: format!("h{i:02}"),
+            ..Host::new(&[&hubkey])
+        })
+        .collect();
+    let new = hubkey.bundle("site", 11);
+    hubkey.publish_rollout(&hub, &old, &new, "20%");
+    let serials = |hosts: &[Host]| -> Vec<u64> {
+        hosts
+            .iter()
+            .map(|h| h.pull(&hub).unwrap().serial())
+            .collect()
+    };
+    let expected = |p: u8| -> Vec<u64> {
+        hosts
+            .iter()
+            .map(|h| {
+                if crate::stamp::rollout::bucket("site", 11, &h.host) < p {
+                    11
+                } else {
+                    10
+                }
+            })
+            .collect()
+    };
+    let at_20 = serials(&hosts);
+    assert_eq!(at_20, expected(20));
+    assert!(at_20.contains(&11) && at_20.contains(&10), "{at_20:?}");
+    assert_eq!(serials(&hosts), at_20, "the same hosts on every run");
+    hubkey.publish_rollout(&hub, &old, &new, "60%");
+    let at_60 = serials(&hosts);
+    assert_eq!(at_60, expected(60));
+    for (before, after) in at_20.iter().zip(&at_60) {
+        assert!(*before == 10 || *after == 11);
+    }
+}
+
+#[test]
+fn a_host_past_the_previous_serial_is_not_rolled_back_by_a_rollout() {
+    let (hub, hubkey) = (Hub::default(), Publisher::new(1));
+    let (old, _) = hubkey.publish(&hub, "site", 10);
+    let host = Host::new(&[&hubkey]);
+    host.pull(&hub).unwrap();
+    let new = hubkey.bundle("site", 11);
+    hubkey.publish_rollout(&hub, &old, &new, "hosts=web-01");
+    assert_eq!(installed(host.pull(&hub)), 11);
+    // The rollout is narrowed to another host: web-01 would be given 10,
+    // below its mark, and keeps 11 (a halt publishes a new serial).
+    hubkey.publish_rollout(&hub, &old, &new, "hosts=web-09");
+    let err = host.pull(&hub).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PullError::Rollback {
+                offered: 10,
+                accepted: 11,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(host.current_serial(), Some(11));
+    // A halt: the previous content under a new serial, a plain stamp.
+    let mut body = open(&old, std::slice::from_ref(&hubkey.public))
+        .unwrap()
+        .body;
+    body.header.serial = 12;
+    let halted = hubkey.seal(&body);
+    let stamp = hubkey.stamp(&halted, NOW + 86_400);
+    hub.put("site.bundle", &halted);
+    hub.put("site.stamp", &stamp);
+    assert_eq!(installed(host.pull(&hub)), 12);
+    assert_eq!(host.file(SERIAL).unwrap(), b"12\n");
+}
+
+#[test]
+fn a_rollout_release_is_checked_like_any_bundle() {
+    let (hub, hubkey) = (Hub::default(), Publisher::new(1));
+    let (old, _) = hubkey.publish(&hub, "site", 10);
+    let new = hubkey.bundle("site", 11);
+    hubkey.publish_rollout(&hub, &old, &new, "hosts=web-01");
+    // The by-serial file of the new release holds the previous bundle.
+    hub.put("site.bundles/11.bundle", &old);
+    let host = Host::new(&[&hubkey]);
+    let err = host.pull(&hub).unwrap_err();
+    assert!(
+        matches!(err, PullError::MixAndMatch { serial: 10, .. }),
+        "{err:?}"
+    );
+    assert_eq!(host.current_serial(), None);
+    // A truncated previous release for a host outside the rollout.
+    hub.put("site.bundles/10.bundle", &old[..old.len() - 1]);
+    let outside = Host {
+        host: "web-02".into(),
+        ..Host::new(&[&hubkey])
+    };
+    let err = outside.pull(&hub).unwrap_err();
+    assert!(matches!(err, PullError::Truncated { .. }), "{err:?}");
 }

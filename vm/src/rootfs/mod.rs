@@ -349,6 +349,29 @@ impl RootFs {
         Ok(Some((dir, name)))
     }
 
+    /// The checks [`RootFs::parent_to_change`] makes before a change,
+    /// without making it: what a dry run asks so that it refuses what a
+    /// real run would refuse (issue 21: a link or a non-directory on the
+    /// path, a world-writable parent). A parent that does not exist yet
+    /// passes: the change would create it with mode 0755.
+    pub fn check_change(&self, path: &str) -> Result<(), FsError> {
+        let comps = components(path)?;
+        let Some((_, dirs)) = comps.split_last() else {
+            return Err(FsError::BadPath(path.to_owned()));
+        };
+        let Some(dir) = self.walk(path, dirs, None, Walk::Check)? else {
+            return Ok(());
+        };
+        if shared(&dir, path)? {
+            let parent = path.rsplit_once('/').map_or("/", |(d, _)| d);
+            return Err(FsError::SharedDirectory {
+                path: path.to_owned(),
+                dir: if parent.is_empty() { "/" } else { parent }.to_owned(),
+            });
+        }
+        Ok(())
+    }
+
     /// Forgets the handles of `path` and everything under it (after the
     /// directory was removed).
     fn forget(&self, path: &str) {

@@ -10,16 +10,19 @@
 //! promises that were repaired in every pass are named as oscillating.
 
 pub mod editing;
+pub mod interactive;
 pub mod lock;
 pub mod operators;
 pub mod owed;
 pub mod report;
 pub use converge_eval::resolve;
+pub mod simulated;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use interactive::{Ask, Confirm};
 use operators::{Accounts, Applied, Change, Ctx, Outcome};
 use resolve::{loop_combinations, Instance, Resolver};
 
@@ -124,9 +127,40 @@ pub struct RunReport {
     /// Change detection: the history's chain after the run, a break found
     /// at its start, and this run's changes (`crate::watch`).
     pub watch: crate::watch::WatchReport,
+    /// Two-way verification: what the `unmanaged` promises found that no
+    /// promise names, and what became of each (`crate::unmanaged`).
+    pub extra: Vec<crate::unmanaged::Extra>,
 }
 
 pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
+    run_with(v, opts, None)
+}
+
+/// [`run`], asking `confirm` before each repair (`policyvm run
+/// --interactive`, LANGUAGE.md §17): a promise that would repair is first
+/// applied as a dry run would apply it; the repair is made only if
+/// `confirm` says yes, and is otherwise skipped (`declined`), in this pass
+/// and the later ones, and the promises that come after it are skipped
+/// too. Packages are then converged one promise at a time, so that each
+/// is asked about.
+pub fn run_interactive(
+    v: &Verified,
+    opts: &RunOptions,
+    confirm: Confirm<'_>,
+) -> Result<RunReport, String> {
+    if opts.dry_run {
+        return Err(
+            "an interactive run cannot be a dry run: a dry run changes nothing to ask about".into(),
+        );
+    }
+    run_with(v, opts, Some(confirm))
+}
+
+fn run_with(
+    v: &Verified,
+    opts: &RunOptions,
+    mut confirm: Option<Confirm<'_>>,
+) -> Result<RunReport, String> {
     let started = Instant::now();
     let body = &v.body;
     // Absolute, so that commands (which run with the root as their working
@@ -136,6 +170,9 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     let fs = RootFs::open(&root).map_err(|e| e.to_string())?;
     let facts = Facts::gather(&root);
     let accounts = Accounts::read(&fs);
+    // A dry run changes nothing; what it would change goes to this
+    // overlay, which later promises of the same run see (issue 21).
+    let simulated = opts.dry_run.then(|| simulated::Simulated::new(&fs));
     // Under `--root`, commands run chrooted into it (LANGUAGE.md §13). A
     // bundle of format 2.0 could not say `host = true` (added in 2.1), and
     // a minor version only adds: its commands keep running on the host, as
@@ -145,6 +182,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         fs: &fs,
         accounts: &accounts,
         dry_run: opts.dry_run,
+        sim: simulated.as_ref(),
         state: opts.state.as_ref(),
         chroot: chroot.as_deref(),
         line_regexes: Default::default(),
@@ -176,12 +214,19 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     // Services notified since they were last restarted.
     let mut restart: HashSet<usize> = HashSet::new();
     let mut unmanaged: BTreeSet<String> = BTreeSet::new();
+    // `unmanaged` promises run after the passes (`crate::unmanaged`): the
+    // instances of the last pass, and what every pass's promises named.
+    let mut deferred: Vec<(InstanceKey, Instance)> = Vec::new();
+    let mut managed = crate::unmanaged::Managed::default();
     let limit = body.header.pass_limit.max(1);
     let mut passes = 0;
     let mut converged = false;
 
     // Package batches; it also keeps apt's index refresh to once a run.
     let mut packages = Batcher::default();
+    // Interactive: the repairs declined so far, by instance and by promise.
+    let mut declined: HashSet<InstanceKey> = HashSet::new();
+    let mut declined_promises: HashSet<usize> = HashSet::new();
     for pass in 1..=limit {
         passes = pass;
         let mut repaired_any = false;
@@ -257,6 +302,12 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
             }
         }
         let contradictions = runtime_contradictions(&instances);
+        deferred.clear();
+        for (_, _, inst) in &instances {
+            if let Ok(inst) = inst {
+                managed.note(inst);
+            }
+        }
         // Debts incurred for the package promises of this pass (the batch
         // converges them all when its first one comes up).
         let mut package_debts: Option<HashMap<InstanceKey, Vec<Debt>>> = None;
@@ -294,6 +345,10 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                 }
             };
             let key = (inst.index, combo.clone());
+            if inst.kind == crate::unmanaged::KIND && !contradictions.contains_key(&key) {
+                deferred.push((key, inst.clone()));
+                continue;
+            }
             let p = body.promises.get(inst.index);
             let blocked = contradictions.contains_key(&key)
                 || p.is_some_and(|p| p.after.iter().any(|a| failed.contains(&(*a as usize))))
@@ -346,6 +401,42 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                     changes: Vec::new(),
                     output: None,
                 }
+            } else if p.is_some_and(|p| {
+                p.after
+                    .iter()
+                    .any(|a| declined_promises.contains(&(*a as usize)))
+            }) {
+                Applied {
+                    outcome: Outcome::Skipped(
+                        "a promise it comes after was not applied (declined)".into(),
+                    ),
+                    changes: Vec::new(),
+                    output: None,
+                }
+            } else if let Some(declined_now) = confirm.as_mut().and_then(|confirm| {
+                if inst.kind == "command" && commands_run.contains(&key) {
+                    return None;
+                }
+                let others = if inst.kind == "directory" {
+                    operators::Others::below(
+                        inst,
+                        instances.iter().filter_map(|(_, _, i)| i.as_ref().ok()),
+                    )
+                } else {
+                    operators::Others::default()
+                };
+                let ask = Ask {
+                    ctx: &ctx,
+                    inst,
+                    others: &others,
+                    notified: notified.contains(&inst.index) || restart.contains(&inst.index),
+                    source: source_of(v, inst.index),
+                };
+                ask.declined(&mut **confirm, declined.contains(&key))
+            }) {
+                declined.insert(key.clone());
+                declined_promises.insert(inst.index);
+                declined_now
             } else if inst.kind == "watch" && watches_run.contains(&key) {
                 // A watch reads its path once per run; later passes keep
                 // its first outcome (a second read would see no change).
@@ -373,7 +464,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
                     instances.iter().filter_map(|(_, _, i)| i.as_ref().ok()),
                 );
                 operators::directory(&ctx, inst, &others)
-            } else if inst.kind == "package" {
+            } else if inst.kind == "package" && confirm.is_none() {
                 // Every package promise of the batch this one starts is
                 // converged now; the others take their outcome from it.
                 packages.apply(&fs, opts.dry_run, position, || {
@@ -481,6 +572,19 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         }
     }
 
+    let extra = verify_both_ways(
+        v,
+        &crate::unmanaged::Run {
+            fs: &fs,
+            dry_run: opts.dry_run,
+            os_family: &facts.os_family,
+            managed: &managed,
+            troubled: &troubled(&results),
+        },
+        &deferred,
+        &mut results,
+        &mut slot,
+    );
     let oscillating = if converged {
         Vec::new()
     } else {
@@ -518,7 +622,53 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
         planned,
         neighbours: ctx.neighbours.take(),
         watch,
+        extra,
     })
+}
+
+/// Per type, the promises of the run that failed or were skipped: an
+/// `unmanaged` promise of that type must not remove anything.
+fn troubled(results: &[PromiseResult]) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in results {
+        if matches!(r.outcome, Outcome::Failed(_) | Outcome::Skipped(_)) {
+            out.entry(r.kind.to_owned())
+                .or_default()
+                .push(format!("{} {:?} ({})", r.kind, r.promiser, r.source));
+        }
+    }
+    out
+}
+
+/// Applies the `unmanaged` promises active in the last pass, after every
+/// other promise of the run, and returns the extra entries they found.
+/// Two of one type active together (the compiler refuses a policy where
+/// that can happen, E0264) both fail: neither knows what the other
+/// ignores.
+fn verify_both_ways(
+    v: &Verified,
+    run: &crate::unmanaged::Run<'_>,
+    deferred: &[(InstanceKey, Instance)],
+    results: &mut Vec<PromiseResult>,
+    slot: &mut HashMap<(usize, Vec<String>), usize>,
+) -> Vec<crate::unmanaged::Extra> {
+    let mut extra = Vec::new();
+    for (key, inst) in deferred {
+        let twins = deferred
+            .iter()
+            .filter(|(_, other)| other.promiser == inst.promiser)
+            .count();
+        let applied = if twins > 1 {
+            Applied::failed(format!(
+                "{twins} `unmanaged {:?}` promises are active together; keep one per type",
+                inst.promiser
+            ))
+        } else {
+            crate::unmanaged::apply(run, inst, &source_of(v, inst.index), &mut extra)
+        };
+        record(results, slot, key.clone(), inst, applied, v);
+    }
+    extra
 }
 
 /// A promise instance of a pass: its index and loop combination.
@@ -693,7 +843,10 @@ fn apply(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
         )
         .pop()
         .unwrap_or_else(|| Applied::failed("no outcome for this package")),
-        "service" => backend::service::service(ctx.fs, ctx.dry_run, inst, notified),
+        "service" => {
+            let would_exist = |path: &str| ctx.sim.is_some_and(|s| s.has_file(&[path.to_owned()]));
+            backend::service::service(ctx.fs, ctx.dry_run, &would_exist, inst, notified)
+        }
         "process" => backend::processes::converge(ctx.fs, ctx.dry_run, inst),
         "mount" => backend::mount::converge(ctx.fs, ctx.dry_run, inst),
         "kernel_module" => backend::kmod::converge(ctx.fs, ctx.dry_run, inst),
@@ -705,13 +858,19 @@ fn apply(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
             &mut ctx.neighbours.borrow_mut(),
         ),
         "user" | "group" => {
+            // A dry run plans from the tables as it would have left them.
+            let real = ctx.sim.map(|_| ctx.accounts.tables());
+            let tables = ctx.sim.zip(real.as_ref()).map(|(s, r)| s.accounts(r));
             let applied = if inst.kind == "user" {
-                backend::accounts::user(ctx.fs, ctx.dry_run, inst)
+                backend::accounts::user(ctx.fs, ctx.dry_run, tables.as_ref(), inst)
             } else {
-                backend::accounts::group(ctx.fs, ctx.dry_run, inst)
+                backend::accounts::group(ctx.fs, ctx.dry_run, tables.as_ref(), inst)
             };
-            if applied.outcome == Outcome::Repaired && !ctx.dry_run {
-                ctx.accounts.reload(ctx.fs);
+            if applied.outcome == Outcome::Repaired {
+                match (ctx.sim, &real) {
+                    (Some(sim), Some(real)) => sim.account_changed(real, inst),
+                    _ => ctx.accounts.reload(ctx.fs),
+                }
             }
             applied
         }
@@ -989,11 +1148,9 @@ fn purge_one(
             unmanaged.insert(path);
             continue;
         }
-        if !ctx.dry_run {
-            if let Err(e) = ctx.fs.remove_entry(base, &entry) {
-                failures.push(format!("cannot purge `{path}`: {e}"));
-                continue;
-            }
+        if let Err(e) = ctx.remove_entry(base, &entry) {
+            failures.push(format!("cannot purge `{path}`: {e}"));
+            continue;
         }
         applied.changes.push(Change {
             what: "purged".into(),

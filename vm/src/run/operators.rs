@@ -17,6 +17,7 @@ use crate::rootfs::{FsError, Kind, RootFs};
 
 mod directory_source;
 mod directory_tree;
+mod effects;
 mod secret_file;
 pub use directory_source::source_dirs;
 pub use directory_tree::Others;
@@ -49,6 +50,11 @@ impl Accounts {
         AccountDb::read(fs).unwrap_or_default()
     }
 
+    /// The root's account tables as read.
+    pub fn tables(&self) -> AccountDb {
+        self.db.borrow().clone()
+    }
+
     fn uid(&self, name: &str) -> Result<u32, String> {
         self.db
             .borrow()
@@ -74,6 +80,10 @@ pub struct Ctx<'a> {
     pub fs: &'a RootFs,
     pub accounts: &'a Accounts,
     pub dry_run: bool,
+    /// In a dry run, the state the run would have created
+    /// ([`crate::run::simulated`]): every read and change of the operators
+    /// goes through it ([`effects`]). `None` in a real run.
+    pub sim: Option<&'a crate::run::simulated::Simulated>,
     /// Where backups go (`None`: `backup = true` fails).
     pub state: Option<&'a crate::state::StateDir>,
     /// The root commands are chrooted into, unless a promise says
@@ -119,8 +129,8 @@ fn diff(before: &[u8], after: &[u8], path: &str, modes: &[u32]) -> Option<String
 
 /// Owner and group ids a promise asks for (`None` where not managed).
 fn owner_ids(ctx: &Ctx<'_>, inst: &Instance) -> Result<(Option<u32>, Option<u32>), String> {
-    let uid = inst.str("owner").map(|n| ctx.accounts.uid(n)).transpose()?;
-    let gid = inst.str("group").map(|n| ctx.accounts.gid(n)).transpose()?;
+    let uid = inst.str("owner").map(|n| ctx.uid(n)).transpose()?;
+    let gid = inst.str("group").map(|n| ctx.gid(n)).transpose()?;
     Ok((uid, gid))
 }
 
@@ -144,19 +154,15 @@ fn attributes(
     let owner_changes = new_uid != uid || new_gid != gid;
     let want_mode = inst.int("mode").and_then(|m| u32::try_from(m).ok());
     let target = want_mode.unwrap_or(mode);
-    if !ctx.dry_run {
-        let mut now = mode;
-        if owner_changes {
-            ctx.fs
-                .set_owner(path, new_uid, new_gid)
-                .map_err(fs_failed)?;
-            if let Some(m) = ctx.fs.lstat(path).map_err(fs_failed)? {
-                now = m.mode;
-            }
+    let mut now = mode;
+    if owner_changes {
+        ctx.set_owner(path, new_uid, new_gid).map_err(fs_failed)?;
+        if let Some(m) = ctx.lstat(path).map_err(fs_failed)? {
+            now = m.mode;
         }
-        if now != target {
-            ctx.fs.set_mode(path, target).map_err(fs_failed)?;
-        }
+    }
+    if now != target {
+        ctx.set_mode(path, target).map_err(fs_failed)?;
     }
     if let Some(want) = want_mode.filter(|w| *w != mode) {
         changes.push(Change {
@@ -278,13 +284,11 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
             (None, None) => None,
             (u, g) => Some((u.unwrap_or_else(current_uid), g.unwrap_or_else(current_gid))),
         };
-        if !ctx.dry_run {
-            if let Err(e) = write_validated(ctx, inst, &bytes, mode, owner, secret.is_some()) {
-                return e;
-            }
-            if let Err(e) = confirm(ctx, path, &bytes) {
-                return e;
-            }
+        if let Err(e) = write_validated(ctx, inst, &bytes, mode, owner, secret.is_some()) {
+            return e;
+        }
+        if let Err(e) = confirm(ctx, path, &bytes) {
+            return e;
         }
         if secret.is_some() {
             return Applied::from_changes(vec![Change {
@@ -307,7 +311,7 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     };
     let mut changes = Vec::new();
     if let Some(want) = desired {
-        let current = match ctx.fs.read_file(path) {
+        let current = match ctx.read_file(path) {
             Ok(c) => Zeroizing::new(c.unwrap_or_default()),
             Err(e) => return fs_failed(e),
         };
@@ -317,26 +321,26 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
             let no_backup = (inst.bool("backup") == Some(true))
                 .then(|| secret_file::no_backup(secret, meta.mode))
                 .flatten();
-            if !ctx.dry_run {
-                if inst.bool("backup") == Some(true) && no_backup.is_none() {
-                    // In the state directory, never beside the file
-                    // (issue 17 item 7).
-                    let Some(state) = ctx.state else {
-                        return Applied::failed(
-                            "`backup = true` needs the VM's state directory (`--state`), where backups are kept; not rewritten",
-                        );
-                    };
-                    if let Err(e) = state.backup(path, &current) {
-                        return Applied::failed(format!("cannot back it up: {e}"));
-                    }
+            // A dry run copies nothing to the state directory (it may not
+            // exist yet: the real run creates it).
+            if !ctx.dry_run && inst.bool("backup") == Some(true) && no_backup.is_none() {
+                // In the state directory, never beside the file (issue 17
+                // item 7).
+                let Some(state) = ctx.state else {
+                    return Applied::failed(
+                        "`backup = true` needs the VM's state directory (`--state`), where backups are kept; not rewritten",
+                    );
+                };
+                if let Err(e) = state.backup(path, &current) {
+                    return Applied::failed(format!("cannot back it up: {e}"));
                 }
-                let owner = Some((want_uid.unwrap_or(meta.uid), want_gid.unwrap_or(meta.gid)));
-                if let Err(e) = write_validated(ctx, inst, &want, mode, owner, secret.is_some()) {
-                    return e;
-                }
-                if let Err(e) = confirm(ctx, path, &want) {
-                    return e;
-                }
+            }
+            let owner = Some((want_uid.unwrap_or(meta.uid), want_gid.unwrap_or(meta.gid)));
+            if let Err(e) = write_validated(ctx, inst, &want, mode, owner, secret.is_some()) {
+                return e;
+            }
+            if let Err(e) = confirm(ctx, path, &want) {
+                return e;
             }
             changes.extend(no_backup);
             if let Some(secret) = secret {
@@ -357,10 +361,10 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
         }
     }
     // Mode and owner, read again after a rewrite.
-    let meta = if changes.is_empty() || ctx.dry_run {
+    let meta = if changes.is_empty() {
         meta
     } else {
-        match ctx.fs.lstat(path) {
+        match ctx.lstat(path) {
             Ok(Some(m)) => m,
             Ok(None) => return Applied::failed(format!("`{path}` vanished while it was written")),
             Err(e) => return fs_failed(e),
@@ -389,11 +393,14 @@ fn write_validated(
     secret: bool,
 ) -> Result<(), Applied> {
     let path = inst.promiser.as_str();
-    let Some(validate) = inst.list("validate") else {
-        return ctx
-            .fs
-            .write_file(path, bytes, mode, owner)
-            .map_err(fs_failed);
+    let validate = inst.list("validate");
+    if validate.is_none() || ctx.sim.is_some() {
+        // A dry run does not run `validate` (it is listed among the
+        // commands the run would run); it makes the write's checks.
+        return ctx.write_file(path, bytes, mode, owner).map_err(fs_failed);
+    }
+    let Some(validate) = validate else {
+        return Err(Applied::failed("no `validate`"));
     };
     if !validate.iter().any(|a| a == "%s") {
         return Err(Applied::failed(
@@ -472,7 +479,7 @@ fn timeout_of(inst: &Instance) -> Duration {
 
 /// Re-reads what was written: a repair is only a repair if it stuck.
 fn confirm(ctx: &Ctx<'_>, path: &str, want: &[u8]) -> Result<(), Applied> {
-    match ctx.fs.read_file(path) {
+    match ctx.read_file(path) {
         Ok(Some(now)) if now == want => Ok(()),
         Ok(_) => Err(Applied::failed(format!(
             "`{path}` does not hold the promised content after writing it"
@@ -494,7 +501,7 @@ fn present_or_absent(
     what: &str,
 ) -> Result<Option<crate::rootfs::Meta>, Applied> {
     let path = inst.promiser.as_str();
-    let meta = ctx.fs.lstat(path).map_err(fs_failed)?;
+    let meta = ctx.lstat(path).map_err(fs_failed)?;
     if inst.str("ensure") == Some("absent") {
         return Err(absent(
             ctx,
@@ -519,10 +526,8 @@ fn absent(
     match kind {
         None => Applied::kept(),
         Some(k) if right_kind(k) => {
-            if !ctx.dry_run {
-                if let Err(e) = ctx.fs.remove(path) {
-                    return fs_failed(e);
-                }
+            if let Err(e) = ctx.remove(path) {
+                return fs_failed(e);
             }
             Applied::from_changes(vec![Change {
                 what: "removed".into(),
@@ -558,10 +563,8 @@ pub fn directory(ctx: &Ctx<'_>, inst: &Instance, others: &Others) -> Applied {
                 .int("mode")
                 .and_then(|m| u32::try_from(m).ok())
                 .unwrap_or(0o755);
-            if !ctx.dry_run {
-                if let Err(e) = ctx.fs.create_dir(path, mode) {
-                    return fs_failed(e);
-                }
+            if let Err(e) = ctx.create_dir(path, mode) {
+                return fs_failed(e);
             }
             let mut changes = vec![Change {
                 what: "created".into(),
@@ -569,7 +572,7 @@ pub fn directory(ctx: &Ctx<'_>, inst: &Instance, others: &Others) -> Applied {
                 after: format!("directory mode 0o{mode:o}"),
                 diff: None,
             }];
-            if !ctx.dry_run && (inst.str("owner").is_some() || inst.str("group").is_some()) {
+            if inst.str("owner").is_some() || inst.str("group").is_some() {
                 match attributes(ctx, inst, path, mode, current_uid(), current_gid()) {
                     Ok(more) => changes.extend(more),
                     Err(failed) => return failed,
@@ -602,11 +605,11 @@ pub fn link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
 
 fn converge_link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
     let path = inst.promiser.as_str();
-    let meta = match ctx.fs.lstat(path) {
+    let meta = match ctx.lstat(path) {
         Ok(m) => m,
         Err(e) => return fs_failed(e),
     };
-    let current = match ctx.fs.read_link(path) {
+    let current = match ctx.read_link(path) {
         Ok(t) => t,
         Err(e) => return fs_failed(e),
     };
@@ -630,10 +633,8 @@ fn converge_link(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
             Applied::failed(format!("`{path}` is a directory, not a link"))
         }
         (_, before) => {
-            if !ctx.dry_run {
-                if let Err(e) = ctx.fs.symlink(path, target) {
-                    return fs_failed(e);
-                }
+            if let Err(e) = ctx.symlink(path, target) {
+                return fs_failed(e);
             }
             Applied::from_changes(vec![Change {
                 what: "target".into(),
@@ -743,23 +744,19 @@ fn line_edit<'a>(ctx: &Ctx<'_>, inst: &'a Instance) -> Result<TextEdit<'a>, Stri
 /// diff and writes nothing. A failed edit writes nothing.
 fn converge_text(ctx: &Ctx<'_>, inst: &Instance, edit: TextEdit<'_>) -> Applied {
     let path = inst.promiser.as_str();
-    let meta = match ctx.fs.lstat(path) {
+    // In a dry run, a file an earlier promise would create is there.
+    let meta = match ctx.lstat(path) {
         Ok(Some(m)) if m.kind == Kind::File => m,
-        Ok(Some(m)) if m.kind == Kind::Symlink => return fs_failed(FsError::Symlink(path.to_owned())),
-        Ok(Some(_)) => return Applied::failed(format!("`{path}` is not a regular file")),
-        Ok(None) if ctx.dry_run => {
-            return Applied {
-                outcome: Outcome::Skipped(format!(
-                    "`{path}` does not exist yet; a dry run does not create it, so its lines cannot be checked"
-                )),
-                changes: Vec::new(),
-                output: None,
-            }
+        Ok(Some(m)) if m.kind == Kind::Symlink => {
+            return fs_failed(FsError::Symlink(path.to_owned()))
         }
-        Ok(None) => return Applied::failed(format!("`{path}` does not exist; promise the file too")),
+        Ok(Some(_)) => return Applied::failed(format!("`{path}` is not a regular file")),
+        Ok(None) => {
+            return Applied::failed(format!("`{path}` does not exist; promise the file too"))
+        }
         Err(e) => return fs_failed(e),
     };
-    let bytes = match ctx.fs.read_file(path) {
+    let bytes = match ctx.read_file(path) {
         Ok(b) => b.unwrap_or_default(),
         Err(e) => return fs_failed(e),
     };
@@ -774,13 +771,8 @@ fn converge_text(ctx: &Ctx<'_>, inst: &Instance, edit: TextEdit<'_>) -> Applied 
         Err(why) => return Applied::failed(format!("`{path}`: {why}")),
     };
     let new_bytes = new_text.into_bytes();
-    if !ctx.dry_run {
-        if let Err(e) = ctx
-            .fs
-            .write_file(path, &new_bytes, meta.mode, Some((meta.uid, meta.gid)))
-        {
-            return fs_failed(e);
-        }
+    if let Err(e) = ctx.write_file(path, &new_bytes, meta.mode, Some((meta.uid, meta.gid))) {
+        return fs_failed(e);
     }
     Applied::from_changes(vec![Change {
         what,
@@ -801,7 +793,7 @@ pub fn command(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
         return Applied::failed("a command needs `run`");
     };
     if let Some(creates) = inst.str("creates").filter(|_| !notified) {
-        match ctx.fs.lstat(creates) {
+        match ctx.lstat(creates) {
             Ok(Some(_)) => return Applied::kept(),
             Ok(None) => {}
             Err(e) => return fs_failed(e),

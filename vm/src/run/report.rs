@@ -20,6 +20,26 @@ fn printable_lines(text: &str) -> String {
         .collect()
 }
 
+/// The lines of one repair: `VERB HEAD: WHAT BEFORE -> AFTER` per change,
+/// each followed by its diff (a dry run's; a secret's content shows as
+/// `<secret NAME>` changed, never its text). The human report and
+/// `policyvm run --interactive` show repairs alike.
+pub fn repair_lines(verb: &str, head: &str, changes: &[super::operators::Change]) -> String {
+    let mut out = String::new();
+    for c in changes {
+        let arrow = if c.before.is_empty() {
+            printable(&c.after).into_owned()
+        } else {
+            format!("{} -> {}", printable(&c.before), printable(&c.after))
+        };
+        out.push_str(&format!("{verb} {head}: {} {arrow}\n", printable(&c.what)));
+        if let Some(diff) = &c.diff {
+            out.push_str(&printable_lines(diff));
+        }
+    }
+    out
+}
+
 fn outcome_word(o: &Outcome) -> &'static str {
     match o {
         Outcome::Kept => "kept",
@@ -140,6 +160,19 @@ pub fn json(r: &RunReport) -> Value {
             "error": r.watch.error,
         },
     });
+    // Only a run with `unmanaged` promises says anything of extra entries
+    // (LANGUAGE.md section 17): each with its type, escaped name and fate.
+    if !r.extra.is_empty() || r.promises.iter().any(|p| p.kind == crate::unmanaged::KIND) {
+        if let Some(map) = report.as_object_mut() {
+            map.insert(
+                "extra".to_owned(),
+                serde_json::to_value(&r.extra).unwrap_or(Value::Null),
+            );
+            if let Some(Value::Object(summary)) = map.get_mut("summary") {
+                summary.insert("extra".to_owned(), Value::from(r.extra.len()));
+            }
+        }
+    }
     // Only a run with `neighbours` promises says anything of neighbours.
     if !r.neighbours.is_empty() {
         if let Some(map) = report.as_object_mut() {
@@ -227,16 +260,9 @@ fn human_lines(r: &RunReport) -> Vec<(Line, String)> {
                 out.problem(format!("FAILED   {head}: {}\n", printable(e)));
             }
             Outcome::Repaired => {
-                for c in &p.changes {
-                    let arrow = if c.before.is_empty() {
-                        printable(&c.after).into_owned()
-                    } else {
-                        format!("{} -> {}", printable(&c.before), printable(&c.after))
-                    };
-                    out.push_str(&format!("{verb} {head}: {} {arrow}\n", printable(&c.what)));
-                    if let Some(diff) = &c.diff {
-                        out.push_str(&printable_lines(diff));
-                    }
+                let lines = repair_lines(verb, &head, &p.changes);
+                if !lines.is_empty() {
+                    out.push_str(&lines);
                 }
                 // The commands a backend ran (their output is in the JSON
                 // report).
@@ -280,6 +306,16 @@ fn human_lines(r: &RunReport) -> Vec<(Line, String)> {
     }
     for path in &r.unmanaged {
         out.push_str(&format!("unmanaged {}\n", printable(path)));
+    }
+    // Extra entries (two-way verification): names are already escaped.
+    for e in &r.extra {
+        out.push_str(&format!(
+            "extra    {} {}: {} ({})\n",
+            e.kind,
+            printable(&e.name),
+            e.action.word().replace('_', " "),
+            printable(&e.source)
+        ));
     }
     if let Some(broken) = &r.watch.broken {
         out.push_str(&format!("BROKEN   watch history: {}\n", printable(broken)));
@@ -331,6 +367,10 @@ fn human_lines(r: &RunReport) -> Vec<(Line, String)> {
     let changed = match count("changed") {
         0 => String::new(),
         n => format!(", {n} changed"),
+    };
+    let changed = match r.extra.len() {
+        0 => changed,
+        n => format!("{changed}, {n} extra"),
     };
     out.push_str(&format!(
         "{}{} kept, {} repaired, {} failed, {} skipped{changed}{owed} in {} pass{}, {} ms\n",

@@ -1,13 +1,13 @@
 //! Opening the secrets of a bundle on this host: the host's age identity
 //! (`STATE/identity/age.key`, written by `policyvm enroll`) opens the
-//! sealed key of a set of hosts, which opens the secrets sealed to that
-//! set. Everything happens in memory: no plaintext and no key ever goes
-//! to a file, and both are wiped when the run ends ([`Zeroizing`]).
+//! sealed set of the secrets that go to a set of hosts. Everything happens
+//! in memory: no plaintext ever goes to a file, and each is wiped when the
+//! run ends ([`Zeroizing`]).
 //!
 //! Lazily: nothing is read or decrypted until an active promise needs a
-//! secret, the identity is read at most once per run and each sealed key
+//! secret, the identity is read at most once per run and each sealed set
 //! opened at most once per run (one X25519 per set of hosts, however many
-//! secrets it seals). A host that cannot open a secret (not a recipient,
+//! secrets it holds). A host that cannot open a secret (not a recipient,
 //! never enrolled, an unreadable identity) fails the promise that needs
 //! it with the reason; every other promise goes on.
 
@@ -19,16 +19,16 @@ use age::DecryptError;
 use zeroize::Zeroizing;
 
 use super::SecretText;
-use crate::bundle::format::{Body, Constant};
+use crate::bundle::format::{Body, Constant, SealedSet};
 use crate::state::StateDir;
 
-/// Why a sealed key (or the host identity) could not be had: kept per key,
+/// Why a sealed set (or the host identity) could not be had: kept per set,
 /// and worded per secret when a secret needs it.
 #[derive(Clone, Debug)]
 enum Unopened {
     /// No state directory, or no `identity/age.key` in it.
     NoIdentity,
-    /// This host's identity is not among the key's recipients.
+    /// This host's identity is not among the set's recipients.
     NotRecipient,
     /// Anything else: an unsafe or unreadable identity, a corrupt file.
     Other(String),
@@ -46,25 +46,28 @@ impl Unopened {
     }
 }
 
-/// The secrets of one run: the host identity and the sealed keys and
-/// secrets opened so far.
+/// The entries of one opened set: (name, value), values wiped when dropped.
+type Opened = Vec<(String, Zeroizing<String>)>;
+
+/// The secrets of one run: the host identity and the sealed sets opened
+/// so far.
 pub struct Keyring<'s> {
     /// Where the host identity is (`None`: a run without `--state`).
     state: Option<&'s StateDir>,
     /// The host's age identity, once read.
     identity: Option<Result<Identity, Unopened>>,
-    /// Sealed key constant index -> the identity it holds.
-    keys: HashMap<u32, Result<Identity, Unopened>>,
+    /// Sealed set constant index -> its entries.
+    sets: HashMap<u32, Result<Opened, Unopened>>,
     /// Secret constant index -> its plaintext.
     secrets: HashMap<u32, Arc<SecretText>>,
-    /// How many sealed keys were decrypted (each at most once).
+    /// How many sealed sets were decrypted (each at most once).
     opened: usize,
 }
 
 impl std::fmt::Debug for Keyring<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Keyring")
-            .field("keys_opened", &self.opened)
+            .field("sets_opened", &self.opened)
             .field("secrets_opened", &self.secrets.len())
             .finish_non_exhaustive()
     }
@@ -77,14 +80,14 @@ impl<'s> Keyring<'s> {
         Keyring {
             state,
             identity: None,
-            keys: HashMap::new(),
+            sets: HashMap::new(),
             secrets: HashMap::new(),
             opened: 0,
         }
     }
 
-    /// How many sealed keys this run decrypted.
-    pub fn keys_opened(&self) -> usize {
+    /// How many sealed sets this run decrypted.
+    pub fn sets_opened(&self) -> usize {
         self.opened
     }
 
@@ -98,36 +101,41 @@ impl<'s> Keyring<'s> {
             return Err(format!("constant {c} is not a secret"));
         };
         let name = sealed.name.as_str();
-        let key = self.key(body, sealed.key).map_err(|e| e.for_secret(name))?;
-        let bytes = Zeroizing::new(
-            age::decrypt(key, &sealed.ciphertext.0).map_err(|e| unopened(&e).for_secret(name))?,
-        );
-        let text =
-            std::str::from_utf8(&bytes).map_err(|_| format!("secret {name} is not UTF-8 text"))?;
+        if !self.sets.contains_key(&sealed.set) {
+            let opened = self.open_set(body, sealed.set);
+            self.sets.insert(sealed.set, opened);
+        }
+        let entries = match self.sets.get(&sealed.set) {
+            Some(Ok(entries)) => entries,
+            Some(Err(e)) => return Err(e.for_secret(name)),
+            None => {
+                return Err(format!(
+                    "secret {name}: sealed set {} was not opened",
+                    sealed.set
+                ))
+            }
+        };
+        let value = match entries.get(sealed.index as usize) {
+            Some((entry, value)) if entry == name => value,
+            _ => {
+                return Err(format!(
+                    "secret {name} cannot be decrypted: entry {} of sealed set {} is not it (a damaged bundle)",
+                    sealed.index, sealed.set
+                ))
+            }
+        };
         let secret = Arc::new(SecretText::new(
             BTreeSet::from([name.to_owned()]),
-            Zeroizing::new(text.to_owned()),
+            value.clone(),
         ));
         self.secrets.insert(c, Arc::clone(&secret));
         Ok(secret)
     }
 
-    /// The identity sealed in key constant `k`, opened on first use.
-    fn key(&mut self, body: &Body, k: u32) -> Result<&Identity, Unopened> {
-        if !self.keys.contains_key(&k) {
-            let opened = self.open_key(body, k);
-            self.keys.insert(k, opened);
-        }
-        match self.keys.get(&k) {
-            Some(Ok(identity)) => Ok(identity),
-            Some(Err(e)) => Err(e.clone()),
-            None => Err(Unopened::Other(format!("sealed key {k}"))),
-        }
-    }
-
-    fn open_key(&mut self, body: &Body, k: u32) -> Result<Identity, Unopened> {
-        let Some(Constant::SealedKey(sealed)) = body.constants.get(k as usize) else {
-            return Err(Unopened::Other(format!("constant {k} is not a sealed key")));
+    /// Decrypts sealed set constant `s` with the host identity: one X25519.
+    fn open_set(&mut self, body: &Body, s: u32) -> Result<Opened, Unopened> {
+        let Some(Constant::SealedSet(sealed)) = body.constants.get(s as usize) else {
+            return Err(Unopened::Other(format!("constant {s} is not a sealed set")));
         };
         self.load_identity();
         let host = match &self.identity {
@@ -136,16 +144,13 @@ impl<'s> Keyring<'s> {
             None => return Err(Unopened::NoIdentity),
         };
         self.opened = self.opened.saturating_add(1);
-        let bytes =
+        let plain =
             Zeroizing::new(age::decrypt(host, &sealed.ciphertext.0).map_err(|e| unopened(&e))?);
-        std::str::from_utf8(&bytes)
-            .ok()
-            .and_then(crate::identity::age_identity)
-            .ok_or_else(|| {
-                Unopened::Other(format!(
-                    "sealed key {k} does not hold an age identity (AGE-SECRET-KEY-1...)"
-                ))
-            })
+        let entries = SealedSet::decode_plaintext(&plain).map_err(Unopened::Other)?;
+        Ok(entries
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), Zeroizing::new(value.to_owned())))
+            .collect())
     }
 
     /// Reads this host's age identity, on first use.
@@ -171,70 +176,59 @@ fn unopened(e: &DecryptError) -> Unopened {
     }
 }
 
-/// Sealing as `policyc` does (`docs/bytecode.md`, "Secrets"), for the tests
-/// of the VM: a set key sealed to `hosts`, and secrets sealed to it.
 /// The evaluator opens secrets through this keyring on a host.
 impl converge_eval::sources::Secrets for Keyring<'_> {
     fn reveal(&mut self, body: &Body, c: u32) -> Result<Arc<SecretText>, String> {
         Keyring::reveal(self, body, c)
     }
 
-    fn keys_opened(&self) -> usize {
-        Keyring::keys_opened(self)
+    fn sets_opened(&self) -> usize {
+        Keyring::sets_opened(self)
     }
 }
 
+/// Sealing as `policyc` does (`docs/bytecode.md`, "Secrets"), for the tests
+/// of the VM.
 #[cfg(test)]
 pub(crate) mod sealing {
     use std::str::FromStr as _;
 
-    use age::secrecy::ExposeSecret as _;
+    use crate::bundle::format::{Bytes, Constant, Sealed, SealedSet};
 
-    use crate::bundle::format::{Bytes, Constant, Sealed, SealedKey};
-
-    fn encrypt_to(recipients: &[age::x25519::Recipient], plaintext: &[u8]) -> Vec<u8> {
+    /// A sealed set for `hosts` (their `age1...` recipients) holding
+    /// `secrets` (name, value), as constant index `at`, followed by one
+    /// secret constant per entry (`at + 1`, `at + 2`, ...).
+    pub fn sealed_set(at: u32, hosts: &[&str], secrets: &[(&str, &str)]) -> Vec<Constant> {
         use std::io::Write as _;
-        let encryptor =
-            age::Encryptor::with_recipients(recipients.iter().map(|r| r as &dyn age::Recipient))
-                .unwrap();
-        let mut out = Vec::new();
-        let mut writer = encryptor.wrap_output(&mut out).unwrap();
-        writer.write_all(plaintext).unwrap();
-        writer.finish().unwrap();
-        out
-    }
-
-    /// A set key for `hosts` (their `age1...` recipients): the constant,
-    /// and the set's own recipient to seal secrets to.
-    pub fn sealed_key(hosts: &[&str]) -> (Constant, age::x25519::Recipient) {
-        let set = age::x25519::Identity::generate();
         let recipients: Vec<_> = hosts
             .iter()
             .map(|h| age::x25519::Recipient::from_str(h).unwrap())
             .collect();
-        let ciphertext = encrypt_to(&recipients, set.to_string().expose_secret().as_bytes());
-        (
-            Constant::SealedKey(Box::new(SealedKey {
-                ciphertext: Bytes(ciphertext),
-            })),
-            set.to_public(),
-        )
-    }
-
-    /// Secret `name` holding `value`, sealed to the set key at constant
-    /// index `key` (whose recipient is `to`).
-    pub fn secret(name: &str, value: &str, key: u32, to: &age::x25519::Recipient) -> Constant {
-        Constant::Secret(Box::new(Sealed {
-            name: name.to_owned(),
-            key,
-            ciphertext: Bytes(encrypt_to(std::slice::from_ref(to), value.as_bytes())),
-        }))
+        let plaintext = SealedSet::encode_plaintext(secrets).unwrap();
+        let encryptor =
+            age::Encryptor::with_recipients(recipients.iter().map(|r| r as &dyn age::Recipient))
+                .unwrap();
+        let mut ciphertext = Vec::new();
+        let mut writer = encryptor.wrap_output(&mut ciphertext).unwrap();
+        writer.write_all(&plaintext).unwrap();
+        writer.finish().unwrap();
+        let mut out = vec![Constant::SealedSet(Box::new(SealedSet {
+            ciphertext: Bytes(ciphertext),
+        }))];
+        for (index, (name, _)) in (0u32..).zip(secrets) {
+            out.push(Constant::Secret(Box::new(Sealed {
+                name: (*name).to_owned(),
+                set: at,
+                index,
+            })));
+        }
+        out
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::sealing::{sealed_key, secret};
+    use super::sealing::sealed_set;
     use super::*;
 
     fn enrolled(dir: &std::path::Path, name: &str) -> (StateDir, String) {
@@ -243,28 +237,25 @@ mod tests {
         (state, identity.age_recipient)
     }
 
-    /// Two secrets sealed to one set of hosts: the key is decrypted once,
+    /// Two secrets sealed to one set of hosts: the set is decrypted once,
     /// however many secrets (and reveals) use it; a host outside the set,
     /// or one never enrolled, is told so, naming the secret.
     #[test]
-    fn a_recipient_opens_each_key_once_and_others_are_told_why_not() {
+    fn a_recipient_opens_each_set_once_and_others_are_told_why_not() {
         let dir = tempfile::tempdir().unwrap();
         let (a, a_recipient) = enrolled(dir.path(), "a");
         let (b, _) = enrolled(dir.path(), "b");
-        let (key, set) = sealed_key(&[&a_recipient]);
-        let body = Body::with_programs(
-            vec![
-                key,
-                secret("db_password", "s3cret-one", 0, &set),
-                secret("api_token", "s3cret-two", 0, &set),
-                Constant::Str("plain".into()),
-            ],
-            Vec::new(),
+        let mut constants = sealed_set(
+            0,
+            &[&a_recipient],
+            &[("db_password", "s3cret-one"), ("api_token", "s3cret-two")],
         );
+        constants.push(Constant::Str("plain".into()));
+        let body = Body::with_programs(constants, Vec::new());
 
         let mut ring = Keyring::new(Some(&a));
         assert_eq!(
-            ring.keys_opened(),
+            ring.sets_opened(),
             0,
             "nothing is opened before it is needed"
         );
@@ -273,7 +264,7 @@ mod tests {
         assert_eq!(one.label(), "<secret db_password>");
         assert_eq!(ring.reveal(&body, 2).unwrap().expose(), "s3cret-two");
         assert_eq!(ring.reveal(&body, 1).unwrap().expose(), "s3cret-one");
-        assert_eq!(ring.keys_opened(), 1);
+        assert_eq!(ring.sets_opened(), 1);
         assert!(ring.reveal(&body, 3).is_err());
 
         let mut other = Keyring::new(Some(&b));
@@ -285,7 +276,7 @@ mod tests {
             other.reveal(&body, 2).unwrap_err(),
             "this host is not a recipient of secret api_token"
         );
-        assert_eq!(other.keys_opened(), 1, "a failed key is not tried again");
+        assert_eq!(other.sets_opened(), 1, "a failed set is not tried again");
 
         let never = StateDir::open(&dir.path().join("never")).unwrap();
         for state in [Some(&never), None] {
@@ -304,8 +295,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().unwrap();
         let (a, a_recipient) = enrolled(dir.path(), "a");
-        let (key, set) = sealed_key(&[&a_recipient]);
-        let body = Body::with_programs(vec![key, secret("s", "v", 0, &set)], Vec::new());
+        let body = Body::with_programs(sealed_set(0, &[&a_recipient], &[("s", "v")]), Vec::new());
         let file = a
             .path(crate::identity::IDENTITY)
             .join(crate::identity::AGE_KEY);
@@ -316,5 +306,27 @@ mod tests {
             "{err}"
         );
         assert!(!err.contains("AGE-SECRET-KEY"), "{err}");
+    }
+
+    /// A secret constant pointing at another secret's entry of its set (a
+    /// damaged or hand-made bundle) gets nothing: the entry's name must be
+    /// the secret's.
+    #[test]
+    fn a_secret_naming_another_entry_of_its_set_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, a_recipient) = enrolled(dir.path(), "a");
+        let mut constants = sealed_set(0, &[&a_recipient], &[("one", "v1"), ("two", "v2")]);
+        if let Some(Constant::Secret(s)) = constants.get_mut(1) {
+            s.index = 1;
+        }
+        let body = Body::with_programs(constants, Vec::new());
+        let mut ring = Keyring::new(Some(&a));
+        let err = ring.reveal(&body, 1).unwrap_err();
+        assert_eq!(
+            err,
+            "secret one cannot be decrypted: entry 1 of sealed set 0 is not it (a damaged bundle)"
+        );
+        assert!(!err.contains("v2"));
+        assert_eq!(ring.reveal(&body, 2).unwrap().expose(), "v2");
     }
 }

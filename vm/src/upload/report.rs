@@ -80,6 +80,12 @@ pub fn build(cycle: &Cycle<'_>) -> Report {
                 digest: r.digest.clone(),
             });
             report.summary = summary(r);
+            if r.dry_run {
+                report.extensions.insert(
+                    converge_format::report::DRY_RUN_EXTENSION.to_owned(),
+                    Value::Bool(true),
+                );
+            }
             if !r.neighbours.is_empty() {
                 report.extensions.insert(
                     crate::neighbours::EXTENSION.to_owned(),
@@ -90,6 +96,12 @@ pub fn build(cycle: &Cycle<'_>) -> Report {
                 converge_format::chain::EXTENSION.to_owned(),
                 watch_extension(r),
             );
+            if !r.extra.is_empty() || r.promises.iter().any(|p| p.kind == crate::unmanaged::KIND) {
+                report.extensions.insert(
+                    converge_format::report::EXTRA_EXTENSION.to_owned(),
+                    extra_extension(r),
+                );
+            }
             report.promises = promises(r);
             report.owed_notifications = r
                 .owed
@@ -229,6 +241,22 @@ fn sys_facts(f: &Facts) -> BTreeMap<String, Value> {
     sys
 }
 
+/// The `extra` extension (two-way verification, Bcfg2's "extra entries"):
+/// the count per type, and each entry (type, escaped name, what became
+/// of it, the `unmanaged` promise), the entries cut first when the report
+/// is too large ([`cut`]).
+pub fn extra_extension(r: &RunReport) -> Value {
+    let mut counts = serde_json::Map::new();
+    for e in &r.extra {
+        let n = counts.get(&e.kind).and_then(Value::as_u64).unwrap_or(0);
+        counts.insert(e.kind.clone(), Value::from(n.saturating_add(1)));
+    }
+    serde_json::json!({
+        "counts": counts,
+        "entries": serde_json::to_value(&r.extra).unwrap_or(Value::Null),
+    })
+}
+
 /// Keeps `report` within `limit` bytes of JSON: first every diff goes,
 /// then promises from the end; the summary still counts everything and
 /// `truncated` says something was cut.
@@ -243,6 +271,13 @@ pub fn cut(report: &mut Report, limit: usize) {
     if let Some(Value::Object(watch)) = report.extensions.get_mut(converge_format::chain::EXTENSION)
     {
         watch.insert("changes".into(), Value::Array(Vec::new()));
+    }
+    // So do the extra entries (their counts stay).
+    if let Some(Value::Object(extra)) = report
+        .extensions
+        .get_mut(converge_format::report::EXTRA_EXTENSION)
+    {
+        extra.insert("entries".into(), Value::Array(Vec::new()));
     }
     for change in report
         .promises
@@ -371,5 +406,25 @@ mod tests {
             3,
             "the promises stay when the changes were enough"
         );
+    }
+
+    #[test]
+    #[allow(clippy::indexing_slicing)]
+    fn the_extra_entries_go_first_and_their_counts_stay() {
+        let mut r = report_with(3, 10);
+        let entries: Vec<Value> = (0..300)
+            .map(|i| serde_json::json!({ "type": "package", "name": format!("pkg-{i}-{}", "x".repeat(40)), "action": "reported", "source": "site.policy:3" }))
+            .collect();
+        r.extensions.insert(
+            converge_format::report::EXTRA_EXTENSION.to_owned(),
+            serde_json::json!({ "counts": { "package": 300 }, "entries": entries }),
+        );
+        let limit = r.to_bytes().len() - 1000;
+        cut(&mut r, limit);
+        assert!(r.truncated);
+        let ext = &r.extensions[converge_format::report::EXTRA_EXTENSION];
+        assert_eq!(ext["entries"], Value::Array(Vec::new()));
+        assert_eq!(ext["counts"]["package"], 300);
+        assert_eq!(r.promises.len(), 3);
     }
 }

@@ -138,6 +138,7 @@ mod tests {
             published: 1,
             expires: 4_102_444_800, // 2100-01-01
             key_id: id,
+            rollout: None,
         };
         let text = stamp.encode(&signer.sign(&stamp.signing_digest()).to_bytes());
         let mut files = HashMap::new();

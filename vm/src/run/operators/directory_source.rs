@@ -116,7 +116,7 @@ fn copy_entry(
     want: Want,
     tally: &mut Tally,
 ) -> Result<(), FsError> {
-    let meta = ctx.fs.lstat(path)?;
+    let meta = ctx.lstat(path)?;
     let new_owner = |m: Option<&Meta>| {
         (
             want.uid
@@ -130,32 +130,25 @@ fn copy_entry(
         (None, Some(m)) if m.kind != Kind::Dir => Err(FsError::NotADirectory(path.to_owned())),
         (Some(_), Some(m)) if m.kind != Kind::File => Err(FsError::NotAFile(path.to_owned())),
         (None, None) => {
-            if !ctx.dry_run {
-                ctx.fs.create_dir(path, want.mode)?;
-                if want.uid.is_some() || want.gid.is_some() {
-                    let (uid, gid) = new_owner(None);
-                    ctx.fs.set_owner(path, uid, gid)?;
-                    ctx.fs.set_mode(path, want.mode)?;
-                }
+            ctx.create_dir(path, want.mode)?;
+            if want.uid.is_some() || want.gid.is_some() {
+                let (uid, gid) = new_owner(None);
+                ctx.set_owner(path, uid, gid)?;
+                ctx.set_mode(path, want.mode)?;
             }
             tally.change(created(path, "directory", want.mode));
             Ok(())
         }
         (Some(bytes), None) => {
-            if !ctx.dry_run {
-                let owner = (want.uid.is_some() || want.gid.is_some()).then(|| new_owner(None));
-                ctx.fs.write_file(path, bytes, want.mode, owner)?;
-            }
+            let owner = (want.uid.is_some() || want.gid.is_some()).then(|| new_owner(None));
+            ctx.write_file(path, bytes, want.mode, owner)?;
             tally.change(created(path, "file", want.mode));
             Ok(())
         }
         (Some(bytes), Some(m)) => {
-            let now = ctx.fs.read_file(path)?;
+            let now = ctx.read_file(path)?;
             if now.as_deref() != Some(bytes) {
-                if !ctx.dry_run {
-                    ctx.fs
-                        .write_file(path, bytes, want.mode, Some(new_owner(Some(&m))))?;
-                }
+                ctx.write_file(path, bytes, want.mode, Some(new_owner(Some(&m))))?;
                 tally.change(Change {
                     what: format!("content of {path}"),
                     before: format!("{} bytes", m.len),
@@ -182,13 +175,11 @@ fn fix_attributes(
     let uid = want.uid.unwrap_or(m.uid);
     let gid = want.gid.unwrap_or(m.gid);
     let owner_changes = (uid, gid) != (m.uid, m.gid);
-    if !ctx.dry_run {
-        if owner_changes {
-            ctx.fs.set_owner(path, uid, gid)?;
-        }
-        if owner_changes || m.mode != want.mode {
-            ctx.fs.set_mode(path, want.mode)?;
-        }
+    if owner_changes {
+        ctx.set_owner(path, uid, gid)?;
+    }
+    if owner_changes || m.mode != want.mode {
+        ctx.set_mode(path, want.mode)?;
     }
     if m.mode != want.mode {
         tally.change(Change {
