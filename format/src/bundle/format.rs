@@ -276,7 +276,7 @@ impl SealedSet {
     /// from it (so the values are copied only into wiped buffers).
     pub fn decode_plaintext(plain: &[u8]) -> Result<Vec<(&str, &str)>, String> {
         match postcard::take_from_bytes::<Vec<(&str, &str)>>(plain) {
-            Ok((entries, rest)) if rest.is_empty() => Ok(entries),
+            Ok((entries, [])) => Ok(entries),
             Ok(_) => Err("a sealed set with bytes after its entries".to_owned()),
             Err(e) => Err(format!("a sealed set that is not a list of secrets: {e}")),
         }
