@@ -295,7 +295,7 @@ fn used(body: &Body, into: &mut BTreeSet<(&'static str, u32)>) {
 fn every_opcode_promise_type_kind_fact_and_attribute_is_in_a_golden() {
     const SEALED_KINDS: [u32; 2] = [
         converge_format::ids::constant_kind::SECRET as u32,
-        converge_format::ids::constant_kind::SEALED_KEY as u32,
+        converge_format::ids::constant_kind::SEALED_SET as u32,
     ];
     let mut seen = BTreeSet::new();
     for name in goldens() {

@@ -471,3 +471,55 @@ policy { b(); }"#;
     );
     assert_eq!(run(down), ["is-enabled -- cvgweb", "is-active -- cvgweb"]);
 }
+
+/// Bcfg2's "services of a modified bundle restart", written as bundle
+/// defaults (LANGUAGE.md section 17): `defaults { notify = [service "x"]; }`
+/// makes every file of the bundle notify the service (the service itself
+/// excluded), so a change to any one of them restarts it, and a run that
+/// changes nothing leaves it alone.
+#[test]
+#[ignore = "needs runit"]
+fn bundle_defaults_restart_the_service_when_any_file_of_the_bundle_changes() {
+    require_runit();
+    let root = runit_root("cvgbundle");
+    let r = root.path();
+    let _runsvdir = Runsvdir::start(r);
+    let policy = |a: &str, b: &str| {
+        verified(&compile(&format!(
+            r#"bundle web {{
+  defaults {{ notify = [service "cvgbundle"]; }}
+  file "/etc/cvgbundle-a.conf" {{ content = "{a}\n"; }}
+  file "/etc/cvgbundle-b.conf" {{ content = "{b}\n"; mode = 0o640; }}
+  service "cvgbundle" {{ state = running; enabled = true; }}
+}}
+policy {{ web(); }}"#
+        )))
+    };
+    let first = converge(&policy("a1", "b1"), r, false);
+    assert!(failed(&first).is_empty(), "{:?}", failed(&first));
+    let started = pid(r, "cvgbundle").expect("the service runs");
+    let quiet = converge(&policy("a1", "b1"), r, false);
+    assert_eq!(repaired(&quiet), 0, "{quiet:?}");
+    assert_eq!(pid(r, "cvgbundle"), Some(started));
+
+    // Each file of the bundle, changed on its own, restarts the service.
+    let mut before = started;
+    for (a, b, changed) in [
+        ("a2", "b1", "/etc/cvgbundle-a.conf"),
+        ("a2", "b2", "/etc/cvgbundle-b.conf"),
+    ] {
+        let run = converge(&policy(a, b), r, false);
+        assert!(failed(&run).is_empty(), "{:?}", failed(&run));
+        assert_eq!(outcome(&run, changed), &Outcome::Repaired, "{run:?}");
+        assert_eq!(outcome(&run, "cvgbundle"), &Outcome::Repaired, "{run:?}");
+        let after = pid(r, "cvgbundle").expect("running after the restart");
+        assert_ne!(
+            after, before,
+            "a change to {changed} did not restart the service"
+        );
+        let again = converge(&policy(a, b), r, false);
+        assert_eq!(repaired(&again), 0, "{again:?}");
+        assert_eq!(pid(r, "cvgbundle"), Some(after));
+        before = after;
+    }
+}

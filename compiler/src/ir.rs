@@ -132,6 +132,30 @@ pub struct Attr {
     pub name: String,
     pub value: Value,
     pub span: Span,
+    /// Set when the promise does not set this attribute itself and takes
+    /// it from its bundle's `defaults` (LANGUAGE.md section 17); `span` is
+    /// then the value in the `defaults` block.
+    pub default: Option<Arc<DefaultOrigin>>,
+}
+
+/// Where a defaulted attribute comes from: what a diagnostic about it adds
+/// at the promise (`analysis::defaults`), and what hover shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DefaultOrigin {
+    /// `defaults` or `defaults file` as written.
+    pub block: Span,
+    /// The block as `file:line:col`, for messages.
+    pub at: String,
+}
+
+impl Promise {
+    /// Where attribute `name` of this promise came from, if from defaults.
+    pub fn default_origin(&self, name: &str) -> Option<&DefaultOrigin> {
+        self.attrs
+            .iter()
+            .find(|a| a.name == name)
+            .and_then(|a| a.default.as_deref())
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

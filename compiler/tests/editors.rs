@@ -116,3 +116,33 @@ fn textmate_grammar_covers_records_lookups_and_templates() {
         .unwrap();
     assert!(definitions.contains("|type)"), "{definitions}");
 }
+
+/// `defaults { ... }` and `defaults TYPE { ... }` (LANGUAGE.md section 17):
+/// the word as a keyword and the type as a promise type, only before a
+/// block (`defaults` stays an ordinary name elsewhere).
+#[test]
+fn textmate_grammar_highlights_defaults() {
+    let grammar = json("vscode/syntaxes/policy.tmLanguage.json");
+    let patterns = grammar["repository"]["keywords"]["patterns"]
+        .as_array()
+        .unwrap();
+    let rule = patterns
+        .iter()
+        .find(|p| p["captures"]["1"]["name"] == "keyword.control.defaults.policy")
+        .expect("a rule for `defaults`");
+    assert_eq!(
+        rule["captures"]["2"]["name"],
+        "entity.name.type.promise.policy"
+    );
+    // The Rust regex crate has no lookahead: match the `{` instead.
+    let pattern = rule["match"].as_str().unwrap();
+    assert!(pattern.ends_with(r"(?=\s*\{)"), "{pattern}");
+    let re = regex::Regex::new(&pattern.replace(r"(?=\s*\{)", r"\s*\{")).unwrap();
+    let typed = re.captures("  defaults file { mode = 0o644; }").unwrap();
+    assert_eq!(&typed[1], "defaults");
+    assert_eq!(typed.get(2).map(|m| m.as_str()), Some("file"));
+    let untyped = re.captures("defaults { notify = [];}").unwrap();
+    assert!(untyped.get(2).is_none());
+    assert!(!re.is_match("let defaults = 1;"));
+    assert!(!re.is_match("content = defaults;"));
+}

@@ -658,3 +658,41 @@ fn hover_and_completion_on_unmanaged() {
     }
     assert!(client.shutdown().success());
 }
+
+/// Hover on the type word of a promise lists the attributes it takes from
+/// its bundle's `defaults` (LANGUAGE.md section 17): the typed block wins
+/// over the untyped one, what the promise (or a body it uses) sets itself
+/// is not listed, and a promise that takes nothing shows none.
+#[test]
+fn hover_on_a_promise_shows_its_defaults() {
+    const POLICY: &str = "body private { mode = 0o600; }\nbundle web {\n  defaults { notify = [service \"nginx\"]; mode = 0o640; }\n  defaults file { mode = 0o644; owner = \"www-data\"; }\n  file \"/etc/nginx/nginx.conf\" { content = \"x\\n\"; owner = \"root\"; }\n  file \"/etc/nginx/key.pem\" { content = \"k\\n\"; use private; }\n  service \"nginx\" { state = running; }\n  package \"nginx\" { state = installed; notify = []; }\n}\npolicy { web(); }\n";
+    let dir = tempfile::tempdir().unwrap();
+    let main = dir.path().join("main.policy");
+    std::fs::write(&main, POLICY).unwrap();
+    let mut client = Client::start();
+    client.initialize(dir.path());
+    let main_uri = client.open(&main, POLICY);
+    client.diagnostics(&main_uri, 1);
+    let hover = |client: &mut Client, line: u32, character: u32| {
+        let hover = client.request("textDocument/hover", at(&main_uri, line, character));
+        hover["contents"]["value"].as_str().unwrap().to_owned()
+    };
+    let conf = hover(&mut client, 4, 3);
+    assert!(conf.contains("from the defaults of bundle `web`"), "{conf}");
+    assert!(
+        conf.contains("- `mode = 0o644` (`defaults file`, line 4)"),
+        "{conf}"
+    );
+    assert!(
+        conf.contains("- `notify = [service \"nginx\"]` (`defaults`, line 3)"),
+        "{conf}"
+    );
+    assert!(!conf.contains("owner ="), "its own owner wins: {conf}");
+    assert!(!conf.contains("0o640"), "the typed default wins: {conf}");
+    let key = hover(&mut client, 5, 3);
+    assert!(!key.contains("mode ="), "its body sets mode: {key}");
+    assert!(key.contains("owner = \"www-data\""), "{key}");
+    let package = hover(&mut client, 7, 3);
+    assert!(!package.contains("from the defaults"), "{package}");
+    assert!(client.shutdown().success());
+}

@@ -144,6 +144,28 @@ pub fn name_problem(name: &str) -> Option<&'static str> {
     }
 }
 
+/// Attributes whose value names a file of the policy tree that the
+/// compiler embeds in the bundle (a blob constant, the verifier's rule).
+pub const EMBEDDED_ATTRS: &[&str] = &["source", "rpm"];
+
+/// The first bytes of every rpm package file (its "lead").
+pub const RPM_LEAD_MAGIC: [u8; 4] = [0xed, 0xab, 0xee, 0xdb];
+
+/// Why the content of a package file named by `attr` (`rpm`) is not one,
+/// if it is not: the compiler says so (E0501 at the attribute, in `policyc
+/// check` and at build time), and the VM checks again before any tool
+/// sees the file.
+pub fn package_file_problem(attr: &str, bytes: &[u8]) -> Option<String> {
+    match attr {
+        "rpm" if !bytes.starts_with(&RPM_LEAD_MAGIC) => Some(format!(
+            "it is not an rpm package: its first bytes are not rpm's lead magic `ed ab ee db` ({} bytes{})",
+            bytes.len(),
+            if bytes.is_empty() { "" } else { ", starting with other bytes" }
+        )),
+        _ => None,
+    }
+}
+
 /// A constraint between attributes of one promise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rule {
@@ -284,6 +306,11 @@ pub fn hides_value(name: &str) -> bool {
 const ENSURE_VALUES: &[&str] = &["present", "absent"];
 const LINE_PLACES: &[&str] = &["top", "bottom"];
 const PACKAGE_STATES: &[&str] = &["installed", "removed", "latest"];
+/// The package toolsets `manager` may force (the VM's `backend::toolset`).
+/// `manager` stays a string in bundles (bundles of format 2.x carry
+/// `"apt"` as a string constant): the compiler checks a constant value
+/// against this list (E0203), the VM any value.
+pub const PACKAGE_MANAGERS: &[&str] = &["apt", "dnf", "rpm"];
 const SERVICE_STATES: &[&str] = &["running", "stopped"];
 const NOTIFY_ACTIONS: &[&str] = &["restart", "reload"];
 const PROCESS_STATES: &[&str] = &["running", "absent"];
@@ -651,13 +678,13 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
                 23, "version",
                 AttrType::String,
                 DefaultValue::Unmanaged,
-                "An exact version to install (`apt-get install name=version`); the installed version must equal it.",
+                "An exact version to install (`apt-get install name=version`, `dnf install name-version`); apt: the installed version must equal it; rpm: `[EPOCH:]VERSION[-RELEASE]`, the parts written must compare equal by rpm's rules.",
             ),
             attr(
                 24, "manager",
                 AttrType::String,
-                DefaultValue::Str("apt"),
-                "The package manager (`apt` on the Debian family).",
+                DefaultValue::Unmanaged,
+                "The toolset: `apt` (dpkg/apt), `dnf` (rpm/dnf) or `rpm` (rpm alone: package files and removals); by default from the root's /etc/os-release (`ID`, then `ID_LIKE`): the Debian family gets apt, the Red Hat family (rhel, fedora, centos, rocky, almalinux) dnf.",
             ),
             attr(
                 25, "deb",
@@ -666,13 +693,19 @@ pub const PROMISE_TYPES: &[PromiseType] = &[
                 "A `.deb` file inside the root to install with `dpkg --install` instead of from the apt repositories (as Ansible's `apt: deb=`).",
             ),
             attr(
+                211, "rpm",
+                AttrType::String,
+                DefaultValue::Unmanaged,
+                "An `.rpm` file of the policy tree, embedded at compile time, installed with `dnf install FILE` (`rpm -U` with `manager = \"rpm\"`) instead of from the repositories.",
+            ),
+            attr(
                 193, "update_cache_age",
                 AttrType::Duration,
                 DefaultValue::Unmanaged,
                 "Refresh the apt index (`apt-get update`, at most once per run, before the batch) when its newest file in /var/lib/apt/lists is older than this, or missing (as Ansible's `cache_valid_time`).",
             ),
         ],
-        rules: &[],
+        rules: &[Rule::AtMostOne(&["deb", "rpm"])],
     },
     PromiseType {
         id: 6,

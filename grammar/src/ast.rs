@@ -184,6 +184,11 @@ pub enum Stmt {
     When(When),
     For(For),
     Call(Call),
+    /// `defaults { ... }` or `defaults TYPE { ... }` (LANGUAGE.md section
+    /// 17). Parsed wherever a statement may stand, so that one in the wrong
+    /// place gets a diagnostic that says where it belongs (the checker's
+    /// E0270) rather than a bare syntax error.
+    Defaults(Defaults),
     /// A statement the parser could not make sense of.
     Error(Span),
 }
@@ -195,6 +200,7 @@ impl Stmt {
             Stmt::When(s) => s.span,
             Stmt::For(s) => s.span,
             Stmt::Call(s) => s.span,
+            Stmt::Defaults(s) => s.span,
             Stmt::Error(span) => *span,
         }
     }
@@ -207,6 +213,31 @@ pub struct Promise {
     pub promiser: Expr,
     pub attrs: Vec<AttrStmt>,
     pub span: Span,
+}
+
+/// `defaults { notify = [service "nginx"]; }` or `defaults file { mode =
+/// 0o644; }`: attributes every promise of the bundle (of that type) takes
+/// unless it sets them itself. `defaults` is a contextual word (it stays an
+/// ordinary name elsewhere).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Defaults {
+    /// The word `defaults` as written.
+    pub keyword: Ident,
+    /// The promise type of `defaults TYPE { ... }`; `None` for every type.
+    pub kind: Option<Ident>,
+    pub attrs: Vec<AttrStmt>,
+    pub span: Span,
+}
+
+impl Defaults {
+    /// `defaults` or `defaults file`: where diagnostics about the whole
+    /// block point.
+    pub fn head(&self) -> Span {
+        match &self.kind {
+            Some(kind) => self.keyword.span.to(kind.span),
+            None => self.keyword.span,
+        }
+    }
 }
 
 /// `when CLASSEXPR { statements }`.

@@ -7,7 +7,7 @@
 
 use lalrpop_util::{ErrorRecovery, ParseError};
 
-use crate::ast::{Expr, ExprKind, Ident, Module, TestModule};
+use crate::ast::{AttrStmt, Defaults, Expr, ExprKind, Ident, Module, Promise, Stmt, TestModule};
 use crate::grammar::{ExpressionParser, ModuleParser, TestModuleParser};
 use crate::lexer::{Lexer, Triple};
 use crate::span::{FileId, Span};
@@ -358,6 +358,58 @@ pub(crate) fn contextual(
             dropped_tokens: Vec::new(),
         });
     }
+}
+
+/// `WORD { ... }` is a `defaults` block when the word is `defaults`; after
+/// any other word (`file { ... }`) the promiser is missing, and the error is
+/// the one the parser gave before `defaults` existed: at the `{`, which
+/// needed a promiser before it.
+pub(crate) fn defaults_word(
+    errors: &mut Vec<ErrorRecovery<u32, Token, LexError>>,
+    word: &Ident,
+    brace_start: u32,
+    brace_end: u32,
+) {
+    if word.name != "defaults" {
+        errors.push(ErrorRecovery {
+            error: ParseError::UnrecognizedToken {
+                token: (brace_start, Token::LBrace, brace_end),
+                expected: vec!["\"string\"".to_owned(), "\"identifier\"".to_owned()],
+            },
+            dropped_tokens: Vec::new(),
+        });
+    }
+}
+
+/// `defaults TYPE { ... }` parses as a promise of type `defaults` whose
+/// promiser is the bare name `TYPE`; this turns it into the
+/// [`Defaults`] it is. Every other `KIND PROMISER { ... }` stays a promise
+/// (`defaults "x" { ... }` too: the checker says `defaults` is no promise
+/// type).
+pub(crate) fn promise_or_defaults(
+    kind: Ident,
+    promiser: Expr,
+    attrs: Vec<AttrStmt>,
+    span: Span,
+) -> Stmt {
+    if kind.name == "defaults" {
+        if let ExprKind::Path(path) = &promiser.kind {
+            if let [ty] = path.as_slice() {
+                return Stmt::Defaults(Defaults {
+                    keyword: kind,
+                    kind: Some(ty.clone()),
+                    attrs,
+                    span,
+                });
+            }
+        }
+    }
+    Stmt::Promise(Promise {
+        kind,
+        promiser,
+        attrs,
+        span,
+    })
 }
 
 /// Builds a span; used by the generated parser.

@@ -245,6 +245,17 @@ impl SpanlessEq for Stmt {
                 } = a;
                 bundle.spanless_eq(&b.bundle) && args.spanless_eq(&b.args)
             }
+            (Stmt::Defaults(a), Stmt::Defaults(b)) => {
+                let Defaults {
+                    keyword,
+                    kind,
+                    attrs,
+                    span: _,
+                } = a;
+                keyword.spanless_eq(&b.keyword)
+                    && kind.spanless_eq(&b.kind)
+                    && attrs.spanless_eq(&b.attrs)
+            }
             (Stmt::Error(_), Stmt::Error(_)) => true,
             _ => false,
         }

@@ -325,3 +325,77 @@ bundle b { file "/etc/x" { timeout = 5s; } command "from" { run = ["/bin/true"];
         let _ = parse(FileId(0), &src[..end]);
     }
 }
+
+/// The statements of the first bundle of `src`.
+fn bundle_body(src: &str) -> Vec<Stmt> {
+    match module(src).into_iter().next() {
+        Some(Item::Bundle(b)) => b.body,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn defaults_blocks_untyped_and_typed() {
+    let src = r#"bundle web {
+  defaults { notify = [service "nginx"]; use common; }
+  defaults file { mode = 0o644; }
+  file "/etc/x" { content = "x"; }
+}"#;
+    let body = bundle_body(src);
+    let Stmt::Defaults(all) = &body[0] else {
+        panic!("{:?}", body[0])
+    };
+    assert!(all.kind.is_none());
+    assert_eq!(all.attrs.len(), 2);
+    assert_eq!(
+        &src[all.head().start as usize..all.head().end as usize],
+        "defaults"
+    );
+    let Stmt::Defaults(files) = &body[1] else {
+        panic!("{:?}", body[1])
+    };
+    assert_eq!(files.kind.as_ref().unwrap().name, "file");
+    assert_eq!(
+        &src[files.head().start as usize..files.head().end as usize],
+        "defaults file"
+    );
+    assert_eq!(
+        &src[files.span.start as usize..files.span.end as usize],
+        "defaults file { mode = 0o644; }"
+    );
+    assert!(matches!(body[2], Stmt::Promise(_)));
+}
+
+#[test]
+fn defaults_is_a_contextual_word() {
+    // Still a name elsewhere: a variable, a bundle, a promiser.
+    let body = bundle_body(
+        "bundle b(defaults: string) { file \"/etc/x\" { content = defaults; } defaults(); package defaults { } }",
+    );
+    assert!(matches!(body[0], Stmt::Promise(_)));
+    assert!(matches!(body[1], Stmt::Call(_)));
+    assert!(matches!(body[2], Stmt::Promise(_)));
+    // A quoted promiser is a promise of the (unknown) type `defaults`.
+    let body = bundle_body("bundle b { defaults \"file\" { mode = 0o644; } }");
+    assert!(matches!(body[0], Stmt::Promise(_)));
+}
+
+#[test]
+fn a_block_after_another_word_is_a_syntax_error() {
+    // The promiser is missing: the error is at the `{`, as before
+    // `defaults` existed.
+    let src = "bundle b { file { mode = 0o644; } }";
+    let errs = errors(src);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(
+        &src[errs[0].span.start as usize..errs[0].span.end as usize],
+        "{"
+    );
+    let SyntaxErrorKind::UnexpectedToken { expected, .. } = &errs[0].kind else {
+        panic!("{errs:?}")
+    };
+    assert!(
+        expected.iter().any(|e| e.contains("string")),
+        "{expected:?}"
+    );
+}

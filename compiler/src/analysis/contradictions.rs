@@ -1132,8 +1132,10 @@ fn witness_note(witness: &[String], atoms: &[String]) -> String {
 }
 
 /// Labels the call that produced a promise, if it came from a bundle (once
-/// per call site).
+/// per call site), and the promise itself when a value the diagnostic
+/// points at comes from its bundle's defaults.
 fn add_chain(d: Diagnostic, p: &Promise, which: &str) -> Diagnostic {
+    let d = super::defaults::at_promise(d, p);
     match p.chain.last() {
         Some(call) if d.labels.iter().all(|l| l.span != call.span) => d.with_secondary(
             call.span,

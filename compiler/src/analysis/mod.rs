@@ -12,6 +12,7 @@
 
 pub mod contradictions;
 pub mod dead;
+pub mod defaults;
 pub mod guards;
 pub mod lines;
 pub mod missing;

@@ -499,6 +499,11 @@ fn cycle_diagnostics(program: &Program, edges: &[Edge], cycles: &[Vec<usize>]) -
         for (span, label) in labels {
             d = d.with_secondary(span, label);
         }
+        for &i in cycle {
+            if let Some(p) = program.promises.get(i) {
+                d = super::defaults::at_promise(d, p);
+            }
+        }
         out.push(d.with_help(
             "every promise in the loop must come before the next; remove one `after`/`notify`, or set the outcome class on another promise",
         ));

@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 use converge_format::bundle::envelope::MAX_BUNDLE_LEN;
+use converge_format::schema::package_file_problem;
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, Value};
@@ -17,7 +18,7 @@ use crate::workspace::outside_tree;
 /// Attributes whose value names a file to embed. (A `template` is read
 /// with the policy, `workspace::documents`, and rendered by expansion: its
 /// attribute holds the content.)
-pub const EMBEDDED: &[&str] = &["source"];
+pub const EMBEDDED: &[&str] = converge_format::schema::EMBEDDED_ATTRS;
 
 /// The path an embedding attribute names, checked against the policy tree
 /// of the file it is written in (by name and through links).
@@ -51,6 +52,25 @@ pub(super) fn resolve(
         Ok(path) => Ok((path, tree)),
         Err(err) => Err(outside_tree(&attr.name, name, &err, &tree, attr.span)),
     }
+}
+
+/// The error of a package file (`rpm = "..."`) whose content is no
+/// package of that kind (`schema::package_file_problem`).
+pub fn package_file_diagnostic(attr: &ir::Attr, bytes: &[u8]) -> Option<Diagnostic> {
+    let why = package_file_problem(&attr.name, bytes)?;
+    let name = attr.value.as_str().unwrap_or_default();
+    Some(
+        Diagnostic::new(
+            Code::EmbedFailed,
+            format!("cannot embed `{name}` as `{}`: {why}", attr.name),
+            attr.span,
+            "not a package file",
+        )
+        .with_help(format!(
+            "`{}` names a package file built by rpmbuild (`NAME-VERSION-RELEASE.ARCH.rpm`), relative to the policy file",
+            attr.name
+        )),
+    )
 }
 
 /// Reads the file an embedding attribute names, from inside its tree.
@@ -87,10 +107,26 @@ pub fn check_embeds(db: &SourceDb, program: &ir::Program) -> Vec<Diagnostic> {
             if !matches!(attr.value, Value::Str(_)) {
                 continue;
             }
-            if let Err(d) = resolve(db, p, attr) {
-                if d.code == Code::OutsidePolicyTree && !out.contains(&d) {
-                    out.push(d);
+            match resolve(db, p, attr) {
+                Err(d) => {
+                    if d.code == Code::OutsidePolicyTree && !out.contains(&d) {
+                        out.push(d);
+                    }
                 }
+                // A package file is read now for its magic: a file that is
+                // no package is an error before anyone builds.
+                Ok((path, tree)) if package_file_problem(&attr.name, &[]).is_some() => {
+                    if let Some(d) = tree
+                        .read(&path, MAX_BUNDLE_LEN)
+                        .ok()
+                        .and_then(|bytes| package_file_diagnostic(attr, &bytes))
+                    {
+                        if !out.contains(&d) {
+                            out.push(d);
+                        }
+                    }
+                }
+                Ok(_) => {}
             }
         }
     }

@@ -15,6 +15,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use converge_format::bundle::format::{
     AttrValue, Body, Bytes, ClassEntry, Constant, Header, Item, List, Operand, Program, Promise,
     Sealed, SourceLoc,
@@ -30,6 +32,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, CompareOp, Guard, TemplatePart, Value};
 
 mod merged;
+mod sources;
 use crate::sema::expand::{value_kind, ValueKind};
 use crate::source::SourceDb;
 
@@ -50,9 +53,9 @@ pub fn lower(
     let mut l = Lowerer {
         db,
         constants: Vec::new(),
-        constant_index: HashMap::new(),
+        constant_index: FxHashMap::default(),
         programs: Vec::new(),
-        program_index: HashMap::new(),
+        program_index: FxHashMap::default(),
         diagnostics: Vec::new(),
         at: Span::default(),
         elems: Vec::new(),
@@ -78,7 +81,7 @@ pub fn lower(
     // The instances of a lookup split per key become one promise again
     // (`merge`); edges and the order are renumbered to match.
     let settled = merge::layout(program);
-    let mut sources: Vec<SourceLoc> = Vec::new();
+    let mut sources = sources::SourceTable::default();
     let mut promises = Vec::with_capacity(settled.promises.len());
     for (j, &(i, m)) in settled.promises.iter().enumerate() {
         let Some(p) = program.promises.get(i) else {
@@ -110,7 +113,7 @@ pub fn lower(
         exclusive: List(exclusive),
         promises: List(promises),
         order: List(settled.order),
-        sources: List(sources),
+        sources: List(sources.into_entries()),
     })
 }
 
@@ -135,9 +138,14 @@ pub fn source_digest(db: &SourceDb, files: &[converge_grammar::FileId]) -> [u8; 
 struct Lowerer<'a> {
     db: &'a SourceDb,
     constants: Vec<Constant>,
-    constant_index: HashMap<Constant, u32>,
+    /// Interning indexes (lookups only: the tables' order is the `Vec`s'
+    /// push order, so the hasher never shows in the bundle). Fx, not
+    /// SipHash: every promise interns several constants and programs, and
+    /// the keys are the compiler's own values, not an attacker's choice of
+    /// colliding keys in a long-running process.
+    constant_index: FxHashMap<Constant, u32>,
     programs: Vec<Program>,
-    program_index: HashMap<Vec<Instr>, u32>,
+    program_index: FxHashMap<Vec<Instr>, u32>,
     diagnostics: Vec<Diagnostic>,
     /// What is being lowered (a class or a promise), for internal errors.
     at: Span,
@@ -211,7 +219,7 @@ impl Lowerer<'_> {
         i
     }
 
-    fn source_loc(&mut self, span: Span, sources: &mut Vec<SourceLoc>) -> u32 {
+    fn source_loc(&mut self, span: Span, sources: &mut sources::SourceTable) -> u32 {
         let name = self.db.name(span.file).to_owned();
         let line = match self.db.get(span.file) {
             Some(f) => f.line_col(span.start).0 as u32,
@@ -224,14 +232,7 @@ impl Lowerer<'_> {
             }
         };
         let file = self.constant(Constant::Str(name));
-        let loc = SourceLoc { file, line };
-        match sources.iter().position(|s| *s == loc) {
-            Some(i) => i as u32,
-            None => {
-                sources.push(loc);
-                (sources.len() - 1) as u32
-            }
-        }
+        sources.intern(SourceLoc { file, line })
     }
 
     /// Classes in dependency order: a definition after everything it reads.
@@ -592,6 +593,7 @@ impl Lowerer<'_> {
                 }
                 ("source", _) if pt.name == "directory" => self.embed_tree(p, attr)?,
                 ("source", _) => self.embed_source(p, attr)?,
+                ("rpm", _) if pt.name == "package" => self.embed_package_file(p, attr)?,
                 (_, AttrType::List(_)) => match &attr.value {
                     Value::List(items) => {
                         Operand::List(List(items.iter().map(|i| self.item(i, &loops)).collect()))
@@ -691,6 +693,19 @@ impl Lowerer<'_> {
         }
     }
 
+    /// A package file (`package rpm`): embedded like a `source`, once its
+    /// content is checked to be a package of that kind.
+    fn embed_package_file(&mut self, p: &ir::Promise, attr: &ir::Attr) -> Option<Operand> {
+        let bytes = self.read_beside(p, attr)?;
+        if let Some(d) = super::embed::package_file_diagnostic(attr, &bytes) {
+            self.diagnostics.push(d);
+            return None;
+        }
+        Some(Operand::Item(Item::Const(
+            self.constant(Constant::Blob(Bytes(bytes))),
+        )))
+    }
+
     fn embed_source(&mut self, p: &ir::Promise, attr: &ir::Attr) -> Option<Operand> {
         let bytes = self.read_beside(p, attr)?;
         Some(Operand::Item(Item::Const(
@@ -776,6 +791,7 @@ mod tests {
                     name: name.into(),
                     value,
                     span,
+                    default: None,
                 })
                 .collect(),
             guard: Arc::new(Guard::Const(true)),

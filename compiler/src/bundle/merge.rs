@@ -358,7 +358,7 @@ fn joint_attr(values: &[&Value], spec: &schema::AttrSpec) -> Option<Option<Joint
     }
     // Relations are edges and outcome classes; a mode, a duration and an
     // embedded file must be constants in a bundle (the verifier's rules).
-    if spec.role == AttrRole::Relation || spec.name == "source" {
+    if spec.role == AttrRole::Relation || schema::EMBEDDED_ATTRS.contains(&spec.name) {
         return None;
     }
     match &spec.ty {

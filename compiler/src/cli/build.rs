@@ -219,9 +219,18 @@ pub(super) fn build_bundle(
     let read = |secret: &crate::ir::SecretRef| read_secret(&ws.db, secret);
     seal_secrets(&mut body, &checked.program, inventory, identities, &read).map_err(shown)?;
     let bytes = seal(&body, key).map_err(fail)?;
+    let promises = body.promises.len();
+    // The process ends after this (build and publish): freeing the syntax
+    // trees, the program and the bundle piece by piece would only delay
+    // the exit, as in `policyc check` (a quarter of the difference between
+    // the two on 100,000 promises, issue 22 item 4).
+    std::mem::forget(body);
+    std::mem::forget(checked);
+    std::mem::forget(outcome);
+    std::mem::forget(ws);
     Ok(Built {
         name,
-        promises: body.promises.len(),
+        promises,
         bytes,
     })
 }

@@ -265,6 +265,20 @@ codes! {
     UnmanagedIdRange = "E0263", Error, "invalid id range";
     /// Two `unmanaged` promises of one type that can be active together.
     UnmanagedTwice = "E0264", Error, "two unmanaged promises of one type";
+    /// A `defaults` block anywhere but at the top of a bundle: after a
+    /// promise or call, inside `when` or `for`, or in the `policy` block
+    /// (LANGUAGE.md section 17).
+    MisplacedDefaults = "E0270", Error, "defaults not at the top of a bundle";
+    /// `defaults TYPE { ... }` naming a promise type that does not exist.
+    DefaultsUnknownType = "E0271", Error, "defaults for an unknown promise type";
+    /// `defaults TYPE { ... }` setting an attribute that TYPE does not have.
+    DefaultsUnknownAttribute = "E0272", Error, "default attribute the type does not have";
+    /// An untyped `defaults { ... }` setting an attribute that no promise
+    /// type used in the bundle has: it would apply to nothing.
+    DefaultAppliesToNothing = "E0273", Error, "default that applies to no promise";
+    /// Two `defaults` blocks of one bundle for the same promise types (two
+    /// untyped ones, or two `defaults file`).
+    RepeatedDefaults = "E0274", Error, "defaults block repeated";
     /// An inventory (`inventory.toml`, LANGUAGE.md section 16) that is not
     /// TOML.
     InventorySyntax = "E0801", Error, "malformed inventory";

@@ -7,8 +7,8 @@
 //! grammar needs them to give back the same tree.
 
 use converge_grammar::ast::{
-    Arg, AttrStmt, Call, Expr, ExprKind, FactDef, FactSource, FieldDef, For, Param, Promise, Stmt,
-    TypeExpr, When,
+    Arg, AttrStmt, Call, Defaults, Expr, ExprKind, FactDef, FactSource, FieldDef, For, Param,
+    Promise, Stmt, TypeExpr, When,
 };
 use converge_grammar::Span;
 
@@ -229,6 +229,14 @@ pub(super) fn promise_head(src: &str, p: &Promise) -> String {
     format!("{} {}", p.kind.name, expr(src, &p.promiser))
 }
 
+/// `defaults` or `defaults file`.
+pub(super) fn defaults_head(d: &Defaults) -> String {
+    match &d.kind {
+        Some(kind) => format!("{} {}", d.keyword.name, kind.name),
+        None => d.keyword.name.to_string(),
+    }
+}
+
 pub(super) fn when_head(src: &str, w: &When) -> String {
     format!("when {}", expr(src, &w.guard))
 }
@@ -250,6 +258,10 @@ pub(super) fn stmt(src: &str, s: &Stmt) -> String {
         Stmt::When(w) => format!("{} {}", when_head(src, w), block(src, &w.body)),
         Stmt::For(f) => format!("{} {}", for_head(src, f), block(src, &f.body)),
         Stmt::Call(c) => call(src, c),
+        Stmt::Defaults(d) => {
+            let attrs: Vec<String> = d.attrs.iter().map(|a| attr(src, a)).collect();
+            format!("{} {}", defaults_head(d), braces(&attrs))
+        }
         Stmt::Error(span) => slice(src, *span).to_owned(),
     }
 }

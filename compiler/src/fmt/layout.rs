@@ -491,6 +491,13 @@ impl<'a> Printer<'a> {
                 self.stmt_block(&f.body, f.list.span.end, f.span);
             }
             Stmt::Call(c) => self.call(c),
+            Stmt::Defaults(d) => {
+                if self.try_one_line(d.span, &flat::stmt(src, s)) {
+                    return;
+                }
+                self.out.push_str(&flat::defaults_head(d));
+                self.attr_block(&d.attrs, d.head().end, d.span);
+            }
             Stmt::Error(span) => self.out.push_str(flat::slice(src, *span)),
         }
     }

@@ -5,8 +5,8 @@
 //! What a name refers to is the checker's answer (its name table).
 
 use converge_format::schema::{self, AttrSpec};
-use converge_grammar::ast::{BundleDef, Item};
-use converge_grammar::FileId;
+use converge_grammar::ast::{AttrStmt, BundleDef, Item, Promise, Stmt};
+use converge_grammar::{FileId, Span};
 use lsp_types::{Hover, HoverContents, MarkupContent, MarkupKind, Position};
 
 use super::analysis::Analysis;
@@ -21,13 +21,95 @@ pub fn hover(analysis: &Analysis, doc: &Document, pos: Position) -> Option<Hover
     let offset = doc.lines.offset(&doc.text, pos);
     let file = analysis.file_of(&doc.path);
     let (span, target) = analysis.index.at(file, offset)?;
-    let text = describe(analysis, file, target)?;
+    let mut text = describe(analysis, file, target)?;
+    if target.def.kind == DefKind::PromiseType {
+        text.push_str(&taken_defaults(analysis, file, span));
+    }
     Some(Hover {
         contents: HoverContents::Markup(MarkupContent {
             kind: MarkupKind::Markdown,
             value: text,
         }),
         range: Some(doc.lines.range(&doc.text, span.start, span.end)),
+    })
+}
+
+/// On the type word of a promise: the attributes it takes from its
+/// bundle's `defaults` (LANGUAGE.md section 17), each with its value and
+/// the block's line; empty when it takes none.
+fn taken_defaults(analysis: &Analysis, file: FileId, kind_span: Span) -> String {
+    let Some(module) = analysis.ws.module(file) else {
+        return String::new();
+    };
+    let found = module.items.iter().find_map(|item| match item {
+        Item::Bundle(b) => promise_at(&b.body, kind_span).map(|p| (b, p)),
+        _ => None,
+    });
+    let Some((bundle, promise)) = found else {
+        return String::new();
+    };
+    // The bodies a promise uses count as its own attributes.
+    let body_attrs = |name: &str| -> Vec<&str> {
+        let mut out = Vec::new();
+        let mut pending = vec![name.to_owned()];
+        let mut seen: Vec<String> = Vec::new();
+        while let Some(name) = pending.pop() {
+            if seen.contains(&name) {
+                continue;
+            }
+            let body = analysis
+                .ws
+                .modules
+                .iter()
+                .flat_map(|m| &m.items)
+                .find_map(|i| match i {
+                    Item::Body(b) if b.name.name == name => Some(b),
+                    _ => None,
+                });
+            seen.push(name);
+            for a in body.map(|b| b.attrs.as_slice()).unwrap_or_default() {
+                match a {
+                    AttrStmt::Set(set) => out.push(set.name.name.as_str()),
+                    AttrStmt::Use(u) => pending.push(u.body.name.to_string()),
+                    AttrStmt::Error(_) => {}
+                }
+            }
+        }
+        out
+    };
+    let applied = crate::sema::check::defaults::applied(bundle, promise, &body_attrs);
+    if applied.is_empty() {
+        return String::new();
+    }
+    let text = analysis.text(file);
+    let lines: Vec<String> = applied
+        .iter()
+        .map(|(attr, block)| {
+            let line = analysis
+                .ws
+                .db
+                .get(file)
+                .map_or(0, |f| f.line_col(block.span.start).0);
+            let value = text.get(attr.value.span.range()).unwrap_or("");
+            let head = text.get(block.head().range()).unwrap_or("defaults");
+            format!("- `{} = {value}` (`{head}`, line {line})", attr.name.name)
+        })
+        .collect();
+    format!(
+        "\n\nfrom the defaults of bundle `{}` (this promise does not set them):\n{}",
+        bundle.name.name,
+        lines.join("\n")
+    )
+}
+
+/// The promise whose type word is at `kind_span`, inside `when` and `for`
+/// too.
+fn promise_at(stmts: &[Stmt], kind_span: Span) -> Option<&Promise> {
+    stmts.iter().find_map(|s| match s {
+        Stmt::Promise(p) if p.kind.span == kind_span => Some(p),
+        Stmt::When(w) => promise_at(&w.body, kind_span),
+        Stmt::For(f) => promise_at(&f.body, kind_span),
+        _ => None,
     })
 }
 

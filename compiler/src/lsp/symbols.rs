@@ -123,6 +123,15 @@ fn statements(doc: &Document, body: &[Stmt]) -> Vec<DocumentSymbol> {
                 f.var.span,
                 statements(doc, &f.body),
             )),
+            Stmt::Defaults(d) => Some(symbol(
+                doc,
+                slice(d.head()),
+                None,
+                SymbolKind::PROPERTY,
+                d.span,
+                d.head(),
+                Vec::new(),
+            )),
             Stmt::Call(_) | Stmt::Error(_) => None,
         })
         .collect()

@@ -54,11 +54,16 @@ pub const MAX_CALL_DEPTH: usize = 64;
 pub const MAX_INSTANCES: usize = 500_000;
 
 pub fn expand<'a>(
+    db: &crate::source::SourceDb,
     symbols: &'a Symbols<'a>,
     checker: &mut Checker<'a>,
     policy: &'a PolicyDef,
 ) -> Expansion {
+    // The policy block has no defaults.
+    checker.defaults = super::check::defaults::Defaults::default();
     let mut ex = Expander {
+        db,
+        default_origins: HashMap::new(),
         symbols,
         checker,
         diagnostics: Vec::new(),
@@ -125,11 +130,34 @@ pub fn expand<'a>(
     }
 }
 
+/// A defaulted `notify`/`after` list without the references to the
+/// promise itself (by type and promiser, or by its own `id`).
+fn without_self(value: Value, kind: &str, promiser: &Value, own: &[ir::Attr]) -> Value {
+    let Value::List(items) = value else {
+        return value;
+    };
+    let id = own.iter().find(|a| a.name == "id").map(|a| &a.value);
+    Value::List(
+        items
+            .into_iter()
+            .filter(|item| match item {
+                Value::Ref { kind: k, target } if k == "id" => id != Some(&**target),
+                Value::Ref { kind: k, target } => !(k == kind && **target == *promiser),
+                _ => true,
+            })
+            .collect(),
+    )
+}
+
 /// The values of the variables in scope, by their definition in the
 /// checker's name table (and by name, for templates).
 type Env<'a> = Vec<(DefId, &'a str, Value)>;
 
 struct Expander<'a, 'c> {
+    /// The sources, for the `file:line:col` of a `defaults` block.
+    db: &'c crate::source::SourceDb,
+    /// Where each `defaults` block is, by its head (made once per block).
+    default_origins: HashMap<Span, Arc<ir::DefaultOrigin>>,
     symbols: &'a Symbols<'a>,
     checker: &'c mut Checker<'a>,
     diagnostics: Vec<Diagnostic>,
@@ -300,7 +328,8 @@ impl<'a> Expander<'a, '_> {
                     self.for_loop(f, list, env, guard);
                 }
                 Stmt::Call(call) => self.call(call, env, guard),
-                Stmt::Error(_) => {}
+                // Applied to the promises by `promise_attrs`.
+                Stmt::Defaults(_) | Stmt::Error(_) => {}
             }
         }
     }
@@ -571,7 +600,16 @@ impl<'a> Expander<'a, '_> {
             span: call.span,
         });
         self.shared_chain = Arc::from(self.chain.as_slice());
+        // The callee's promises take its defaults, and only them.
+        let callee = self
+            .checker
+            .bundle_defaults
+            .get(bundle.name.name.as_str())
+            .cloned()
+            .unwrap_or_default();
+        let caller = std::mem::replace(&mut self.checker.defaults, callee);
         self.stmts(&bundle.body, &mut inner, guard);
+        self.checker.defaults = caller;
         self.chain.pop();
         self.shared_chain = Arc::from(self.chain.as_slice());
     }
@@ -623,7 +661,7 @@ impl<'a> Expander<'a, '_> {
             } else {
                 &*env
             };
-            let value = if source.name.name == "template" {
+            let mut value = if source.name.name == "template" {
                 self.template_attr(source.value, scope)
             } else {
                 self.attr_value(&spec.ty, source.value, scope)
@@ -632,10 +670,21 @@ impl<'a> Expander<'a, '_> {
             if let Some(via) = self.let_named(source.value) {
                 via_lets.push(via);
             }
+            let default = source.default.map(|block| self.default_origin(block));
+            if default.is_some() && matches!(&*source.name.name, "notify" | "after") {
+                // `defaults { notify = [service "nginx"]; }`: the service
+                // itself is one of the bundle's promises, and a promise
+                // never notifies (or waits for) itself.
+                value = without_self(value, pt.name, &promiser, &attrs);
+                if matches!(&value, Value::List(items) if items.is_empty()) {
+                    continue;
+                }
+            }
             attrs.push(ir::Attr {
                 name: source.name.name.to_string(),
                 value,
                 span: source.value.span,
+                default,
             });
         }
         let promise = ir::Promise {
@@ -690,6 +739,21 @@ impl<'a> Expander<'a, '_> {
             self.neighbour_keys(&mut instances);
         }
         self.promises.extend(instances);
+    }
+
+    /// The origin of the attributes a `defaults` block (head `block`)
+    /// gives, made once per block.
+    fn default_origin(&mut self, block: Span) -> Arc<ir::DefaultOrigin> {
+        let db = self.db;
+        Arc::clone(self.default_origins.entry(block).or_insert_with(|| {
+            let (line, col) = db
+                .get(block.file)
+                .map_or((0, 0), |f| f.line_col(block.start));
+            Arc::new(ir::DefaultOrigin {
+                block,
+                at: format!("{}:{line}:{col}", db.name(block.file)),
+            })
+        }))
     }
 
     /// Evaluates an attribute value; bare words stand for themselves where

@@ -53,7 +53,7 @@ pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
     };
     let has_errors = diagnostics.iter().any(Diagnostic::is_error);
     if let (Some(policy), false) = (symbols.policy, has_errors) {
-        let mut expansion = expand::expand(&symbols, &mut checker, policy);
+        let mut expansion = expand::expand(&ws.db, &symbols, &mut checker, policy);
         diagnostics.append(&mut expansion.diagnostics);
         let mut program = expansion.program;
         diagnostics.extend(analysis::missing::missing_lookups(&mut program));

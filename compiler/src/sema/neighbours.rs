@@ -177,6 +177,7 @@ pub fn report_keys(
             name: NEIGHBOUR_KEYS_ATTR.to_owned(),
             value: Value::List(lines),
             span: promise.span,
+            default: None,
         });
     }
     errors

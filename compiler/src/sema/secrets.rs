@@ -220,6 +220,7 @@ mod tests {
                     name: name.into(),
                     value,
                     span: Span::default(),
+                    default: None,
                 })
                 .collect(),
             guard: Arc::new(Guard::Const(true)),

@@ -78,6 +78,7 @@ fn stmts(stmts: &[Stmt], out: &mut Vec<DocumentRequest>) {
     for stmt in stmts {
         match stmt {
             Stmt::Promise(p) => attrs(&p.attrs, out),
+            Stmt::Defaults(d) => attrs(&d.attrs, out),
             Stmt::When(w) => self::stmts(&w.body, out),
             Stmt::For(f) => self::stmts(&f.body, out),
             Stmt::Call(_) | Stmt::Error(_) => {}
@@ -90,7 +91,9 @@ fn attrs(attrs: &[AttrStmt], out: &mut Vec<DocumentRequest>) {
         if let AttrStmt::Set(a) = attr {
             match a.name.name.as_str() {
                 "template" => literal(DocumentKind::Template, &a.value, out),
-                "source" => literal(DocumentKind::Source, &a.value, out),
+                name if converge_format::schema::EMBEDDED_ATTRS.contains(&name) => {
+                    literal(DocumentKind::Source, &a.value, out)
+                }
                 _ => {}
             }
         }
@@ -312,6 +315,7 @@ impl<'m> Walker<'m, '_> {
                     self.expr(&p.promiser);
                     self.attrs(&p.attrs);
                 }
+                Stmt::Defaults(d) => self.attrs(&d.attrs),
                 Stmt::When(w) => self.stmts(&w.body),
                 Stmt::For(f) => {
                     self.expr(&f.list);

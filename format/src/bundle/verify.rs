@@ -837,13 +837,15 @@ impl Verifier<'_> {
                 },
                 item @ Item::Code(_) => self.item(programs, item, Ty::Str, loops),
             },
-            AttrType::String if name == "source" => match single(value)? {
-                Item::Const(c) => match self.constant(c)? {
-                    Constant::Blob(_) => Ok(()),
-                    _ => Err("`source` is not an embedded file".to_owned()),
-                },
-                Item::Code(_) => Err("`source` must be embedded".to_owned()),
-            },
+            AttrType::String if crate::schema::EMBEDDED_ATTRS.contains(&name) => {
+                match single(value)? {
+                    Item::Const(c) => match self.constant(c)? {
+                        Constant::Blob(_) => Ok(()),
+                        _ => Err(format!("`{name}` is not an embedded file")),
+                    },
+                    Item::Code(_) => Err(format!("`{name}` must be embedded")),
+                }
+            }
             // An outcome class carried as an attribute value (`watch`'s
             // `on_changed`): one constant word that names the class.
             AttrType::Class if crate::schema::CLASS_ATTRIBUTES.contains(&name) => {

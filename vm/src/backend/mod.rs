@@ -22,7 +22,6 @@
 //! runit's service directory inside the root).
 
 pub mod accounts;
-pub mod apt;
 pub mod contain;
 pub mod fstab;
 pub mod kmod;
@@ -35,6 +34,10 @@ pub mod runit;
 pub mod service;
 pub mod sysctl;
 pub mod systemd;
+pub mod toolset;
+
+/// The apt toolset's commands, where the other backends name them.
+pub use toolset::apt;
 
 use std::path::Path;
 

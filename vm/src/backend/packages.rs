@@ -1,9 +1,12 @@
-//! `package` promises, converged in batches: the state of every package of
-//! a batch comes from ONE `dpkg-query`, and the packages to install go to
-//! ONE `apt-get install` (or ONE `dpkg --install` for `.deb` files named by
-//! `deb`), the ones to remove to ONE `dpkg --remove`. Peers that run
-//! one package manager call per package spend most of a converged run
-//! starting `dpkg`.
+//! `package` promises, converged in batches through the root's toolset
+//! ([`super::toolset`]: apt on the Debian family, dnf/rpm on the Red Hat
+//! family): the state of every package of a batch comes from ONE query
+//! (`dpkg-query`, `rpm -qa`), and the packages to install go to ONE
+//! transaction (`apt-get install`, `dnf install`; or ONE `dpkg --install`
+//! / `dnf install` of the local files named by `deb` / `rpm`), the ones to
+//! remove to ONE removal (`dpkg --remove`, `rpm -e`). Peers that run one
+//! package manager call per package spend most of a converged run
+//! starting it. Nothing here knows which toolset it drives.
 //!
 //! A batch is formed in a pass when its first package promise comes up in
 //! the bundle's order ([`Batcher`]): it takes every package promise of the
@@ -15,21 +18,24 @@
 //! package is tried again on its own: one bad package fails alone, with
 //! its own command and output, and the rest of the run goes on.
 //!
-//! A promise with `update_cache_age` refreshes apt's index first
-//! (`apt-get update`) when it is older than that ([`IndexRefresh`]): at
-//! most once per run, before the batch's own commands; its failure fails
-//! every promise of the batch, with apt's reason.
+//! A promise with `update_cache_age` refreshes the index first (apt:
+//! `apt-get update` when it is older than that, [`IndexRefresh`]; dnf:
+//! `metadata_expire`): at most once per run, before the batch's own
+//! commands; its failure fails every promise of the batch, with the
+//! tool's reason.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write as _;
 use std::path::Path;
 
-use super::apt::{self, Known};
 use super::process::{self, Cmd};
+pub use super::toolset::IndexRefresh;
+use super::toolset::{self, Known, Need, OsRelease, Toolset};
 use super::{change, check_path, host_path, sandbox};
-use crate::instance::Instance;
+use crate::instance::{Instance, Value};
 use crate::outcome::{Applied, Change, Outcome};
 use crate::rootfs::{Kind, RootFs};
-use crate::schema::name_problem;
+use crate::schema::{name_problem, package_file_problem};
 
 /// One instance of a pass, as the batcher sees it.
 #[derive(Clone, Copy, Debug)]
@@ -50,72 +56,6 @@ pub struct Entry<'a> {
 pub struct Batcher {
     results: HashMap<usize, Applied>,
     index: IndexRefresh,
-}
-
-/// apt's index refresh (`update_cache_age`), at most once per run: after
-/// it ran (or failed, or a dry run said it would), later batches of the run
-/// take that answer instead of running it again.
-#[derive(Clone, Debug, Default)]
-pub struct IndexRefresh {
-    done: Option<Result<(), String>>,
-}
-
-impl IndexRefresh {
-    /// Brings the index to at most `max_age` seconds old. `Ok(None)`: it
-    /// was fresh, or was already refreshed this run; `Ok(Some)`: the
-    /// change made (or, in a dry run, that would be made) and apt's log;
-    /// `Err`: why the refresh failed (this run, now or earlier).
-    fn ensure(
-        &mut self,
-        fs: &RootFs,
-        dry_run: bool,
-        max_age: u64,
-    ) -> Result<Option<(Change, String)>, String> {
-        if let Some(done) = &self.done {
-            return done.clone().map(|()| None);
-        }
-        // Names that are not UTF-8 are no index apt wrote.
-        let entries: Vec<String> = fs
-            .list_dir(apt::LISTS)
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .filter_map(|name| String::from_utf8(name).ok())
-            .collect();
-        let mut files = Vec::with_capacity(entries.len());
-        for name in entries {
-            let path = format!("{}/{name}", apt::LISTS);
-            if let Some(meta) = fs.lstat(&path).map_err(|e| e.to_string())? {
-                files.push((name, meta.kind == Kind::File, meta.mtime));
-            }
-        }
-        let newest = apt::newest_index(files);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-        if !apt::stale(newest, now, max_age) {
-            return Ok(None);
-        }
-        let cmd = apt::apt_update(sandbox(fs.path()));
-        let before = apt::describe_age(newest, now);
-        if dry_run {
-            self.done = Some(Ok(()));
-            let after = format!("refreshed (would run `{}`)", cmd.shown());
-            return Ok(Some((change("index", before, after), String::new())));
-        }
-        let ran = process::run(&cmd).and_then(|r| if r.ok() { Ok(r) } else { Err(r.failure()) });
-        match ran {
-            Ok(r) => {
-                self.done = Some(Ok(()));
-                let log = format!("$ {}\n{}", r.shown, r.output());
-                Ok(Some((change("index", before, "refreshed"), log)))
-            }
-            Err(why) => {
-                let why = format!("refreshing the apt index failed: {why}");
-                self.done = Some(Err(why.clone()));
-                Err(why)
-            }
-        }
-    }
 }
 
 impl Batcher {
@@ -174,15 +114,16 @@ pub fn select(first: usize, entries: &[Entry<'_>]) -> Vec<usize> {
         .collect()
 }
 
-/// What one valid package promise needs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Need {
-    Nothing,
-    /// From the repositories: `name` or `name=version`.
-    Apt(String),
-    /// From a `.deb` inside the root (`deb`) (its path on this host).
-    Deb(String),
-    Remove,
+/// The attributes naming a local package file, one per toolset: a promise
+/// may only use the one of the toolset its root gets.
+const FILE_ATTRS: &[&str] = &["deb", "rpm"];
+
+/// A local package file: a path inside the root (`deb`), or a file of the
+/// policy tree embedded in the bundle (`rpm`).
+#[derive(Clone, Copy, Debug)]
+enum PkgFile<'i> {
+    InRoot(&'i str),
+    Embedded(&'i [u8]),
 }
 
 /// A package promise of the batch, checked.
@@ -190,12 +131,26 @@ struct Member<'i> {
     name: &'i str,
     state: &'i str,
     version: Option<&'i str>,
-    deb: Option<&'i str>,
+    file: Option<PkgFile<'i>>,
     /// `update_cache_age`, in seconds.
     update_cache_age: Option<u64>,
 }
 
-fn check<'i>(fs: &RootFs, inst: &'i Instance) -> Result<Member<'i>, Applied> {
+impl Member<'_> {
+    /// The local file as the policy names it (for messages).
+    fn file_shown(&self, tool: &dyn Toolset) -> Option<String> {
+        self.file.map(|f| match f {
+            PkgFile::InRoot(p) => p.to_owned(),
+            PkgFile::Embedded(b) => format!(
+                "the embedded `{}` file ({} bytes)",
+                tool.file_attr(),
+                b.len()
+            ),
+        })
+    }
+}
+
+fn check<'i>(fs: &RootFs, inst: &'i Instance, tool: &dyn Toolset) -> Result<Member<'i>, Applied> {
     let name = inst.promiser.as_str();
     if let Some(why) = name_problem(name) {
         return Err(Applied::failed(format!(
@@ -203,22 +158,16 @@ fn check<'i>(fs: &RootFs, inst: &'i Instance) -> Result<Member<'i>, Applied> {
             name.escape_debug()
         )));
     }
-    let manager = inst.str("manager").unwrap_or("apt");
-    if manager != "apt" {
+    if let Some(why) = tool.name_problem(name) {
         return Err(Applied::failed(format!(
-            "no package backend for manager `{}` (this policyvm has `apt`)",
-            manager.escape_debug()
-        )));
-    }
-    if let Some(why) = apt::name_problem(name) {
-        return Err(Applied::failed(format!(
-            "`{}` is not a Debian package name: {why}; it is passed to no tool",
-            name.escape_debug()
+            "`{}` is not a package name for {}: {why}; it is passed to no tool",
+            name.escape_debug(),
+            tool.name()
         )));
     }
     let state = inst.str("state").unwrap_or("installed");
     let version = inst.str("version");
-    if let Some(why) = version.and_then(apt::version_problem) {
+    if let Some(why) = version.and_then(|v| tool.version_problem(v)) {
         return Err(Applied::failed(format!(
             "`version = {}` is not a package version: {why}",
             version.unwrap_or_default().escape_debug()
@@ -229,25 +178,55 @@ fn check<'i>(fs: &RootFs, inst: &'i Instance) -> Result<Member<'i>, Applied> {
             "`state = latest` and `version` contradict each other: drop one",
         ));
     }
-    let deb = inst.str("deb");
-    if let Some(src) = deb {
-        check_path("deb", src)?;
-        if state == "latest" {
-            return Err(Applied::failed(
-                "`state = latest` with a `deb` file: the file is the version; use `installed`",
-            ));
+    let attr = tool.file_attr();
+    if let Some(other) = FILE_ATTRS
+        .iter()
+        .find(|a| **a != attr && inst.get(a).is_some())
+    {
+        return Err(Applied::failed(format!(
+            "`{other}` names a package file for another toolset: this root's packages are managed by {} (use `{attr}`, or set `manager`)",
+            tool.name()
+        )));
+    }
+    let file = match inst.get(attr) {
+        None => None,
+        Some(Value::Bytes(b)) => {
+            // The compiler refused such a file; a bundle is checked again.
+            if let Some(why) = package_file_problem(attr, b) {
+                return Err(Applied::failed(format!(
+                    "the embedded `{attr}` file is not usable: {why}; it is passed to no tool"
+                )));
+            }
+            Some(PkgFile::Embedded(b))
         }
-        if state == "installed" {
+        Some(Value::Str(src)) => {
+            check_path(attr, src)?;
+            Some(PkgFile::InRoot(src))
+        }
+        Some(other) => {
+            return Err(Applied::failed(format!(
+                "`{attr} = {}` names no package file",
+                other.display()
+            )))
+        }
+    };
+    if let Some(f) = file {
+        if state == "latest" {
+            return Err(Applied::failed(format!(
+                "`state = latest` with a `{attr}` file: the file is the version; use `installed`"
+            )));
+        }
+        if let (PkgFile::InRoot(src), "installed") = (f, state) {
             match fs.lstat(src) {
                 Ok(Some(m)) if m.kind == Kind::File => {}
                 Ok(Some(_)) => {
                     return Err(Applied::failed(format!(
-                        "`deb = {src}` is not a regular file in the root (links are not followed)"
-                    )))
+                    "`{attr} = {src}` is not a regular file in the root (links are not followed)"
+                )))
                 }
                 Ok(None) => {
                     return Err(Applied::failed(format!(
-                        "`deb = {src}` does not exist in the root"
+                        "`{attr} = {src}` does not exist in the root"
                     )))
                 }
                 Err(e) => return Err(Applied::failed(e.to_string())),
@@ -264,7 +243,7 @@ fn check<'i>(fs: &RootFs, inst: &'i Instance) -> Result<Member<'i>, Applied> {
         name,
         state,
         version,
-        deb,
+        file,
         update_cache_age,
     })
 }
@@ -277,13 +256,51 @@ fn describe(k: Option<&Known>) -> String {
     }
 }
 
-/// What a member needs, given dpkg's state and apt's candidates (`None`
-/// when no candidate lookup was made). `Err` is why it cannot be done.
+/// Whether the installed state is what the member asks for (`installed`,
+/// at its version when it names one).
+fn is_right(tool: &dyn Toolset, m: &Member<'_>, known: Option<&Known>) -> bool {
+    known.is_some_and(|k| {
+        k.installed()
+            && m.version
+                .is_none_or(|v| tool.version_matches(&k.version, v))
+    })
+}
+
+/// Local package files embedded in the bundle, written to temporary files
+/// on this host for the tool to read (removed when the batch is done).
+#[derive(Default)]
+struct Staged {
+    files: Vec<tempfile::NamedTempFile>,
+}
+
+impl Staged {
+    /// The host path of `bytes`, written to a private temporary file named
+    /// `*.SUFFIX` (dnf reads a local package only by its `.rpm` name).
+    fn stage(&mut self, bytes: &[u8], suffix: &str) -> Result<String, String> {
+        let mut file = tempfile::Builder::new()
+            .prefix("converge-package-")
+            .suffix(&format!(".{suffix}"))
+            .tempfile()
+            .map_err(|e| format!("cannot stage the package file: {e}"))?;
+        file.write_all(bytes)
+            .and_then(|()| file.flush())
+            .map_err(|e| format!("cannot stage the package file: {e}"))?;
+        let path = file.path().display().to_string();
+        self.files.push(file);
+        Ok(path)
+    }
+}
+
+/// What a member needs, given the database's state and the repositories'
+/// candidates (`None` when no candidate lookup was made). `Err` is why it
+/// cannot be done. An embedded file is staged (`stage`) only when needed.
 fn need(
+    tool: &dyn Toolset,
     m: &Member<'_>,
     known: Option<&Known>,
     candidates: &HashMap<String, Option<String>>,
     root: &Path,
+    stage: &mut dyn FnMut(&[u8]) -> Result<String, String>,
 ) -> Result<Need, String> {
     let installed = known.filter(|k| k.installed());
     match m.state {
@@ -295,59 +312,83 @@ fn need(
         "latest" => {
             let candidate = candidates.get(m.name).cloned().flatten();
             match (installed, candidate) {
-                (Some(k), Some(c)) if k.version != c => Ok(Need::Apt(m.name.to_owned())),
+                (Some(k), Some(c)) if tool.upgrades(&c, &k.version) => {
+                    Ok(Need::Repo(tool.latest_spec(m.name, &c)))
+                }
                 (Some(_), _) => Ok(Need::Nothing),
-                (None, Some(_)) => Ok(Need::Apt(m.name.to_owned())),
-                (None, None) => Err(no_candidate(m.name)),
+                (None, Some(_)) => Ok(Need::Repo(tool.spec(m.name, None))),
+                (None, None) => Err(tool.no_candidate(m.name)),
             }
         }
         _ => {
-            let right = installed.is_some_and(|k| m.version.is_none_or(|v| k.version == v));
-            if right {
+            if is_right(tool, m, known) {
                 Ok(Need::Nothing)
-            } else if let Some(src) = m.deb {
-                Ok(Need::Deb(host_path(root, src).display().to_string()))
-            } else if !candidates.get(m.name).is_some_and(Option::is_some) {
-                // Unknown to apt under this exact name: never handed to
-                // `apt-get install`, which would read `a.b` as a regular
-                // expression over other packages' names.
-                Err(no_candidate(m.name))
-            } else {
-                Ok(Need::Apt(match m.version {
-                    Some(v) => format!("{}={v}", m.name),
-                    None => m.name.to_owned(),
+            } else if let Some(file) = m.file {
+                Ok(Need::File(match file {
+                    PkgFile::InRoot(src) => host_path(root, src).display().to_string(),
+                    PkgFile::Embedded(bytes) => stage(bytes)?,
                 }))
+            } else if !candidates.get(m.name).is_some_and(Option::is_some) {
+                // Unknown to the repositories under this exact name: never
+                // handed to the installer, which would read `a.b` as a
+                // pattern over other packages' names (apt: a regular
+                // expression; dnf: name.arch).
+                Err(tool.no_candidate(m.name))
+            } else {
+                Ok(Need::Repo(tool.spec(m.name, m.version)))
             }
         }
     }
 }
 
-fn no_candidate(name: &str) -> String {
-    format!(
-        "no installation candidate for package `{name}`: it is in none of the configured apt repositories (`apt-cache policy` lists none); give a `deb` file or add the repository"
-    )
-}
-
-/// Runs a read-only query; exit status 0 or 1 (some name unknown) is an
-/// answer, anything else a failure naming the command.
-fn ask(cmd: &Cmd) -> Result<String, String> {
-    let ran = process::run(cmd)?;
-    match ran.code {
-        Some(0 | 1) => Ok(ran.stdout),
-        _ => Err(ran.failure()),
-    }
-}
-
-fn query(names: &[&str], root: Option<&Path>) -> Result<HashMap<String, Known>, String> {
-    if names.is_empty() {
-        return Ok(HashMap::new());
-    }
-    ask(&apt::query(names, root)).map(|out| apt::parse_query(&out))
-}
-
 /// Converges a batch of package promises; one outcome per instance, in
-/// order.
+/// order. Each promise gets the toolset its `manager` names, else the
+/// root's ([`toolset::select`]); each toolset converges its members.
 pub fn converge(
+    fs: &RootFs,
+    dry_run: bool,
+    insts: &[&Instance],
+    index: &mut IndexRefresh,
+) -> Vec<Applied> {
+    let mut out: Vec<Option<Applied>> = vec![None; insts.len()];
+    // Positions by toolset, in order: the promise's `manager`, else the
+    // root's family.
+    let release = OsRelease::read(fs);
+    let family = release.family_manager();
+    let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, inst) in insts.iter().enumerate() {
+        match inst.str("manager").map_or(family.as_deref(), Ok) {
+            Ok(name) => groups.entry(name).or_default().push(i),
+            Err(why) => set(&mut out, i, Applied::failed(why.clone())),
+        }
+    }
+    for (manager, positions) in groups {
+        let mut tool = match toolset::select(fs, &release, manager) {
+            Ok(t) => t,
+            Err(why) => {
+                for i in positions {
+                    set(&mut out, i, Applied::failed(why.clone()));
+                }
+                continue;
+            }
+        };
+        let group: Vec<&Instance> = positions
+            .iter()
+            .filter_map(|i| insts.get(*i).copied())
+            .collect();
+        let results = converge_with(tool.as_mut(), fs, dry_run, &group, index);
+        for (i, a) in positions.into_iter().zip(results) {
+            set(&mut out, i, a);
+        }
+    }
+    out.into_iter()
+        .map(|o| o.unwrap_or_else(|| Applied::failed("no outcome for this package")))
+        .collect()
+}
+
+/// Converges the package promises of one toolset.
+fn converge_with(
+    tool: &mut dyn Toolset,
     fs: &RootFs,
     dry_run: bool,
     insts: &[&Instance],
@@ -358,7 +399,7 @@ pub fn converge(
     let mut out: Vec<Option<Applied>> = vec![None; insts.len()];
     let mut members: Vec<(usize, Member<'_>)> = Vec::new();
     for (i, inst) in insts.iter().enumerate() {
-        match check(fs, inst) {
+        match check(fs, inst, &*tool) {
             Ok(m) => members.push((i, m)),
             Err(failed) => set(&mut out, i, failed),
         }
@@ -371,7 +412,7 @@ pub fn converge(
         .collect();
     let refreshed = match members.iter().filter_map(|(_, m)| m.update_cache_age).min() {
         None => None,
-        Some(age) => match index.ensure(fs, dry_run, age) {
+        Some(age) => match tool.refresh(fs, dry_run, age, index) {
             Ok(r) => r,
             Err(why) => return fail_all(out, &members, &why),
         },
@@ -379,9 +420,9 @@ pub fn converge(
     // A dry run cannot see the index a refresh would bring: what it does
     // not know yet is taken to come from it.
     let assume_candidates = dry_run && refreshed.is_some();
-    let out = converge_members(fs, dry_run, root, out, &members, assume_candidates);
-    // The refresh is a change of every promise that asked for it; apt's
-    // log goes with the first.
+    let out = converge_members(&*tool, fs, dry_run, root, out, &members, assume_candidates);
+    // The refresh is a change of every promise that asked for it; the
+    // tool's log goes with the first.
     let Some((refresh, log)) = refreshed else {
         return out;
     };
@@ -403,6 +444,7 @@ pub fn converge(
 
 /// Converges the checked members of a batch (the index already handled).
 fn converge_members(
+    tool: &dyn Toolset,
     fs: &RootFs,
     dry_run: bool,
     root: Option<&Path>,
@@ -414,22 +456,20 @@ fn converge_members(
     let mut names: Vec<&str> = members.iter().map(|(_, m)| m.name).collect();
     names.sort_unstable();
     names.dedup();
-    let known = match query(&names, root) {
+    let known = match tool.query(&names, root) {
         Ok(k) => k,
-        Err(e) => return fail_all(out, members, &e),
+        Err(e) => return fail_all(out, members, &e.0),
     };
     // Candidates, only for what may come from the repositories.
     let mut wanted: Vec<&str> = members
         .iter()
         .filter(|(_, m)| {
-            // Every package that may go to `apt-get install`: apt must
-            // know it by this exact name first (see `need`).
-            m.deb.is_none()
+            // Every package that may go to the install transaction: the
+            // repositories must know it by this exact name first (see
+            // `need`).
+            m.file.is_none()
                 && (m.state == "latest"
-                    || (m.state == "installed"
-                        && !known.get(m.name).is_some_and(|k| {
-                            k.installed() && m.version.is_none_or(|v| k.version == v)
-                        })))
+                    || (m.state == "installed" && !is_right(tool, m, known.get(m.name))))
         })
         .map(|(_, m)| m.name)
         .collect();
@@ -438,9 +478,9 @@ fn converge_members(
     let mut candidates = if wanted.is_empty() {
         HashMap::new()
     } else {
-        match ask(&apt::policy(&wanted, root)) {
-            Ok(text) => apt::parse_policy(&text),
-            Err(e) => return fail_all(out, members, &e),
+        match tool.candidates(&wanted, root) {
+            Ok(c) => c,
+            Err(e) => return fail_all(out, members, &e.0),
         }
     };
     if assume_candidates {
@@ -451,10 +491,13 @@ fn converge_members(
             }
         }
     }
+    let mut staged = Staged::default();
+    let suffix = tool.file_attr();
+    let mut stage = |bytes: &[u8]| staged.stage(bytes, suffix);
     let mut plan: Vec<(usize, &Member<'_>, Need)> = Vec::new();
     for (i, m) in members {
         let k = known.get(m.name);
-        match need(m, k, &candidates, root_path) {
+        match need(tool, m, k, &candidates, root_path, &mut stage) {
             Ok(Need::Nothing) => set(&mut out, *i, Applied::kept()),
             Ok(n) => plan.push((*i, m, n)),
             Err(e) => set(&mut out, *i, Applied::failed(e)),
@@ -462,47 +505,57 @@ fn converge_members(
     }
     // No tool is handed a root where a planted link leads out of it.
     if sandbox(root_path).is_some() {
-        plan.retain(|(i, m, n)| match contained(fs, m, n) {
-            Ok(()) => true,
-            Err(why) => {
-                set(&mut out, *i, Applied::failed(why));
-                false
+        plan.retain(|(i, m, n)| {
+            match tool.contained(fs, m.name, n, m.file_shown(tool).as_deref()) {
+                Ok(()) => true,
+                Err(why) => {
+                    set(&mut out, *i, Applied::failed(why));
+                    false
+                }
             }
         });
     }
-    // Removals first (a package may be replaced by another), then .deb
+    // Removals first (a package may be replaced by another), then local
     // files, then the repositories.
     type Group<'p, 'm> = Vec<&'p (usize, &'m Member<'m>, Need)>;
     let removals: Group<'_, '_> = plan.iter().filter(|(_, _, n)| *n == Need::Remove).collect();
-    let debs: Group<'_, '_> = plan
+    let files: Group<'_, '_> = plan
         .iter()
-        .filter(|(_, _, n)| matches!(n, Need::Deb(_)))
+        .filter(|(_, _, n)| matches!(n, Need::File(_)))
         .collect();
     let repo: Group<'_, '_> = plan
         .iter()
-        .filter(|(_, _, n)| matches!(n, Need::Apt(_)))
+        .filter(|(_, _, n)| matches!(n, Need::Repo(_)))
         .collect();
-    let command = |group: &[&(usize, &Member<'_>, Need)]| -> Cmd {
+    let command = |group: &[&(usize, &Member<'_>, Need)]| -> Result<Cmd, String> {
         let words: Vec<String> = group
             .iter()
             .map(|(_, m, n)| match n {
-                Need::Apt(s) | Need::Deb(s) => s.clone(),
+                Need::Repo(s) | Need::File(s) => s.clone(),
                 _ => m.name.to_owned(),
             })
             .collect();
         match group.first().map(|(_, _, n)| n) {
-            Some(Need::Deb(_)) => apt::dpkg_install(&words, root),
-            Some(Need::Remove) => apt::dpkg_remove(&words, root),
-            _ => apt::apt_install(&words, root),
+            Some(Need::File(_)) => tool.install_files(&words, root),
+            Some(Need::Remove) => Ok(tool.remove(&words, root)),
+            _ => tool.install(&words, root),
         }
     };
     // Per member: the log of the command that changed it, or its failure.
     let mut ran: HashMap<usize, Result<String, Applied>> = HashMap::new();
-    for group in [removals, debs, repo] {
+    for group in [removals, files, repo] {
         if group.is_empty() {
             continue;
         }
-        let cmd = command(&group);
+        let cmd = match command(&group) {
+            Ok(cmd) => cmd,
+            Err(why) => {
+                for (i, _, _) in &group {
+                    set(&mut out, *i, Applied::failed(why.clone()));
+                }
+                continue;
+            }
+        };
         if dry_run {
             for (i, m, n) in &group {
                 let k = known.get(m.name);
@@ -518,7 +571,7 @@ fn converge_members(
             Ok(r) if r.ok() => {
                 // The output once, with the first package; the others name
                 // the command and where its output is (a batch of 200 must
-                // not copy apt's output 200 times into the report).
+                // not copy the tool's output 200 times into the report).
                 let first = group.first().map_or("", |(_, m, _)| m.name);
                 for (n, (i, _, _)) in group.iter().enumerate() {
                     let log = if n == 0 {
@@ -542,11 +595,10 @@ fn converge_members(
                 }
                 // One by one, so that one bad package fails alone.
                 for one in &group {
-                    let single = command(&[*one]);
-                    let r = match process::run(&single) {
-                        Ok(r) if r.ok() => Ok(format!("$ {}\n{}", r.shown, r.output())),
-                        Ok(r) => Err(failure(&r)),
-                        Err(e) => Err(Applied::failed(e)),
+                    let r = match command(&[*one]).map(|single| process::run(&single)) {
+                        Ok(Ok(r)) if r.ok() => Ok(format!("$ {}\n{}", r.shown, r.output())),
+                        Ok(Ok(r)) => Err(failure(&r)),
+                        Ok(Err(e)) | Err(e) => Err(Applied::failed(e)),
                     };
                     ran.insert(one.0, r);
                 }
@@ -560,96 +612,24 @@ fn converge_members(
             .filter(|(i, _, _)| matches!(ran.get(i), Some(Ok(_))))
             .map(|(_, m, _)| m.name)
             .collect();
-        let after = query(&changed, root);
+        let after = if changed.is_empty() {
+            Ok(HashMap::new())
+        } else {
+            tool.query(&changed, root).map_err(|e| e.0)
+        };
         for (i, m, n) in &plan {
             let result = match ran.remove(i) {
-                Some(Ok(log)) => confirm(m, n, known.get(m.name), &after, &candidates, log),
+                Some(Ok(log)) => confirm(tool, m, n, known.get(m.name), &after, &candidates, log),
                 Some(Err(failed)) => failed,
                 None => continue,
             };
             set(&mut out, *i, result);
         }
     }
+    drop(staged);
     out.into_iter()
         .map(|o| o.unwrap_or_else(|| Applied::failed("no outcome for this package")))
         .collect()
-}
-
-/// The top-level directories of the root a package may write into, from
-/// the Filesystem Hierarchy Standard: what `apt-get install` unpacks and
-/// `dpkg --remove` deletes cannot be known before it runs, but it is
-/// under these.
-const PACKAGE_TOPS: &[&str] = &[
-    "/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/sbin", "/srv",
-    "/usr", "/var",
-];
-
-/// The directories dpkg and apt write their own state into.
-const ADMIN_DIRS: &[&str] = &[
-    "/var/lib/dpkg/info",
-    "/var/lib/dpkg/updates",
-    "/var/lib/dpkg/triggers",
-    "/var/cache/apt/archives/partial",
-    "/var/lib/apt/lists/partial",
-    "/etc/apt",
-];
-
-/// Refuses (with the link named) a change for which `dpkg` or `apt-get`
-/// would follow a link planted in the root out of it
-/// ([`super::contain`]): their state directories, the top-level
-/// directories packages go to and, for a `.deb`, every directory of its
-/// file list (`dpkg-deb --contents`); for a removal, every directory of the
-/// installed package's file list (`/var/lib/dpkg/info/NAME.list`).
-fn contained(fs: &RootFs, m: &Member<'_>, n: &Need) -> Result<(), String> {
-    let tool = match n {
-        Need::Apt(_) => "`apt-get`",
-        _ => "`dpkg`",
-    };
-    super::contain::check_all(fs, ADMIN_DIRS.iter().chain(PACKAGE_TOPS).copied(), tool)?;
-    if *n == Need::Remove {
-        // What dpkg will delete: the file lists of the installed package
-        // (`NAME.list`, or `NAME:ARCH.list` for a multi-arch one).
-        let info = "/var/lib/dpkg/info";
-        // Names that are not UTF-8 name no package.
-        let lists: Vec<String> = fs
-            .list_dir(info)
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .filter_map(|name| String::from_utf8(name).ok())
-            .collect();
-        for list in lists.iter().filter(|l| {
-            l.strip_suffix(".list").is_some_and(|stem| {
-                stem == m.name
-                    || stem
-                        .strip_prefix(m.name)
-                        .is_some_and(|arch| arch.starts_with(':'))
-            })
-        }) {
-            let path = format!("{info}/{list}");
-            let text = fs
-                .read_file(&path)
-                .map_err(|e| e.to_string())?
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_default();
-            let dirs: std::collections::BTreeSet<&str> = text
-                .lines()
-                .filter_map(|f| f.rsplit_once('/').map(|(d, _)| d))
-                .filter(|d| !d.is_empty())
-                .collect();
-            super::contain::check_all(fs, dirs, tool)
-                .map_err(|why| format!("{why} (it holds files of `{}`)", m.name))?;
-        }
-    }
-    if let (Need::Deb(file), Some(src)) = (n, m.deb) {
-        let ran = process::run(&apt::contents(file))?;
-        if !ran.ok() {
-            return Err(ran.failure());
-        }
-        let dirs = apt::listed_dirs(&ran.stdout);
-        super::contain::check_all(fs, dirs.iter().map(String::as_str), tool)
-            .map_err(|why| format!("{why} (it is in the file list of `{src}`)"))?;
-    }
-    Ok(())
 }
 
 fn set(out: &mut [Option<Applied>], i: usize, a: Applied) {
@@ -696,6 +676,7 @@ fn planned(m: &Member<'_>, k: Option<&Known>, n: &Need, cmd: &Cmd) -> Change {
 
 /// The change a command made, confirmed by the second query.
 fn confirm(
+    tool: &dyn Toolset,
     m: &Member<'_>,
     n: &Need,
     before: Option<&Known>,
@@ -722,13 +703,16 @@ fn confirm(
             (None, _, _) => Some(format!(
                 "`{}` is not installed after installing it{}",
                 m.name,
-                if m.deb.is_some() {
-                    " (does the `deb` file hold another package?)"
+                if m.file.is_some() {
+                    format!(
+                        " (does the `{}` file hold another package?)",
+                        tool.file_attr()
+                    )
                 } else {
-                    ""
+                    String::new()
                 }
             )),
-            (Some(k), Some(v), _) if k.version != v => Some(format!(
+            (Some(k), Some(v), _) if !tool.version_matches(&k.version, v) => Some(format!(
                 "`{}` is at version {} after installing version {v}",
                 m.name, k.version
             )),
@@ -736,7 +720,7 @@ fn confirm(
                 .get(m.name)
                 .cloned()
                 .flatten()
-                .filter(|c| *c != k.version)
+                .filter(|c| tool.upgrades(c, &k.version))
                 .map(|c| format!("`{}` is at {} after upgrading to {c}", m.name, k.version)),
             _ => None,
         },
@@ -833,7 +817,7 @@ mod tests {
             name: "alpha",
             state,
             version,
-            deb: None,
+            file: None,
             update_cache_age: None,
         };
         let k = |status: &str, version: &str| Known {
@@ -841,6 +825,16 @@ mod tests {
             version: version.into(),
         };
         let root = Path::new("/");
+        fn need(
+            m: &Member<'_>,
+            k: Option<&Known>,
+            c: &HashMap<String, Option<String>>,
+            root: &Path,
+        ) -> Result<Need, String> {
+            super::need(&toolset::apt::Apt, m, k, c, root, &mut |_| {
+                Err("no file".into())
+            })
+        }
         let mut cand = HashMap::new();
         cand.insert("alpha".to_owned(), Some("2.0".to_owned()));
         let none = HashMap::new();
@@ -851,20 +845,20 @@ mod tests {
         );
         assert_eq!(
             need(&m("installed", Some("2.0")), Some(&installed), &cand, root),
-            Ok(Need::Apt("alpha=2.0".into()))
+            Ok(Need::Repo("alpha=2.0".into()))
         );
         // Unknown to apt by this exact name: never handed to apt-get.
         assert!(need(&m("installed", Some("2.0")), Some(&installed), &none, root).is_err());
         assert_eq!(
             need(&m("installed", None), None, &cand, root),
-            Ok(Need::Apt("alpha".into()))
+            Ok(Need::Repo("alpha".into()))
         );
         assert!(need(&m("installed", None), None, &none, root)
             .unwrap_err()
             .contains("no installation candidate"));
         assert_eq!(
             need(&m("latest", None), Some(&installed), &cand, root),
-            Ok(Need::Apt("alpha".into()))
+            Ok(Need::Repo("alpha".into()))
         );
         assert_eq!(
             need(
@@ -892,5 +886,51 @@ mod tests {
             need(&m("removed", None), None, &none, root),
             Ok(Need::Nothing)
         );
+    }
+
+    /// The same decisions on the rpm toolset: versions compare by rpm's
+    /// rules (`1.0` is `1.0-1`, `1:1.0` is not), `latest` upgrades only to
+    /// a newer epoch:version-release.
+    #[test]
+    fn rpm_needs() {
+        let dnf = toolset::rpm::Rpm::for_tests(true);
+        let m = |state: &'static str, version: Option<&'static str>| Member {
+            name: "alpha",
+            state,
+            version,
+            file: None,
+            update_cache_age: None,
+        };
+        let installed = Known {
+            status: "installed".into(),
+            version: "1.0-1".into(),
+        };
+        let root = Path::new("/");
+        let need = |m: &Member<'_>, c: &HashMap<String, Option<String>>| {
+            super::need(&dnf, m, Some(&installed), c, root, &mut |_| {
+                Err("no file".into())
+            })
+        };
+        let mut cand = HashMap::new();
+        cand.insert("alpha".to_owned(), Some("1:0.9-1".to_owned()));
+        assert_eq!(need(&m("installed", Some("1.0")), &cand), Ok(Need::Nothing));
+        assert_eq!(
+            need(&m("installed", Some("1.0-1")), &cand),
+            Ok(Need::Nothing)
+        );
+        assert_eq!(
+            need(&m("installed", Some("1:0.9")), &cand),
+            Ok(Need::Repo("alpha-1:0.9".into()))
+        );
+        // An epoch makes 0.9 newer than 1.0.
+        assert_eq!(
+            need(&m("latest", None), &cand),
+            Ok(Need::Repo("alpha-1:0.9-1".into()))
+        );
+        cand.insert("alpha".to_owned(), Some("1.0-1".to_owned()));
+        assert_eq!(need(&m("latest", None), &cand), Ok(Need::Nothing));
+        // An older candidate is no upgrade (apt would install it).
+        cand.insert("alpha".to_owned(), Some("0.9-1".to_owned()));
+        assert_eq!(need(&m("latest", None), &cand), Ok(Need::Nothing));
     }
 }

@@ -110,7 +110,9 @@ fn one(run: &Run<'_>, kind: &str, name: &str) -> Applied {
                 promiser: name.to_owned(),
                 attrs,
             };
-            service::service(run.fs, run.dry_run, &|_| false, &inst, false)
+            // A removal needs no simulated state (LANGUAGE.md §17): what it
+            // removes is on the host now, and it creates nothing.
+            service::service(run.fs, run.dry_run, &|_: &str| false, &inst, false)
         }
         "user" | "group" => {
             let inst = Instance {

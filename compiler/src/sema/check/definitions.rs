@@ -320,6 +320,7 @@ impl<'a> Checker<'a> {
                             name: &attr.name,
                             value: &attr.value,
                             via: Some(via),
+                            default: None,
                         });
                     }
                 }
@@ -392,7 +393,9 @@ impl<'a> Checker<'a> {
                 def,
             });
         }
-        self.check_stmts(&bundle.body, &mut scope);
+        let leading = self.check_bundle_defaults(bundle, &scope);
+        self.check_stmts(bundle.body.get(leading..).unwrap_or_default(), &mut scope);
+        self.defaults = defaults::Defaults::default();
     }
 }
 

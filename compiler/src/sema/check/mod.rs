@@ -14,6 +14,7 @@
 
 mod arguments;
 mod data_lets;
+pub mod defaults;
 mod definitions;
 mod exprs;
 mod guards;
@@ -66,6 +67,9 @@ pub struct AttrSource<'a> {
     pub value: &'a Expr,
     /// The `use` statement that brought it in, if it came from a body.
     pub via: Option<Span>,
+    /// The `defaults` block (its head) it comes from, if the promise does
+    /// not set it itself (LANGUAGE.md section 17).
+    pub default: Option<Span>,
 }
 
 #[derive(Debug)]
@@ -99,6 +103,13 @@ pub struct Checker<'a> {
     /// (`secrets.rs`); expansion turns the call into
     /// [`Value::Secret`](crate::ir::Value::Secret).
     pub secrets: HashMap<Span, std::sync::Arc<crate::ir::SecretRef>>,
+    /// The checked defaults of every bundle, by bundle name
+    /// ([`defaults`]); expansion switches [`Checker::defaults`] to a
+    /// bundle's set when it enters a call of it.
+    pub bundle_defaults: HashMap<&'a str, defaults::Defaults<'a>>,
+    /// The defaults of the bundle being checked or expanded: what
+    /// [`Checker::promise_attrs`] adds to a promise.
+    pub defaults: defaults::Defaults<'a>,
 }
 
 impl<'a> Checker<'a> {
@@ -119,6 +130,8 @@ impl<'a> Checker<'a> {
             record_literals: HashMap::new(),
             facts: Vec::new(),
             secrets: HashMap::new(),
+            bundle_defaults: HashMap::new(),
+            defaults: defaults::Defaults::default(),
         }
     }
 

@@ -6,6 +6,7 @@ use converge_grammar::ast::{AttrStmt, Call, Expr, ExprKind, Promise, Stmt};
 use converge_grammar::token::StrPart;
 use converge_grammar::Span;
 
+use super::defaults::DefaultsLabel;
 use super::*;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::sema::names::DefKind;
@@ -62,6 +63,9 @@ impl<'a> Checker<'a> {
                     scope.truncate(before);
                 }
                 Stmt::Call(call) => self.check_call(call, scope),
+                // The blocks at the top of a bundle are checked with it
+                // (`check_bundle_defaults`); this one is anywhere else.
+                Stmt::Defaults(block) => self.misplaced_defaults(block),
                 Stmt::Error(_) => {}
             }
         }
@@ -142,7 +146,8 @@ impl<'a> Checker<'a> {
         // A body's values are read where the body is written: they see the
         // `let`s, never the variables of the bundle that uses the body.
         let body_scope: Scope<'a> = Vec::new();
-        for a in &attrs {
+        for a in attrs.iter().filter(|a| a.default.is_none()) {
+            // A default's value was checked once, where it is written.
             match pt.attr(&a.name.name) {
                 Some(spec) => {
                     let scope = if a.via.is_some() { &body_scope } else { scope };
@@ -154,7 +159,7 @@ impl<'a> Checker<'a> {
                     if a.name.name == "template" {
                         self.check_template_attr(a.value, scope);
                     }
-                    if a.name.name == "source" {
+                    if schema::EMBEDDED_ATTRS.contains(&a.name.name.as_str()) {
                         self.check_source_path(a.value);
                     }
                 }
@@ -296,7 +301,8 @@ impl<'a> Checker<'a> {
     }
 
     /// The attributes of a promise: its own, then those of the bodies it
-    /// `use`s (an attribute set by the promise itself wins over a body's).
+    /// `use`s (an attribute set by the promise itself wins over a body's),
+    /// then its bundle's defaults for what neither sets.
     pub fn promise_attrs(&mut self, p: &'a Promise) -> Vec<AttrSource<'a>> {
         let mut own: Vec<AttrSource<'a>> = Vec::new();
         let mut spliced: Vec<AttrSource<'a>> = Vec::new();
@@ -312,6 +318,7 @@ impl<'a> Checker<'a> {
                         name: &attr.name,
                         value: &attr.value,
                         via: None,
+                        default: None,
                     });
                 }
                 AttrStmt::Use(u) => {
@@ -329,6 +336,7 @@ impl<'a> Checker<'a> {
                 own.push(a);
             }
         }
+        self.add_defaults(promise_type(&p.kind.name), &mut own);
         own
     }
 
@@ -411,7 +419,8 @@ impl<'a> Checker<'a> {
                                 first.name.span,
                                 format!("`{}` set here", first.name.name),
                             )
-                            .with_help(format!("{what}; remove one of them")),
+                            .with_help(format!("{what}; remove one of them"))
+                            .pipe_defaults(&[*first, *second], head),
                         );
                     }
                 }
@@ -425,7 +434,8 @@ impl<'a> Checker<'a> {
                                     a.name.span,
                                     format!("`{needs}` is missing"),
                                 )
-                                .with_help(format!("add `{needs} = ...;`")),
+                                .with_help(format!("add `{needs} = ...;`"))
+                                .pipe_defaults(&[a], head),
                             );
                         }
                     }

@@ -1,9 +1,10 @@
 //! The value rules of the kernel-facing promise types (`process`, `mount`,
-//! `kernel_module`, `sysctl`) on values known at compile time, with the
+//! `kernel_module`, `sysctl`) and of `package`'s `manager` on values known
+//! at compile time, with the
 //! grammars of `converge_format::system` that the VM applies again to
 //! values computed on the host.
 
-use converge_format::schema::PromiseType;
+use converge_format::schema::{PromiseType, PACKAGE_MANAGERS};
 use converge_format::system::{
     fstab_field_problem, fstype_problem, sysctl_value_problem, FILESYSTEM_TYPES,
 };
@@ -35,6 +36,29 @@ impl<'a> Checker<'a> {
     ) {
         let find = |name: &str| attrs.iter().find(|a| a.name.name == name);
         match pt.name {
+            "package" => {
+                if let Some(a) = find("manager") {
+                    if let Some(m) = text(a.value) {
+                        if !PACKAGE_MANAGERS.contains(&m.as_str()) {
+                            let mut d = Diagnostic::new(
+                                Code::InvalidEnumValue,
+                                format!(
+                                    "`manager = \"{}\"` is no package toolset",
+                                    m.escape_debug()
+                                ),
+                                a.value.span,
+                                format!("expected one of {}", PACKAGE_MANAGERS.join(", ")),
+                            );
+                            if let Some(s) = did_you_mean(&m, PACKAGE_MANAGERS.iter().copied()) {
+                                d = d.with_help(format!("did you mean `{s}`?"));
+                            } else {
+                                d = d.with_help("leave `manager` out to choose by the host's os-release: apt on the Debian family, dnf on the Red Hat family");
+                            }
+                            self.push(d);
+                        }
+                    }
+                }
+            }
             "process" => {
                 if let Some(m) = find("match") {
                     self.check_process_regex(m.value);

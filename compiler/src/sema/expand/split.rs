@@ -188,6 +188,7 @@ fn substitute_promise(p: &ir::Promise, on: &Value, key: Option<&str>) -> ir::Pro
                 name: a.name.clone(),
                 value: substitute(&a.value, on, key),
                 span: a.span,
+                default: a.default.clone(),
             })
             .collect(),
         guard: Arc::clone(&p.guard),

@@ -1,5 +1,6 @@
-//! The commands of the `apt` package manager, as data, and the parsers of
-//! their output. [`super::packages`] decides which to run.
+//! The apt toolset (the Debian family): the commands of dpkg and apt, as
+//! data, the parsers of their output, and [`Apt`], their [`Toolset`].
+//! [`crate::backend::packages`] decides which to run.
 //!
 //! - state: `dpkg-query -W` over every package of the pass at once;
 //! - candidates (for `latest`, and to fail an unknown package before the
@@ -21,7 +22,11 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use super::process::Cmd;
+use super::{ask, IndexRefresh, Known, Need, ToolError, Toolset};
+use crate::backend::process::{self, Cmd};
+use crate::backend::{change, sandbox};
+use crate::outcome::Change;
+use crate::rootfs::{Kind, RootFs};
 
 /// Reading state: `dpkg-query`, `apt-cache`.
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -92,30 +97,6 @@ pub fn query(names: &[&str], root: Option<&Path>) -> Cmd {
     argv.push("--".to_owned());
     argv.extend(names.iter().map(|n| (*n).to_owned()));
     Cmd::new(&argv, QUERY_TIMEOUT)
-}
-
-/// What dpkg says about one package.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Known {
-    /// The status word: `installed`, `config-files`, `half-configured`, ...
-    pub status: String,
-    pub version: String,
-}
-
-impl Known {
-    /// Installed and configured (pending triggers do not make it less so).
-    pub fn installed(&self) -> bool {
-        matches!(
-            self.status.as_str(),
-            "installed" | "triggers-pending" | "triggers-awaited"
-        )
-    }
-
-    /// Anything of it on disk (a half-installed package too, but not the
-    /// conffiles a removal leaves).
-    pub fn present(&self) -> bool {
-        !matches!(self.status.as_str(), "not-installed" | "config-files")
-    }
 }
 
 /// Parses `dpkg-query` output into the state of each package, under both
@@ -366,6 +347,239 @@ pub fn version_problem(version: &str) -> Option<&'static str> {
         Some("only letters, digits and `.+~:-` are allowed")
     } else {
         None
+    }
+}
+
+/// The toolset of the Debian family: dpkg for the state, local `.deb`
+/// files and removals, apt for the repositories.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Apt;
+
+/// The top-level directories of the root a package may write into, from
+/// the Filesystem Hierarchy Standard: what `apt-get install` unpacks and
+/// `dpkg --remove` deletes cannot be known before it runs, but it is
+/// under these. (The rpm toolset uses the same list.)
+pub const PACKAGE_TOPS: &[&str] = &[
+    "/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/sbin", "/srv",
+    "/usr", "/var",
+];
+
+/// The directories dpkg and apt write their own state into.
+const ADMIN_DIRS: &[&str] = &[
+    "/var/lib/dpkg/info",
+    "/var/lib/dpkg/updates",
+    "/var/lib/dpkg/triggers",
+    "/var/cache/apt/archives/partial",
+    "/var/lib/apt/lists/partial",
+    "/etc/apt",
+];
+
+impl Toolset for Apt {
+    fn name(&self) -> &'static str {
+        "apt"
+    }
+
+    fn file_attr(&self) -> &'static str {
+        "deb"
+    }
+
+    fn name_problem(&self, name: &str) -> Option<&'static str> {
+        name_problem(name)
+    }
+
+    fn version_problem(&self, version: &str) -> Option<&'static str> {
+        version_problem(version)
+    }
+
+    fn query(
+        &self,
+        names: &[&str],
+        root: Option<&Path>,
+    ) -> Result<HashMap<String, Known>, ToolError> {
+        if names.is_empty() {
+            return Ok(HashMap::new());
+        }
+        ask(&query(names, root)).map(|out| parse_query(&out))
+    }
+
+    fn candidates(
+        &self,
+        names: &[&str],
+        root: Option<&Path>,
+    ) -> Result<HashMap<String, Option<String>>, ToolError> {
+        ask(&policy(names, root)).map(|out| parse_policy(&out))
+    }
+
+    fn spec(&self, name: &str, version: Option<&str>) -> String {
+        match version {
+            Some(v) => format!("{name}={v}"),
+            None => name.to_owned(),
+        }
+    }
+
+    /// `apt-get install NAME` installs the candidate.
+    fn latest_spec(&self, name: &str, _candidate: &str) -> String {
+        name.to_owned()
+    }
+
+    fn install(&self, specs: &[String], root: Option<&Path>) -> Result<Cmd, String> {
+        Ok(apt_install(specs, root))
+    }
+
+    fn install_files(&self, files: &[String], root: Option<&Path>) -> Result<Cmd, String> {
+        Ok(dpkg_install(files, root))
+    }
+
+    fn remove(&self, names: &[String], root: Option<&Path>) -> Cmd {
+        dpkg_remove(names, root)
+    }
+
+    /// apt's candidate and dpkg's version are compared as written: apt
+    /// installs exactly `name=version`.
+    fn version_matches(&self, installed: &str, wanted: &str) -> bool {
+        installed == wanted
+    }
+
+    /// apt's candidate is what `apt-get install` would install (pins
+    /// included): any other installed version is to be replaced by it.
+    fn upgrades(&self, candidate: &str, installed: &str) -> bool {
+        candidate != installed
+    }
+
+    fn manual_packages(&self, root: Option<&Path>) -> Result<Vec<String>, ToolError> {
+        let ran = process::run(&showmanual(root))?;
+        if !ran.ok() {
+            return Err(ToolError(ran.failure()));
+        }
+        Ok(parse_showmanual(&ran.stdout))
+    }
+
+    fn refresh(
+        &mut self,
+        fs: &RootFs,
+        dry_run: bool,
+        max_age: u64,
+        done: &mut IndexRefresh,
+    ) -> Result<Option<(Change, String)>, String> {
+        if let Some(done) = &done.done {
+            return done.clone().map(|()| None);
+        }
+        // Names that are not UTF-8 are no index apt wrote.
+        let entries: Vec<String> = fs
+            .list_dir(LISTS)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .filter_map(|name| String::from_utf8(name).ok())
+            .collect();
+        let mut files = Vec::with_capacity(entries.len());
+        for name in entries {
+            let path = format!("{LISTS}/{name}");
+            if let Some(meta) = fs.lstat(&path).map_err(|e| e.to_string())? {
+                files.push((name, meta.kind == Kind::File, meta.mtime));
+            }
+        }
+        let newest = newest_index(files);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        if !stale(newest, now, max_age) {
+            return Ok(None);
+        }
+        let cmd = apt_update(sandbox(fs.path()));
+        let before = describe_age(newest, now);
+        if dry_run {
+            done.done = Some(Ok(()));
+            let after = format!("refreshed (would run `{}`)", cmd.shown());
+            return Ok(Some((change("index", before, after), String::new())));
+        }
+        let ran = process::run(&cmd).and_then(|r| if r.ok() { Ok(r) } else { Err(r.failure()) });
+        match ran {
+            Ok(r) => {
+                done.done = Some(Ok(()));
+                let log = format!("$ {}\n{}", r.shown, r.output());
+                Ok(Some((change("index", before, "refreshed"), log)))
+            }
+            Err(why) => {
+                let why = format!("refreshing the apt index failed: {why}");
+                done.done = Some(Err(why.clone()));
+                Err(why)
+            }
+        }
+    }
+
+    /// Refuses (with the link named) a change for which `dpkg` or
+    /// `apt-get` would follow a link planted in the root out of it
+    /// ([`crate::backend::contain`]): their state directories, the
+    /// top-level directories packages go to and, for a `.deb`, every
+    /// directory of its file list (`dpkg-deb --contents`); for a removal,
+    /// every directory of the installed package's file list
+    /// (`/var/lib/dpkg/info/NAME.list`).
+    fn contained(
+        &self,
+        fs: &RootFs,
+        name: &str,
+        need: &Need,
+        file: Option<&str>,
+    ) -> Result<(), String> {
+        let tool = match need {
+            Need::Repo(_) => "`apt-get`",
+            _ => "`dpkg`",
+        };
+        crate::backend::contain::check_all(
+            fs,
+            ADMIN_DIRS.iter().chain(PACKAGE_TOPS).copied(),
+            tool,
+        )?;
+        if *need == Need::Remove {
+            // What dpkg will delete: the file lists of the installed package
+            // (`NAME.list`, or `NAME:ARCH.list` for a multi-arch one).
+            let info = "/var/lib/dpkg/info";
+            // Names that are not UTF-8 name no package.
+            let lists: Vec<String> = fs
+                .list_dir(info)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .filter_map(|name| String::from_utf8(name).ok())
+                .collect();
+            for list in lists.iter().filter(|l| {
+                l.strip_suffix(".list").is_some_and(|stem| {
+                    stem == name
+                        || stem
+                            .strip_prefix(name)
+                            .is_some_and(|arch| arch.starts_with(':'))
+                })
+            }) {
+                let path = format!("{info}/{list}");
+                let text = fs
+                    .read_file(&path)
+                    .map_err(|e| e.to_string())?
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default();
+                let dirs: std::collections::BTreeSet<&str> = text
+                    .lines()
+                    .filter_map(|f| f.rsplit_once('/').map(|(d, _)| d))
+                    .filter(|d| !d.is_empty())
+                    .collect();
+                crate::backend::contain::check_all(fs, dirs, tool)
+                    .map_err(|why| format!("{why} (it holds files of `{name}`)"))?;
+            }
+        }
+        if let (Need::File(path), Some(file)) = (need, file) {
+            let ran = process::run(&contents(path))?;
+            if !ran.ok() {
+                return Err(ran.failure());
+            }
+            let dirs = listed_dirs(&ran.stdout);
+            crate::backend::contain::check_all(fs, dirs.iter().map(String::as_str), tool)
+                .map_err(|why| format!("{why} (it is in the file list of `{file}`)"))?;
+        }
+        Ok(())
+    }
+
+    fn no_candidate(&self, name: &str) -> String {
+        format!(
+            "no installation candidate for package `{name}`: it is in none of the configured apt repositories (`apt-cache policy` lists none); give a `deb` file or add the repository"
+        )
     }
 }
 

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Toolset benchmark (issue 25): a converged run of N `package` promises
+# (default 200) on a sandbox root of each family, side by side with ONE
+# query of the package database on the same root:
+#   - a Rocky-like root (rpm): `policyvm run --root R` vs `rpm --root R
+#     --dbpath /var/lib/rpm -qa`;
+#   - a Debian-like root (dpkg): `policyvm run --root R` vs `dpkg-query
+#     --root=R -W`.
+# The N packages are installed in the root first (one rpmbuild of a spec
+# with N subpackages, one `rpm -i`; N `dpkg-deb --build`, one `dpkg -i`).
+# The runs are real runs (not --dry-run), interleaved with the queries, RUNS
+# times (default 21); medians and their ratio are printed. A `dnf`,
+# `apt-get` and `apt-cache` first in PATH log any call: a converged run
+# must start none (checked, the script fails otherwise).
+#
+# Usage: sudo bash bench/toolsets.sh   (root: `dpkg --root` needs it)
+# Environment: N (default 200), RUNS (default 21), PROFILE (release),
+# SKIP_BUILD=1 (measure the binaries already built).
+# Target (docs/performance.md, "Toolsets"): within 1.5x of the one query.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n="${N:-200}"
+runs="${RUNS:-21}"
+for tool in rpm rpmbuild dpkg-deb dpkg-query; do
+    command -v "$tool" >/dev/null || { echo "toolsets.sh: needs $tool" >&2; exit 2; }
+done
+
+# PROFILE=debug measures the debug build instead (no release build).
+profile="${PROFILE:-release}"
+if [[ -n "${SKIP_BUILD:-}" ]]; then
+    :  # SKIP_BUILD=1: measure the binaries already built
+elif [[ "$profile" == release ]]; then
+    cargo build --release --locked -q -p converge-compiler --bin policyc -p converge-vm --bin policyvm
+else
+    cargo build --locked -q -p converge-compiler --bin policyc -p converge-vm --bin policyvm
+fi
+target_dir="$(cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+policyc="$target_dir/$profile/policyc"
+policyvm="$target_dir/$profile/policyvm"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/converge-bench-toolsets.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/trust" "$work/bin" "$work/home"
+"$policyc" keygen --out "$work/hub" >/dev/null
+cp "$work/hub.pub" "$work/trust/"
+for tool in dnf apt-get apt-cache; do
+    printf '#!/bin/sh\necho "%s $*" >>"%s/installers"\nexit 1\n' "$tool" "$work" >"$work/bin/$tool"
+    chmod 755 "$work/bin/$tool"
+done
+
+# The policy: N package promises, the same for both roots.
+{
+    echo "bundle packages {"
+    for i in $(seq 1 "$n"); do echo "  package \"cvg-bench-$i\" { state = installed; }"; done
+    echo "}"
+    echo "policy { packages(); }"
+} >"$work/packages.policy"
+"$policyc" build "$work/packages.policy" -o "$work/packages.bundle" --key "$work/hub.key" --serial 1 >/dev/null
+
+# The rpm root: N empty noarch packages from one spec, installed with one rpm -i.
+rpmroot="$work/rpmroot"
+mkdir -p "$rpmroot/etc" "$rpmroot/var/lib/rpm" "$work/rpmbuild"
+printf 'ID="rocky"\nID_LIKE="rhel centos fedora"\nVERSION_ID="9.3"\n' >"$rpmroot/etc/os-release"
+{
+    printf 'Name: cvg-bench\nVersion: 1.0\nRelease: 1\nSummary: bench\nLicense: MIT\nBuildArch: noarch\n%%description\nbench\n%%files\n'
+    for i in $(seq 1 "$n"); do
+        printf '%%package -n cvg-bench-%s\nSummary: bench\n%%description -n cvg-bench-%s\nbench\n%%files -n cvg-bench-%s\n' "$i" "$i" "$i"
+    done
+} >"$work/bench.spec"
+HOME="$work/home" rpmbuild --quiet --define "_topdir $work/rpmbuild" --define "_dbpath $work/rpmbuild/db" \
+    -bb "$work/bench.spec" >/dev/null 2>&1
+HOME="$work/home" rpm --root "$rpmroot" --dbpath /var/lib/rpm -i --nodeps \
+    "$work"/rpmbuild/RPMS/noarch/cvg-bench-[0-9]*.rpm 2>/dev/null
+
+# The dpkg root: N empty .debs, installed with one dpkg -i.
+debroot="$work/debroot"
+mkdir -p "$debroot"/var/lib/dpkg/{info,updates,triggers} "$debroot/etc" "$work/debs"
+: >"$debroot/var/lib/dpkg/status"
+: >"$debroot/var/lib/dpkg/available"
+printf 'ID=debian\nVERSION_ID=12\n' >"$debroot/etc/os-release"
+for i in $(seq 1 "$n"); do
+    d="$work/deb-$i"
+    mkdir -p "$d/DEBIAN"
+    printf 'Package: cvg-bench-%s\nVersion: 1.0\nArchitecture: all\nMaintainer: bench <b@example.invalid>\nDescription: bench\n' "$i" >"$d/DEBIAN/control"
+    dpkg-deb --root-owner-group --build "$d" "$work/debs/cvg-bench-$i.deb" >/dev/null
+done
+dpkg --root="$debroot" -i "$work"/debs/*.deb >/dev/null
+
+PATH="$work/bin:$PATH" python3 - "$work" "$policyvm" "$runs" "$n" <<'PY'
+import json, os, statistics, subprocess, sys, time
+
+work, policyvm, runs, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+env = dict(os.environ, HOME=f"{work}/home")
+
+def timed(cmd):
+    start = time.perf_counter()
+    out = subprocess.run(cmd, check=True, capture_output=True, env=env)
+    return (time.perf_counter() - start) * 1000, out.stdout
+
+def vm(root):
+    return [policyvm, "run", f"{work}/packages.bundle", "--trust", f"{work}/trust",
+            "--root", root, "--format", "json"]
+
+rows = [
+    ("rpm root", f"{work}/rpmroot",
+     ["rpm", "--root", f"{work}/rpmroot", "--dbpath", "/var/lib/rpm", "-qa"]),
+    ("dpkg root", f"{work}/debroot", ["dpkg-query", f"--root={work}/debroot", "-W"]),
+]
+for name, root, query in rows:
+    _, out = timed(vm(root))
+    summary = json.loads(out)["summary"]
+    assert summary["kept"] == n and summary["repaired"] == 0 and summary["failed"] == 0, summary
+    runs_vm, runs_q = [], []
+    for _ in range(runs):
+        runs_vm.append(timed(vm(root))[0])
+        runs_q.append(timed(query)[0])
+    v, q = statistics.median(runs_vm), statistics.median(runs_q)
+    print(f"{name}: {n} packages converged: policyvm run median {v:.1f} ms, "
+          f"one query median {q:.1f} ms, ratio {v / q:.2f} (over {runs} interleaved runs)")
+installers = f"{work}/installers"
+if os.path.exists(installers):
+    sys.exit("an installer ran during a converged run:\n" + open(installers).read())
+print("dnf/apt-get/apt-cache calls during the converged runs: 0")
+PY

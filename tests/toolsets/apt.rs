@@ -1,0 +1,189 @@
+//! The apt row of the scenario table (`tests/toolsets.rs`): a Debian-like
+//! root (empty dpkg database, apt's directories, `ID=debian`) whose only
+//! source is a flat `file:` repository of `.deb`s built with `dpkg-deb` and
+//! indexed with `dpkg-scanpackages`, as in `tests/packages.rs` and
+//! `tests/apt_update.rs`.
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ::converge::support;
+
+use super::{Fixture, Pkg};
+
+pub struct AptFixture {
+    root: tempfile::TempDir,
+    repo: tempfile::TempDir,
+}
+
+/// Builds `NAME_VERSION_all.deb` in `out`: one file under
+/// `/usr/share/NAME`, a dependency, a postinst.
+fn build_deb(out: &Path, p: &Pkg) -> PathBuf {
+    let tree = tempfile::tempdir().unwrap();
+    let t = tree.path();
+    std::fs::create_dir_all(t.join("DEBIAN")).unwrap();
+    std::fs::create_dir_all(t.join(format!("usr/share/{}", p.name))).unwrap();
+    std::fs::write(
+        t.join(format!("usr/share/{}/README", p.name)),
+        format!("{} {}\n", p.name, p.version),
+    )
+    .unwrap();
+    let mut control = format!(
+        "Package: {}\nVersion: {}\nArchitecture: all\nMaintainer: Converge tests <t@example.invalid>\nDescription: test package {}\n",
+        p.name, p.version, p.name
+    );
+    if let Some(d) = p.requires {
+        control.push_str(&format!("Depends: {d}\n"));
+    }
+    std::fs::write(t.join("DEBIAN/control"), control).unwrap();
+    if p.script {
+        let post = t.join("DEBIAN/postinst");
+        std::fs::write(
+            &post,
+            format!(
+                "#!/bin/sh\necho installed > /var/lib/{}.installed\n",
+                p.name
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&post, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let deb = out.join(format!(
+        "{}_{}_all.deb",
+        p.name,
+        p.version.replace(':', "%3a")
+    ));
+    let st = Command::new("dpkg-deb")
+        .args(["--root-owner-group", "--build"])
+        .arg(t)
+        .arg(&deb)
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{st:?}");
+    deb
+}
+
+fn apt_opts(root: &Path) -> Vec<String> {
+    let r = root.display();
+    [
+        format!("Dir={r}/"),
+        format!("Dir::State::status={r}/var/lib/dpkg/status"),
+        "Dir::Bin::dpkg=dpkg".to_owned(),
+        format!("DPkg::Options::=--root={r}"),
+    ]
+    .into_iter()
+    .flat_map(|o| ["-o".to_owned(), o])
+    .collect()
+}
+
+impl AptFixture {
+    pub fn new() -> AptFixture {
+        let root = tempfile::tempdir().unwrap();
+        let p = root.path();
+        for d in [
+            "var/lib/dpkg/info",
+            "var/lib/dpkg/updates",
+            "var/lib/dpkg/triggers",
+            "etc/apt/sources.list.d",
+            "etc/apt/apt.conf.d",
+            "etc/apt/preferences.d",
+            "var/lib/apt/lists/partial",
+            "var/cache/apt/archives/partial",
+            "var/log/apt",
+            "pkgs",
+        ] {
+            std::fs::create_dir_all(p.join(d)).unwrap();
+        }
+        std::fs::write(p.join("var/lib/dpkg/status"), "").unwrap();
+        std::fs::write(p.join("var/lib/dpkg/available"), "").unwrap();
+        std::fs::write(p.join("etc/os-release"), "ID=debian\nVERSION_ID=12\n").unwrap();
+        support::root_with_a_shell(p);
+        let repo = tempfile::tempdir().unwrap();
+        // apt reads file: repositories as its sandbox user.
+        std::fs::set_permissions(repo.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(
+            p.join("etc/apt/sources.list"),
+            format!("deb [trusted=yes] file:{} ./\n", repo.path().display()),
+        )
+        .unwrap();
+        AptFixture { root, repo }
+    }
+}
+
+impl Fixture for AptFixture {
+    fn require(&self) {
+        support::require_root("dpkg --root");
+        support::require_tool("dpkg-scanpackages", "dpkg-dev");
+    }
+
+    fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    fn publish(&mut self, pkgs: &[Pkg]) {
+        for p in pkgs {
+            build_deb(self.repo.path(), p);
+        }
+        let scan = Command::new("dpkg-scanpackages")
+            .args(["--multiversion", "."])
+            .current_dir(self.repo.path())
+            .output()
+            .unwrap();
+        assert!(scan.status.success(), "{scan:?}");
+        std::fs::write(self.repo.path().join("Packages"), scan.stdout).unwrap();
+        let out = Command::new("apt-get")
+            .args(apt_opts(self.root.path()))
+            .args(["-q", "update"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+
+    fn local_file(&self, _tree: &Path, p: &Pkg) -> String {
+        let deb = build_deb(&self.root.path().join("pkgs"), p);
+        format!(
+            "deb = \"/pkgs/{}\"",
+            deb.file_name().unwrap().to_string_lossy()
+        )
+    }
+
+    fn installed(&self) -> Vec<String> {
+        let out = Command::new("dpkg-query")
+            .arg(format!("--root={}", self.root.path().display()))
+            .args(["-W", "--showformat=${Package} ${Version} ${Status}\\n"])
+            .output()
+            .unwrap();
+        let mut v: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.ends_with(" installed"))
+            .map(|l| l.split(' ').take(2).collect::<Vec<_>>().join(" "))
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn show(&self, version: &str) -> String {
+        version.to_owned()
+    }
+
+    fn host_state(&self) -> Vec<PathBuf> {
+        [
+            "/var/lib/dpkg/status",
+            "/var/lib/apt/extended_states",
+            "/var/log/apt",
+            "/var/cache/apt/archives",
+        ]
+        .into_iter()
+        .map(PathBuf::from)
+        .collect()
+    }
+
+    fn installers(&self) -> &'static [&'static str] {
+        &["apt-get", "apt-cache", "dpkg"]
+    }
+
+    fn query_tool(&self) -> &'static str {
+        "dpkg-query"
+    }
+}
