@@ -14,6 +14,7 @@
 
 mod documents;
 mod inventory;
+mod test_files;
 
 pub use documents::{DocumentKind, DocumentRequest};
 pub use inventory::INVENTORY_FILE;

@@ -108,7 +108,8 @@ pub fn policy_files(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Option<PathBuf>)>
     Ok(roots)
 }
 
-/// Every `*.policy` file under `dir`, sorted. Symbolic links to
+/// Every `*.policy` file under `dir`, sorted, but the tests
+/// (`*.test.policy`, run by `policyc test`), which are not policy. Symbolic links to
 /// directories are not followed (a link loop would never end, and a link
 /// out would leave the tree); linked files are kept, and their target is
 /// checked against the tree when they are read.
@@ -129,7 +130,9 @@ fn collect_policy_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputE
         for (path, is_dir) in entries {
             if is_dir {
                 subdirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "policy") {
+            } else if path.extension().is_some_and(|e| e == "policy")
+                && !crate::testing::is_test_file(&path)
+            {
                 out.push(path);
             }
         }

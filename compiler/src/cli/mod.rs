@@ -10,11 +10,12 @@ mod check;
 pub mod exit;
 mod fleet;
 mod fmt;
-mod inputs;
+pub(crate) mod inputs;
 mod program;
 mod publish;
 mod rollout;
 mod secret;
+mod test;
 
 use std::process::ExitCode;
 
@@ -81,6 +82,14 @@ enum Command {
     /// The plaintext comes from standard input or an editor, never from
     /// the command line (docs/secrets.md).
     Secret(secret::SecretArgs),
+    /// Run the policy's tests (`*.test.policy`): resolve the policy for
+    /// each test's facts and classes, as the VM would, and check what it
+    /// expects.
+    ///
+    /// Exits 0 when every test passes, 1 when one fails (or the policy or
+    /// the tests have errors), 66 when no test file can be read, 69 when
+    /// `--run` cannot find policyvm (docs/testing-policy.md).
+    Test(test::TestArgs),
 }
 
 /// Exit status for "the input has errors".
@@ -140,6 +149,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Lsp(tree) => crate::lsp::run(tree.policy_root),
         Command::Fleet(args) => fleet::run(args),
         Command::Secret(args) => secret::run(args),
+        Command::Test(args) => test::run(args),
     }
 }
 

@@ -176,6 +176,17 @@ fn unopened(e: &DecryptError) -> Unopened {
     }
 }
 
+/// The evaluator opens secrets through this keyring on a host.
+impl converge_eval::sources::Secrets for Keyring<'_> {
+    fn reveal(&mut self, body: &Body, c: u32) -> Result<Arc<SecretText>, String> {
+        Keyring::reveal(self, body, c)
+    }
+
+    fn sets_opened(&self) -> usize {
+        Keyring::sets_opened(self)
+    }
+}
+
 /// Sealing as `policyc` does (`docs/bytecode.md`, "Secrets"), for the tests
 /// of the VM.
 #[cfg(test)]
