@@ -8,6 +8,9 @@ pub const OK: u8 = 0;
 /// The policy has errors (or warnings under `--deny-warnings`); `fmt`: a
 /// file was refused (syntax errors) or, under `--check`, would change.
 pub const ERRORS: u8 = 1;
+/// `plan`: something would change on some host (or cannot be known
+/// without a fact the host lacks), as `terraform plan -detailed-exitcode`.
+pub const CHANGES: u8 = 2;
 /// `EX_USAGE`: the command line is wrong, or a value on it is refused (a
 /// bundle name, a serial not above the published one).
 pub const USAGE: u8 = 64;
@@ -34,6 +37,7 @@ pub const TABLE: &[(u8, &str)] = &[
         ERRORS,
         "the policy has errors (or a file fmt refused or would change)",
     ),
+    (CHANGES, "plan: something would change"),
     (USAGE, "usage error"),
     (NO_INPUT, "an input cannot be read"),
     (
