@@ -98,7 +98,7 @@ fn vm_does_not_link_the_compiler() {
 }
 
 /// `policyc` links no HTTP or TLS stack and no VM: it shares only the format
-/// crate with the hosts.
+/// crate and the pure evaluator (`converge-eval`) with the hosts.
 #[test]
 fn compiler_links_no_http_tls_or_vm() {
     assert_links_none(
@@ -130,6 +130,38 @@ fn format_links_neither_side() {
             "jiff",
         ],
     );
+}
+
+/// The evaluator is what `policyc test` and `policyc plan` share with the
+/// VM, so a preview resolves a policy exactly as a host does: it is pure
+/// (no clock, no network, no TLS, no age decryption) and links neither
+/// side's command line.
+#[test]
+fn eval_links_neither_side_nor_io() {
+    assert_links_none(
+        "converge-eval",
+        &[
+            "converge-vm",
+            "converge-compiler",
+            "converge-grammar",
+            "converge-stdlib",
+            "clap",
+            "ureq",
+            "rustls",
+            "ring",
+            "jiff",
+            "tokio",
+            "age",
+        ],
+    );
+    let eval = linked_packages("converge-eval");
+    assert!(eval.contains("converge-format"), "converge-eval should link converge-format");
+    for side in ["converge-vm", "converge-compiler"] {
+        assert!(
+            linked_packages(side).contains("converge-eval"),
+            "{side} should link converge-eval: one evaluator for both"
+        );
+    }
 }
 
 /// The collector is a server of its own: it shares the format crate with

@@ -17,19 +17,12 @@
 use std::path::Path;
 
 use crate::rootfs::{read_system_file, Kind, RootFs};
-use crate::schema::{ARCHITECTURES, OS_FAMILIES};
 
 /// The most read of one file a fact comes from (`/etc/hosts`, `os-release`,
 /// `/proc/meminfo`...): 1 MiB.
 pub const MAX_FACT_FILE: u64 = 1 << 20;
 
-/// A fact's value.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FactValue {
-    Str(String),
-    Int(i64),
-    List(Vec<String>),
-}
+pub use converge_eval::facts::{class_name, FactValue};
 
 /// Every fact of the schema, gathered once per run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,22 +89,18 @@ impl Facts {
     /// OS family, the architecture, the weekday, the hour and
     /// `host_<hostname>`.
     pub fn hard_classes(&self) -> Vec<String> {
-        let mut classes = vec!["any".to_owned()];
-        if self.os == "linux" {
-            classes.push("linux".to_owned());
-        }
-        if OS_FAMILIES.contains(&self.os_family.as_str()) {
-            classes.push(self.os_family.clone());
-        }
-        if ARCHITECTURES.contains(&self.arch.as_str()) {
-            classes.push(self.arch.clone());
-        }
-        classes.push(self.weekday.clone());
-        classes.push(format!("hr{:02}", self.hour.clamp(0, 23)));
-        classes.push(format!("host_{}", class_name(&self.hostname)));
-        classes.sort();
-        classes.dedup();
-        classes
+        converge_eval::facts::hard_classes(|name| self.get(name))
+    }
+}
+
+/// The evaluator reads the host's facts; a host knows every one.
+impl converge_eval::facts::FactSource for Facts {
+    fn get(&self, name: &str) -> Option<FactValue> {
+        Facts::get(self, name)
+    }
+
+    fn hard_classes(&self) -> Vec<String> {
+        Facts::hard_classes(self)
     }
 }
 
@@ -264,20 +253,6 @@ fn weekday_name(day: jiff::civil::Weekday) -> &'static str {
         Saturday => "saturday",
         Sunday => "sunday",
     }
-}
-
-/// A hostname as a class name: characters that cannot be in an identifier
-/// become `_` (`web-01.example` -> `web_01_example`).
-pub fn class_name(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -14,14 +14,19 @@
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub use converge_format::{bundle, ids, schema, stamp, tree};
+// The evaluator, its instances and the resolver are shared with policyc
+// (`policyc test`, `policyc plan`) in `converge-eval`; these keep their
+// paths here (`crate::eval`, `crate::instance`, `crate::run::resolve`).
+pub use converge_eval::{eval, instance};
+
+// The evaluator's text budget is four times the largest file the VM reads.
+const _: () = assert!(eval::MAX_EVAL_BYTES == 4 * (rootfs::MAX_READ as usize));
 
 pub mod agent;
 pub mod backend;
 pub mod cli;
-pub mod eval;
 pub mod facts;
 pub mod identity;
-pub mod instance;
 pub mod neighbours;
 pub mod outcome;
 pub mod probes;
@@ -32,3 +37,6 @@ pub mod secrets;
 pub mod state;
 pub mod upload;
 pub mod watch;
+
+#[cfg(test)]
+mod eval_tests;

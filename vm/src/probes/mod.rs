@@ -133,6 +133,13 @@ impl Probes {
     }
 }
 
+/// The evaluator's `probe` instructions read the probes of the run.
+impl converge_eval::sources::ProbeFacts for Probes {
+    fn read(&self, path: &str) -> Result<Val, String> {
+        Probes::read(self, path)
+    }
+}
+
 /// Runs or reads one probe and parses what it gave; a program gets its
 /// timeout, or `left` of the run's probe budget when that is less.
 fn run_one(

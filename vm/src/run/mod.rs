@@ -14,7 +14,7 @@ pub mod lock;
 pub mod operators;
 pub mod owed;
 pub mod report;
-pub mod resolve;
+pub use converge_eval::resolve;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -163,7 +163,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
     // lazily: only when an active promise needs one.
     let mut eval = Evaluator::new(body, &facts)
         .with_probes(&probes)
-        .with_identity_from(opts.state.as_ref());
+        .with_secrets(crate::secrets::Keyring::new(opts.state.as_ref()));
     let mut resolver = Resolver::new(body);
     let mut outcome_classes: Vec<String> = opts.defines.clone();
     let mut classes = eval.classes(&outcome_classes).map_err(|e| e.to_string())?;

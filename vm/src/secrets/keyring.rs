@@ -173,6 +173,17 @@ fn unopened(e: &DecryptError) -> Unopened {
 
 /// Sealing as `policyc` does (`docs/bytecode.md`, "Secrets"), for the tests
 /// of the VM: a set key sealed to `hosts`, and secrets sealed to it.
+/// The evaluator opens secrets through this keyring on a host.
+impl converge_eval::sources::Secrets for Keyring<'_> {
+    fn reveal(&mut self, body: &Body, c: u32) -> Result<Arc<SecretText>, String> {
+        Keyring::reveal(self, body, c)
+    }
+
+    fn keys_opened(&self) -> usize {
+        Keyring::keys_opened(self)
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod sealing {
     use std::str::FromStr as _;

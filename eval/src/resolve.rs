@@ -293,7 +293,6 @@ mod tests {
     #[test]
     fn instances_share_the_constants_they_name() {
         use crate::bundle::format::{AttrValue, List, SourceLoc};
-        use crate::facts::Facts;
         let mut body = Body::with_programs(
             vec![
                 Constant::Str("/f".into()),
@@ -320,19 +319,7 @@ mod tests {
             source: 0,
         };
         body.sources = List(vec![SourceLoc { file: 0, line: 1 }]);
-        let facts = Facts {
-            hostname: "h".into(),
-            fqdn: "h".into(),
-            os: "linux".into(),
-            os_family: "debian".into(),
-            os_release: "12".into(),
-            arch: "x86_64".into(),
-            ipv4: Vec::new(),
-            cpus: 1,
-            memory_mb: 1,
-            weekday: "monday".into(),
-            hour: 0,
-        };
+        let facts = crate::facts::web01();
         let mut eval = Evaluator::new(&body, &facts);
         let mut resolver = Resolver::new(&body);
         let a = resolver
@@ -347,82 +334,6 @@ mod tests {
         }
         // Constants count against no pass budget; only the promisers do.
         assert_eq!(resolver.text, 4);
-    }
-
-    /// A secret resolves to [`Value::Secret`] where it may be (a file's
-    /// content), and is refused, naming only the secret, as a promiser or
-    /// another attribute (a body that bypassed the verifier).
-    #[test]
-    fn a_secret_resolves_only_where_it_may_be() {
-        use crate::bundle::format::{AttrValue, List, SourceLoc};
-        use crate::facts::Facts;
-        use crate::secrets::sealing::{sealed_key, secret};
-        let dir = tempfile::tempdir().unwrap();
-        let state = crate::state::StateDir::open(&dir.path().join("s")).unwrap();
-        let me = crate::identity::enroll(&state, Some("h"), "h", false).unwrap();
-        let (key, set) = sealed_key(&[&me.age_recipient]);
-        let mut body = Body::with_programs(
-            vec![
-                key,
-                secret("tls_key", "KEY-MATERIAL", 0, &set),
-                Constant::Str("/f".into()),
-            ],
-            Vec::new(),
-        );
-        body.sources = List(vec![SourceLoc { file: 2, line: 1 }]);
-        let file = crate::schema::promise_type("file").unwrap();
-        let attr = |name: &str| file.all_attrs().find(|a| a.name == name).unwrap().id;
-        let promise = |promiser: u32, name: &str| Promise {
-            kind: file.id,
-            promiser: Item::Const(promiser),
-            attrs: List(vec![AttrValue {
-                attr: attr(name),
-                value: Operand::Item(Item::Const(1)),
-            }]),
-            guard: None,
-            loops: List(Vec::new()),
-            after: List(Vec::new()),
-            notify: List(Vec::new()),
-            on_repaired: None,
-            on_kept: None,
-            on_failed: None,
-            source: 0,
-        };
-        let facts = Facts {
-            hostname: "h".into(),
-            fqdn: "h".into(),
-            os: "linux".into(),
-            os_family: "debian".into(),
-            os_release: "12".into(),
-            arch: "x86_64".into(),
-            ipv4: Vec::new(),
-            cpus: 1,
-            memory_mb: 1,
-            weekday: "monday".into(),
-            hour: 0,
-        };
-        let mut eval = Evaluator::new(&body, &facts).with_identity_from(Some(&state));
-        let mut resolver = Resolver::new(&body);
-        let none = BTreeSet::new();
-        let inst = resolver
-            .resolve(&mut eval, 0, &promise(2, "content"), &none, &[])
-            .unwrap();
-        let content = inst.secret("content").unwrap();
-        assert_eq!(content.expose(), "KEY-MATERIAL");
-        assert_eq!(inst.get("content").unwrap().display(), "<secret tls_key>");
-        assert_eq!(inst.str("content"), None, "a secret is never plain text");
-        assert!(!format!("{inst:?}").contains("KEY-MATERIAL"));
-        for (p, what) in [
-            (promise(1, "content"), "promiser"),
-            (promise(2, "owner"), "owner"),
-        ] {
-            let err = resolver.resolve(&mut eval, 0, &p, &none, &[]).unwrap_err();
-            assert!(
-                err.starts_with("<secret tls_key> may only be the content"),
-                "{what}: {err}"
-            );
-        }
-        assert_eq!(eval.keys_opened(), 1);
     }
 
     #[test]

@@ -26,10 +26,10 @@ use crate::bundle::format::{Body, Constant};
 use crate::bundle::functions::function_by_id;
 use crate::bundle::instr::Instr;
 use crate::bundle::limits::{RegexCache, MAX_EACH_DEPTH};
-use crate::facts::{FactValue, Facts};
-use crate::probes::Probes;
+use crate::facts::{FactSource, FactValue};
 use crate::schema::fact_by_id;
-use crate::secrets::{Keyring, SecretText};
+use crate::secret::SecretText;
+use crate::sources::{NoProbes, NoSecrets, ProbeFacts, Secrets};
 use functions::{Applied, FuncError};
 
 /// The most bytes of text one program run may produce, counting every string
@@ -37,9 +37,10 @@ use functions::{Applied, FuncError};
 /// depth, but a validly signed hostile bundle could still push a large
 /// constant thousands of times or concatenate it into gigabytes; this
 /// budget makes such a program fail its promise instead of exhausting memory
-/// (THREATS.md T14). Four times the largest file the VM edits leaves room for
-/// any content a real policy builds.
-pub const MAX_EVAL_BYTES: usize = 4 * (crate::rootfs::MAX_READ as usize);
+/// (THREATS.md T14). Four times the largest file the VM edits (64 MiB, its
+/// `rootfs::MAX_READ`, which the VM asserts) leaves room for any content a
+/// real policy builds.
+pub const MAX_EVAL_BYTES: usize = 4 * (64 << 20);
 
 /// The most instructions one program run may execute, counting those of the
 /// programs its `each` instructions run. A program is at most 65,536
@@ -165,7 +166,7 @@ pub const INSTR_STEPS: u64 = 64;
 #[derive(Debug)]
 pub struct Evaluator<'b> {
     body: &'b Body,
-    facts: &'b Facts,
+    facts: &'b dyn FactSource,
     regexes: RegexCache,
     /// Steps left of [`MAX_RUN_STEPS`].
     steps_left: u64,
@@ -174,7 +175,7 @@ pub struct Evaluator<'b> {
     /// depend on it fail (and the classes defined from it are not set).
     failed_classes: HashMap<String, String>,
     /// The probe facts of the run (format 2.3).
-    probes: &'b Probes,
+    probes: &'b dyn ProbeFacts,
     /// The classes left unset because a probe fact they need is unknown.
     unknown_classes: HashSet<String>,
     /// Set when the last [`Evaluator::run`] failed because a probe fact it
@@ -182,28 +183,32 @@ pub struct Evaluator<'b> {
     /// promise is then skipped, not failed.
     unknown: bool,
     /// Opens the secrets `const` pushes (format 2.4), lazily.
-    keyring: Keyring<'b>,
+    keyring: Box<dyn Secrets + 'b>,
 }
 
 impl<'b> Evaluator<'b> {
-    pub fn new(body: &'b Body, facts: &'b Facts) -> Self {
+    /// An evaluator of `body` with `facts`, no probe facts and no way to
+    /// open a secret (see [`Evaluator::with_probes`],
+    /// [`Evaluator::with_secrets`]).
+    pub fn new(body: &'b Body, facts: &'b dyn FactSource) -> Self {
         Evaluator {
             body,
             facts,
             regexes: RegexCache::default(),
             steps_left: MAX_RUN_STEPS,
             failed_classes: HashMap::new(),
-            probes: &crate::probes::NONE,
+            probes: &NoProbes,
             unknown_classes: HashSet::new(),
             unknown: false,
-            keyring: Keyring::new(None),
+            keyring: Box::new(NoSecrets),
         }
     }
 
-    /// Secrets are opened with the host identity of `state` (none by
-    /// default: a secret then fails its promise, "no identity").
-    pub fn with_identity_from(mut self, state: Option<&'b crate::state::StateDir>) -> Self {
-        self.keyring = Keyring::new(state);
+    /// Secrets are opened by `secrets` (the VM's keyring opens them with
+    /// the host identity; none by default: a secret then fails its
+    /// promise).
+    pub fn with_secrets(mut self, secrets: impl Secrets + 'b) -> Self {
+        self.keyring = Box::new(secrets);
         self
     }
 
@@ -219,7 +224,7 @@ impl<'b> Evaluator<'b> {
     }
 
     /// The probe facts `probe` instructions read (none by default).
-    pub fn with_probes(mut self, probes: &'b Probes) -> Self {
+    pub fn with_probes(mut self, probes: &'b dyn ProbeFacts) -> Self {
         self.probes = probes;
         self
     }
@@ -413,12 +418,19 @@ impl<'b> Evaluator<'b> {
                     _ => scalar_constant(body, c)?,
                 }),
                 Instr::Fact(f) => {
-                    let name = fact_by_id(f).map(|f| f.name).unwrap_or("");
-                    Some(match self.facts.get(name) {
+                    let Some(spec) = fact_by_id(f) else {
+                        return Err(EvalError(format!("fact {f}")));
+                    };
+                    Some(match self.facts.get(spec.name) {
                         Some(FactValue::Str(s)) => Val::Str(s),
                         Some(FactValue::Int(i)) => Val::Int(i),
                         Some(FactValue::List(l)) => Val::List(l),
-                        None => return Err(EvalError(format!("fact {f}"))),
+                        // A real host knows every fact; a preview may not
+                        // be given one: what needs it is unknown.
+                        None => {
+                            self.unknown = true;
+                            return Err(EvalError(format!("fact `{}` is not given", spec.name)));
+                        }
                     })
                 }
                 Instr::Probe(c) => {
@@ -450,7 +462,16 @@ impl<'b> Evaluator<'b> {
                             self.unknown = self.unknown_classes.contains(n);
                             return Err(EvalError(reason.clone()));
                         }
-                        Some(Val::Bool(st.classes.contains(n)))
+                        let set = st.classes.contains(n);
+                        if !set {
+                            // A hard class from a fact not given (a
+                            // preview): neither true nor false.
+                            if let Some(reason) = self.facts.unknown_class(n) {
+                                self.unknown = true;
+                                return Err(EvalError(reason));
+                            }
+                        }
+                        Some(Val::Bool(set))
                     }
                     _ => return Err(EvalError(format!("class constant {c}"))),
                 },
@@ -673,20 +694,8 @@ mod tests {
         Body::with_programs(constants, programs)
     }
 
-    fn facts() -> Facts {
-        Facts {
-            hostname: "web01".into(),
-            fqdn: "web01.example".into(),
-            os: "linux".into(),
-            os_family: "debian".into(),
-            os_release: "12".into(),
-            arch: "x86_64".into(),
-            ipv4: vec!["10.0.0.1".into(), "10.0.0.2".into()],
-            cpus: 4,
-            memory_mb: 2048,
-            weekday: "monday".into(),
-            hour: 3,
-        }
+    fn facts() -> crate::facts::FactMap {
+        crate::facts::web01()
     }
 
     fn fact(name: &str) -> u32 {
@@ -856,69 +865,6 @@ mod tests {
         assert!(
             err.0.starts_with("class `big` cannot be evaluated"),
             "{err}"
-        );
-    }
-
-    /// A probe fact that is unknown on this host (format 2.3) fails the
-    /// program that reads it and a class defined from it with the probe's
-    /// reason, marked unknown (the run skips what needs it); a class read
-    /// of it is unknown too; a known probe fact is pushed with its type.
-    #[test]
-    fn an_unknown_probe_fact_makes_what_reads_it_unknown() {
-        use crate::bundle::format::ClassEntry;
-        use crate::probes::{ProbeOutcome, ProbeValue, Probes};
-        let mut body = body(
-            vec![
-                Constant::Str("dc".into()),
-                Constant::Str("rack".into()),
-                Constant::Word("eu".into()),
-                Constant::Int(3),
-                Constant::Str("^eu".into()),
-            ],
-            vec![
-                vec![Instr::Probe(0), Instr::Match(4)],
-                vec![Instr::Class(2)],
-                vec![Instr::Probe(1), Instr::Const(3), Instr::Eq],
-            ],
-        );
-        body.classes.0 = vec![ClassEntry {
-            name: 2,
-            program: Some(0),
-        }];
-        let probes = Probes::from_outcomes(vec![
-            ProbeOutcome {
-                name: "dc".into(),
-                result: Err("it exited with status 1".into()),
-                duration_ms: 1,
-            },
-            ProbeOutcome {
-                name: "rack".into(),
-                result: Ok(ProbeValue::Int(3)),
-                duration_ms: 1,
-            },
-        ]);
-        let facts = facts();
-        let mut eval = Evaluator::new(&body, &facts).with_probes(&probes);
-        let classes = eval.classes(&[]).unwrap();
-        assert!(!classes.contains("eu"));
-        assert_eq!(
-            eval.class_failures().get("eu").map(String::as_str),
-            Some("class `eu` is unknown: probe \"dc\" failed: it exited with status 1")
-        );
-        let err = eval.run(1, &classes, &[]).unwrap_err();
-        assert!(eval.failed_on_unknown());
-        assert!(err.0.starts_with("class `eu` is unknown"), "{err}");
-        let err = eval.run(0, &classes, &[]).unwrap_err();
-        assert!(eval.failed_on_unknown());
-        assert_eq!(err.0, "probe \"dc\" failed: it exited with status 1");
-        assert_eq!(eval.run(2, &classes, &[]), Ok(Val::Bool(true)));
-        assert!(!eval.failed_on_unknown());
-        // Without probes, a failure is not "unknown".
-        let mut plain = Evaluator::new(&body, &facts);
-        assert!(plain.run(0, &classes, &[]).is_err());
-        assert!(
-            plain.failed_on_unknown(),
-            "no probe table: the fact is unknown too"
         );
     }
 
@@ -1360,119 +1306,5 @@ mod tests {
         // 2 instructions; "web01" pushed (5), 5 bytes times 10 levels
         // examined, "v" pushed (1).
         assert_eq!(eval.steps_used(), 2 * INSTR_STEPS + 5 + 50 + 1);
-    }
-
-    /// A host enrolled in a temporary state directory, and a body whose
-    /// constants 0 and 1 are a sealed key for it and secret `db` in it.
-    fn secret_body(
-        programs: Vec<Vec<Instr>>,
-        hosts_recipient: bool,
-    ) -> (tempfile::TempDir, crate::state::StateDir, Body) {
-        use crate::secrets::sealing::{sealed_key, secret};
-        let dir = tempfile::tempdir().unwrap();
-        let state = crate::state::StateDir::open(&dir.path().join("state")).unwrap();
-        let me = crate::identity::enroll(&state, Some("h"), "h", false).unwrap();
-        let other = age::x25519::Identity::generate().to_public().to_string();
-        let to = if hosts_recipient {
-            me.age_recipient
-        } else {
-            other
-        };
-        let (key, set) = sealed_key(&[&to]);
-        let constants = vec![
-            key,
-            secret("db", "pa55-word", 0, &set),
-            Constant::Str("password=".into()),
-            Constant::List(crate::bundle::format::List(vec!["a".into(), "b".into()])),
-            Constant::Str("x".into()),
-            Constant::Str(String::new()),
-        ];
-        let body = body(constants, programs);
-        (dir, state, body)
-    }
-
-    /// Everything computed from a secret is secret, with its name: a
-    /// concatenation, a function of it, a template's `each`; a program that
-    /// reads none stays plain; `run` (guards, classes, promisers) refuses
-    /// a secret whatever was computed from it.
-    #[test]
-    fn values_computed_from_a_secret_stay_secret() {
-        let upper = func("upper");
-        let programs = vec![
-            vec![Instr::Const(2), Instr::Const(1), Instr::Concat(2)],
-            vec![Instr::Const(1), upper],
-            vec![Instr::Elem(0), Instr::Const(1), Instr::Concat(2)],
-            vec![Instr::Const(3), Instr::Each(2)],
-            vec![Instr::Const(1), Instr::Const(4), Instr::Eq],
-            vec![Instr::Const(2)],
-        ];
-        let (_dir, state, body) = secret_body(programs, true);
-        let facts = facts();
-        let mut eval = Evaluator::new(&body, &facts).with_identity_from(Some(&state));
-        let none = BTreeSet::new();
-        let secret = |eval: &mut Evaluator<'_>, p: u32| match eval.run_sink(p, &none, &[]) {
-            Ok(Evaluated::Secret(s)) => (s.expose().to_owned(), s.label()),
-            other => panic!("program {p}: {other:?}"),
-        };
-        assert_eq!(
-            secret(&mut eval, 0),
-            ("password=pa55-word".into(), "<secret db>".into())
-        );
-        assert_eq!(
-            secret(&mut eval, 1),
-            ("PA55-WORD".into(), "<secret db>".into())
-        );
-        assert_eq!(
-            secret(&mut eval, 3),
-            ("apa55-wordbpa55-word".into(), "<secret db>".into())
-        );
-        assert_eq!(secret(&mut eval, 4), ("false".into(), "<secret db>".into()));
-        assert_eq!(eval.keys_opened(), 1, "one sealed key, opened once");
-        match eval.run_sink(5, &none, &[]) {
-            Ok(Evaluated::Plain(Val::Str(s))) => assert_eq!(s, "password="),
-            other => panic!("{other:?}"),
-        }
-        for p in [0, 3, 4] {
-            let err = eval.run(p, &none, &[]).unwrap_err();
-            assert!(
-                err.0.contains("reads <secret db>, which only the content"),
-                "{err}"
-            );
-            assert!(!err.0.contains("pa55"), "{err}");
-        }
-    }
-
-    /// A program that fails after reading a secret does not say why (a
-    /// function's message may quote its argument); one that cannot open
-    /// the secret says exactly that, and no value.
-    #[test]
-    fn failures_never_quote_a_secret() {
-        let split = func("split");
-        let programs = vec![
-            // split(secret, "") is refused with a message about its arguments.
-            vec![Instr::Const(1), Instr::Const(5), split],
-            vec![Instr::Const(1)],
-        ];
-        let (_dir, state, body) = secret_body(programs, true);
-        let facts = facts();
-        let mut eval = Evaluator::new(&body, &facts).with_identity_from(Some(&state));
-        let none = BTreeSet::new();
-        let e = eval.run_sink(0, &none, &[]).unwrap_err();
-        assert!(
-            e.0.contains("fails on a value computed from <secret db>"),
-            "{e}"
-        );
-        assert!(!e.0.contains("pa55"), "{e}");
-        let (_dir, state, body) = secret_body(vec![vec![Instr::Const(1)]], false);
-        let mut eval = Evaluator::new(&body, &facts).with_identity_from(Some(&state));
-        let err = eval.run_sink(0, &none, &[]).unwrap_err();
-        assert_eq!(err.0, "this host is not a recipient of secret db");
-        let mut eval = Evaluator::new(&body, &facts);
-        let err = eval.run_sink(0, &none, &[]).unwrap_err();
-        assert!(
-            err.0
-                .starts_with("secret db: no identity: run `policyvm enroll`"),
-            "{err}"
-        );
     }
 }

@@ -1,10 +1,10 @@
 //! A promise resolved for this host: its kind, promiser and attribute
-//! values. Made by the run (`crate::run::resolve`), read by the operators
+//! values. Made by the resolver ([`crate::resolve`]), read by the VM's operators
 //! and the system backends; it lives below both.
 
 use std::sync::Arc;
 
-use crate::secrets::SecretText;
+use crate::secret::SecretText;
 
 /// A resolved attribute value. Strings and embedded files are reference
 /// counted, so every instance that names one constant shares it.

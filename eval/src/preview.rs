@@ -1,0 +1,550 @@
+//! A preview of one host: every promise of a bundle that would be active
+//! there, resolved exactly as `policyvm run` resolves it (the same
+//! [`Evaluator`] and [`Resolver`]: classes, guards, run-time loops,
+//! rendered templates and lookups), without touching any system.
+//!
+//! What a preview cannot know:
+//! - **Outcome classes** (`on_repaired`, `on_kept`, `on_failed`,
+//!   `on_changed`, `on_rewrite`) are set by what the run does. A promise
+//!   whose guard or values read one (directly or through a class defined
+//!   from one) is marked [`Activity::Conditional`] with the outcome classes
+//!   it reads, and resolved as the first pass sees it (no outcome class
+//!   set). A test can check it, but not whether the run will apply it.
+//! - **Facts not given** (an inventory host without `sys.os_family`, a
+//!   probe fact a test leaves out) are unknown, never guessed: what reads
+//!   one is [`Resolution::Unknown`] with the reason, and so is a hard class
+//!   derived from one (`debian` when `sys.os_family` is not given).
+//! - **Secrets** are never opened: with [`SecretPlaceholders`] a secret's
+//!   text is `<secret NAME>`, and a value computed from one is shown so.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use crate::bundle::format::{Body, Constant, Item, Operand};
+use crate::bundle::instr::Instr;
+use crate::bundle::limits::MAX_PASS_INSTANCES;
+use crate::eval::{Evaluator, Val};
+use crate::facts::{FactSource, FactValue};
+use crate::instance::Instance;
+use crate::resolve::{loop_combinations, Resolver};
+use crate::schema::{fact_by_id, promise_type_by_id};
+use crate::sources::{ProbeFacts, SecretPlaceholders};
+
+/// What a preview found for one host.
+#[derive(Debug)]
+pub struct Preview {
+    /// The classes set at the start of the run: hard classes, the classes
+    /// defined for the preview, and every defined class whose program is
+    /// true (sorted).
+    pub classes: Vec<String>,
+    /// Classes whose definition could not be evaluated here, with the
+    /// reason (a fact not given, a probe fact unknown, a budget).
+    pub class_failures: Vec<(String, String)>,
+    /// Every promise instance that is active, or may become active through
+    /// outcome classes, or whose activity cannot be known here; in the
+    /// bundle's order of application.
+    pub promises: Vec<PreviewPromise>,
+}
+
+/// One promise instance of a [`Preview`].
+#[derive(Debug)]
+pub struct PreviewPromise {
+    /// Index of the promise in the bundle.
+    pub index: usize,
+    /// The promise type's name (`file`).
+    pub kind: &'static str,
+    /// `file.policy:12`, as run reports name it.
+    pub source: String,
+    /// The elements of the promise's run-time loops for this instance.
+    pub loops: Vec<String>,
+    pub activity: Activity,
+    pub resolution: Resolution,
+}
+
+/// Whether a promise applies on this host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Activity {
+    /// Its guard holds (or it has none) and nothing of it reads an outcome
+    /// class: the run applies it.
+    Active,
+    /// Its guard or values read these outcome classes of the run, which a
+    /// preview cannot know. `active_at_start`: whether its guard holds
+    /// before any promise ran.
+    Conditional {
+        active_at_start: bool,
+        outcome_classes: Vec<String>,
+    },
+    /// Its guard could not be decided here (the reason is the
+    /// [`Resolution`]).
+    Undecided,
+}
+
+/// A promise instance resolved for this host.
+#[derive(Debug)]
+pub enum Resolution {
+    /// Its promiser and attribute values, as the run's operators get them.
+    Resolved(Instance),
+    /// A fact, probe fact or class it needs is not known here.
+    Unknown(String),
+    /// It fails on this host (over a budget, an enum value computed on the
+    /// host that is not one of its words, a lookup without a default).
+    Failed(String),
+}
+
+impl PreviewPromise {
+    /// The promiser, when it was resolved.
+    pub fn promiser(&self) -> Option<&str> {
+        match &self.resolution {
+            Resolution::Resolved(i) => Some(&i.promiser),
+            _ => None,
+        }
+    }
+}
+
+/// Previews `body` (a verified bundle body) for a host with `facts` and
+/// `probes`, with the classes `defines` set (as `policyvm run --define`).
+/// An error only for a body that does not match what the verifier checks.
+pub fn preview(
+    body: &Body,
+    facts: &dyn FactSource,
+    probes: &dyn ProbeFacts,
+    defines: &[String],
+) -> Result<Preview, String> {
+    let mut eval = Evaluator::new(body, facts)
+        .with_probes(probes)
+        .with_secrets(SecretPlaceholders::default());
+    let classes = eval.classes(defines).map_err(|e| e.to_string())?;
+    let mut class_failures: Vec<(String, String)> = eval
+        .class_failures()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    class_failures.sort();
+    let mut deps = OutcomeDeps::new(body);
+    let mut resolver = Resolver::new(body);
+    resolver.start_pass();
+    let mut promises: Vec<PreviewPromise> = Vec::new();
+    for &i in body.order.iter() {
+        let i = i as usize;
+        let Some(p) = body.promises.get(i) else {
+            continue;
+        };
+        let kind = promise_type_by_id(p.kind).map_or("?", |t| t.name);
+        let source = source_of(body, i);
+        let entry =
+            |loops: Vec<String>, activity: Activity, resolution: Resolution| PreviewPromise {
+                index: i,
+                kind,
+                source: source.clone(),
+                loops,
+                activity,
+                resolution,
+            };
+        let mut outcome_classes: BTreeSet<String> = BTreeSet::new();
+        if let Some(g) = p.guard {
+            outcome_classes.extend(deps.of_program(g));
+        }
+        for a in p.attrs.iter() {
+            let items: Vec<Item> = match &a.value {
+                Operand::Item(item) => vec![*item],
+                Operand::List(items) => items.iter().copied().collect(),
+            };
+            for item in items {
+                if let Item::Code(program) = item {
+                    outcome_classes.extend(deps.of_program(program));
+                }
+            }
+        }
+        if let Item::Code(program) = p.promiser {
+            outcome_classes.extend(deps.of_program(program));
+        }
+        let mut lists: Vec<Vec<String>> = Vec::new();
+        let mut missing: Option<String> = None;
+        for f in p.loops.iter() {
+            let spec = fact_by_id(*f);
+            match spec.and_then(|s| facts.get(s.name)) {
+                Some(FactValue::List(l)) => lists.push(l),
+                Some(_) => lists.push(Vec::new()),
+                None => {
+                    missing = Some(format!(
+                        "it loops over fact `{}`, which is not given",
+                        spec.map_or("?", |s| s.name)
+                    ));
+                }
+            }
+        }
+        if let Some(why) = missing {
+            promises.push(entry(
+                Vec::new(),
+                Activity::Undecided,
+                Resolution::Unknown(why),
+            ));
+            continue;
+        }
+        let combos = match loop_combinations(&lists) {
+            Ok(combos) => combos,
+            Err(e) => {
+                promises.push(entry(Vec::new(), Activity::Active, Resolution::Failed(e)));
+                continue;
+            }
+        };
+        for combo in combos {
+            let guard = match p.guard {
+                None => Ok(true),
+                Some(g) => match eval.run(g, &classes, &combo) {
+                    Ok(v) => Ok(v == Val::Bool(true)),
+                    Err(e) if eval.failed_on_unknown() => Err(Resolution::Unknown(e.0)),
+                    Err(e) => Err(Resolution::Failed(format!(
+                        "its guard could not be evaluated: {}",
+                        e.0
+                    ))),
+                },
+            };
+            let activity = match (&guard, outcome_classes.is_empty()) {
+                (Err(_), _) => Activity::Undecided,
+                (Ok(true), true) => Activity::Active,
+                (Ok(false), true) => continue,
+                (Ok(active), false) => Activity::Conditional {
+                    active_at_start: *active,
+                    outcome_classes: outcome_classes.iter().cloned().collect(),
+                },
+            };
+            if promises.len() >= MAX_PASS_INSTANCES {
+                promises.push(entry(
+                    combo,
+                    activity,
+                    Resolution::Failed(format!(
+                        "the pass already holds {MAX_PASS_INSTANCES} promise instances, the limit (docs/bytecode.md, Limits)"
+                    )),
+                ));
+                break;
+            }
+            let resolution = match guard {
+                Err(resolution) => resolution,
+                Ok(_) => match resolver.resolve(&mut eval, i, p, &classes, &combo) {
+                    Ok(inst) => Resolution::Resolved(inst),
+                    Err(e) if eval.failed_on_unknown() => Resolution::Unknown(e),
+                    Err(e) => Resolution::Failed(e),
+                },
+            };
+            promises.push(entry(combo, activity, resolution));
+        }
+    }
+    Ok(Preview {
+        classes: classes.into_iter().collect(),
+        class_failures,
+        promises,
+    })
+}
+
+/// `file.policy:12` of promise `index`.
+pub fn source_of(body: &Body, index: usize) -> String {
+    body.promises
+        .get(index)
+        .and_then(|p| body.sources.get(p.source as usize))
+        .map(|s| {
+            let file = match body.constants.get(s.file as usize) {
+                Some(Constant::Str(f)) => f.clone(),
+                _ => String::new(),
+            };
+            format!("{file}:{}", s.line)
+        })
+        .unwrap_or_default()
+}
+
+/// Which outcome classes a program reads: directly (`class` of one), through
+/// a class defined from one, or in a program its `each` runs.
+#[derive(Debug)]
+struct OutcomeDeps<'b> {
+    body: &'b Body,
+    /// Every class a promise of the bundle may set by its outcome.
+    outcome: HashSet<String>,
+    /// The program of each defined class.
+    defined: HashMap<String, u32>,
+    /// Program -> the outcome classes it reads, once computed.
+    memo: HashMap<u32, BTreeSet<String>>,
+}
+
+impl<'b> OutcomeDeps<'b> {
+    fn new(body: &'b Body) -> Self {
+        let word = |c: u32| match body.constants.get(c as usize) {
+            Some(Constant::Word(n) | Constant::Str(n)) => Some(n.clone()),
+            _ => None,
+        };
+        let mut outcome: HashSet<String> = HashSet::new();
+        for p in body.promises.iter() {
+            for c in [p.on_repaired, p.on_kept, p.on_failed]
+                .into_iter()
+                .flatten()
+            {
+                outcome.extend(word(c));
+            }
+            // `on_changed` (watch) and `on_rewrite` (neighbours) are
+            // carried as attribute values.
+            let Some(pt) = promise_type_by_id(p.kind) else {
+                continue;
+            };
+            for a in p.attrs.iter() {
+                let named = pt
+                    .attr_by_id(a.attr)
+                    .is_some_and(|s| matches!(s.name, "on_changed" | "on_rewrite"));
+                if let (true, Operand::Item(Item::Const(c))) = (named, &a.value) {
+                    outcome.extend(word(*c));
+                }
+            }
+        }
+        let defined = body
+            .classes
+            .iter()
+            .filter_map(|c| Some((word(c.name)?, c.program?)))
+            .collect();
+        OutcomeDeps {
+            body,
+            outcome,
+            defined,
+            memo: HashMap::new(),
+        }
+    }
+
+    fn of_program(&mut self, program: u32) -> BTreeSet<String> {
+        if let Some(known) = self.memo.get(&program) {
+            return known.clone();
+        }
+        // Placed first so that a cycle (which the verifier refuses) ends.
+        self.memo.insert(program, BTreeSet::new());
+        let mut found = BTreeSet::new();
+        let code: Vec<Instr> = self
+            .body
+            .programs
+            .get(program as usize)
+            .map(|p| p.code.iter().copied().collect())
+            .unwrap_or_default();
+        for instr in code {
+            match instr {
+                Instr::Class(c) => {
+                    let Some(Constant::Word(n) | Constant::Str(n)) =
+                        self.body.constants.get(c as usize)
+                    else {
+                        continue;
+                    };
+                    if self.outcome.contains(n) {
+                        found.insert(n.clone());
+                    }
+                    if let Some(&defining) = self.defined.get(n) {
+                        found.extend(self.of_program(defining));
+                    }
+                }
+                Instr::Each(q) => found.extend(self.of_program(q)),
+                _ => {}
+            }
+        }
+        self.memo.insert(program, found.clone());
+        found
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+mod tests {
+    use super::*;
+    use crate::bundle::format::{AttrValue, Bytes, ClassEntry, List, Promise, Sealed, SourceLoc};
+    use crate::facts::FactMap;
+    use crate::sources::NoProbes;
+
+    fn fact(name: &str) -> u32 {
+        u32::from(crate::schema::fact(name).unwrap().id)
+    }
+
+    fn attr(kind: &str, name: &str) -> u16 {
+        crate::schema::promise_type(kind)
+            .unwrap()
+            .all_attrs()
+            .find(|a| a.name == name)
+            .unwrap()
+            .id
+    }
+
+    fn file(promiser: Item, content: Item, guard: Option<u32>) -> Promise {
+        let kind = crate::schema::promise_type("file").unwrap().id;
+        Promise {
+            kind,
+            promiser,
+            attrs: List(vec![AttrValue {
+                attr: attr("file", "content"),
+                value: Operand::Item(content),
+            }]),
+            guard,
+            loops: List(Vec::new()),
+            after: List(Vec::new()),
+            notify: List(Vec::new()),
+            on_repaired: None,
+            on_kept: None,
+            on_failed: None,
+            source: 0,
+        }
+    }
+
+    /// A bundle of five file promises: one everywhere whose content is
+    /// rendered from `sys.hostname`; one on `debian`; one on `redhat`; one
+    /// on class `reloaded`, which the first sets when it repairs; one whose
+    /// content is a secret. Class `web` is defined as `host_web01`.
+    fn bundle() -> Body {
+        let constants = vec![
+            Constant::Str("main.policy".into()), // 0
+            Constant::Str("/etc/motd".into()),   // 1
+            Constant::Str("hello ".into()),      // 2
+            Constant::Word("debian".into()),     // 3
+            Constant::Word("redhat".into()),     // 4
+            Constant::Word("reloaded".into()),   // 5
+            Constant::Str("/etc/deb".into()),    // 6
+            Constant::Str("/etc/rh".into()),     // 7
+            Constant::Str("/etc/after".into()),  // 8
+            Constant::Str("x".into()),           // 9
+            Constant::SealedKey(Box::new(crate::bundle::format::SealedKey {
+                ciphertext: Bytes(b"age-encryption.org/v1\n".to_vec()),
+            })), // 10
+            Constant::Secret(Box::new(Sealed {
+                name: "db".into(),
+                key: 10,
+                ciphertext: Bytes(b"age-encryption.org/v1\n".to_vec()),
+            })), // 11
+            Constant::Str("/etc/db.conf".into()), // 12
+            Constant::Word("web".into()),        // 13
+            Constant::Word("host_web01".into()), // 14
+            Constant::Str("password=".into()),   // 15
+        ];
+        let programs = vec![
+            vec![
+                Instr::Const(2),
+                Instr::Fact(fact("sys.hostname")),
+                Instr::Concat(2),
+            ],
+            vec![Instr::Class(3)],
+            vec![Instr::Class(4)],
+            vec![Instr::Class(5)],
+            vec![Instr::Class(14)],
+            vec![Instr::Const(15), Instr::Const(11), Instr::Concat(2)],
+        ];
+        let mut body = Body::with_programs(constants, programs);
+        body.classes = List(vec![ClassEntry {
+            name: 13,
+            program: Some(4),
+        }]);
+        let mut first = file(Item::Const(1), Item::Code(0), None);
+        first.on_repaired = Some(5);
+        body.promises = List(vec![
+            first,
+            file(Item::Const(6), Item::Const(9), Some(1)),
+            file(Item::Const(7), Item::Const(9), Some(2)),
+            file(Item::Const(8), Item::Const(9), Some(3)),
+            file(Item::Const(12), Item::Code(5), None),
+        ]);
+        body.order = List(vec![0, 1, 2, 3, 4]);
+        body.sources = List(vec![SourceLoc { file: 0, line: 7 }]);
+        body
+    }
+
+    fn host(entries: &[(&str, &str)]) -> FactMap {
+        FactMap(
+            entries
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), FactValue::Str((*v).to_owned())))
+                .collect(),
+        )
+    }
+
+    fn content(p: &PreviewPromise) -> String {
+        match &p.resolution {
+            Resolution::Resolved(i) => i.get("content").map(|v| match v {
+                crate::instance::Value::Str(s) => s.to_string(),
+                other => other.display(),
+            }),
+            other => panic!("{other:?}"),
+        }
+        .unwrap_or_default()
+    }
+
+    #[test]
+    fn active_promises_are_resolved_as_the_host_would() {
+        let body = bundle();
+        let facts = host(&[("sys.hostname", "web01"), ("sys.os_family", "debian")]);
+        let p = preview(&body, &facts, &NoProbes, &[]).unwrap();
+        let promisers: Vec<&str> = p.promises.iter().filter_map(|p| p.promiser()).collect();
+        assert_eq!(
+            promisers,
+            ["/etc/motd", "/etc/deb", "/etc/after", "/etc/db.conf"],
+            "the redhat promise is not active"
+        );
+        assert_eq!(content(&p.promises[0]), "hello web01", "rendered");
+        assert_eq!(p.promises[0].activity, Activity::Active);
+        assert_eq!(p.promises[0].source, "main.policy:7");
+        assert_eq!(
+            p.promises[2].activity,
+            Activity::Conditional {
+                active_at_start: false,
+                outcome_classes: vec!["reloaded".into()]
+            }
+        );
+        assert!(p.classes.contains(&"web".to_owned()), "{:?}", p.classes);
+        assert!(p.classes.contains(&"debian".to_owned()));
+    }
+
+    /// A secret is shown, never opened: its text is its label, and the value
+    /// computed from it is a secret named `db`.
+    #[test]
+    fn a_secret_is_a_placeholder() {
+        let body = bundle();
+        let facts = host(&[("sys.hostname", "web01"), ("sys.os_family", "debian")]);
+        let p = preview(&body, &facts, &NoProbes, &[]).unwrap();
+        let Resolution::Resolved(inst) = &p.promises[3].resolution else {
+            panic!("{:?}", p.promises[3]);
+        };
+        let secret = inst.secret("content").unwrap();
+        assert_eq!(secret.expose(), "password=<secret db>");
+        assert_eq!(secret.names(), ["db"]);
+    }
+
+    /// Facts not given are unknown, never guessed: a template reading
+    /// `sys.hostname` and guards on `debian`/`redhat` without
+    /// `sys.os_family` are unknown with the fact named.
+    #[test]
+    fn what_needs_a_fact_not_given_is_unknown() {
+        let body = bundle();
+        let p = preview(&body, &FactMap::default(), &NoProbes, &[]).unwrap();
+        let unknown: Vec<(usize, String)> = p
+            .promises
+            .iter()
+            .filter_map(|p| match &p.resolution {
+                Resolution::Unknown(why) => Some((p.index, why.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(unknown.len(), 3, "{unknown:?}");
+        assert!(
+            unknown[0].1.contains("fact `sys.hostname` is not given"),
+            "{unknown:?}"
+        );
+        assert!(unknown[1].1.contains("sys.os_family"), "{unknown:?}");
+        assert!(unknown[2].1.contains("sys.os_family"), "{unknown:?}");
+        assert!(p
+            .promises
+            .iter()
+            .all(|p| p.index != 3 || p.activity != Activity::Active));
+        let web = p.class_failures.iter().find(|(c, _)| c == "web");
+        assert!(
+            web.is_some_and(|(_, why)| why.contains("sys.hostname")),
+            "{:?}",
+            p.class_failures
+        );
+    }
+
+    /// `define` sets a class as `policyvm run --define` does.
+    #[test]
+    fn defined_classes_make_promises_active() {
+        let body = bundle();
+        let facts = host(&[("sys.hostname", "db1"), ("sys.os_family", "alpine")]);
+        let p = preview(&body, &facts, &NoProbes, &["redhat".into()]).unwrap();
+        assert!(p.promises.iter().any(|p| p.promiser() == Some("/etc/rh")));
+        assert!(!p.promises.iter().any(|p| p.promiser() == Some("/etc/deb")));
+        assert!(!p.classes.contains(&"web".to_owned()));
+    }
+}
