@@ -34,7 +34,8 @@ pub enum Change {
         conditional: (Option<String>, Option<String>),
     },
     /// A promise of either policy that needs a fact the host's known facts
-    /// lack: whether and how it changes is unknown, never guessed.
+    /// lack (whether and how it changes is unknown, never guessed), or
+    /// that would fail on the host.
     Unknown { side: Side, promise: Unresolved },
 }
 
@@ -269,10 +270,10 @@ mod tests {
 
     #[test]
     fn unknowns_are_reported_once_per_side() {
-        let need = Unresolved {
-            what: "file \"/etc/dc\"".into(),
-            reason: "needs fact facts.datacenter".into(),
-        };
+        let need = Unresolved::unknown(
+            "file \"/etc/dc\"".into(),
+            "fact `facts.datacenter` is not given".into(),
+        );
         let mut old = host(vec![]);
         old.unresolved.push(need.clone());
         let mut new = host(vec![]);

@@ -70,9 +70,10 @@ fn changes(set: &ChangeSet) -> Vec<Value> {
                 })).collect::<Vec<_>>(),
             }),
             Change::Unknown { side, promise } => json!({
-                "action": "unknown",
+                "action": if promise.failing { "fails" } else { "unknown" },
                 "policy": side.name(),
                 "promise": promise.what,
+                "needs": promise.needs,
                 "reason": promise.reason,
             }),
         })

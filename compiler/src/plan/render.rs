@@ -5,9 +5,9 @@
 
 use converge_format::schema::{self, AttrType};
 
-use super::changes::{AttrChange, Change, ChangeSet};
+use super::changes::{AttrChange, Change, ChangeSet, Side};
 use super::group::host_list;
-use super::resolved::{PromiseKey, Shown};
+use super::resolved::{PromiseKey, Shown, Unresolved};
 use super::Plan;
 
 /// The plan as text; `shown` host names per group.
@@ -93,27 +93,42 @@ pub fn changes(set: &ChangeSet) -> String {
                     out.push_str(&attr_change(key, attr));
                 }
             }
-            Change::Unknown { side, promise } => out.push_str(&format!(
-                "  ? unknown ({} policy): {}: {}\n",
-                side.name(),
-                promise.what,
-                promise.reason
-            )),
+            Change::Unknown { side, promise } => out.push_str(&unresolved(*side, promise)),
         }
     }
     out
 }
 
+/// `? unknown: needs fact sys.os_family: file "/etc/x" (new policy)`, or
+/// `! fails: REASON: ...` for a promise that would fail on the host.
+fn unresolved(side: Side, promise: &Unresolved) -> String {
+    let policy = match side {
+        Side::Both => "both policies".to_owned(),
+        side => format!("{} policy", side.name()),
+    };
+    match (&promise.needs, promise.failing) {
+        (_, true) => format!("  ! fails: {}: {} ({policy})\n", promise.what, promise.reason),
+        (Some(fact), false) => format!(
+            "  ? unknown: needs fact {fact}: {} ({policy})\n",
+            promise.what
+        ),
+        (None, false) => format!(
+            "  ? unknown: {}: {} ({policy})\n",
+            promise.what, promise.reason
+        ),
+    }
+}
+
 fn when(conditional: &Option<String>) -> String {
     match conditional {
-        Some(class) => format!(" (only if the run sets `{class}`)"),
+        Some(classes) => format!(" (depends on outcome classes of the run: {classes})"),
         None => String::new(),
     }
 }
 
 fn condition(conditional: &Option<String>) -> String {
     match conditional {
-        Some(class) => format!("if the run sets `{class}`"),
+        Some(classes) => format!("depending on outcome classes of the run ({classes})"),
         None => "always".to_owned(),
     }
 }
@@ -178,6 +193,7 @@ pub fn value_text(kind: &str, attr: &str, value: &Shown) -> String {
     match (ty, value) {
         (Some(AttrType::Mode), Shown::Int(m)) => format!("0o{m:o}"),
         (Some(AttrType::Duration), Shown::Int(s)) => format!("{s}s"),
+        (Some(AttrType::Enum(_)), Shown::Text(word)) => word.to_string(),
         _ => value.display(),
     }
 }
@@ -187,8 +203,8 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use crate::plan::changes::{compare, Side};
-    use crate::plan::resolved::{HostPromises, Resolved, Unresolved};
+    use crate::plan::changes::compare;
+    use crate::plan::resolved::{HostPromises, Resolved};
 
     fn key(path: &str) -> PromiseKey {
         PromiseKey {
@@ -235,14 +251,14 @@ mod tests {
                 None,
             ),
         ]);
-        new.unresolved.push(Unresolved {
-            what: "file \"/etc/dc\"".into(),
-            reason: "needs fact facts.datacenter".into(),
-        });
+        new.unresolved.push(Unresolved::unknown(
+            "file \"/etc/dc\"".into(),
+            "fact `facts.datacenter` is not given".into(),
+        ));
         let text = changes(&compare(&old, &new));
         assert_eq!(
             text,
-            "  ? unknown (new policy): file \"/etc/dc\": needs fact facts.datacenter
+            "  ? unknown: needs fact facts.datacenter: file \"/etc/dc\" (new policy)
   + file \"/etc/db.conf\"
       content = <secret db>
   ~ file \"/etc/motd\"
@@ -257,7 +273,6 @@ mod tests {
   - file \"/etc/old\"
 "
         );
-        let _ = Side::Both;
     }
 
     #[test]

@@ -128,14 +128,52 @@ impl Hash for Resolved {
     }
 }
 
-/// A promise that cannot be resolved for a host: the reason names the
-/// fact it needs (`needs fact sys.os_family`).
+/// A promise that cannot be resolved for a host.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Unresolved {
-    /// `file "/etc/motd"`, or the promise's source location when its
-    /// promiser could not be computed either.
+    /// `file "/etc/motd"`, or `file at site.policy:12` when its promiser
+    /// is computed on the host.
     pub what: String,
+    /// Unknown (a fact it needs is not known) or failing on the host.
+    pub failing: bool,
+    /// The fact it needs, when that is why it is unknown
+    /// (`sys.os_family`, `facts.datacenter`).
+    pub needs: Option<String>,
+    /// The evaluator's reason.
     pub reason: String,
+}
+
+impl Unresolved {
+    /// A promise whose activity or values need a fact the host lacks.
+    pub fn unknown(what: String, reason: String) -> Self {
+        Unresolved {
+            what,
+            failing: false,
+            needs: needed_fact(&reason),
+            reason,
+        }
+    }
+
+    /// A promise that would fail on the host (a budget, an enum value
+    /// computed there that is not one of its words).
+    pub fn fails(what: String, reason: String) -> Self {
+        Unresolved {
+            what,
+            failing: true,
+            needs: None,
+            reason,
+        }
+    }
+}
+
+/// The fact a reason of the evaluator names (`fact `sys.os_family` is not
+/// given`, `class `debian` is unknown: it is derived from fact
+/// `sys.os_family`, ...`): the first fact written so.
+fn needed_fact(reason: &str) -> Option<String> {
+    let at = reason.find("fact `")?;
+    let rest = reason.get(at + "fact `".len()..)?;
+    let end = rest.find('`')?;
+    rest.get(..end).map(str::to_owned)
 }
 
 /// Everything one policy gives one host.
@@ -144,4 +182,21 @@ pub struct HostPromises {
     /// The active promises, in the policy's order.
     pub promises: Vec<Resolved>,
     pub unresolved: Vec<Unresolved>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fact_an_unknown_needs_is_read_from_the_reason() {
+        let u = Unresolved::unknown("f".into(), "fact `sys.os_family` is not given".into());
+        assert_eq!(u.needs.as_deref(), Some("sys.os_family"));
+        let u = Unresolved::unknown(
+            "f".into(),
+            "class `debian` is unknown: it is derived from fact `sys.os_family`, which is not given".into(),
+        );
+        assert_eq!(u.needs.as_deref(), Some("sys.os_family"));
+        assert_eq!(Unresolved::unknown("f".into(), "budget".into()).needs, None);
+    }
 }
