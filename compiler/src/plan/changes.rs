@@ -105,30 +105,57 @@ pub fn compare(old: &HostPromises, new: &HostPromises) -> ChangeSet {
             .zip(&new.promises)
             .all(|(a, b)| a.hash == b.hash && a.key == b.key);
     if !same {
-        let by_key: FxHashMap<&PromiseKey, &Resolved> =
-            old.promises.iter().map(|p| (&p.key, p)).collect();
-        let mut seen: FxHashMap<&PromiseKey, ()> = FxHashMap::default();
-        for after in &new.promises {
-            seen.insert(&after.key, ());
-            match by_key.get(&after.key) {
-                None => changes.push(Change::Added(after.clone())),
-                Some(before) if before.hash == after.hash => {}
-                Some(before) => {
-                    if let Some(change) = changed(before, after) {
-                        changes.push(change);
-                    }
-                }
-            }
-        }
-        for before in &old.promises {
-            if !seen.contains_key(&before.key) {
-                changes.push(Change::Removed(before.key.clone()));
-            }
-        }
+        matched(old, new, &mut changes);
     }
     unknowns(old, new, &mut changes);
     changes.sort_by(|a, b| order(a).cmp(&order(b)));
     ChangeSet { changes }
+}
+
+/// Matches `new`'s promises with `old`'s by key. Both lists are in the
+/// policies' order, which a change mostly keeps: each is first compared
+/// with the next unmatched one of `old`, and only on a miss looked up by
+/// key (the walk then goes on after the one found).
+fn matched(old: &HostPromises, new: &HostPromises, changes: &mut Vec<Change>) {
+    let mut by_key: Option<FxHashMap<&PromiseKey, usize>> = None;
+    let mut used = vec![false; old.promises.len()];
+    let mut next = 0;
+    for after in &new.promises {
+        let found = match old.promises.get(next) {
+            Some(before) if before.key == after.key => Some(next),
+            _ => by_key
+                .get_or_insert_with(|| {
+                    old.promises
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| (&p.key, i))
+                        .collect()
+                })
+                .get(&after.key)
+                .copied(),
+        };
+        let Some(i) = found else {
+            changes.push(Change::Added(after.clone()));
+            continue;
+        };
+        next = i.saturating_add(1);
+        if let Some(slot) = used.get_mut(i) {
+            *slot = true;
+        }
+        match old.promises.get(i) {
+            Some(before) if before.hash != after.hash => {
+                if let Some(change) = changed(before, after) {
+                    changes.push(change);
+                }
+            }
+            _ => {}
+        }
+    }
+    for (before, used) in old.promises.iter().zip(used) {
+        if !used {
+            changes.push(Change::Removed(before.key.clone()));
+        }
+    }
 }
 
 fn order(change: &Change) -> (u8, &str, &str, u32, &str) {

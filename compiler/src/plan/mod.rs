@@ -48,12 +48,20 @@ impl Plan {
 pub fn plan(old: &build::Built, new: &build::Built, hosts: &[KnownHost], jobs: usize) -> Plan {
     let old = resolve::Policy::new(old);
     let new = resolve::Policy::new(new);
-    let per_host = for_each_host(hosts, jobs, |host| {
-        (
-            host.name.clone(),
-            compare(&old.resolve(host), &new.resolve(host)),
-        )
-    });
+    let per_host = for_each_host(
+        hosts,
+        jobs,
+        || (old.previewer(), new.previewer()),
+        |(old_previewer, new_previewer), host| {
+            (
+                host.name.clone(),
+                compare(
+                    &old.resolve(old_previewer, host),
+                    &new.resolve(new_previewer, host),
+                ),
+            )
+        },
+    );
     let (groups, unchanged) = group::group(per_host);
     Plan {
         hosts: hosts.len(),
@@ -63,21 +71,34 @@ pub fn plan(old: &build::Built, new: &build::Built, hosts: &[KnownHost], jobs: u
     }
 }
 
-/// `work` over every host, on up to `jobs` threads, results in host order.
-fn for_each_host<F>(hosts: &[KnownHost], jobs: usize, work: F) -> Vec<(String, ChangeSet)>
+/// `work` over every host, on up to `jobs` threads, results in host order;
+/// each thread has its own state from `init` (its previewers).
+fn for_each_host<S, I, F>(
+    hosts: &[KnownHost],
+    jobs: usize,
+    init: I,
+    work: F,
+) -> Vec<(String, ChangeSet)>
 where
-    F: Fn(&KnownHost) -> (String, ChangeSet) + Sync,
+    I: Fn() -> S + Sync,
+    F: Fn(&mut S, &KnownHost) -> (String, ChangeSet) + Sync,
 {
     let jobs = jobs.clamp(1, hosts.len().max(1));
+    let run = |part: &[KnownHost]| {
+        let mut state = init();
+        part.iter()
+            .map(|host| work(&mut state, host))
+            .collect::<Vec<_>>()
+    };
     if jobs == 1 {
-        return hosts.iter().map(&work).collect();
+        return run(hosts);
     }
     let chunk = hosts.len().div_ceil(jobs);
-    let work = &work;
+    let run = &run;
     std::thread::scope(|scope| {
         let handles: Vec<_> = hosts
             .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(work).collect::<Vec<_>>()))
+            .map(|part| scope.spawn(move || run(part)))
             .collect();
         let mut all = Vec::with_capacity(hosts.len());
         for handle in handles {

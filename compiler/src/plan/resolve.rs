@@ -10,9 +10,9 @@ use std::hash::{Hash as _, Hasher as _};
 use converge_eval::bundle::format::{Body, Constant, Item};
 use converge_eval::bundle::probe::ProbeType;
 use converge_eval::eval::Val;
-use converge_eval::facts::{FactMap, FactValue};
+use converge_eval::facts::{FactMap, FactSource, FactValue};
 use converge_eval::instance::Value;
-use converge_eval::preview::{preview, Activity, PreviewPromise, Resolution};
+use converge_eval::preview::{Activity, PreviewPromise, Previewer, Resolution};
 use converge_eval::sources::ProbeFacts;
 use serde_json::Value as Json;
 
@@ -45,19 +45,28 @@ impl<'b> Policy<'b> {
         }
     }
 
-    /// Everything this policy gives `host`.
-    pub fn resolve(&self, host: &KnownHost) -> HostPromises {
-        let facts = FactMap(
-            host.sys
-                .iter()
-                .map(|(name, value)| (name.clone(), fact_value(value)))
-                .collect(),
-        );
+    /// A previewer of this policy, for one thread to resolve hosts with.
+    pub fn previewer(&self) -> Previewer<'b> {
+        Previewer::new(self.body)
+    }
+
+    /// Everything this policy gives `host` (`previewer` is one of
+    /// [`Policy::previewer`]'s).
+    pub fn resolve(&self, previewer: &mut Previewer<'b>, host: &KnownHost) -> HostPromises {
+        let facts = HostFacts {
+            map: FactMap(
+                host.sys
+                    .iter()
+                    .map(|(name, value)| (name.clone(), fact_value(value)))
+                    .collect(),
+            ),
+            hostname_known: host.sys.contains_key("sys.hostname"),
+        };
         let probes = HostProbes {
             host,
             types: &self.probe_types,
         };
-        let preview = match preview(self.body, &facts, &probes, &[]) {
+        let preview = match previewer.preview(&facts, &probes, &[]) {
             Ok(preview) => preview,
             Err(reason) => {
                 // Only a body the verifier would refuse gets here: the
@@ -75,7 +84,6 @@ impl<'b> Policy<'b> {
             promises: Vec::with_capacity(preview.promises.len()),
             unresolved: Vec::new(),
         };
-        let mut occurrences: HashMap<(&'static str, String), u32> = HashMap::new();
         for p in preview.promises {
             let conditional = match &p.activity {
                 Activity::Conditional {
@@ -85,15 +93,11 @@ impl<'b> Policy<'b> {
             };
             match p.resolution {
                 Resolution::Resolved(inst) => {
-                    let seen = occurrences
-                        .entry((inst.kind, inst.promiser.clone()))
-                        .or_insert(0);
                     let key = PromiseKey {
                         kind: inst.kind,
                         promiser: inst.promiser,
-                        occurrence: *seen,
+                        occurrence: 0,
                     };
-                    *seen = seen.saturating_add(1);
                     let attrs = inst
                         .attrs
                         .into_iter()
@@ -109,6 +113,7 @@ impl<'b> Policy<'b> {
                     .push(Unresolved::fails(self.what(&p), reason.clone())),
             }
         }
+        number_occurrences(&mut out.promises);
         out.unresolved.sort();
         out.unresolved.dedup();
         out
@@ -162,6 +167,48 @@ impl<'b> Policy<'b> {
                 }
             }
         }
+    }
+}
+
+/// Several instances with one type and promiser (a command run twice, a
+/// promise in a loop whose promiser does not name the element) are told
+/// apart by their order: the second is occurrence 1.
+fn number_occurrences(promises: &mut [Resolved]) {
+    let mut seen: rustc_hash::FxHashMap<(&'static str, &str), u32> = Default::default();
+    let mut numbers = Vec::new();
+    for (i, p) in promises.iter().enumerate() {
+        let n = seen.entry((p.key.kind, p.key.promiser.as_str())).or_insert(0);
+        if *n > 0 {
+            numbers.push((i, *n));
+        }
+        *n = n.saturating_add(1);
+    }
+    for (i, n) in numbers {
+        if let Some(p) = promises.get_mut(i) {
+            p.key.occurrence = n;
+        }
+    }
+}
+
+/// A host's `sys` facts as the evaluator reads them.
+#[derive(Debug)]
+struct HostFacts {
+    map: FactMap,
+    hostname_known: bool,
+}
+
+impl FactSource for HostFacts {
+    fn get(&self, name: &str) -> Option<FactValue> {
+        self.map.get(name)
+    }
+
+    /// As [`FactMap`]'s, with the answer for `host_` classes (every term of
+    /// an inventory group's class) without copying the hostname.
+    fn unknown_class(&self, class: &str) -> Option<String> {
+        if self.hostname_known && class.starts_with("host_") {
+            return None;
+        }
+        self.map.unknown_class(class)
     }
 }
 
