@@ -155,7 +155,10 @@ fn eval_links_neither_side_nor_io() {
         ],
     );
     let eval = linked_packages("converge-eval");
-    assert!(eval.contains("converge-format"), "converge-eval should link converge-format");
+    assert!(
+        eval.contains("converge-format"),
+        "converge-eval should link converge-format"
+    );
     for side in ["converge-vm", "converge-compiler"] {
         assert!(
             linked_packages(side).contains("converge-eval"),

@@ -291,14 +291,24 @@ fn plan_outputs() -> Vec<Output> {
         )
     };
     for (side, text, armor) in [
-        ("old", policy("a\\nb\\n", "  file \"/etc/old\" { content = \"x\"; }\n"), "1"),
-        ("new", policy("a\\nc\\n", "  package \"nginx\" { state = installed; }\n"), "2"),
+        (
+            "old",
+            policy("a\\nb\\n", "  file \"/etc/old\" { content = \"x\"; }\n"),
+            "1",
+        ),
+        (
+            "new",
+            policy("a\\nc\\n", "  package \"nginx\" { state = installed; }\n"),
+            "2",
+        ),
     ] {
         let root = dir.path().join(side);
         std::fs::create_dir_all(root.join("secrets")).unwrap();
         std::fs::write(
             root.join("secrets/pw.age"),
-            format!("-----BEGIN AGE ENCRYPTED FILE-----\n{armor}\n-----END AGE ENCRYPTED FILE-----\n"),
+            format!(
+                "-----BEGIN AGE ENCRYPTED FILE-----\n{armor}\n-----END AGE ENCRYPTED FILE-----\n"
+            ),
         )
         .unwrap();
         std::fs::write(root.join("site.policy"), text).unwrap();

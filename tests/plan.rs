@@ -142,8 +142,7 @@ fn text(out: &Output) -> String {
 }
 
 fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(out)))
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(out)))
 }
 
 /// The groups of a JSON plan: (hosts, actions as `ACTION TYPE PROMISER`).
@@ -239,13 +238,16 @@ fn hosts_are_grouped_by_their_changes_with_counts_diffs_and_unknowns() {
 
     let out = plan(dir.path(), &["--format", "json"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    let plan = json(&out);
-    assert_eq!(plan["format"], "converge-plan/1");
-    assert_eq!(plan["hosts"], 19);
-    assert_eq!(plan["changed"], 14);
-    assert_eq!(plan["unchanged"]["hosts"], serde_json::json!(names("batch", 5)));
+    let shown = json(&out);
+    assert_eq!(shown["format"], "converge-plan/1");
+    assert_eq!(shown["hosts"], 19);
+    assert_eq!(shown["changed"], 14);
     assert_eq!(
-        groups(&plan),
+        shown["unchanged"]["hosts"],
+        serde_json::json!(names("batch", 5))
+    );
+    assert_eq!(
+        groups(&shown),
         vec![
             (
                 names("web", 6),
@@ -274,7 +276,7 @@ fn hosts_are_grouped_by_their_changes_with_counts_diffs_and_unknowns() {
             ),
         ]
     );
-    let site = &plan["groups"][0]["changes"][0]["attributes"][0];
+    let site = &shown["groups"][0]["changes"][0]["attributes"][0];
     assert_eq!(site["name"], "content");
     assert!(
         site["diff"]
@@ -290,14 +292,21 @@ fn no_change_exits_0_and_says_so() {
     let dir = fixture();
     let out = Command::new(binary("policyc"))
         .current_dir(dir.path())
-        .args(["plan", "old", "same/site.policy", "--inventory", "inventory.toml"])
+        .args([
+            "plan",
+            "old",
+            "same/site.policy",
+            "--inventory",
+            "inventory.toml",
+        ])
         .output()
         .unwrap();
     // lost-01's /etc/dc is unknown in both: it cannot be said unchanged.
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let shown = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
-        shown.starts_with("Plan: 19 hosts; 1 change (1 change set, 1 with unknowns), 18 unchanged."),
+        shown
+            .starts_with("Plan: 19 hosts; 1 change (1 change set, 1 with unknowns), 18 unchanged."),
         "{shown}"
     );
     // With the fact known (a facts file), nothing changes anywhere: exit 0.
@@ -338,8 +347,8 @@ fn facts_from_a_directory_override_the_inventory() {
     std::fs::write(facts.join("ghost-01.json"), file("ghost-01", "eu-1")).unwrap();
     let out = plan(dir.path(), &["--facts-from", "facts", "--format", "json"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    let plan = json(&out);
-    let groups = groups(&plan);
+    let shown = json(&out);
+    let groups = groups(&shown);
     assert_eq!(groups.len(), 4, "{groups:?}");
     assert_eq!(
         groups[3],
@@ -351,17 +360,21 @@ fn facts_from_a_directory_override_the_inventory() {
     let unchanged: Vec<String> = ["batch-01", "batch-02", "batch-03", "batch-04", "lost-01"]
         .map(str::to_owned)
         .to_vec();
-    assert_eq!(plan["unchanged"]["hosts"], serde_json::json!(unchanged));
+    assert_eq!(shown["unchanged"]["hosts"], serde_json::json!(unchanged));
     assert!(
-        plan["notes"][0]
+        shown["notes"][0]
             .as_str()
             .unwrap()
             .contains("ghost-01.json` names no host of the inventory"),
-        "{plan}"
+        "{shown}"
     );
 
     // A file that is not a facts document stops the plan (exit 66).
-    std::fs::write(facts.join("batch-01.json"), "{\"format\":\"converge-run/1\"}").unwrap();
+    std::fs::write(
+        facts.join("batch-01.json"),
+        "{\"format\":\"converge-run/1\"}",
+    )
+    .unwrap();
     let out = plan(dir.path(), &["--facts-from", "facts"]);
     assert_eq!(out.status.code(), Some(66), "{}", text(&out));
     assert!(
@@ -382,16 +395,32 @@ fn bad_input_has_its_exit_code() {
     .unwrap();
     let out = plan(dir.path(), &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("the new policy `new` has errors"), "{}", text(&out));
+    assert!(
+        text(&out).contains("the new policy `new` has errors"),
+        "{}",
+        text(&out)
+    );
     // A facts directory that is not there: 66.
     let dir = fixture();
     let out = plan(dir.path(), &["--facts-from", "missing"]);
     assert_eq!(out.status.code(), Some(66), "{}", text(&out));
-    assert!(text(&out).contains("cannot read the facts directory"), "{}", text(&out));
+    assert!(
+        text(&out).contains("cannot read the facts directory"),
+        "{}",
+        text(&out)
+    );
     // No inventory at all: 64, saying how to give one.
+    let bare = tempfile::tempdir().unwrap();
+    for side in ["old", "new"] {
+        std::fs::write(
+            bare.path().join(format!("{side}.policy")),
+            "bundle b { file \"/etc/motd\" { content = \"hi\\n\"; } }\npolicy { b(); }\n",
+        )
+        .unwrap();
+    }
     let out = Command::new(binary("policyc"))
-        .current_dir(dir.path())
-        .args(["plan", "old", "new"])
+        .current_dir(bare.path())
+        .args(["plan", "old.policy", "new.policy"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(64), "{}", text(&out));
@@ -427,7 +456,9 @@ fn a_secret_is_named_changed_never_shown() {
         std::fs::create_dir_all(root.join("secrets")).unwrap();
         std::fs::write(
             root.join("secrets/db.age"),
-            format!("-----BEGIN AGE ENCRYPTED FILE-----\n{armor}\n-----END AGE ENCRYPTED FILE-----\n"),
+            format!(
+                "-----BEGIN AGE ENCRYPTED FILE-----\n{armor}\n-----END AGE ENCRYPTED FILE-----\n"
+            ),
         )
         .unwrap();
         std::fs::write(
@@ -451,7 +482,13 @@ fn a_secret_is_named_changed_never_shown() {
 }
 
 /// Uploads a signed report of `host` with these probe facts.
-fn post(collector: &Collector, dir: &Path, host: &str, seed: u8, probes: &[(&str, Result<&str, &str>)]) {
+fn post(
+    collector: &Collector,
+    dir: &Path,
+    host: &str,
+    seed: u8,
+    probes: &[(&str, Result<&str, &str>)],
+) {
     let at = converge_format::stamp::time::format_utc(
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -516,7 +553,11 @@ fn post(collector: &Collector, dir: &Path, host: &str, seed: u8, probes: &[(&str
     .unwrap();
     let out = Command::new("curl")
         .args(["-q", "--silent", "--show-error", "--fail-with-body"])
-        .args(["--header", "Content-Type: application/json", "--data-binary"])
+        .args([
+            "--header",
+            "Content-Type: application/json",
+            "--data-binary",
+        ])
         .arg(format!("@{}", body.display()))
         .arg(format!("{}/api/v1/reports", collector.url))
         .output()
@@ -536,7 +577,13 @@ fn facts_from_a_real_collector() {
     let collector = Collector::start(&dir.path().join("inventory.toml"));
     // batch-01 reports that it is in the US; lost-01 reports that its
     // datacenter probe failed (the fact stays unknown, with that reason).
-    post(&collector, dir.path(), "batch-01", seed_of("batch-01"), &[("datacenter", Ok("us-1"))]);
+    post(
+        &collector,
+        dir.path(),
+        "batch-01",
+        seed_of("batch-01"),
+        &[("datacenter", Ok("us-1"))],
+    );
     post(
         &collector,
         dir.path(),
@@ -544,10 +591,13 @@ fn facts_from_a_real_collector() {
         seed_of("lost-01"),
         &[("datacenter", Err("exit status 1"))],
     );
-    let out = plan(dir.path(), &["--facts-from", &collector.url, "--format", "json"]);
+    let out = plan(
+        dir.path(),
+        &["--facts-from", &collector.url, "--format", "json"],
+    );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    let plan = json(&out);
-    let groups = groups(&plan);
+    let shown = json(&out);
+    let groups = groups(&shown);
     assert!(
         groups.contains(&(
             vec!["batch-01".to_owned()],
@@ -555,7 +605,7 @@ fn facts_from_a_real_collector() {
         )),
         "{groups:?}"
     );
-    let lost = plan["groups"]
+    let lost = shown["groups"]
         .as_array()
         .unwrap()
         .iter()

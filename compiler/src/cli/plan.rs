@@ -116,7 +116,12 @@ fn plan(args: &PlanArgs) -> Result<ExitCode, ExitCode> {
 }
 
 /// Builds one side; its errors are printed, saying which side.
-fn side(label: &str, path: &Path, inventory: Option<&Path>, color: bool) -> Result<Built, ExitCode> {
+fn side(
+    label: &str,
+    path: &Path,
+    inventory: Option<&Path>,
+    color: bool,
+) -> Result<Built, ExitCode> {
     build(path, inventory, color).map_err(|e| match e {
         BuildError::Input(message) => fail_with(exit::NO_INPUT, message),
         BuildError::Errors(rendered) => {
@@ -172,4 +177,3 @@ fn fleet_facts(args: &PlanArgs, url: &str) -> Result<FactsList, ExitCode> {
         )
     })
 }
-

@@ -315,13 +315,23 @@ mod tests {
         );
         assert!(set.has_unknown());
         let set = compare(&host(vec![]), &new);
-        assert!(matches!(set.changes[0], Change::Unknown { side: Side::New, .. }));
+        assert!(matches!(
+            set.changes[0],
+            Change::Unknown {
+                side: Side::New,
+                ..
+            }
+        ));
     }
 
     #[test]
     fn a_changed_condition_is_a_change() {
         let a = file("/a", "1");
-        let b = Resolved::new(a.key.clone(), a.attrs.clone(), Some("nginx_repaired".into()));
+        let b = Resolved::new(
+            a.key.clone(),
+            a.attrs.clone(),
+            Some("nginx_repaired".into()),
+        );
         let set = compare(&host(vec![a]), &host(vec![b]));
         assert!(
             matches!(&set.changes[0], Change::Changed { attrs, conditional: (None, Some(_)), .. } if attrs.is_empty())

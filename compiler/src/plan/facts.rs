@@ -248,7 +248,12 @@ pub fn overlay_fleet(hosts: &mut [KnownHost], view: &FactsList) -> Result<(), Fa
         if reported.reported_at.is_none() {
             continue;
         }
-        let place = |name: &str| format!("the collector's facts of `{}`, `{name}`", host_label(&reported.host));
+        let place = |name: &str| {
+            format!(
+                "the collector's facts of `{}`, `{name}`",
+                host_label(&reported.host)
+            )
+        };
         if let Some(sys) = reported.sys.as_object() {
             for (name, value) in sys {
                 let full = format!("sys.{name}");
@@ -344,7 +349,10 @@ mod tests {
                    "sys.os_family":"debian","sys.ipv4":["10.0.0.1"],"sys.cpus":null,
                    "facts.datacenter":"eu-2"},"classes":["any"]}"#,
             ),
-            ("stranger.json", r#"{"format":"converge-facts/1","facts":{}}"#),
+            (
+                "stranger.json",
+                r#"{"format":"converge-facts/1","facts":{}}"#,
+            ),
             ("README.txt", "not a facts file"),
         ]);
         let notes = overlay_dir(&mut hosts, dir.path()).unwrap();
@@ -356,7 +364,10 @@ mod tests {
         assert_eq!(web.probes["datacenter"], Ok(Json::from("eu-2")));
         assert_eq!(web.reported.as_deref(), Some("web-01.json"));
         assert_eq!(notes.len(), 1);
-        assert!(notes[0].contains("stranger.json` names no host"), "{notes:?}");
+        assert!(
+            notes[0].contains("stranger.json` names no host"),
+            "{notes:?}"
+        );
     }
 
     #[test]
@@ -364,7 +375,10 @@ mod tests {
         let mut hosts = from_inventory(&inventory("")).unwrap();
         for (text, expected) in [
             ("{", "is not JSON"),
-            (r#"{"format":"converge-run/1"}"#, "not a `converge-facts/1` document"),
+            (
+                r#"{"format":"converge-run/1"}"#,
+                "not a `converge-facts/1` document",
+            ),
             (r#"{"format":"converge-facts/1"}"#, "has no `facts` object"),
             (
                 r#"{"format":"converge-facts/1","facts":{"sys.cpus":"four"}}"#,
@@ -411,7 +425,10 @@ mod tests {
         let view: FactsList =
             serde_json::from_str(r#"{"hosts":[{"host":"web-01","reported_at":null}]}"#).unwrap();
         overlay_fleet(&mut hosts, &view).unwrap();
-        assert_eq!(hosts[0].sys["sys.os_family"], SysValue::Str("redhat".into()));
+        assert_eq!(
+            hosts[0].sys["sys.os_family"],
+            SysValue::Str("redhat".into())
+        );
         assert_eq!(hosts[0].reported, None);
     }
 }

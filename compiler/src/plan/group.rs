@@ -15,32 +15,64 @@ pub struct Group {
     pub hosts: Vec<String>,
 }
 
+/// Each distinct change set once, with its number: hosts keep the number,
+/// so 10,000 hosts with one change hold it once (resolving a host makes
+/// its change set; interning it right away keeps memory to the distinct
+/// sets, not the hosts).
+#[derive(Debug, Default)]
+pub struct ChangeSets {
+    index: FxHashMap<ChangeSet, usize>,
+    sets: Vec<ChangeSet>,
+}
+
+impl ChangeSets {
+    /// The number of `set`, added if new.
+    pub fn intern(&mut self, set: ChangeSet) -> usize {
+        if let Some(&i) = self.index.get(&set) {
+            return i;
+        }
+        let i = self.sets.len();
+        self.index.insert(set.clone(), i);
+        self.sets.push(set);
+        i
+    }
+
+    /// Another thread's sets merged in: what each of its numbers is here.
+    pub fn merge(&mut self, other: ChangeSets) -> Vec<usize> {
+        other.sets.into_iter().map(|set| self.intern(set)).collect()
+    }
+}
+
 /// The hosts grouped by change set: the groups that change (largest first,
 /// then in the order of their first host) and the hosts that do not.
-pub fn group(per_host: Vec<(String, ChangeSet)>) -> (Vec<Group>, Vec<String>) {
+/// `per_host` is each host with the number of its set in `sets`.
+pub fn group(per_host: Vec<(String, usize)>, sets: ChangeSets) -> (Vec<Group>, Vec<String>) {
     let mut unchanged = Vec::new();
-    let mut index: FxHashMap<ChangeSet, usize> = FxHashMap::default();
-    let mut groups: Vec<Group> = Vec::new();
-    for (host, changes) in per_host {
-        if changes.is_empty() {
+    let mut hosts: Vec<Vec<String>> = vec![Vec::new(); sets.sets.len()];
+    let mut first: Vec<usize> = Vec::new();
+    for (host, i) in per_host {
+        let changes = sets.sets.get(i);
+        if changes.is_none_or(ChangeSet::is_empty) {
             unchanged.push(host);
             continue;
         }
-        match index.get(&changes) {
-            Some(&i) => {
-                if let Some(g) = groups.get_mut(i) {
-                    g.hosts.push(host);
-                }
+        if let Some(list) = hosts.get_mut(i) {
+            if list.is_empty() {
+                first.push(i);
             }
-            None => {
-                index.insert(changes.clone(), groups.len());
-                groups.push(Group {
-                    changes,
-                    hosts: vec![host],
-                });
-            }
+            list.push(host);
         }
     }
+    let mut sets: Vec<Option<ChangeSet>> = sets.sets.into_iter().map(Some).collect();
+    let mut groups: Vec<Group> = first
+        .into_iter()
+        .filter_map(|i| {
+            Some(Group {
+                changes: sets.get_mut(i)?.take()?,
+                hosts: std::mem::take(hosts.get_mut(i)?),
+            })
+        })
+        .collect();
     // Stable: equal sizes keep the order of their first host.
     groups.sort_by(|a, b| b.hosts.len().cmp(&a.hosts.len()));
     (groups, unchanged)
@@ -77,15 +109,30 @@ mod tests {
 
     #[test]
     fn hosts_with_equal_change_sets_share_a_group_largest_first() {
-        let hosts = vec![
-            ("a".to_owned(), removed("/x")),
-            ("b".to_owned(), removed("/y")),
-            ("c".to_owned(), ChangeSet::default()),
-            ("d".to_owned(), removed("/y")),
-            ("e".to_owned(), removed("/x")),
-            ("f".to_owned(), removed("/y")),
-        ];
-        let (groups, unchanged) = group(hosts);
+        // Two threads' worth, merged as `plan` merges them.
+        let mut sets = ChangeSets::default();
+        let mut per_host: Vec<(String, usize)> = [
+            ("a", removed("/x")),
+            ("b", removed("/y")),
+            ("c", ChangeSet::default()),
+        ]
+        .into_iter()
+        .map(|(h, set)| (h.to_owned(), sets.intern(set)))
+        .collect();
+        let mut other = ChangeSets::default();
+        let theirs: Vec<(String, usize)> = [
+            ("d", removed("/y")),
+            ("e", removed("/x")),
+            ("f", removed("/y")),
+        ]
+        .into_iter()
+        .map(|(h, set)| (h.to_owned(), other.intern(set)))
+        .collect();
+        assert_eq!(other.sets.len(), 2);
+        let map = sets.merge(other);
+        per_host.extend(theirs.into_iter().map(|(h, i)| (h, map[i])));
+        assert_eq!(sets.sets.len(), 3, "the empty set and two others");
+        let (groups, unchanged) = group(per_host, sets);
         assert_eq!(unchanged, ["c"]);
         let shape: Vec<(Vec<&str>, &ChangeSet)> = groups
             .iter()

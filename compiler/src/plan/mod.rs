@@ -19,9 +19,9 @@ pub mod render;
 pub mod resolve;
 pub mod resolved;
 
-use changes::{compare, ChangeSet};
+use changes::compare;
 use facts::KnownHost;
-use group::Group;
+use group::{ChangeSets, Group};
 
 /// The plan of a change over a fleet.
 #[derive(Debug)]
@@ -53,16 +53,14 @@ pub fn plan(old: &build::Built, new: &build::Built, hosts: &[KnownHost], jobs: u
         jobs,
         || (old.previewer(), new.previewer()),
         |(old_previewer, new_previewer), host| {
-            (
-                host.name.clone(),
-                compare(
-                    &old.resolve(old_previewer, host),
-                    &new.resolve(new_previewer, host),
-                ),
+            compare(
+                &old.resolve(old_previewer, host),
+                &new.resolve(new_previewer, host),
             )
         },
     );
-    let (groups, unchanged) = group::group(per_host);
+    let (per_host, sets) = per_host;
+    let (groups, unchanged) = group::group(per_host, sets);
     Plan {
         hosts: hosts.len(),
         groups,
@@ -71,24 +69,29 @@ pub fn plan(old: &build::Built, new: &build::Built, hosts: &[KnownHost], jobs: u
     }
 }
 
-/// `work` over every host, on up to `jobs` threads, results in host order;
-/// each thread has its own state from `init` (its previewers).
+/// `work` over every host, on up to `jobs` threads, each with its own
+/// state from `init` (its previewers); each host's change set is interned
+/// as soon as it is made. Hosts come back in inventory order, each with
+/// the number of its change set.
 fn for_each_host<S, I, F>(
     hosts: &[KnownHost],
     jobs: usize,
     init: I,
     work: F,
-) -> Vec<(String, ChangeSet)>
+) -> (Vec<(String, usize)>, ChangeSets)
 where
     I: Fn() -> S + Sync,
-    F: Fn(&mut S, &KnownHost) -> (String, ChangeSet) + Sync,
+    F: Fn(&mut S, &KnownHost) -> changes::ChangeSet + Sync,
 {
     let jobs = jobs.clamp(1, hosts.len().max(1));
     let run = |part: &[KnownHost]| {
         let mut state = init();
-        part.iter()
-            .map(|host| work(&mut state, host))
-            .collect::<Vec<_>>()
+        let mut sets = ChangeSets::default();
+        let numbered: Vec<(String, usize)> = part
+            .iter()
+            .map(|host| (host.name.clone(), sets.intern(work(&mut state, host))))
+            .collect();
+        (numbered, sets)
     };
     if jobs == 1 {
         return run(hosts);
@@ -101,14 +104,22 @@ where
             .map(|part| scope.spawn(move || run(part)))
             .collect();
         let mut all = Vec::with_capacity(hosts.len());
+        let mut sets = ChangeSets::default();
         for handle in handles {
             match handle.join() {
-                Ok(results) => all.extend(results),
+                Ok((numbered, theirs)) => {
+                    let map = sets.merge(theirs);
+                    all.extend(
+                        numbered
+                            .into_iter()
+                            .map(|(host, i)| (host, map.get(i).copied().unwrap_or(i))),
+                    );
+                }
                 // A panic is a compiler bug: it ends the command as one on
                 // the main thread would (exit 101, `cli::main`).
                 Err(e) => std::panic::resume_unwind(e),
             }
         }
-        all
+        (all, sets)
     })
 }

@@ -20,7 +20,11 @@ pub fn human(plan: &Plan, shown: usize) -> String {
     }
     for group in &plan.groups {
         out.push('\n');
-        let noun = if group.hosts.len() == 1 { "host" } else { "hosts" };
+        let noun = if group.hosts.len() == 1 {
+            "host"
+        } else {
+            "hosts"
+        };
         out.push_str(&format!(
             "{} {noun}: {}\n",
             group.hosts.len(),
@@ -67,7 +71,11 @@ pub fn changes(set: &ChangeSet) -> String {
     for change in &set.changes {
         match change {
             Change::Added(r) => {
-                out.push_str(&format!("  + {}{}\n", r.key.display(), when(&r.conditional)));
+                out.push_str(&format!(
+                    "  + {}{}\n",
+                    r.key.display(),
+                    when(&r.conditional)
+                ));
                 for (name, value) in &r.attrs {
                     out.push_str(&format!(
                         "      {name} = {}\n",
@@ -107,7 +115,10 @@ fn unresolved(side: Side, promise: &Unresolved) -> String {
         side => format!("{} policy", side.name()),
     };
     match (&promise.needs, promise.failing) {
-        (_, true) => format!("  ! fails: {}: {} ({policy})\n", promise.what, promise.reason),
+        (_, true) => format!(
+            "  ! fails: {}: {} ({policy})\n",
+            promise.what, promise.reason
+        ),
         (Some(fact), false) => format!(
             "  ? unknown: needs fact {fact}: {} ({policy})\n",
             promise.what
@@ -157,7 +168,11 @@ fn attr_change(key: &PromiseKey, attr: &AttrChange) -> String {
         Some(v) => value_text(key.kind, name, v),
         None => "(not set)".to_owned(),
     };
-    format!("      {name}: {} -> {}\n", side(&attr.before), side(&attr.after))
+    format!(
+        "      {name}: {} -> {}\n",
+        side(&attr.before),
+        side(&attr.after)
+    )
 }
 
 /// A unified diff of a text value (both sides text, one of them longer

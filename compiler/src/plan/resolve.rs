@@ -177,7 +177,9 @@ fn number_occurrences(promises: &mut [Resolved]) {
     let mut seen: rustc_hash::FxHashMap<(&'static str, &str), u32> = Default::default();
     let mut numbers = Vec::new();
     for (i, p) in promises.iter().enumerate() {
-        let n = seen.entry((p.key.kind, p.key.promiser.as_str())).or_insert(0);
+        let n = seen
+            .entry((p.key.kind, p.key.promiser.as_str()))
+            .or_insert(0);
         if *n > 0 {
             numbers.push((i, *n));
         }
@@ -249,9 +251,9 @@ impl ProbeFacts for HostProbes<'_> {
         };
         let mut at = value;
         for step in &steps {
-            at = at
-                .get(step)
-                .ok_or_else(|| format!("fact `facts.{path}` is not given: it has no key {step:?}"))?;
+            at = at.get(step).ok_or_else(|| {
+                format!("fact `facts.{path}` is not given: it has no key {step:?}")
+            })?;
         }
         typed(at, ty).map_err(|why| format!("fact `facts.{path}` {why}"))
     }
@@ -280,9 +282,8 @@ fn typed(value: &Json, ty: Option<&ProbeType>) -> Result<Val, String> {
                     .collect(),
             ))
         }
-        (Some(ProbeType::Map(_) | ProbeType::Record(_)), Json::Object(_)) | (None, Json::Object(_)) => {
-            Err("is a map, not a value".to_owned())
-        }
+        (Some(ProbeType::Map(_) | ProbeType::Record(_)), Json::Object(_))
+        | (None, Json::Object(_)) => Err("is a map, not a value".to_owned()),
         (Some(ty), other) => Err(format!("is given as {other}, not a {ty}")),
         (None, other) => Err(format!("is given as {other}, which no fact type holds")),
     }
@@ -316,9 +317,14 @@ mod tests {
     #[test]
     fn probe_facts_say_why_they_are_unknown() {
         let mut host = KnownHost::default();
-        host.probes
-            .insert("dc".into(), Ok(serde_json::json!({"name": "eu-1", "rack": "7"})));
-        host.probes.insert("broken".into(), Err("its probe failed on the host: exit 1".into()));
+        host.probes.insert(
+            "dc".into(),
+            Ok(serde_json::json!({"name": "eu-1", "rack": "7"})),
+        );
+        host.probes.insert(
+            "broken".into(),
+            Err("its probe failed on the host: exit 1".into()),
+        );
         let types: HashMap<String, Option<ProbeType>> = [(
             "dc".to_owned(),
             Some(ProbeType::parse("{name:string,rack:int}").unwrap()),

@@ -19,14 +19,17 @@ pub enum Shown {
     /// A value computed from secrets: only its name is ever shown.
     /// `version` tells two versions of it apart (a digest of the encrypted
     /// files and of the text around them), never the plaintext.
-    Secret { label: String, version: u64 },
+    Secret {
+        label: String,
+        version: u64,
+    },
 }
 
 impl Shown {
     /// How the value is printed on one line.
     pub fn display(&self) -> String {
         match self {
-            Shown::Text(s) if s.contains('\n') || s.len() > 80 => {
+            Shown::Text(s) if s.len() > 200 => {
                 format!("<{} lines, {} bytes>", s.lines().count(), s.len())
             }
             Shown::Text(s) => format!("{:?}", s.as_ref()),
@@ -79,7 +82,12 @@ impl PromiseKey {
         if self.occurrence == 0 {
             format!("{} {:?}", self.kind, self.promiser)
         } else {
-            format!("{} {:?} (#{})", self.kind, self.promiser, self.occurrence + 1)
+            format!(
+                "{} {:?} (#{})",
+                self.kind,
+                self.promiser,
+                self.occurrence + 1
+            )
         }
     }
 }
