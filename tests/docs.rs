@@ -79,6 +79,7 @@ fn every_test_security_md_cites_exists() {
         "vm",
         "compiler",
         "grammar",
+        "eval",
         "fuzz",
         "collector",
     ] {

@@ -26,6 +26,7 @@ const CASES: &[(&str, Collector)] = &[
     ("converge-facts-1.schema.json", facts_outputs),
     ("converge-report-1.schema.json", uploaded_reports),
     ("converge-plan-1.schema.json", plan_outputs),
+    ("converge-test-1.schema.json", test_outputs),
 ];
 
 fn schemas_dir() -> PathBuf {
@@ -82,7 +83,9 @@ fn policy_files(dir: &Path) -> Vec<PathBuf> {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 pending.push(path);
-            } else if path.extension().is_some_and(|e| e == "policy") {
+            } else if path.extension().is_some_and(|e| e == "policy")
+                && !path.to_string_lossy().ends_with(".test.policy")
+            {
                 files.push(path.strip_prefix(repo_root()).unwrap().to_path_buf());
             }
         }
@@ -393,6 +396,31 @@ fn uploaded_reports() -> Vec<Output> {
     outputs
 }
 
+/// `policyc test --format json` of the passing and the failing tests of
+/// the `policyc test` corpus (tests/policy_test.rs).
+fn test_outputs() -> Vec<Output> {
+    ["tests", "failing"]
+        .iter()
+        .map(|dir| {
+            let out = Command::new(binary("policyc"))
+                .current_dir(repo_root())
+                .args([
+                    "test",
+                    "--format",
+                    "json",
+                    "--policy-root",
+                    "tests/policy_test/site",
+                ])
+                .arg(format!("tests/policy_test/site/{dir}"))
+                .output()
+                .unwrap();
+            let name = format!("policyc test tests/policy_test/site/{dir}");
+            let value = json_of(&name, &out.stdout);
+            (name, value)
+        })
+        .collect()
+}
+
 #[test]
 fn every_json_output_validates_against_its_schema() {
     let mut problems = Vec::new();
@@ -444,6 +472,24 @@ fn the_schemas_refuse_what_they_must() {
         !check.is_valid(&serde_json::json!({ "format": "converge-check/2", "diagnostics": [] }))
     );
     assert!(check.is_valid(&serde_json::json!({ "format": "converge-check/1", "diagnostics": [] })));
+    let test = validator("converge-test-1.schema.json");
+    let summary = serde_json::json!({ "total": 1, "passed": 0, "failed": 1 });
+    let failed = |failures: serde_json::Value| {
+        serde_json::json!({
+            "format": "converge-test/1",
+            "tests": [{ "name": "t", "file": "f", "line": 1, "status": "failed",
+                        "duration_ms": 0, "failures": failures, "notes": [] }],
+            "summary": summary,
+        })
+    };
+    assert!(
+        !test.is_valid(&failed(serde_json::json!([]))),
+        "failed with no failure"
+    );
+    assert!(test.is_valid(&failed(serde_json::json!([{
+        "expectation": "expect file \"/x\"", "location": "f:2", "message": "m",
+        "expected": null, "actual": null, "diff": null
+    }]))));
     let run = validator("converge-run-1.schema.json");
     assert!(!run.is_valid(&serde_json::json!({ "format": "converge-run/1" })));
     assert!(!run.is_valid(&serde_json::json!({

@@ -31,4 +31,5 @@ pub mod sema;
 pub mod source;
 pub mod suggest;
 pub mod syntax;
+pub mod testing;
 pub mod workspace;

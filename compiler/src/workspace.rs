@@ -14,6 +14,7 @@
 
 mod documents;
 mod inventory;
+mod test_files;
 
 pub use documents::{DocumentKind, DocumentRequest};
 pub use inventory::{inventory_fact_name, INVENTORY_FILE};

@@ -56,6 +56,9 @@ pub struct PreviewPromise {
     pub source: String,
     /// The elements of the promise's run-time loops for this instance.
     pub loops: Vec<String>,
+    /// The promiser, when it could be evaluated (also for a promise whose
+    /// guard or values could not be: a test names it so).
+    pub promiser: Option<String>,
     pub activity: Activity,
     pub resolution: Resolution,
 }
@@ -91,11 +94,11 @@ pub enum Resolution {
 }
 
 impl PreviewPromise {
-    /// The promiser, when it was resolved.
+    /// The promiser, when it could be evaluated.
     pub fn promiser(&self) -> Option<&str> {
         match &self.resolution {
             Resolution::Resolved(i) => Some(&i.promiser),
-            _ => None,
+            _ => self.promiser.as_deref(),
         }
     }
 }
@@ -206,6 +209,7 @@ impl<'b> Previewer<'b> {
                     kind,
                     source: statics.source.clone(),
                     loops,
+                    promiser: None,
                     activity,
                     resolution,
                 };
@@ -279,7 +283,13 @@ impl<'b> Previewer<'b> {
                         Err(e) => Resolution::Failed(e),
                     },
                 };
-                promises.push(entry(combo, activity, resolution));
+                let promiser = match &resolution {
+                    Resolution::Resolved(_) => None,
+                    _ => promiser_text(body, &mut eval, p.promiser, &classes, &combo),
+                };
+                let mut promise = entry(combo, activity, resolution);
+                promise.promiser = promiser;
+                promises.push(promise);
             }
         }
         Ok(Preview {
@@ -287,6 +297,26 @@ impl<'b> Previewer<'b> {
             class_failures,
             promises,
         })
+    }
+}
+
+/// The text of a promiser, if it can be evaluated on this host.
+fn promiser_text(
+    body: &Body,
+    eval: &mut Evaluator<'_>,
+    item: Item,
+    classes: &BTreeSet<String>,
+    loops: &[String],
+) -> Option<String> {
+    match item {
+        Item::Const(c) => match body.constants.get(c as usize) {
+            Some(Constant::Str(s) | Constant::Word(s)) => Some(s.clone()),
+            _ => None,
+        },
+        Item::Code(program) => match eval.run(program, classes, loops) {
+            Ok(Val::Str(s)) => Some(s),
+            _ => None,
+        },
     }
 }
 
@@ -579,6 +609,8 @@ mod tests {
         );
         assert!(unknown[1].1.contains("sys.os_family"), "{unknown:?}");
         assert!(unknown[2].1.contains("sys.os_family"), "{unknown:?}");
+        let deb = p.promises.iter().find(|p| p.index == 1).unwrap();
+        assert_eq!(deb.promiser(), Some("/etc/deb"), "named though unknown");
         assert!(p
             .promises
             .iter()

@@ -397,3 +397,87 @@ impl TagKind {
         }
     }
 }
+
+/// One parsed `*.test.policy` file (LANGUAGE.md section 16): imports of
+/// the policy under test and `test` blocks. Parsed by
+/// [`crate::parse::parse_tests`], never as part of a policy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TestModule {
+    pub file: FileId,
+    pub items: Vec<TestItem>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TestItem {
+    Import(Import),
+    Test(TestDef),
+    /// An item the parser could not make sense of.
+    Error(Span),
+}
+
+/// `test "name" { facts {...}; define [...]; expect ...; }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TestDef {
+    pub name: StrLit,
+    pub name_span: Span,
+    pub stmts: Vec<TestStmt>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TestStmt {
+    /// `facts { hostname = "web01"; sys.cpus = 4; datacenter = "eu-1"; }`.
+    Facts {
+        facts: Vec<TestFact>,
+        span: Span,
+    },
+    /// `define [canary, web];`: classes set as with `policyvm run --define`.
+    Define {
+        classes: Vec<Ident>,
+        span: Span,
+    },
+    /// `root = "fixtures/web";`: the fixture root `policyc test --run`
+    /// copies and runs the VM on.
+    Root {
+        path: Expr,
+        span: Span,
+    },
+    Expect(Expect),
+    /// A statement the parser could not make sense of.
+    Error(Span),
+}
+
+impl TestStmt {
+    pub fn span(&self) -> Span {
+        match self {
+            TestStmt::Facts { span, .. }
+            | TestStmt::Define { span, .. }
+            | TestStmt::Root { span, .. }
+            | TestStmt::Error(span) => *span,
+            TestStmt::Expect(e) => e.span,
+        }
+    }
+}
+
+/// One fact of a test: `hostname = "web01"` (a `sys.` fact may be written
+/// without its prefix), `sys.cpus = 4`, or a declared probe fact
+/// `datacenter = "eu-1"` (also `facts.datacenter`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TestFact {
+    pub name: Vec<Ident>,
+    pub value: Expr,
+    pub span: Span,
+}
+
+/// `expect TYPE "promiser" { attr = value; contains = "..."; }`,
+/// `expect TYPE "promiser";` or `expect no TYPE "promiser";`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expect {
+    /// `expect no`: the promise must not be active.
+    pub absent: bool,
+    pub kind: Ident,
+    pub promiser: StrLit,
+    pub promiser_span: Span,
+    pub attrs: Vec<AttrStmt>,
+    pub span: Span,
+}

@@ -29,7 +29,7 @@ lalrpop_util::lalrpop_mod!(
     grammar
 );
 
-pub use parse::{parse, SyntaxError, SyntaxErrorKind};
+pub use parse::{parse, parse_tests, SyntaxError, SyntaxErrorKind};
 pub use span::{FileId, Span};
 pub use template::{nodes, parse_template, Node};
 pub use trivia::{comments, Comment};

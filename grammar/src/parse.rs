@@ -7,8 +7,8 @@
 
 use lalrpop_util::{ErrorRecovery, ParseError};
 
-use crate::ast::{Expr, ExprKind, Ident, Module};
-use crate::grammar::{ExpressionParser, ModuleParser};
+use crate::ast::{Expr, ExprKind, Ident, Module, TestModule};
+use crate::grammar::{ExpressionParser, ModuleParser, TestModuleParser};
 use crate::lexer::{Lexer, Triple};
 use crate::span::{FileId, Span};
 use crate::token::{LexError, LexErrorKind, Number, Token};
@@ -60,6 +60,29 @@ pub fn parse(file: FileId, src: &str) -> (Module, Vec<SyntaxError>) {
     let mut lexer = Lexer::for_file(src, file);
     let mut recovered = Vec::new();
     let result = ModuleParser::new().parse(file, &mut recovered, lexer.by_ref());
+    let (items, errors) = finish(file, src, lexer, result, recovered);
+    (Module { file, items }, errors)
+}
+
+/// Parses one `*.test.policy` file (LANGUAGE.md section 16): imports and
+/// `test` blocks, with the same recovery and error words as [`parse`].
+pub fn parse_tests(file: FileId, src: &str) -> (TestModule, Vec<SyntaxError>) {
+    let mut lexer = Lexer::for_file(src, file);
+    let mut recovered = Vec::new();
+    let result = TestModuleParser::new().parse(file, &mut recovered, lexer.by_ref());
+    let (items, errors) = finish(file, src, lexer, result, recovered);
+    (TestModule { file, items }, errors)
+}
+
+/// The items of a parse and every error it found, lexer's and recovered
+/// ones included, sorted by position.
+fn finish<T>(
+    file: FileId,
+    src: &str,
+    lexer: Lexer<'_>,
+    result: Result<Vec<T>, ParseError<u32, Token, LexError>>,
+    recovered: Vec<ErrorRecovery<u32, Token, LexError>>,
+) -> (Vec<T>, Vec<SyntaxError>) {
     let mut errors: Vec<SyntaxError> = Vec::new();
     let items = match result {
         Ok(items) => items,
@@ -83,7 +106,7 @@ pub fn parse(file: FileId, src: &str) -> (Module, Vec<SyntaxError>) {
     // Errors inside strings were already filtered by their own parse.
     errors.extend(lexer.nested);
     errors.sort_by_key(|e| (e.span.start, e.span.end));
-    (Module { file, items }, errors)
+    (items, errors)
 }
 
 /// Where an embedded expression ends: the `}` of `${...}` or the `%}` of a

@@ -6,7 +6,8 @@
 /// Success: no errors; built, published, formatted.
 pub const OK: u8 = 0;
 /// The policy has errors (or warnings under `--deny-warnings`); `fmt`: a
-/// file was refused (syntax errors) or, under `--check`, would change.
+/// file was refused (syntax errors) or, under `--check`, would change;
+/// `test`: a test failed, or the tests have errors.
 pub const ERRORS: u8 = 1;
 /// `plan`: something would change on some host (or cannot be known
 /// without a fact the host lacks), as `terraform plan -detailed-exitcode`.
@@ -18,7 +19,8 @@ pub const USAGE: u8 = 64;
 /// key, the published stamp.
 pub const NO_INPUT: u8 = 66;
 /// `EX_UNAVAILABLE`: `fleet`: the collector cannot be reached, answers
-/// with an HTTP error, or `curl` is not installed.
+/// with an HTTP error, or `curl` is not installed; `test --run`: no
+/// `policyvm` to run.
 pub const UNAVAILABLE: u8 = 69;
 /// `EX_CANTCREAT`: an output cannot be made: the bundle, the keys, the
 /// publish directory or its files, a reformatted file.
@@ -35,14 +37,14 @@ pub const TABLE: &[(u8, &str)] = &[
     (OK, "success"),
     (
         ERRORS,
-        "the policy has errors (or a file fmt refused or would change)",
+        "the policy has errors, a test failed (or a file fmt refused or would change)",
     ),
     (CHANGES, "plan: something would change"),
     (USAGE, "usage error"),
     (NO_INPUT, "an input cannot be read"),
     (
         UNAVAILABLE,
-        "the collector cannot be reached or answered an error",
+        "the collector (or `test --run`'s policyvm) cannot be reached",
     ),
     (CANT_CREATE, "an output cannot be written"),
     (IO_ERROR, "the language server's session broke off"),

@@ -129,7 +129,9 @@ fn collect_policy_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InputE
         for (path, is_dir) in entries {
             if is_dir {
                 subdirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "policy") {
+            } else if path.extension().is_some_and(|e| e == "policy")
+                && !crate::testing::is_test_file(&path)
+            {
                 out.push(path);
             }
         }

@@ -15,6 +15,7 @@ mod plan;
 mod program;
 mod publish;
 mod secret;
+mod test;
 
 use std::process::ExitCode;
 
@@ -86,6 +87,14 @@ enum Command {
     /// The plaintext comes from standard input or an editor, never from
     /// the command line (docs/secrets.md).
     Secret(secret::SecretArgs),
+    /// Run the policy's tests (`*.test.policy`): resolve the policy for
+    /// each test's facts and classes, as the VM would, and check what it
+    /// expects.
+    ///
+    /// Exits 0 when every test passes, 1 when one fails (or the policy or
+    /// the tests have errors), 66 when no test file can be read, 69 when
+    /// `--run` cannot find policyvm (docs/testing-policy.md).
+    Test(test::TestArgs),
 }
 
 /// Exit status for "the input has errors".
@@ -146,6 +155,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Fleet(args) => fleet::run(args),
         Command::Secret(args) => secret::run(args),
         Command::Plan(args) => plan::run(args),
+        Command::Test(args) => test::run(args),
     }
 }
 

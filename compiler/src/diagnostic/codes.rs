@@ -2,7 +2,8 @@
 //! renumbered or reused, because CI configurations and SARIF baselines refer
 //! to it. Ranges: `E00xx` syntax, `E01xx` names and imports, `E02xx` types,
 //! `E03xx` contradictions and cycles, `E07xx` data files, `E08xx` the
-//! inventory, `E10xx` secrets, `W0xxx` warnings. Every code has a page
+//! inventory, `E10xx` secrets, `E11xx` policy tests (`policyc test`),
+//! `W0xxx` warnings. Every code has a page
 //! in `docs/src/diagnostics.md` (a test checks this).
 
 use super::Severity;
@@ -294,6 +295,34 @@ codes! {
     /// A secret the build cannot seal: no inventory, an entitled host
     /// without `age_recipient`, or no host entitled to it at all.
     SecretNoRecipient = "E1006", Error, "secret without recipients";
+
+    /// A test's `facts` names a fact that is neither a `sys.` fact nor a
+    /// `fact` the policy declares.
+    UnknownTestFact = "E1101", Error, "unknown fact in a test";
+    /// A test fact's value is not of the fact's type.
+    TestFactType = "E1102", Error, "test fact of the wrong type";
+    /// A fact, a `facts` or `root` statement, an expectation's attribute
+    /// or a test name given twice.
+    TestGivenTwice = "E1103", Error, "given twice in a test";
+    /// A class in a test's `define` that the policy neither declares nor
+    /// defines, and that is no hard class.
+    UnknownTestClass = "E1104", Error, "unknown class in a test";
+    /// `expect TYPE` with a promise type that does not exist.
+    UnknownTestPromiseType = "E1105", Error, "unknown promise type in a test";
+    /// An expectation checks an attribute its promise type does not have,
+    /// or one a resolved promise does not carry (`after`, `notify`).
+    UnknownTestAttribute = "E1106", Error, "unknown attribute in an expectation";
+    /// An expectation's value is not of the attribute's type, is not a
+    /// literal, or is a `matches` pattern that is not a regular expression.
+    TestExpectationValue = "E1107", Error, "invalid expectation value";
+    /// A test file whose imports hold no `policy` block: there is nothing
+    /// to test.
+    TestWithoutPolicy = "E1108", Error, "test file without a policy";
+    /// A test's `root` is not a plain relative path to a directory of the
+    /// policy tree.
+    TestFixtureRoot = "E1109", Error, "invalid fixture root";
+    /// A test without any `expect`: it could never fail.
+    TestExpectsNothing = "E1110", Error, "test expects nothing";
 }
 
 impl std::fmt::Display for Code {

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::hash::{Hash as _, Hasher as _};
 
-use converge_eval::bundle::format::{Body, Constant, Item};
+use converge_eval::bundle::format::Body;
 use converge_eval::bundle::probe::ProbeType;
 use converge_eval::eval::Val;
 use converge_eval::facts::{FactMap, FactSource, FactValue};
@@ -119,22 +119,11 @@ impl<'b> Policy<'b> {
         out
     }
 
-    /// How an unresolved promise is named: by its promiser when that is a
-    /// constant (so the same promise in both policies is one entry), else
-    /// by its place in the source.
+    /// How an unresolved promise is named: by its promiser when the host
+    /// can compute it (so the same promise in both policies is one entry),
+    /// else by its place in the source.
     fn what(&self, p: &PreviewPromise) -> String {
-        let promiser = self
-            .body
-            .promises
-            .get(p.index)
-            .and_then(|promise| match promise.promiser {
-                Item::Const(c) => match self.body.constants.get(c as usize) {
-                    Some(Constant::Str(s) | Constant::Word(s)) => Some(s.clone()),
-                    _ => None,
-                },
-                Item::Code(_) => None,
-            });
-        let mut what = match promiser {
+        let mut what = match p.promiser() {
             Some(promiser) => format!("{} {promiser:?}", p.kind),
             None => format!("{} at {}", p.kind, p.source),
         };
