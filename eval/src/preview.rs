@@ -262,7 +262,7 @@ impl<'b> Previewer<'b> {
                     (Ok(false), true) => continue,
                     (Ok(active), false) => Activity::Conditional {
                         active_at_start: *active,
-                        outcome_classes: outcome_classes.iter().cloned().collect(),
+                        outcome_classes: outcome_classes.to_vec(),
                     },
                 };
                 if promises.len() >= MAX_PASS_INSTANCES {

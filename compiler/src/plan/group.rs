@@ -74,7 +74,7 @@ pub fn group(per_host: Vec<(String, usize)>, sets: ChangeSets) -> (Vec<Group>, V
         })
         .collect();
     // Stable: equal sizes keep the order of their first host.
-    groups.sort_by(|a, b| b.hosts.len().cmp(&a.hosts.len()));
+    groups.sort_by_key(|g| std::cmp::Reverse(g.hosts.len()));
     (groups, unchanged)
 }
 
