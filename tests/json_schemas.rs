@@ -290,7 +290,7 @@ fn plan_outputs() -> Vec<Output> {
              file \"/etc/dc\" {{ content = \"${{facts.dc}}\\n\"; }}\n\
              file \"/etc/pw\" {{ content = \"pw=${{pw}}\\n\"; mode = 0o600; }}\n\
              package \"curl\" {{ state = installed; on_repaired = curl_new; }}\n\
-             when curl_new {{ command \"/bin/true\" {{ }} }}\n{extra}}}\npolicy {{ b(); }}\n"
+             when curl_new {{ command \"reload\" {{ run = [\"/bin/true\"]; }} }}\n{extra}}}\npolicy {{ b(); }}\n"
         )
     };
     for (side, text, armor) in [
