@@ -351,10 +351,30 @@ fn every_documented_exit_code_is_what_policyc_returns() {
         "bundle b { file \"/x\" { mode = \"rw\"; } }\npolicy { b(); }\n",
     )
     .unwrap();
+    std::fs::write(
+        dir.path().join("changed.policy"),
+        "bundle motd {\n  file \"/etc/motd\" { content = \"hello\\n\"; mode = 0o644; }\n}\npolicy { motd(); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("hosts.toml"),
+        "[[host]]\nname = \"web-01\"\nreport_key = \"ed25519:iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w=\"\n",
+    )
+    .unwrap();
     let d = |name: &str| dir.path().join(name).display().to_string();
     let cases: Vec<(u8, Vec<String>)> = vec![
         (exit::OK, vec!["check".into(), d("clean.policy")]),
         (exit::ERRORS, vec!["check".into(), d("bad.policy")]),
+        (
+            exit::CHANGES,
+            vec![
+                "plan".into(),
+                d("clean.policy"),
+                d("changed.policy"),
+                "--inventory".into(),
+                d("hosts.toml"),
+            ],
+        ),
         (exit::USAGE, vec!["frobnicate".into()]),
         (exit::NO_INPUT, vec!["check".into(), d("missing.policy")]),
         // Nothing listens on port 1 (and without curl, 69 says to install it).

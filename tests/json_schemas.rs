@@ -25,6 +25,7 @@ const CASES: &[(&str, Collector)] = &[
     ("converge-run-1.schema.json", run_outputs),
     ("converge-facts-1.schema.json", facts_outputs),
     ("converge-report-1.schema.json", uploaded_reports),
+    ("converge-plan-1.schema.json", plan_outputs),
     ("converge-test-1.schema.json", test_outputs),
 ];
 
@@ -261,6 +262,82 @@ fn facts_outputs() -> Vec<Output> {
                 .output()
                 .unwrap();
             let what = format!("policyvm facts ({name})");
+            let value = json_of(&what, &out.stdout);
+            (what, value)
+        })
+        .collect()
+}
+
+/// `policyc plan --format json` of a change with every kind of change
+/// (added, removed, changed with a diff, a secret, unknown for want of a
+/// fact, conditional on an outcome class), of no change, and with a note.
+fn plan_outputs() -> Vec<Output> {
+    let dir = tempfile::tempdir().unwrap();
+    let key = "ed25519:iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w=";
+    let recipient = "age1zvkyg2lqzraa2lnjvqej32nkuu0ues2s82hzrye869xeexvn73equnujwj";
+    std::fs::write(
+        dir.path().join("inventory.toml"),
+        format!(
+            "[[host]]\nname = \"web-01\"\nreport_key = \"{key}\"\nage_recipient = \"{recipient}\"\ngroups = [\"web\"]\nfacts = {{ dc = \"eu-1\" }}\n\
+             [[host]]\nname = \"web-02\"\nreport_key = \"{key}\"\nage_recipient = \"{recipient}\"\ngroups = [\"web\"]\n"
+        ),
+    )
+    .unwrap();
+    let policy = |motd: &str, extra: &str| {
+        format!(
+            "class curl_new;\nfact dc: string from file \"/etc/dc\";\nlet pw: secret = secret(\"secrets/pw.age\");\n\
+             bundle b {{\n  file \"/etc/motd\" {{ content = \"{motd}\"; mode = 0o644; }}\n\
+             file \"/etc/dc\" {{ content = \"${{facts.dc}}\\n\"; }}\n\
+             file \"/etc/pw\" {{ content = \"pw=${{pw}}\\n\"; mode = 0o600; }}\n\
+             package \"curl\" {{ state = installed; on_repaired = curl_new; }}\n\
+             when curl_new {{ command \"reload\" {{ run = [\"/bin/true\"]; }} }}\n{extra}}}\npolicy {{ b(); }}\n"
+        )
+    };
+    for (side, text, armor) in [
+        (
+            "old",
+            policy("a\\nb\\n", "  file \"/etc/old\" { content = \"x\"; }\n"),
+            "1",
+        ),
+        (
+            "new",
+            policy("a\\nc\\n", "  package \"nginx\" { state = installed; }\n"),
+            "2",
+        ),
+    ] {
+        let root = dir.path().join(side);
+        std::fs::create_dir_all(root.join("secrets")).unwrap();
+        std::fs::write(
+            root.join("secrets/pw.age"),
+            format!(
+                "-----BEGIN AGE ENCRYPTED FILE-----\n{armor}\n-----END AGE ENCRYPTED FILE-----\n"
+            ),
+        )
+        .unwrap();
+        std::fs::write(root.join("site.policy"), text).unwrap();
+    }
+    let facts = dir.path().join("facts");
+    std::fs::create_dir(&facts).unwrap();
+    std::fs::write(
+        facts.join("stranger.json"),
+        r#"{"format":"converge-facts/1","facts":{},"classes":[]}"#,
+    )
+    .unwrap();
+    [("old", "new"), ("old", "old")]
+        .into_iter()
+        .map(|(a, b)| {
+            let out = Command::new(binary("policyc"))
+                .current_dir(dir.path())
+                .args(["plan", a, b, "--format", "json", "--facts-from", "facts"])
+                .args(["--inventory", "inventory.toml"])
+                .output()
+                .unwrap();
+            let what = format!("policyc plan {a} {b}");
+            assert!(
+                matches!(out.status.code(), Some(0 | 2)),
+                "{what}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             let value = json_of(&what, &out.stdout);
             (what, value)
         })

@@ -24,6 +24,7 @@ pub mod graph;
 pub mod host_facts;
 pub mod ir;
 pub mod lsp;
+pub mod plan;
 pub mod policy_tree;
 pub mod render;
 pub mod sema;

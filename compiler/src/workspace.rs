@@ -17,7 +17,7 @@ mod inventory;
 mod test_files;
 
 pub use documents::{DocumentKind, DocumentRequest};
-pub use inventory::INVENTORY_FILE;
+pub use inventory::{inventory_fact_name, INVENTORY_FILE};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -23,4 +23,4 @@ pub mod resolve;
 pub mod secret;
 pub mod sources;
 
-pub use preview::{preview, Preview};
+pub use preview::{preview, Preview, Previewer};

@@ -112,138 +112,192 @@ pub fn preview(
     probes: &dyn ProbeFacts,
     defines: &[String],
 ) -> Result<Preview, String> {
-    let mut eval = Evaluator::new(body, facts)
-        .with_probes(probes)
-        .with_secrets(SecretPlaceholders::default());
-    let classes = eval.classes(defines).map_err(|e| e.to_string())?;
-    let mut class_failures: Vec<(String, String)> = eval
-        .class_failures()
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    class_failures.sort();
-    let mut deps = OutcomeDeps::new(body);
-    let mut resolver = Resolver::new(body);
-    resolver.start_pass();
-    let mut promises: Vec<PreviewPromise> = Vec::new();
-    for &i in body.order.iter() {
-        let i = i as usize;
-        let Some(p) = body.promises.get(i) else {
-            continue;
-        };
-        let kind = promise_type_by_id(p.kind).map_or("?", |t| t.name);
-        let source = source_of(body, i);
-        let entry =
-            |loops: Vec<String>, activity: Activity, resolution: Resolution| PreviewPromise {
-                index: i,
-                kind,
-                source: source.clone(),
-                loops,
-                promiser: None,
-                activity,
-                resolution,
-            };
-        let mut outcome_classes: BTreeSet<String> = BTreeSet::new();
-        if let Some(g) = p.guard {
-            outcome_classes.extend(deps.of_program(g));
-        }
-        for a in p.attrs.iter() {
-            let items: Vec<Item> = match &a.value {
-                Operand::Item(item) => vec![*item],
-                Operand::List(items) => items.iter().copied().collect(),
-            };
-            for item in items {
-                if let Item::Code(program) = item {
+    Previewer::new(body).preview(facts, probes, defines)
+}
+
+/// A bundle prepared for previewing many hosts (`policyc plan` previews
+/// every host of an inventory): what does not depend on the host is worked
+/// out once (each promise's type, source and the outcome classes it reads),
+/// and the resolver's shared constants are made once, not per host. Each
+/// [`Previewer::preview`] is exactly [`preview`] of one host.
+#[derive(Debug)]
+pub struct Previewer<'b> {
+    body: &'b Body,
+    /// By promise index: type name, source, outcome classes read.
+    statics: Vec<PromiseStatics>,
+    resolver: Resolver<'b>,
+}
+
+/// What a preview needs of one promise that no host changes.
+#[derive(Debug)]
+struct PromiseStatics {
+    kind: &'static str,
+    source: String,
+    outcome_classes: Vec<String>,
+}
+
+impl<'b> Previewer<'b> {
+    pub fn new(body: &'b Body) -> Self {
+        let mut deps = OutcomeDeps::new(body);
+        let statics = body
+            .promises
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let mut outcome_classes: BTreeSet<String> = BTreeSet::new();
+                if let Some(g) = p.guard {
+                    outcome_classes.extend(deps.of_program(g));
+                }
+                for a in p.attrs.iter() {
+                    let items: Vec<Item> = match &a.value {
+                        Operand::Item(item) => vec![*item],
+                        Operand::List(items) => items.iter().copied().collect(),
+                    };
+                    for item in items {
+                        if let Item::Code(program) = item {
+                            outcome_classes.extend(deps.of_program(program));
+                        }
+                    }
+                }
+                if let Item::Code(program) = p.promiser {
                     outcome_classes.extend(deps.of_program(program));
                 }
-            }
-        }
-        if let Item::Code(program) = p.promiser {
-            outcome_classes.extend(deps.of_program(program));
-        }
-        let mut lists: Vec<Vec<String>> = Vec::new();
-        let mut missing: Option<String> = None;
-        for f in p.loops.iter() {
-            let spec = fact_by_id(*f);
-            match spec.and_then(|s| facts.get(s.name)) {
-                Some(FactValue::List(l)) => lists.push(l),
-                Some(_) => lists.push(Vec::new()),
-                None => {
-                    missing = Some(format!(
-                        "it loops over fact `{}`, which is not given",
-                        spec.map_or("?", |s| s.name)
-                    ));
+                PromiseStatics {
+                    kind: promise_type_by_id(p.kind).map_or("?", |t| t.name),
+                    source: source_of(body, i),
+                    outcome_classes: outcome_classes.into_iter().collect(),
                 }
-            }
-        }
-        if let Some(why) = missing {
-            promises.push(entry(
-                Vec::new(),
-                Activity::Undecided,
-                Resolution::Unknown(why),
-            ));
-            continue;
-        }
-        let combos = match loop_combinations(&lists) {
-            Ok(combos) => combos,
-            Err(e) => {
-                promises.push(entry(Vec::new(), Activity::Active, Resolution::Failed(e)));
-                continue;
-            }
-        };
-        for combo in combos {
-            let guard = match p.guard {
-                None => Ok(true),
-                Some(g) => match eval.run(g, &classes, &combo) {
-                    Ok(v) => Ok(v == Val::Bool(true)),
-                    Err(e) if eval.failed_on_unknown() => Err(Resolution::Unknown(e.0)),
-                    Err(e) => Err(Resolution::Failed(format!(
-                        "its guard could not be evaluated: {}",
-                        e.0
-                    ))),
-                },
-            };
-            let activity = match (&guard, outcome_classes.is_empty()) {
-                (Err(_), _) => Activity::Undecided,
-                (Ok(true), true) => Activity::Active,
-                (Ok(false), true) => continue,
-                (Ok(active), false) => Activity::Conditional {
-                    active_at_start: *active,
-                    outcome_classes: outcome_classes.iter().cloned().collect(),
-                },
-            };
-            if promises.len() >= MAX_PASS_INSTANCES {
-                promises.push(entry(
-                    combo,
-                    activity,
-                    Resolution::Failed(format!(
-                        "the pass already holds {MAX_PASS_INSTANCES} promise instances, the limit (docs/bytecode.md, Limits)"
-                    )),
-                ));
-                break;
-            }
-            let resolution = match guard {
-                Err(resolution) => resolution,
-                Ok(_) => match resolver.resolve(&mut eval, i, p, &classes, &combo) {
-                    Ok(inst) => Resolution::Resolved(inst),
-                    Err(e) if eval.failed_on_unknown() => Resolution::Unknown(e),
-                    Err(e) => Resolution::Failed(e),
-                },
-            };
-            let promiser = match &resolution {
-                Resolution::Resolved(_) => None,
-                _ => promiser_text(body, &mut eval, p.promiser, &classes, &combo),
-            };
-            let mut promise = entry(combo, activity, resolution);
-            promise.promiser = promiser;
-            promises.push(promise);
+            })
+            .collect();
+        Previewer {
+            body,
+            statics,
+            resolver: Resolver::new(body),
         }
     }
-    Ok(Preview {
-        classes: classes.into_iter().collect(),
-        class_failures,
-        promises,
-    })
+
+    /// [`preview`] of one host.
+    pub fn preview(
+        &mut self,
+        facts: &dyn FactSource,
+        probes: &dyn ProbeFacts,
+        defines: &[String],
+    ) -> Result<Preview, String> {
+        let body = self.body;
+        let mut eval = Evaluator::new(body, facts)
+            .with_probes(probes)
+            .with_secrets(SecretPlaceholders::default());
+        let classes = eval.classes(defines).map_err(|e| e.to_string())?;
+        let mut class_failures: Vec<(String, String)> = eval
+            .class_failures()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        class_failures.sort();
+        let resolver = &mut self.resolver;
+        resolver.start_pass();
+        let mut promises: Vec<PreviewPromise> = Vec::new();
+        for &i in body.order.iter() {
+            let i = i as usize;
+            let (Some(p), Some(statics)) = (body.promises.get(i), self.statics.get(i)) else {
+                continue;
+            };
+            let kind = statics.kind;
+            let entry =
+                |loops: Vec<String>, activity: Activity, resolution: Resolution| PreviewPromise {
+                    index: i,
+                    kind,
+                    source: statics.source.clone(),
+                    loops,
+                    promiser: None,
+                    activity,
+                    resolution,
+                };
+            let outcome_classes = &statics.outcome_classes;
+            let mut lists: Vec<Vec<String>> = Vec::new();
+            let mut missing: Option<String> = None;
+            for f in p.loops.iter() {
+                let spec = fact_by_id(*f);
+                match spec.and_then(|s| facts.get(s.name)) {
+                    Some(FactValue::List(l)) => lists.push(l),
+                    Some(_) => lists.push(Vec::new()),
+                    None => {
+                        missing = Some(format!(
+                            "it loops over fact `{}`, which is not given",
+                            spec.map_or("?", |s| s.name)
+                        ));
+                    }
+                }
+            }
+            if let Some(why) = missing {
+                promises.push(entry(
+                    Vec::new(),
+                    Activity::Undecided,
+                    Resolution::Unknown(why),
+                ));
+                continue;
+            }
+            let combos = match loop_combinations(&lists) {
+                Ok(combos) => combos,
+                Err(e) => {
+                    promises.push(entry(Vec::new(), Activity::Active, Resolution::Failed(e)));
+                    continue;
+                }
+            };
+            for combo in combos {
+                let guard = match p.guard {
+                    None => Ok(true),
+                    Some(g) => match eval.run(g, &classes, &combo) {
+                        Ok(v) => Ok(v == Val::Bool(true)),
+                        Err(e) if eval.failed_on_unknown() => Err(Resolution::Unknown(e.0)),
+                        Err(e) => Err(Resolution::Failed(format!(
+                            "its guard could not be evaluated: {}",
+                            e.0
+                        ))),
+                    },
+                };
+                let activity = match (&guard, outcome_classes.is_empty()) {
+                    (Err(_), _) => Activity::Undecided,
+                    (Ok(true), true) => Activity::Active,
+                    (Ok(false), true) => continue,
+                    (Ok(active), false) => Activity::Conditional {
+                        active_at_start: *active,
+                        outcome_classes: outcome_classes.to_vec(),
+                    },
+                };
+                if promises.len() >= MAX_PASS_INSTANCES {
+                    promises.push(entry(
+                        combo,
+                        activity,
+                        Resolution::Failed(format!(
+                            "the pass already holds {MAX_PASS_INSTANCES} promise instances, the limit (docs/bytecode.md, Limits)"
+                        )),
+                    ));
+                    break;
+                }
+                let resolution = match guard {
+                    Err(resolution) => resolution,
+                    Ok(_) => match resolver.resolve(&mut eval, i, p, &classes, &combo) {
+                        Ok(inst) => Resolution::Resolved(inst),
+                        Err(e) if eval.failed_on_unknown() => Resolution::Unknown(e),
+                        Err(e) => Resolution::Failed(e),
+                    },
+                };
+                let promiser = match &resolution {
+                    Resolution::Resolved(_) => None,
+                    _ => promiser_text(body, &mut eval, p.promiser, &classes, &combo),
+                };
+                let mut promise = entry(combo, activity, resolution);
+                promise.promiser = promiser;
+                promises.push(promise);
+            }
+        }
+        Ok(Preview {
+            classes: classes.into_iter().collect(),
+            class_failures,
+            promises,
+        })
+    }
 }
 
 /// The text of a promiser, if it can be evaluated on this host.

@@ -18,10 +18,10 @@
 use std::collections::{HashMap, HashSet};
 
 use converge_format::inventory::{group_class, host_class, FactValue, Host, Inventory};
-use converge_format::schema;
 use regex::Regex;
 
 use crate::ir::{ClassDecl, CompareOp, Guard, Value};
+use crate::workspace::inventory_fact_name;
 
 /// Kleene's three truth values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,7 +71,7 @@ impl HostView {
         let mut facts: HashMap<String, String> = host
             .facts
             .iter()
-            .map(|(k, v)| (fact_name(k), fact_text(v.get_ref())))
+            .map(|(k, v)| (inventory_fact_name(k), fact_text(v.get_ref())))
             .collect();
         facts
             .entry("sys.hostname".to_owned())
@@ -88,19 +88,6 @@ impl HostView {
             recipient: host.age_recipient.as_ref().map(|r| r.get_ref().clone()),
             name,
         }
-    }
-}
-
-/// The guard name of an inventory fact key.
-fn fact_name(key: &str) -> String {
-    if key.contains('.') {
-        return key.to_owned();
-    }
-    let sys = format!("sys.{key}");
-    if schema::fact(&sys).is_some() {
-        sys
-    } else {
-        format!("facts.{key}")
     }
 }
 

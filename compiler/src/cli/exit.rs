@@ -9,6 +9,9 @@ pub const OK: u8 = 0;
 /// file was refused (syntax errors) or, under `--check`, would change;
 /// `test`: a test failed, or the tests have errors.
 pub const ERRORS: u8 = 1;
+/// `plan`: something would change on some host (or cannot be known
+/// without a fact the host lacks), as `terraform plan -detailed-exitcode`.
+pub const CHANGES: u8 = 2;
 /// `EX_USAGE`: the command line is wrong, or a value on it is refused (a
 /// bundle name, a serial not above the published one).
 pub const USAGE: u8 = 64;
@@ -36,6 +39,7 @@ pub const TABLE: &[(u8, &str)] = &[
         ERRORS,
         "the policy has errors, a test failed (or a file fmt refused or would change)",
     ),
+    (CHANGES, "plan: something would change"),
     (USAGE, "usage error"),
     (NO_INPUT, "an input cannot be read"),
     (

@@ -201,7 +201,7 @@ fn now() -> u64 {
 
 /// `--collector`: an `http` or `https` URL without a query, with no
 /// character that could be read as something else on curl's command line.
-fn collector_url(text: &str) -> Result<String, String> {
+pub(super) fn collector_url(text: &str) -> Result<String, String> {
     let scheme_ok = text.starts_with("http://") || text.starts_with("https://");
     let clean = text.bytes().all(|b| b.is_ascii_graphic()) && !text.contains(['?', '#']);
     if !scheme_ok || !clean {
@@ -215,7 +215,7 @@ fn collector_url(text: &str) -> Result<String, String> {
 
 /// The token: the file's one line, without its line break. Anything else
 /// would end the header curl sends it in and start another.
-fn read_token(path: &std::path::Path) -> Result<String, String> {
+pub(super) fn read_token(path: &std::path::Path) -> Result<String, String> {
     use std::io::Read as _;
     let mut text = String::new();
     std::fs::File::open(path)

@@ -11,6 +11,7 @@ pub mod exit;
 mod fleet;
 mod fmt;
 pub(crate) mod inputs;
+mod plan;
 mod program;
 mod publish;
 mod rollout;
@@ -76,6 +77,13 @@ enum Command {
     /// cannot be reached or answers with an error (or curl is missing), 76
     /// when its answer is not a fleet view.
     Fleet(fleet::FleetArgs),
+    /// Preview a policy change on every host of the inventory: what each
+    /// host would get added, removed and changed, hosts with the same
+    /// changes grouped (docs/plan.md).
+    ///
+    /// Exits 0 when nothing changes, 2 when something changes (or cannot
+    /// be known without a fact a host lacks), 1 when a policy has errors.
+    Plan(plan::PlanArgs),
     /// Create, edit and re-encrypt the age-encrypted secret files of the
     /// policy tree (`secrets/NAME.age`, read with `secret(...)`).
     ///
@@ -149,6 +157,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Lsp(tree) => crate::lsp::run(tree.policy_root),
         Command::Fleet(args) => fleet::run(args),
         Command::Secret(args) => secret::run(args),
+        Command::Plan(args) => plan::run(args),
         Command::Test(args) => test::run(args),
     }
 }

@@ -24,6 +24,24 @@ use crate::policy_tree::{normalize, PolicyTree};
 /// The name of the inventory at the root of a policy tree.
 pub const INVENTORY_FILE: &str = "inventory.toml";
 
+/// The name a guard reads an inventory host's static fact by (its
+/// `facts = { ... }` key): a key with a dot as written (`sys.os_family`,
+/// `facts.datacenter`), a bare key as the `sys` fact of that name if there
+/// is one (`os_family` is `sys.os_family`), else as a probe fact
+/// (`datacenter` is `facts.datacenter`). Secrets' entitlement
+/// (`bundle::entitle`) and `policyc plan` (`plan::facts`) both name them so.
+pub fn inventory_fact_name(key: &str) -> String {
+    if key.contains('.') {
+        return key.to_owned();
+    }
+    let sys = format!("sys.{key}");
+    if converge_format::schema::fact(&sys).is_some() {
+        sys
+    } else {
+        format!("facts.{key}")
+    }
+}
+
 impl Workspace {
     /// `--inventory FILE`: the inventory of every root, instead of the
     /// trees' own. Read now, so a missing file is an input error of the
@@ -202,6 +220,14 @@ mod tests {
                 .map(|h| h.name.get_ref().clone())
                 .collect()
         })
+    }
+
+    #[test]
+    fn inventory_fact_keys_are_named_as_guards_read_them() {
+        assert_eq!(inventory_fact_name("os_family"), "sys.os_family");
+        assert_eq!(inventory_fact_name("datacenter"), "facts.datacenter");
+        assert_eq!(inventory_fact_name("sys.cpus"), "sys.cpus");
+        assert_eq!(inventory_fact_name("facts.os_family"), "facts.os_family");
     }
 
     #[test]

@@ -1,0 +1,338 @@
+//! One policy resolved for one host, by the evaluator the VM runs
+//! (`converge_eval::preview`: the same classes, guards, run-time loops,
+//! rendered templates and lookups), with the host's known facts
+//! (`super::facts`) and nothing else: a fact the host's sources do not
+//! give is unknown, and so is everything that needs it.
+
+use std::collections::HashMap;
+use std::hash::{Hash as _, Hasher as _};
+
+use converge_eval::bundle::format::Body;
+use converge_eval::bundle::probe::ProbeType;
+use converge_eval::eval::Val;
+use converge_eval::facts::{FactMap, FactSource, FactValue};
+use converge_eval::instance::Value;
+use converge_eval::preview::{Activity, PreviewPromise, Previewer, Resolution};
+use converge_eval::sources::ProbeFacts;
+use serde_json::Value as Json;
+
+use super::build::Built;
+use super::facts::{KnownHost, SysValue};
+use super::resolved::{HostPromises, PromiseKey, Resolved, Shown, Unresolved};
+
+/// One side of the plan, ready to resolve hosts.
+#[derive(Debug)]
+pub struct Policy<'b> {
+    body: &'b Body,
+    /// Secret versions by name (`Built::secrets`).
+    secrets: &'b HashMap<String, u64>,
+    /// Each probe's declared type, by name (values given as JSON are read
+    /// as it).
+    probe_types: HashMap<String, Option<ProbeType>>,
+}
+
+impl<'b> Policy<'b> {
+    pub fn new(built: &'b Built) -> Self {
+        let probe_types = built
+            .body
+            .probes()
+            .map(|(_, p)| (p.name.clone(), ProbeType::parse(&p.ty).ok()))
+            .collect();
+        Policy {
+            body: &built.body,
+            secrets: &built.secrets,
+            probe_types,
+        }
+    }
+
+    /// A previewer of this policy, for one thread to resolve hosts with.
+    pub fn previewer(&self) -> Previewer<'b> {
+        Previewer::new(self.body)
+    }
+
+    /// Everything this policy gives `host` (`previewer` is one of
+    /// [`Policy::previewer`]'s).
+    pub fn resolve(&self, previewer: &mut Previewer<'b>, host: &KnownHost) -> HostPromises {
+        let facts = HostFacts {
+            map: FactMap(
+                host.sys
+                    .iter()
+                    .map(|(name, value)| (name.clone(), fact_value(value)))
+                    .collect(),
+            ),
+            hostname_known: host.sys.contains_key("sys.hostname"),
+        };
+        let probes = HostProbes {
+            host,
+            types: &self.probe_types,
+        };
+        let preview = match previewer.preview(&facts, &probes, &[]) {
+            Ok(preview) => preview,
+            Err(reason) => {
+                // Only a body the verifier would refuse gets here: the
+                // whole host is unknown, with the reason.
+                return HostPromises {
+                    promises: Vec::new(),
+                    unresolved: vec![Unresolved::fails(
+                        "the policy".to_owned(),
+                        format!("cannot be evaluated: {reason}"),
+                    )],
+                };
+            }
+        };
+        let mut out = HostPromises {
+            promises: Vec::with_capacity(preview.promises.len()),
+            unresolved: Vec::new(),
+        };
+        for p in preview.promises {
+            let conditional = match &p.activity {
+                Activity::Conditional {
+                    outcome_classes, ..
+                } => Some(outcome_classes.join(", ")),
+                Activity::Active | Activity::Undecided => None,
+            };
+            match p.resolution {
+                Resolution::Resolved(inst) => {
+                    let key = PromiseKey {
+                        kind: inst.kind,
+                        promiser: inst.promiser,
+                        occurrence: 0,
+                    };
+                    let attrs = inst
+                        .attrs
+                        .into_iter()
+                        .map(|(name, value)| (name, self.shown(value)))
+                        .collect();
+                    out.promises.push(Resolved::new(key, attrs, conditional));
+                }
+                Resolution::Unknown(ref reason) => out
+                    .unresolved
+                    .push(Unresolved::unknown(self.what(&p), reason.clone())),
+                Resolution::Failed(ref reason) => out
+                    .unresolved
+                    .push(Unresolved::fails(self.what(&p), reason.clone())),
+            }
+        }
+        number_occurrences(&mut out.promises);
+        out.unresolved.sort();
+        out.unresolved.dedup();
+        out
+    }
+
+    /// How an unresolved promise is named: by its promiser when the host
+    /// can compute it (so the same promise in both policies is one entry),
+    /// else by its place in the source.
+    fn what(&self, p: &PreviewPromise) -> String {
+        let mut what = match p.promiser() {
+            Some(promiser) => format!("{} {promiser:?}", p.kind),
+            None => format!("{} at {}", p.kind, p.source),
+        };
+        if !p.loops.is_empty() {
+            what.push_str(&format!(" [{}]", p.loops.join(", ")));
+        }
+        what
+    }
+
+    /// A resolved value as the plan compares it. A secret's version mixes
+    /// the text around it (rendered with `<secret NAME>` in its place) with
+    /// the version of each secret file it reads.
+    fn shown(&self, value: Value) -> Shown {
+        match value {
+            Value::Str(s) => Shown::Text(s),
+            Value::Int(i) => Shown::Int(i),
+            Value::Bool(b) => Shown::Bool(b),
+            Value::Bytes(b) => Shown::Bytes(b),
+            Value::List(l) => Shown::List(l),
+            Value::Secret(text) => {
+                let mut h = rustc_hash::FxHasher::default();
+                text.expose().hash(&mut h);
+                for name in text.names() {
+                    name.hash(&mut h);
+                    self.secrets.get(name).hash(&mut h);
+                }
+                Shown::Secret {
+                    label: text.label(),
+                    version: h.finish(),
+                }
+            }
+        }
+    }
+}
+
+/// Several instances with one type and promiser (a command run twice, a
+/// promise in a loop whose promiser does not name the element) are told
+/// apart by their order: the second is occurrence 1.
+fn number_occurrences(promises: &mut [Resolved]) {
+    let mut seen: rustc_hash::FxHashMap<(&'static str, &str), u32> = Default::default();
+    let mut numbers = Vec::new();
+    for (i, p) in promises.iter().enumerate() {
+        let n = seen
+            .entry((p.key.kind, p.key.promiser.as_str()))
+            .or_insert(0);
+        if *n > 0 {
+            numbers.push((i, *n));
+        }
+        *n = n.saturating_add(1);
+    }
+    for (i, n) in numbers {
+        if let Some(p) = promises.get_mut(i) {
+            p.key.occurrence = n;
+        }
+    }
+}
+
+/// A host's `sys` facts as the evaluator reads them.
+#[derive(Debug)]
+struct HostFacts {
+    map: FactMap,
+    hostname_known: bool,
+}
+
+impl FactSource for HostFacts {
+    fn get(&self, name: &str) -> Option<FactValue> {
+        self.map.get(name)
+    }
+
+    /// As [`FactMap`]'s, with the answer for `host_` classes (every term of
+    /// an inventory group's class) without copying the hostname.
+    fn unknown_class(&self, class: &str) -> Option<String> {
+        if self.hostname_known && class.starts_with("host_") {
+            return None;
+        }
+        self.map.unknown_class(class)
+    }
+}
+
+fn fact_value(value: &SysValue) -> FactValue {
+    match value {
+        SysValue::Str(s) => FactValue::Str(s.clone()),
+        SysValue::Int(i) => FactValue::Int(*i),
+        SysValue::List(l) => FactValue::List(l.clone()),
+    }
+}
+
+/// A host's probe facts, read as the bundle declares them.
+#[derive(Debug)]
+struct HostProbes<'h> {
+    host: &'h KnownHost,
+    types: &'h HashMap<String, Option<ProbeType>>,
+}
+
+impl ProbeFacts for HostProbes<'_> {
+    fn read(&self, path: &str) -> Result<Val, String> {
+        let mut steps = path.split('.');
+        let name = steps.next().unwrap_or_default();
+        let value = match self.host.probes.get(name) {
+            Some(Ok(value)) => value,
+            Some(Err(why)) => return Err(format!("fact `facts.{name}` is unknown: {why}")),
+            None => {
+                return Err(format!(
+                    "fact `facts.{name}` is not given (not in the inventory nor the host's reported facts)"
+                ))
+            }
+        };
+        let steps: Vec<&str> = steps.collect();
+        let declared = self.types.get(name).and_then(Option::as_ref);
+        let ty = match declared.map(|t| t.at(&steps)) {
+            Some(Ok(ty)) => Some(ty),
+            Some(Err(why)) => return Err(format!("fact `facts.{path}`: {why}")),
+            None => None,
+        };
+        let mut at = value;
+        for step in &steps {
+            at = at.get(step).ok_or_else(|| {
+                format!("fact `facts.{path}` is not given: it has no key {step:?}")
+            })?;
+        }
+        typed(at, ty).map_err(|why| format!("fact `facts.{path}` {why}"))
+    }
+}
+
+/// A JSON value as the evaluator's value of the declared type (a number
+/// given as text is read as the number, as the VM parses a probe's
+/// output); anything else that does not fit is refused with the reason.
+fn typed(value: &Json, ty: Option<&ProbeType>) -> Result<Val, String> {
+    match (ty, value) {
+        (Some(ProbeType::Str) | None, Json::String(s)) => Ok(Val::Str(s.clone())),
+        (Some(ProbeType::Str), Json::Number(n)) => Ok(Val::Str(n.to_string())),
+        (Some(ProbeType::Str), Json::Bool(b)) => Ok(Val::Str(b.to_string())),
+        (Some(ProbeType::Int) | None, Json::Number(n)) if n.as_i64().is_some() => {
+            Ok(Val::Int(n.as_i64().unwrap_or_default()))
+        }
+        (Some(ProbeType::Int), Json::String(s)) if s.trim().parse::<i64>().is_ok() => {
+            Ok(Val::Int(s.trim().parse().unwrap_or_default()))
+        }
+        (Some(ProbeType::Bool) | None, Json::Bool(b)) => Ok(Val::Bool(*b)),
+        (Some(ProbeType::List) | None, Json::Array(items)) if items.iter().all(Json::is_string) => {
+            Ok(Val::List(
+                items
+                    .iter()
+                    .filter_map(|i| i.as_str().map(str::to_owned))
+                    .collect(),
+            ))
+        }
+        (Some(ProbeType::Map(_) | ProbeType::Record(_)), Json::Object(_))
+        | (None, Json::Object(_)) => Err("is a map, not a value".to_owned()),
+        (Some(ty), other) => Err(format!("is given as {other}, not a {ty}")),
+        (None, other) => Err(format!("is given as {other}, which no fact type holds")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn json_fact_values_are_read_as_their_declared_type() {
+        let int = ProbeType::Int;
+        assert_eq!(typed(&Json::from("12"), Some(&int)), Ok(Val::Int(12)));
+        assert_eq!(typed(&Json::from(12), Some(&int)), Ok(Val::Int(12)));
+        assert!(typed(&Json::from("twelve"), Some(&int))
+            .unwrap_err()
+            .contains("not a int"));
+        assert_eq!(
+            typed(&Json::from(12), Some(&ProbeType::Str)),
+            Ok(Val::Str("12".into()))
+        );
+        assert_eq!(
+            typed(&serde_json::json!(["a", "b"]), Some(&ProbeType::List)),
+            Ok(Val::List(vec!["a".into(), "b".into()]))
+        );
+        assert!(typed(&serde_json::json!({"a": 1}), None).is_err());
+    }
+
+    #[test]
+    fn probe_facts_say_why_they_are_unknown() {
+        let mut host = KnownHost::default();
+        host.probes.insert(
+            "dc".into(),
+            Ok(serde_json::json!({"name": "eu-1", "rack": "7"})),
+        );
+        host.probes.insert(
+            "broken".into(),
+            Err("its probe failed on the host: exit 1".into()),
+        );
+        let types: HashMap<String, Option<ProbeType>> = [(
+            "dc".to_owned(),
+            Some(ProbeType::parse("{name:string,rack:int}").unwrap()),
+        )]
+        .into();
+        let probes = HostProbes {
+            host: &host,
+            types: &types,
+        };
+        assert_eq!(probes.read("dc.name"), Ok(Val::Str("eu-1".into())));
+        assert_eq!(probes.read("dc.rack"), Ok(Val::Int(7)));
+        assert!(probes.read("dc").unwrap_err().contains("is a map"));
+        assert_eq!(
+            probes.read("broken").unwrap_err(),
+            "fact `facts.broken` is unknown: its probe failed on the host: exit 1"
+        );
+        assert!(probes
+            .read("missing")
+            .unwrap_err()
+            .starts_with("fact `facts.missing` is not given"));
+    }
+}
