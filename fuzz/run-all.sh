@@ -6,15 +6,18 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds=${1:-600}
-for target in parse bundle stamp fmt template data; do
+for target in parse bundle stamp fmt template data test_file inventory report; do
   seeds=seeds
   [ "$target" = bundle ] && seeds=seeds-bundle
   [ "$target" = stamp ] && seeds=seeds-stamp
   [ "$target" = data ] && seeds=seeds-data
+  [ "$target" = test_file ] && seeds=seeds-tests
+  [ "$target" = inventory ] && seeds=seeds-inventory
+  [ "$target" = report ] && seeds=$(mktemp -d)
   mkdir -p "corpus/$target"
   log=$(mktemp)
   dict=()
-  [ "$target" = parse ] || [ "$target" = fmt ] || [ "$target" = template ] && dict=(-dict=parse.dict)
+  [ "$target" = parse ] || [ "$target" = fmt ] || [ "$target" = template ] || [ "$target" = test_file ] && dict=(-dict=parse.dict)
   echo "== $target for ${seconds}s"
   if cargo +nightly fuzz run "$target" "corpus/$target" "$seeds" -- \
       "${dict[@]}" -max_total_time="$seconds" -timeout=10 >"$log" 2>&1; then
