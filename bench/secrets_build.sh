@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 [ -x /usr/bin/time ] || { echo "bench/secrets_build.sh: /usr/bin/time is missing (Debian package 'time')" >&2; exit 1; }
 runs=${RUNS:-3}
 cargo build --release --locked -q -p converge-compiler --bin policyc
-policyc=target/release/policyc
+policyc=${CARGO_TARGET_DIR:-target}/release/policyc
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/site/secrets"

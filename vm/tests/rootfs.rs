@@ -535,6 +535,13 @@ const MAY_TOUCH_FILES: &[(&str, &str)] = &[
     ),
     // The one place that starts a process (argv, no shell, timeouts).
     ("backend/process.rs", "starts every command"),
+    // dnf has no option for the rpm database path: each dnf call gets a
+    // private HOME (a host temporary directory, not the root) whose
+    // `.rpmmacros` names the root's `/var/lib/rpm` (docs/promise-types.md).
+    (
+        "backend/toolset/rpm.rs",
+        "writes .rpmmacros into dnf's private temporary HOME",
+    ),
     // `policyvm bootstrap`: the operator's own configuration, named on its
     // command line or by the packaging (agent.toml, the trust directory,
     // the --trust key file) and the timer's link, which `systemctl enable`
