@@ -159,7 +159,7 @@ fn junit_output_is_well_formed_xml_with_a_case_per_test() {
                     .try_get_attribute("name")
                     .unwrap()
                     .unwrap()
-                    .unescape_value()
+                    .normalized_value(quick_xml::XmlVersion::Implicit1_0)
                     .unwrap()
                     .into_owned();
                 assert!(e.try_get_attribute("classname").unwrap().is_some());
