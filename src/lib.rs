@@ -26,6 +26,7 @@ pub fn binary(name: &str) -> PathBuf {
 }
 
 pub mod collector;
+pub mod debs;
 pub mod http;
 pub mod sockets;
 pub mod support;

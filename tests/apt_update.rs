@@ -51,22 +51,7 @@ fn repository() -> tempfile::TempDir {
     support::require_tool("dpkg-scanpackages", "dpkg-dev");
     let repo = tempfile::tempdir().unwrap();
     std::fs::set_permissions(repo.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let tree = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(tree.path().join("DEBIAN")).unwrap();
-    std::fs::create_dir_all(tree.path().join("usr/share/cvg-fresh")).unwrap();
-    std::fs::write(tree.path().join("usr/share/cvg-fresh/README"), "fresh\n").unwrap();
-    std::fs::write(
-        tree.path().join("DEBIAN/control"),
-        "Package: cvg-fresh\nVersion: 1.0\nArchitecture: all\nMaintainer: Converge tests <t@example.invalid>\nDescription: test package\n",
-    )
-    .unwrap();
-    let built = Command::new("dpkg-deb")
-        .args(["--root-owner-group", "--build"])
-        .arg(tree.path())
-        .arg(repo.path().join("cvg-fresh_1.0_all.deb"))
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{built:?}");
+    ::converge::debs::build_deb(repo.path(), "cvg-fresh", "1.0", None, None);
     let scan = Command::new("dpkg-scanpackages")
         .args(["--multiversion", "."])
         .current_dir(repo.path())

@@ -14,37 +14,9 @@ use ::converge::binary;
 use converge_vm::run::operators::Outcome;
 use converge_vm::run::RunReport;
 
+use ::converge::debs::build_deb;
 use ::converge::support;
 use support::{compile, converge, failed, repaired, verified, write_trust};
-
-/// Builds `NAME_VERSION.deb` in `out` with `dpkg-deb --build`: one file
-/// under `/usr/share/NAME`, no maintainer scripts.
-fn build_deb(out: &Path, name: &str, version: &str, depends: Option<&str>) -> std::path::PathBuf {
-    let tree = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(tree.path().join("DEBIAN")).unwrap();
-    std::fs::create_dir_all(tree.path().join(format!("usr/share/{name}"))).unwrap();
-    std::fs::write(
-        tree.path().join(format!("usr/share/{name}/README")),
-        format!("{name} {version}\n"),
-    )
-    .unwrap();
-    let mut control = format!(
-        "Package: {name}\nVersion: {version}\nArchitecture: all\nMaintainer: Converge tests <t@example.invalid>\nDescription: test package {name}\n"
-    );
-    if let Some(d) = depends {
-        control.push_str(&format!("Depends: {d}\n"));
-    }
-    std::fs::write(tree.path().join("DEBIAN/control"), control).unwrap();
-    let deb = out.join(format!("{name}_{version}.deb"));
-    let st = Command::new("dpkg-deb")
-        .args(["--root-owner-group", "--build"])
-        .arg(tree.path())
-        .arg(&deb)
-        .output()
-        .unwrap();
-    assert!(st.status.success(), "{st:?}");
-    deb
-}
 
 /// A root with an empty dpkg database, as `dpkg --root` needs it.
 fn dpkg_root() -> tempfile::TempDir {
@@ -105,8 +77,8 @@ fn debs_install_and_remove_inside_a_root_and_a_missing_one_fails_alone() {
     support::require_root("dpkg --root");
     let root = dpkg_root();
     let pkgs = root.path().join("pkgs");
-    build_deb(&pkgs, "cvg-alpha", "2.0", Some("cvg-beta"));
-    build_deb(&pkgs, "cvg-beta", "1.0", None);
+    build_deb(&pkgs, "cvg-alpha", "2.0", Some("cvg-beta"), None);
+    build_deb(&pkgs, "cvg-beta", "1.0", None, None);
     let install = verified(&compile(
         r#"bundle b {
   package "cvg-alpha" { deb = "/pkgs/cvg-alpha_2.0.deb"; version = "2.0"; }
@@ -203,8 +175,8 @@ fn removing_a_package_another_depends_on_fails_with_dpkgs_reason() {
     support::require_root("dpkg --root");
     let root = dpkg_root();
     let pkgs = root.path().join("pkgs");
-    build_deb(&pkgs, "cvg-alpha", "2.0", Some("cvg-beta"));
-    build_deb(&pkgs, "cvg-beta", "1.0", None);
+    build_deb(&pkgs, "cvg-alpha", "2.0", Some("cvg-beta"), None);
+    build_deb(&pkgs, "cvg-beta", "1.0", None, None);
     let install = verified(&compile(
         r#"bundle b {
   package "cvg-alpha" { deb = "/pkgs/cvg-alpha_2.0.deb"; }
@@ -235,8 +207,8 @@ fn a_package_after_a_failed_package_is_skipped_not_installed() {
     support::require_root("dpkg --root");
     let root = dpkg_root();
     let pkgs = root.path().join("pkgs");
-    build_deb(&pkgs, "cvg-beta", "1.0", None);
-    build_deb(&pkgs, "cvg-gamma", "1.0", None);
+    build_deb(&pkgs, "cvg-beta", "1.0", None, None);
+    build_deb(&pkgs, "cvg-gamma", "1.0", None, None);
     let bundle = verified(&compile(
         r#"bundle b {
   package "cvg-missing" { deb = "/pkgs/cvg-missing_1.0.deb"; }
@@ -266,8 +238,8 @@ fn a_failing_batch_is_retried_one_by_one_so_one_bad_package_fails_alone() {
     support::require_root("dpkg --root");
     let root = dpkg_root();
     let pkgs = root.path().join("pkgs");
-    build_deb(&pkgs, "cvg-gamma", "1.0", None);
-    build_deb(&pkgs, "cvg-bad", "1.0", Some("cvg-missing"));
+    build_deb(&pkgs, "cvg-gamma", "1.0", None, None);
+    build_deb(&pkgs, "cvg-bad", "1.0", Some("cvg-missing"), None);
     let bundle = verified(&compile(
         r#"bundle b {
   package "cvg-bad" { deb = "/pkgs/cvg-bad_1.0.deb"; }
@@ -360,8 +332,8 @@ fn apt_installs_from_a_repository_into_a_root_and_latest_upgrades() {
     let repo = tempfile::tempdir().unwrap();
     // apt reads file: repositories as its sandbox user.
     std::fs::set_permissions(repo.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    build_deb(repo.path(), "cvg-alpha", "2.0", Some("cvg-beta"));
-    build_deb(repo.path(), "cvg-beta", "1.0", None);
+    build_deb(repo.path(), "cvg-alpha", "2.0", Some("cvg-beta"), None);
+    build_deb(repo.path(), "cvg-beta", "1.0", None, None);
     index(repo.path());
     std::fs::write(
         p.join("etc/apt/sources.list"),
@@ -444,7 +416,7 @@ policy { b(); }"#,
 
     // A newer version in the repository: `installed` keeps 2.0, `latest`
     // upgrades to 2.1, then keeps it.
-    build_deb(repo.path(), "cvg-alpha", "2.1", Some("cvg-beta"));
+    build_deb(repo.path(), "cvg-alpha", "2.1", Some("cvg-beta"), None);
     index(repo.path());
     apt_update(p);
     assert_eq!(repaired(&converge(&install, p, false)), 0);
@@ -535,7 +507,7 @@ fn a_converged_check_of_many_packages_is_one_dpkg_query() {
 fn a_dry_run_runs_no_tool_that_changes_packages_or_accounts() {
     let root = dpkg_root();
     let r = root.path();
-    build_deb(&r.join("pkgs"), "cvg-gamma", "1.0", None);
+    build_deb(&r.join("pkgs"), "cvg-gamma", "1.0", None, None);
     std::fs::write(
         r.join("etc/passwd"),
         "root:x:0:0::/root:/bin/sh\nold:x:1300:100::/home/old:/bin/sh\n",

@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::Command;
 
 use ::converge::binary;
+use ::converge::debs::build_deb;
 use ::converge::support;
 use converge_vm::run::operators::Outcome;
 use converge_vm::run::RunReport;
@@ -419,30 +420,6 @@ policy { b(); }"#,
 
 // Packages: the real dpkg and apt-mark on a root with its own database.
 
-/// Builds `NAME_1.0.deb` in `out`: one file under `/usr/share/NAME`.
-fn build_deb(out: &Path, name: &str, depends: Option<&str>) -> std::path::PathBuf {
-    let tree = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(tree.path().join("DEBIAN")).unwrap();
-    std::fs::create_dir_all(tree.path().join(format!("usr/share/{name}"))).unwrap();
-    std::fs::write(tree.path().join(format!("usr/share/{name}/README")), name).unwrap();
-    let mut control = format!(
-        "Package: {name}\nVersion: 1.0\nArchitecture: all\nMaintainer: Converge tests <t@example.invalid>\nDescription: test package {name}\n"
-    );
-    if let Some(d) = depends {
-        control.push_str(&format!("Depends: {d}\n"));
-    }
-    std::fs::write(tree.path().join("DEBIAN/control"), control).unwrap();
-    let deb = out.join(format!("{name}_1.0.deb"));
-    let st = Command::new("dpkg-deb")
-        .args(["--root-owner-group", "--build"])
-        .arg(tree.path())
-        .arg(&deb)
-        .output()
-        .unwrap();
-    assert!(st.status.success(), "{st:?}");
-    deb
-}
-
 /// A root with a dpkg database holding `manual` (installed on purpose) and
 /// `auto` (marked automatic, as apt marks a dependency).
 fn package_root(manual: &[&str], auto: &[&str]) -> tempfile::TempDir {
@@ -468,7 +445,7 @@ fn package_root(manual: &[&str], auto: &[&str]) -> tempfile::TempDir {
     let debs: Vec<_> = manual
         .iter()
         .chain(auto)
-        .map(|n| build_deb(&p.join("debs"), n, None))
+        .map(|n| build_deb(&p.join("debs"), n, "1.0", None, None))
         .collect();
     let out = Command::new("dpkg")
         .arg(format!("--root={}", p.display()))

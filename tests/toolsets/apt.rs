@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ::converge::support;
+use ::converge::{debs, support};
 
 use super::{Fixture, Pkg};
 
@@ -17,51 +17,17 @@ pub struct AptFixture {
     repo: tempfile::TempDir,
 }
 
-/// Builds `NAME_VERSION_all.deb` in `out`: one file under
-/// `/usr/share/NAME`, a dependency, a postinst.
+/// One package of the scenario table as a `.deb` in `out` (its postinst
+/// writes `/var/lib/NAME.installed`).
 fn build_deb(out: &Path, p: &Pkg) -> PathBuf {
-    let tree = tempfile::tempdir().unwrap();
-    let t = tree.path();
-    std::fs::create_dir_all(t.join("DEBIAN")).unwrap();
-    std::fs::create_dir_all(t.join(format!("usr/share/{}", p.name))).unwrap();
-    std::fs::write(
-        t.join(format!("usr/share/{}/README", p.name)),
-        format!("{} {}\n", p.name, p.version),
-    )
-    .unwrap();
-    let mut control = format!(
-        "Package: {}\nVersion: {}\nArchitecture: all\nMaintainer: Converge tests <t@example.invalid>\nDescription: test package {}\n",
-        p.name, p.version, p.name
-    );
-    if let Some(d) = p.requires {
-        control.push_str(&format!("Depends: {d}\n"));
-    }
-    std::fs::write(t.join("DEBIAN/control"), control).unwrap();
-    if p.script {
-        let post = t.join("DEBIAN/postinst");
-        std::fs::write(
-            &post,
-            format!(
-                "#!/bin/sh\necho installed > /var/lib/{}.installed\n",
-                p.name
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&post, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let deb = out.join(format!(
-        "{}_{}_all.deb",
+    let script = format!("echo installed > /var/lib/{}.installed", p.name);
+    debs::build_deb(
+        out,
         p.name,
-        p.version.replace(':', "%3a")
-    ));
-    let st = Command::new("dpkg-deb")
-        .args(["--root-owner-group", "--build"])
-        .arg(t)
-        .arg(&deb)
-        .output()
-        .unwrap();
-    assert!(st.status.success(), "{st:?}");
-    deb
+        p.version,
+        p.requires,
+        p.script.then_some(script.as_str()),
+    )
 }
 
 fn apt_opts(root: &Path) -> Vec<String> {
