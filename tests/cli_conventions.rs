@@ -40,6 +40,9 @@ fn on_a_terminal(command: &[&str], env: &[(&str, &str)]) -> Vec<u8> {
         .env_remove("NO_COLOR")
         .env_remove("CLICOLOR_FORCE")
         .env_remove("CLICOLOR")
+        // clap alone colours on a terminal whenever `CI` is set, whatever
+        // `TERM` says; set it here so the test sees what CI machines see.
+        .env("CI", "true")
         .stdin(Stdio::null());
     for (k, v) in env {
         cmd.env(k, v);

@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 /// The database when `--database` is not given: a file in the current
 /// directory, created when missing.
@@ -76,4 +76,28 @@ pub struct PruneArgs {
     pub database: String,
     #[arg(long, default_value_t = 30)]
     pub retention_days: u32,
+}
+
+impl Cli {
+    /// Parses the process's command line, exiting on a usage error as
+    /// clap's `parse` does, with clap's colours following
+    /// `converge_format::terminal` (no colour for `TERM=dumb` or
+    /// `NO_COLOR`, even where clap alone would colour, e.g. with `CI` set on
+    /// a terminal).
+    pub fn from_process() -> Self {
+        let colour = if converge_format::terminal::env_allows_colour() {
+            clap::ColorChoice::Auto
+        } else {
+            clap::ColorChoice::Never
+        };
+        let mut command = Self::command().color(colour);
+        let parsed = command
+            .try_get_matches_from_mut(std::env::args_os())
+            .and_then(|matches| Self::from_arg_matches(&matches))
+            .map_err(|e| e.format(&mut command));
+        match parsed {
+            Ok(cli) => cli,
+            Err(e) => e.exit(),
+        }
+    }
 }

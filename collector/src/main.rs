@@ -2,12 +2,11 @@
 
 use std::process::ExitCode;
 
-use clap::Parser as _;
 use converge_collector::cli::{Cli, Command};
 use converge_collector::run;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::from_process();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("CONVERGE_LOG")

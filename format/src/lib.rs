@@ -22,4 +22,5 @@ pub mod report;
 pub mod schema;
 pub mod stamp;
 pub mod system;
+pub mod terminal;
 pub mod tree;

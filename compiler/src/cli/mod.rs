@@ -20,7 +20,7 @@ mod test;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 /// The Converge policy compiler.
 ///
@@ -113,7 +113,7 @@ pub const STACK_BYTES: usize = 512 << 20;
 pub fn main() -> ExitCode {
     // clap's own exit status for a usage error is 2; policyc's is 64, as
     // policyvm's.
-    let cli = match Cli::try_parse() {
+    let cli = match parse_command_line() {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -177,28 +177,15 @@ fn fail_with(code: u8, message: impl std::fmt::Display) -> ExitCode {
 }
 
 /// Whether `--format human` output should be coloured: only on a terminal
-/// that can show colour (docs/diagnostics.md).
+/// that can show colour (docs/diagnostics.md; the rule is
+/// `converge_format::terminal`'s, shared with clap's messages).
 fn use_color() -> bool {
     use std::io::IsTerminal;
-    color_wanted(
+    converge_format::terminal::colour_wanted(
         std::io::stdout().is_terminal(),
         std::env::var_os("NO_COLOR").as_deref(),
         std::env::var_os("TERM").as_deref(),
     )
-}
-
-/// The colour rule, apart from the process: a terminal, `NO_COLOR` unset
-/// or empty (no-color.org), and a `TERM` that is set and not `dumb` (what
-/// Emacs' shell, editors' output panes and some CI logs set). clap's own
-/// messages follow the same rule (anstream).
-fn color_wanted(
-    terminal: bool,
-    no_color: Option<&std::ffi::OsStr>,
-    term: Option<&std::ffi::OsStr>,
-) -> bool {
-    let no_color = no_color.is_some_and(|v| !v.is_empty());
-    let dumb = term.is_none_or(|t| t.is_empty() || t == "dumb");
-    terminal && !no_color && !dumb
 }
 
 /// Writes to standard output. A reader that went away (`... | head`) is not
@@ -211,29 +198,16 @@ fn out(text: impl AsRef<str>) {
         .and_then(|()| stdout.flush());
 }
 
-#[cfg(test)]
-mod tests {
-    use super::color_wanted;
-    use std::ffi::OsStr;
-
-    #[test]
-    fn colour_only_on_a_terminal_that_shows_it() {
-        let xterm = Some(OsStr::new("xterm-256color"));
-        assert!(color_wanted(true, None, xterm));
-        assert!(color_wanted(true, Some(OsStr::new("")), xterm));
-        assert!(!color_wanted(false, None, xterm), "not a terminal");
-        assert!(
-            !color_wanted(true, Some(OsStr::new("1")), xterm),
-            "NO_COLOR"
-        );
-        assert!(
-            !color_wanted(true, None, Some(OsStr::new("dumb"))),
-            "TERM=dumb"
-        );
-        assert!(
-            !color_wanted(true, None, Some(OsStr::new(""))),
-            "empty TERM"
-        );
-        assert!(!color_wanted(true, None, None), "no TERM");
-    }
+/// Parses the command line, with clap's colours following
+/// `converge_format::terminal` (no colour for `TERM=dumb` or `NO_COLOR`,
+/// even where clap alone would colour, e.g. with `CI` set on a terminal).
+fn parse_command_line() -> Result<Cli, clap::Error> {
+    let colour = if converge_format::terminal::env_allows_colour() {
+        clap::ColorChoice::Auto
+    } else {
+        clap::ColorChoice::Never
+    };
+    let mut command = Cli::command().color(colour);
+    let matches = command.try_get_matches_from_mut(std::env::args_os())?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
 }

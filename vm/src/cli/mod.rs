@@ -16,7 +16,7 @@ mod verify;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 /// The Converge on-host VM: verifies signed policy bundles and converges
 /// this host to them.
@@ -86,7 +86,7 @@ enum Command {
 }
 
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match parse_command_line() {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -119,4 +119,18 @@ pub(crate) fn out(text: impl AsRef<str>) {
     let _ = stdout
         .write_all(text.as_ref().as_bytes())
         .and_then(|()| stdout.flush());
+}
+
+/// Parses the command line, with clap's colours following
+/// `converge_format::terminal` (no colour for `TERM=dumb` or `NO_COLOR`,
+/// even where clap alone would colour, e.g. with `CI` set on a terminal).
+fn parse_command_line() -> Result<Cli, clap::Error> {
+    let colour = if converge_format::terminal::env_allows_colour() {
+        clap::ColorChoice::Auto
+    } else {
+        clap::ColorChoice::Never
+    };
+    let mut command = Cli::command().color(colour);
+    let matches = command.try_get_matches_from_mut(std::env::args_os())?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
 }
