@@ -300,8 +300,19 @@ impl<R: Read> Verifier<R> {
 }
 
 impl<R: Read> Read for Verifier<R> {
+    /// At the end of the bytes, an error unless they were the blob: a
+    /// copy made with `std::io::copy` fails before its file takes a name.
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
+        if n == 0 && !buf.is_empty() {
+            let digest: [u8; 32] = self.hasher.clone().finalize().into();
+            if self.seen != self.blob.size || digest != self.blob.sha256 {
+                return Err(std::io::Error::other(format!(
+                    "blob sha256:{} is damaged",
+                    self.blob.name()
+                )));
+            }
+        }
         self.seen = self.seen.saturating_add(n as u64);
         if self.seen > self.blob.size {
             return Err(std::io::Error::other(format!(
@@ -414,8 +425,12 @@ mod tests {
         assert_eq!(open(dir.path(), &blob).unwrap_err(), OpenError::Missing);
         std::fs::write(dir.path().join(blob.name()), b"CONTENT").unwrap();
         let mut v = Verifier::new(open(dir.path(), &blob).unwrap(), blob);
-        std::io::copy(&mut v, &mut std::io::sink()).unwrap();
+        let copied = std::io::copy(&mut v, &mut std::io::sink());
+        assert!(copied.unwrap_err().to_string().contains("damaged"));
         assert!(v.finish().unwrap_err().contains("damaged"));
+        let mut right = Verifier::new(&b"content"[..], blob);
+        std::io::copy(&mut right, &mut std::io::sink()).unwrap();
+        right.finish().unwrap();
         std::fs::write(dir.path().join(blob.name()), b"longer content").unwrap();
         assert!(matches!(
             open(dir.path(), &blob),

@@ -550,6 +550,7 @@ fn converge(
         dry_run: options.dry_run,
         defines: options.defines.clone(),
         state: Some(state.clone()),
+        blobs: vec![crate::blobs::cache_dir(state)],
     };
     run(&local.bundle, &opts).map_err(|e| (EXIT_CONFIG, format!("error: {e}")))
 }
