@@ -13,7 +13,7 @@
 pub mod fetch;
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use converge_format::blobs::{self, OpenError, Verifier};
 use converge_format::bundle::format::{BlobRef, Body};
@@ -61,8 +61,20 @@ pub fn named_by<'b>(bodies: impl IntoIterator<Item = &'b Body>) -> HashSet<[u8; 
         .collect()
 }
 
-/// Removes from the cache `dir` every blob none of `keep` names (the
-/// bundle in force and the last good one, after a successful run).
-pub fn collect_garbage(dir: &Path, keep: &HashSet<[u8; 32]>) -> std::io::Result<Vec<String>> {
-    blobs::collect_garbage(dir, keep)
+/// Removes from the cache every blob neither `keep` (the blobs of the
+/// bundle the run just enforced) nor the state directory's current and last good bundles
+/// name (the agent's garbage collection, after a successful run: a
+/// fallback to the last good bundle still finds its files). A bundle file
+/// that cannot be read keeps nothing of its own; it is not run either.
+pub fn collect_garbage(
+    state: &StateDir,
+    trusted: &[crate::bundle::keys::PublicKey],
+    mut keep: HashSet<[u8; 32]>,
+) -> std::io::Result<Vec<String>> {
+    for file in [crate::state::CURRENT, crate::state::LAST_GOOD] {
+        if let Ok(Some(local)) = state.load(file, trusted) {
+            keep.extend(named_by([&local.bundle.body]));
+        }
+    }
+    blobs::collect_garbage(&cache_dir(state), &keep)
 }
