@@ -493,25 +493,15 @@ fn small_files_stay_inline_and_old_inline_bundles_still_run() {
         std::fs::read_to_string(local.path("root/etc/small.conf")).unwrap(),
         "x = 1\n"
     );
-    // A bundle with a large file inline (as every bundle before 2.6, and
-    // as `policyc test` lowers): it runs with no blob directory.
-    let large = "y".repeat(10_000);
-    let bundle = converge::support::compile_files(&[
-        (
-            "site.policy",
-            "bundle site {\n  file \"/etc/large\" { source = \"large\"; }\n}\npolicy { site(); }\n",
-        ),
-        ("large", &large),
-    ]);
-    let verified = converge::support::verified(&bundle);
-    assert!(verified.body.blobs().next().is_none());
-    let root = tempfile::tempdir().unwrap();
-    let report = converge::support::converge(&verified, root.path(), false);
-    assert!(converge::support::failed(&report).is_empty());
-    assert_eq!(
-        std::fs::read_to_string(root.path().join("etc/large")).unwrap(),
-        large
-    );
+    // The file is an inline `blob` constant, as every file of a bundle
+    // before format 2.6: the bundle names no stored file.
+    let bundle = std::fs::read(local.path("out/site.bundle")).unwrap();
+    let body = converge_format::bundle::open_unsigned(&bundle).unwrap().body;
+    assert_eq!(body.blobs().count(), 0);
+    assert!(body
+        .constants
+        .iter()
+        .any(|c| matches!(c, converge_format::bundle::format::Constant::Blob(b) if b.0 == b"x = 1\n")));
 }
 
 #[test]
@@ -539,4 +529,56 @@ fn garbage_is_collected_on_the_hub_and_on_the_host() {
     assert!(host.agent().status.success());
     assert_eq!(host.cache(), [sha256_hex(&v2)]);
     assert_eq!(hub.hub_blobs(), [sha256_hex(&v2)]);
+}
+
+/// Peak RSS (KiB) of a `policyvm run` of the local bundle, and the run.
+fn run_measured(time: &Path, local: &Local) -> (u64, Output) {
+    let out = Command::new(time)
+        .arg("-v")
+        .arg(binary("policyvm"))
+        .arg("run")
+        .arg(local.path("out/site.bundle"))
+        .arg("--trust")
+        .arg(local.path("trust"))
+        .arg("--root")
+        .arg(local.path("root"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let rss = stderr
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes): "))
+        .unwrap_or_else(|| panic!("no RSS in {stderr}"))
+        .parse()
+        .unwrap();
+    (rss, out)
+}
+
+#[test]
+#[ignore = "slow: 1 GB"]
+fn a_one_gigabyte_blob_is_streamed_in_constant_memory() {
+    let time = converge::support::require_tool("time", "time");
+    let local = Local::new();
+    // The baseline: the same policy with a small stored file.
+    std::fs::write(local.path("policy/app.bin"), bytes(8192, 7)).unwrap();
+    local.build(&binary_policy(1));
+    let (small, out) = run_measured(&time, &local);
+    assert!(out.status.success(), "{}", text(&out));
+    // 1 GiB, sparse on the build machine (zeros), written whole on the host.
+    let big = std::fs::File::create(local.path("policy/app.bin")).unwrap();
+    big.set_len(1 << 30).unwrap();
+    drop(big);
+    local.build(&binary_policy(2));
+    let (large, out) = run_measured(&time, &local);
+    assert!(out.status.success(), "{}", text(&out));
+    let written = std::fs::metadata(local.path("root/opt/app/app")).unwrap();
+    assert_eq!(written.len(), 1 << 30);
+    // Converged: compared by a streamed digest, still in constant memory.
+    let (again, out) = run_measured(&time, &local);
+    assert!(out.status.success(), "{}", text(&out));
+    eprintln!("peak RSS: {small} KiB with 8 KiB, {large} KiB writing 1 GiB, {again} KiB converged");
+    assert!(
+        large <= small + 4096 && again <= small + 4096,
+        "peak RSS {large} KiB (write) / {again} KiB (converged) against {small} KiB for a small file"
+    );
 }
