@@ -137,7 +137,13 @@ mod tests {
         std::fs::write(dir.path().join("a.policy"), "class x;\n").unwrap();
         let yaml = dir.path().join("other.yaml");
         std::fs::write(&yaml, "a: 1\n").unwrap();
-        assert!(find_host(&yaml, &HashMap::new(), &Settings::default()).is_none());
+        // The temporary directory is the policy root, so that the search
+        // never reaches the policy files other programs left in /tmp.
+        let settings = Settings {
+            policy_root: Some(dir.path().to_path_buf()),
+            ..Settings::default()
+        };
+        assert!(find_host(&yaml, &HashMap::new(), &settings).is_none());
     }
 
     #[test]
