@@ -28,7 +28,9 @@ fn text(out: &Output) -> String {
 
 /// `n` bytes that differ with `seed` (no two files of a test share a blob).
 fn bytes(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
             x ^= x << 13;
@@ -309,7 +311,8 @@ fn changing_one_file_of_a_thousand_file_tree_fetches_one_blob() {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(format!("f{i}")), bytes(5000, 100 + i)).unwrap();
     }
-    let policy = "bundle site {\n  directory \"/srv/tree\" { source = \"tree\"; }\n}\npolicy { site(); }\n";
+    let policy =
+        "bundle site {\n  directory \"/srv/tree\" { source = \"tree\"; }\n}\npolicy { site(); }\n";
     hub.publish(policy, 1, &[]);
     assert_eq!(hub.hub_blobs().len(), 1000);
     let host = Host::new(&hub, "web01");
@@ -458,14 +461,19 @@ fn a_local_bundle_finds_its_blobs_beside_it_and_a_missing_one_fails_clearly() {
     assert_eq!(out.status.code(), Some(1), "{shown}");
     assert!(shown.contains("/opt/app/app"), "{shown}");
     assert!(
-        shown.contains(&format!("sha256:{}", sha256_hex(&newer))) && shown.contains("not on this host"),
+        shown.contains(&format!("sha256:{}", sha256_hex(&newer)))
+            && shown.contains("not on this host"),
         "{shown}"
     );
     assert!(shown.contains("copy the `blobs/` directory"), "{shown}");
     assert_eq!(std::fs::read(local.path("root/opt/app/app")).unwrap(), app);
 
     // A damaged blob (same size, other bytes) is refused the same way.
-    std::fs::write(local.path("out/blobs").join(sha256_hex(&newer)), bytes(50_000, 5)).unwrap();
+    std::fs::write(
+        local.path("out/blobs").join(sha256_hex(&newer)),
+        bytes(50_000, 5),
+    )
+    .unwrap();
     let out = local.run();
     let shown = text(&out);
     assert_eq!(out.status.code(), Some(1), "{shown}");
@@ -496,12 +504,13 @@ fn small_files_stay_inline_and_old_inline_bundles_still_run() {
     // The file is an inline `blob` constant, as every file of a bundle
     // before format 2.6: the bundle names no stored file.
     let bundle = std::fs::read(local.path("out/site.bundle")).unwrap();
-    let body = converge_format::bundle::open_unsigned(&bundle).unwrap().body;
+    let body = converge_format::bundle::open_unsigned(&bundle)
+        .unwrap()
+        .body;
     assert_eq!(body.blobs().count(), 0);
-    assert!(body
-        .constants
-        .iter()
-        .any(|c| matches!(c, converge_format::bundle::format::Constant::Blob(b) if b.0 == b"x = 1\n")));
+    assert!(body.constants.iter().any(
+        |c| matches!(c, converge_format::bundle::format::Constant::Blob(b) if b.0 == b"x = 1\n")
+    ));
 }
 
 #[test]
@@ -547,7 +556,10 @@ fn run_measured(time: &Path, local: &Local) -> (u64, Output) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let rss = stderr
         .lines()
-        .find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes): "))
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("Maximum resident set size (kbytes): ")
+        })
         .unwrap_or_else(|| panic!("no RSS in {stderr}"))
         .parse()
         .unwrap();

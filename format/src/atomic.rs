@@ -69,9 +69,14 @@ pub fn write_in<E>(
     temp_name: impl FnMut() -> String,
     before_rename: impl FnOnce(&str) -> Result<(), E>,
 ) -> Result<(), Failure<E>> {
-    write_in_with(dir, name, file, temp_name, before_rename, |handle, contents| {
-        handle.write_all(contents)
-    })
+    write_in_with(
+        dir,
+        name,
+        file,
+        temp_name,
+        before_rename,
+        |handle, contents| handle.write_all(contents),
+    )
 }
 
 /// [`write_in`] with the content streamed from `source` instead of

@@ -240,7 +240,12 @@ pub fn open(dir: &Path, blob: &BlobRef) -> Result<std::fs::File, OpenError> {
                 path.display()
             )))
         }
-        Err(e) => return Err(OpenError::Io(format!("cannot open {}: {e}", path.display()))),
+        Err(e) => {
+            return Err(OpenError::Io(format!(
+                "cannot open {}: {e}",
+                path.display()
+            )))
+        }
     };
     let file = std::fs::File::from(fd);
     let meta = file

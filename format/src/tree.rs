@@ -182,7 +182,9 @@ pub fn decode(blob: &[u8]) -> Result<Vec<TreeEntry>, String> {
                 let sha256 = r.array::<32>()?;
                 let size = u64::from_le_bytes(r.array()?);
                 if size > crate::bundle::limits::MAX_BLOB {
-                    return Err(format!("embedded path `{path}` names a blob of {size} bytes"));
+                    return Err(format!(
+                        "embedded path `{path}` names a blob of {size} bytes"
+                    ));
                 }
                 Some(Content::Blob(BlobRef { sha256, size }))
             }

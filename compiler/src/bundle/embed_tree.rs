@@ -159,10 +159,7 @@ mod tests {
         let entries = read_source_tree(&PolicyTree::new(dir.path()), &src, None).unwrap();
         let paths: Vec<&str> = entries.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths, ["a.txt", "b", "b/bin"]);
-        assert_eq!(
-            entries[2].content,
-            Some(Content::Inline(vec![0u8, 255, 1]))
-        );
+        assert_eq!(entries[2].content, Some(Content::Inline(vec![0u8, 255, 1])));
         assert_eq!(entries[2].mode, 0o755);
     }
 

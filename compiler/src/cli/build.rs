@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{exit, fail, fail_with, inputs, out, use_color, EXIT_ERRORS};
-use crate::bundle::keys::{keygen, read_secret_key, SecretKey};
 use crate::bundle::embed_blob::BlobSink;
+use crate::bundle::keys::{keygen, read_secret_key, SecretKey};
 use crate::bundle::lower::{lower_storing, BuildInfo};
 use crate::bundle::seal;
 use crate::bundle::secrets::{read_secret, seal_secrets, Identities};

@@ -378,7 +378,10 @@ fn gc(pubdir: &Path) -> Result<String, ExitCode> {
     let mut bundles: Vec<PathBuf> = Vec::new();
     let list = |dir: &Path| -> Result<Vec<PathBuf>, ExitCode> {
         let entries = std::fs::read_dir(dir).map_err(|e| {
-            fail_with(exit::NO_INPUT, format!("cannot list `{}`: {e}", dir.display()))
+            fail_with(
+                exit::NO_INPUT,
+                format!("cannot list `{}`: {e}", dir.display()),
+            )
         })?;
         Ok(entries.filter_map(Result::ok).map(|e| e.path()).collect())
     };

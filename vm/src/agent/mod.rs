@@ -592,9 +592,13 @@ fn fetch_blobs(
         return crate::blobs::fetch::Fetched::default();
     }
     let first = pulled.map(|(hub, _)| hub.as_str());
-    let order = first
-        .into_iter()
-        .chain(config.hubs.iter().map(String::as_str).filter(|h| Some(*h) != first));
+    let order = first.into_iter().chain(
+        config
+            .hubs
+            .iter()
+            .map(String::as_str)
+            .filter(|h| Some(*h) != first),
+    );
     let sources: Vec<HttpSource> = order
         .filter_map(|hub| HttpSource::new(hub, &config.http).ok())
         .collect();

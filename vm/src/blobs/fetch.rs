@@ -147,8 +147,12 @@ mod tests {
         let cache = tempfile::tempdir().unwrap();
         let (a, b) = (blob(b"aaaa"), blob(b"bbbb"));
         let mut served = Served::default();
-        served.files.insert(format!("blobs/{}", a.name()), b"aaaa".to_vec());
-        served.files.insert(format!("blobs/{}", b.name()), b"bbbb".to_vec());
+        served
+            .files
+            .insert(format!("blobs/{}", a.name()), b"aaaa".to_vec());
+        served
+            .files
+            .insert(format!("blobs/{}", b.name()), b"bbbb".to_vec());
         let body = body_naming(&[a, b, a]);
         let first = fetch_missing(cache.path(), &body, &[&served]);
         assert_eq!((first.blobs, first.bytes), (2, 8));

@@ -16,9 +16,9 @@ use crate::backend::process::{self, Cmd};
 use crate::rootfs::{FsError, Kind, RootFs};
 
 mod directory_source;
-mod file_blob;
 mod directory_tree;
 mod effects;
+mod file_blob;
 mod secret_file;
 pub use directory_source::source_dirs;
 pub use directory_tree::Others;
@@ -418,7 +418,7 @@ fn write_validated(
     let written = ctx
         .fs
         .write_file_checked(path, bytes, mode, owner, |staged| {
-            validate_staged(ctx, inst, &validate, staged, secret, &mut output)
+            validate_staged(ctx, inst, validate, staged, secret, &mut output)
         });
     written.map_err(|e| Applied {
         outcome: Outcome::Failed(e.to_string()),

@@ -149,7 +149,13 @@ fn copy_entry(
         }
         (Some(Content::Blob(blob)), Some(m)) => {
             if !super::file_blob::holds(ctx, path, &m, blob)? {
-                super::file_blob::write_stored(ctx, path, blob, want.mode, Some(new_owner(Some(&m))))?;
+                super::file_blob::write_stored(
+                    ctx,
+                    path,
+                    blob,
+                    want.mode,
+                    Some(new_owner(Some(&m))),
+                )?;
                 tally.change(Change {
                     what: format!("content of {path}"),
                     before: format!("{} bytes", m.len),

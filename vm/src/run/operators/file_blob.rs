@@ -14,8 +14,7 @@ use converge_format::blobs::digest_of;
 use converge_format::bundle::format::BlobRef;
 
 use super::{
-    attributes, current_gid, current_uid, fs_failed, validate_staged, Applied, Change, Ctx,
-    Outcome,
+    attributes, current_gid, current_uid, fs_failed, validate_staged, Applied, Change, Ctx, Outcome,
 };
 use crate::rootfs::{FsError, Meta, MAX_READ};
 use crate::run::resolve::Instance;
@@ -127,9 +126,8 @@ fn write(
     owner: Option<(u32, u32)>,
 ) -> Result<(), Applied> {
     let path = inst.promiser.as_str();
-    let mut source = crate::blobs::open(ctx.blobs, blob).map_err(|why| {
-        Applied::failed(format!("`{path}` was not written: {why}"))
-    })?;
+    let mut source = crate::blobs::open(ctx.blobs, blob)
+        .map_err(|why| Applied::failed(format!("`{path}` was not written: {why}")))?;
     if ctx.dry_run {
         return ctx.fs.check_change(path).map_err(fs_failed);
     }
