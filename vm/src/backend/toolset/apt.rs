@@ -155,11 +155,14 @@ pub fn parse_policy(stdout: &str) -> HashMap<String, Option<String>> {
     out
 }
 
-/// `apt-get install -- NAME[=VERSION]...`, unattended.
+/// `apt-get install -- NAME[=VERSION]...`, unattended. A version pin
+/// below the installed version is a downgrade the policy asks for, which
+/// `-y` alone refuses ("Packages were downgraded and -y was used without
+/// --allow-downgrades"); `latest` never asks for one.
 pub fn apt_install(specs: &[String], root: Option<&Path>) -> Cmd {
     let mut argv = vec!["apt-get".to_owned()];
     argv.extend(apt_options(root));
-    argv.extend(["-y", "-q", "install", "--"].map(str::to_owned));
+    argv.extend(["-y", "-q", "--allow-downgrades", "install", "--"].map(str::to_owned));
     argv.extend(specs.iter().cloned());
     quiet(Cmd::new(&argv, CHANGE_TIMEOUT))
 }
@@ -716,7 +719,7 @@ hrw-r--r-- root/root         0 2024-01-01 00:00 ./srv/x/hard link to ./opt/app/y
             "apt-get -o Dir=/r/ -o Dir::State::status=/r/var/lib/dpkg/status",
             "-o DPkg::Options::=--root=/r",
             "-o DPkg::Options::=--force-confold",
-            "-y -q install -- alpha beta=1.0",
+            "-y -q --allow-downgrades install -- alpha beta=1.0",
         ] {
             assert!(shown.contains(part), "{part} in {shown}");
         }
