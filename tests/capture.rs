@@ -304,7 +304,11 @@ fn isolated(cmd: &mut Command, what: &str) -> Output {
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
-        assert!(left.is_empty(), "{what} wrote {left:?} in {}", dir.display());
+        assert!(
+            left.is_empty(),
+            "{what} wrote {left:?} in {}",
+            dir.display()
+        );
     }
     out
 }
@@ -452,7 +456,10 @@ fn run_case(case: &Case) {
         assert!(stdout.contains(&want), "{what}: no {want:?} in\n{shown}");
     }
     for unwanted in case.expect("no-stdout") {
-        assert!(!stdout.contains(&unwanted), "{what}: {unwanted:?} in\n{shown}");
+        assert!(
+            !stdout.contains(&unwanted),
+            "{what}: {unwanted:?} in\n{shown}"
+        );
     }
     for once in case.expect("once") {
         assert_eq!(
@@ -474,7 +481,13 @@ fn run_case(case: &Case) {
     });
     for (i, printed) in stdouts.iter().enumerate() {
         let file = format!("captured-{i}.policy");
-        round_trip(printed, &site, &file, &root, &format!("{what}, capture {i}"));
+        round_trip(
+            printed,
+            &site,
+            &file,
+            &root,
+            &format!("{what}, capture {i}"),
+        );
     }
 }
 
@@ -499,7 +512,8 @@ fn every_case_round_trips_or_fails_as_expected() {
 /// Whether a case needs exactly the things of `set` (each of them, and
 /// nothing else).
 fn needs_exactly(needs: &[String], set: &[&str]) -> bool {
-    set.iter().all(|n| needs.iter().any(|m| m == n)) && needs.iter().all(|n| set.contains(&n.as_str()))
+    set.iter().all(|n| needs.iter().any(|m| m == n))
+        && needs.iter().all(|n| set.contains(&n.as_str()))
 }
 
 /// Cases with owners other than the test's own user, and packages

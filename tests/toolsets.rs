@@ -366,9 +366,15 @@ fn entries(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Runs `policyvm run` on the fixture's root with the shims first on its
-/// `PATH` and `HOME`/`TMPDIR` in empty directories that must stay so.
-fn run(f: &dyn Fixture, shims: &Shims, build: &support::PolicycBuild) -> serde_json::Value {
+/// Runs `policyvm run` (`--dry-run` when `dry`) on the fixture's root with
+/// the shims first on its `PATH` and `HOME`/`TMPDIR` in empty directories
+/// that must stay so.
+fn run(
+    f: &dyn Fixture,
+    shims: &Shims,
+    build: &support::PolicycBuild,
+    dry: bool,
+) -> serde_json::Value {
     let home = tempfile::tempdir().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let out = support::output_when_unlocked(
@@ -380,6 +386,7 @@ fn run(f: &dyn Fixture, shims: &Shims, build: &support::PolicycBuild) -> serde_j
             .arg("--root")
             .arg(f.root())
             .args(["--format", "json"])
+            .args(dry.then_some("--dry-run"))
             .env(
                 "PATH",
                 format!(
@@ -506,7 +513,29 @@ fn scenarios(mut f: Box<dyn Fixture>) {
         )
         .unwrap();
         let build = support::policyc_build(&path, &[]);
-        let first = run(f.as_ref(), &shims, &build);
+        let want_extra: Vec<(String, String, String)> = s
+            .extra
+            .iter()
+            .map(|(t, n, a)| ((*t).to_owned(), (*n).to_owned(), (*a).to_owned()))
+            .collect();
+        if want_extra.iter().any(|(_, _, a)| a == "removed") {
+            // `--dry-run` first: it lists what would be removed and
+            // removes nothing.
+            let installed = f.installed();
+            let accounts = users(f.root());
+            let dry = run(f.as_ref(), &shims, &build, true);
+            let would: Vec<(String, String, String)> = want_extra
+                .iter()
+                .map(|(t, n, a)| {
+                    let a = if a == "removed" { "would_remove" } else { a };
+                    (t.clone(), n.clone(), a.to_owned())
+                })
+                .collect();
+            assert_eq!(extras(&dry), would, "{} (dry run): {dry:#}", s.name);
+            assert_eq!(f.installed(), installed, "{} (dry run)", s.name);
+            assert_eq!(users(f.root()), accounts, "{} (dry run)", s.name);
+        }
+        let first = run(f.as_ref(), &shims, &build, false);
         assert_eq!(
             first["summary"]["failed"], s.failed,
             "{}: {first:#}",
@@ -517,11 +546,6 @@ fn scenarios(mut f: Box<dyn Fixture>) {
             "{}: {first:#}",
             s.name
         );
-        let want_extra: Vec<(String, String, String)> = s
-            .extra
-            .iter()
-            .map(|(t, n, a)| ((*t).to_owned(), (*n).to_owned(), (*a).to_owned()))
-            .collect();
         assert_eq!(extras(&first), want_extra, "{}: {first:#}", s.name);
         let expected: Vec<String> = s
             .installed
@@ -537,7 +561,7 @@ fn scenarios(mut f: Box<dyn Fixture>) {
         // listing of what was installed on purpose for `unmanaged
         // "package"`); what was removed is no longer extra, the rest is
         // reported as before.
-        let second = run(f.as_ref(), &shims, &build);
+        let second = run(f.as_ref(), &shims, &build, false);
         assert_eq!(
             second["summary"]["repaired"], 0,
             "{} (second run): {second:#}",
