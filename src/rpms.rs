@@ -103,10 +103,15 @@ impl<'a> RpmSpec<'a> {
         let top = tempfile::tempdir().unwrap();
         let spec_path = top.path().join("p.spec");
         std::fs::write(&spec_path, self.spec_text()).unwrap();
+        // rpmbuild's scripts go to `_tmppath` (`/var/tmp` by default):
+        // inside the build's own directory, so the host is not written.
+        std::fs::create_dir_all(top.path().join("tmp")).unwrap();
         let st = Command::new("rpmbuild")
             .env("HOME", top.path())
             .arg("--define")
             .arg(format!("_topdir {}", top.path().display()))
+            .arg("--define")
+            .arg(format!("_tmppath {}/tmp", top.path().display()))
             .arg("--define")
             .arg(format!("_dbpath {}/db", top.path().display()))
             .arg("-bb")

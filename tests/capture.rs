@@ -166,6 +166,7 @@ fn install_deb(root: &Path, name: &str, version: &str) {
         "var/lib/dpkg/info",
         "var/lib/dpkg/updates",
         "var/lib/dpkg/triggers",
+        "var/log",
     ] {
         std::fs::create_dir_all(root.join(d)).unwrap();
     }
@@ -177,8 +178,7 @@ fn install_deb(root: &Path, name: &str, version: &str) {
     let debs = tempfile::tempdir().unwrap();
     let deb = debs::build_deb(debs.path(), name, version, None, None);
     run_ok(
-        Command::new("dpkg")
-            .arg(format!("--root={}", root.display()))
+        debs::dpkg_in_root(root)
             .args(["--force-not-root", "--install"])
             .arg(&deb),
         "dpkg --install",

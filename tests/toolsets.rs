@@ -35,8 +35,9 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::SystemTime;
 
-use ::converge::{binary, support};
+use ::converge::{binary, host_changes, support};
 
 #[path = "toolsets/apt.rs"]
 mod apt;
@@ -479,8 +480,9 @@ fn extras(report: &serde_json::Value) -> Vec<(String, String, String)> {
     v
 }
 
-/// Runs every scenario of the table on one toolset's fixture.
-fn scenarios(mut f: Box<dyn Fixture>) {
+/// Runs every scenario of the table on one toolset's fixture, made at
+/// `since`.
+fn scenarios(since: SystemTime, mut f: Box<dyn Fixture>) {
     f.require();
     let mut host: Vec<PathBuf> = f.host_state();
     host.extend(HOST_ACCOUNTS.iter().map(PathBuf::from));
@@ -610,18 +612,25 @@ fn scenarios(mut f: Box<dyn Fixture>) {
     // The scriptlet ran inside the root.
     assert!(f.root().join("var/lib/cvg-delta.installed").exists());
     assert_eq!(snapshot(&host), host_before, "host state changed");
+    // And nothing else of the host's system directories either.
+    let changed =
+        host_changes::changed_since(host_changes::SYSTEM_DIRS, host_changes::NOISE, since);
+    assert!(
+        changed.is_empty(),
+        "written outside the roots: {changed:#?}"
+    );
 }
 
 #[test]
 #[ignore = "needs root, dpkg, apt"]
 fn the_apt_toolset_passes_the_scenario_table() {
-    scenarios(Box::new(apt::AptFixture::new()));
+    scenarios(SystemTime::now(), Box::new(apt::AptFixture::new()));
 }
 
 #[test]
 #[ignore = "needs root, rpm, dnf, createrepo_c, rpmbuild"]
 fn the_rpm_toolset_passes_the_scenario_table() {
-    scenarios(Box::new(rpm::RpmFixture::new()));
+    scenarios(SystemTime::now(), Box::new(rpm::RpmFixture::new()));
 }
 
 /// What `policyc check` says about a policy tree holding `policy` and a

@@ -120,8 +120,7 @@ impl Fixture for AptFixture {
     fn plant(&self, pkgs: &[Pkg]) {
         let dir = tempfile::tempdir().unwrap();
         let debs: Vec<PathBuf> = pkgs.iter().map(|p| build_deb(dir.path(), p)).collect();
-        let out = Command::new("dpkg")
-            .arg(format!("--root={}", self.root.path().display()))
+        let out = debs::dpkg_in_root(self.root.path())
             .arg("--install")
             .args(&debs)
             .output()
