@@ -447,7 +447,7 @@ impl Toolset for Apt {
     }
 
     fn manual_packages(&self, root: Option<&Path>) -> Result<Vec<String>, ToolError> {
-        let ran = process::run(&showmanual(root))?;
+        let ran = process::query(&showmanual(root))?;
         if !ran.ok() {
             return Err(ToolError(ran.failure()));
         }
@@ -565,7 +565,7 @@ impl Toolset for Apt {
             }
         }
         if let (Need::File(path), Some(file)) = (need, file) {
-            let ran = process::run(&contents(path))?;
+            let ran = process::query(&contents(path))?;
             if !ran.ok() {
                 return Err(ran.failure());
             }

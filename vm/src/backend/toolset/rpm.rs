@@ -312,8 +312,10 @@ pub fn listed_dirs(listing: &str) -> Vec<String> {
     dirs.into_iter().collect()
 }
 
+/// Runs a read-only query ([`process::query`]: its whole answer); any exit
+/// status but 0 is a failure naming the command.
 fn run_ok(cmd: &Cmd) -> Result<String, ToolError> {
-    let ran = process::run(cmd)?;
+    let ran = process::query(cmd)?;
     if ran.ok() {
         Ok(ran.stdout)
     } else {
