@@ -152,4 +152,8 @@ impl Fixture for AptFixture {
     fn query_tool(&self) -> &'static str {
         "dpkg-query"
     }
+
+    fn converged_queries(&self) -> usize {
+        0
+    }
 }

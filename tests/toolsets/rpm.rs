@@ -234,4 +234,8 @@ impl Fixture for RpmFixture {
     fn query_tool(&self) -> &'static str {
         "rpm"
     }
+
+    fn converged_queries(&self) -> usize {
+        1
+    }
 }

@@ -13,6 +13,7 @@
 //! os-release gets apt, as every root did before there was a choice.
 
 pub mod apt;
+pub mod dpkg_status;
 pub mod rpm;
 pub mod rpmvercmp;
 
