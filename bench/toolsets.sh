@@ -9,9 +9,10 @@
 # The N packages are installed in the root first (one rpmbuild of a spec
 # with N subpackages, one `rpm -i`; N `dpkg-deb --build`, one `dpkg -i`).
 # The runs are real runs (not --dry-run), interleaved with the queries, RUNS
-# times (default 21); medians of wall time and of CPU time (user+sys, the
-# command's children included: the VM's own query too) and their ratios
-# are printed, with the load average. A `dnf`,
+# times (default 21), the VM once with `--format json` and once with the
+# default human report per round; medians of wall time and of CPU time
+# (user+sys, the command's children included: the VM's own query too) and
+# their ratios are printed, with the load average. A `dnf`,
 # `apt-get` and `apt-cache` first in PATH log any call: a converged run
 # must start none (checked, the script fails otherwise).
 #
@@ -105,9 +106,9 @@ def timed(cmd):
     cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
     return wall, cpu, out.stdout
 
-def vm(root):
+def vm(root, fmt="json"):
     return [policyvm, "run", f"{work}/packages.bundle", "--trust", f"{work}/trust",
-            "--root", root, "--format", "json"]
+            "--root", root, "--format", fmt]
 
 def load():
     return open("/proc/loadavg").read().split()[0]
@@ -117,20 +118,27 @@ rows = [
      ["rpm", "--root", f"{work}/rpmroot", "--dbpath", "/var/lib/rpm", "-qa"]),
     ("dpkg root", f"{work}/debroot", ["dpkg-query", f"--root={work}/debroot", "-W"]),
 ]
+# Each round runs, in turn: the VM with the JSON report on standard output
+# (`--format json`), the query, the VM as an operator runs it (the human
+# report, the default), the query again.
 for name, root, query in rows:
     summary = json.loads(timed(vm(root))[2])["summary"]
     assert summary["kept"] == n and summary["repaired"] == 0 and summary["failed"] == 0, summary
-    runs_vm, runs_q = [], []
+    runs_json, runs_human, runs_q = [], [], []
     load_before = load()
     for _ in range(runs):
-        runs_vm.append(timed(vm(root))[:2])
+        runs_json.append(timed(vm(root))[:2])
+        runs_q.append(timed(query)[:2])
+        runs_human.append(timed(vm(root, "human"))[:2])
         runs_q.append(timed(query)[:2])
     med = lambda xs, i: statistics.median(x[i] for x in xs)
-    vw, vc, qw, qc = med(runs_vm, 0), med(runs_vm, 1), med(runs_q, 0), med(runs_q, 1)
-    print(f"{name}: {n} packages converged, medians over {runs} interleaved runs "
-          f"(load average {load_before} -> {load()}):\n"
-          f"  wall: policyvm run {vw:.1f} ms, one query {qw:.1f} ms, ratio {vw / qw:.2f}\n"
-          f"  CPU (user+sys): policyvm run {vc:.1f} ms, one query {qc:.1f} ms, ratio {vc / qc:.2f}")
+    qw, qc = med(runs_q, 0), med(runs_q, 1)
+    print(f"{name}: {n} packages converged, medians over {runs} interleaved rounds "
+          f"(load average {load_before} -> {load()}); one query: wall {qw:.1f} ms, CPU {qc:.1f} ms")
+    for label, runs_vm in [("--format json", runs_json), ("human report", runs_human)]:
+        vw, vc = med(runs_vm, 0), med(runs_vm, 1)
+        print(f"  policyvm run, {label}: wall {vw:.1f} ms (ratio {vw / qw:.2f}), "
+              f"CPU (user+sys) {vc:.1f} ms (ratio {vc / qc:.2f})")
 installers = f"{work}/installers"
 if os.path.exists(installers):
     sys.exit("an installer ran during a converged run:\n" + open(installers).read())

@@ -70,6 +70,7 @@ pub fn answer(status: &[u8], names: &[&str]) -> Option<HashMap<String, Known>> {
     let mut parser = Parser {
         data: status,
         pos: 0,
+        seen: Vec::new(),
     };
     // Per package name: the installed instances that are not "Multi-Arch:
     // same", those that are, and the entries of a name asked about.
@@ -247,6 +248,9 @@ pub fn canonical(version: &str) -> bool {
 struct Parser<'a> {
     data: &'a [u8],
     pos: usize,
+    /// The field names of the current stanza (kept across stanzas so that
+    /// the list is allocated once).
+    seen: Vec<&'a [u8]>,
 }
 
 /// `^Z`, which dpkg takes as an end of line.
@@ -286,7 +290,7 @@ impl<'a> Parser<'a> {
             return Some(None);
         }
         let mut entry = Entry::default();
-        let mut seen: Vec<&[u8]> = Vec::new();
+        self.seen.clear();
         loop {
             let field_start = self.pos.checked_sub(1)?;
             while !self.at_eof() && !space(c) && c != b':' && c != MSDOS_EOF {
@@ -337,8 +341,9 @@ impl<'a> Parser<'a> {
             {
                 value_end = value_end.checked_sub(1)?;
             }
-            let name = self.data.get(field_start..field_end)?;
-            if seen.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+            let data: &'a [u8] = self.data;
+            let name = data.get(field_start..field_end)?;
+            if self.seen.iter().any(|n| n.eq_ignore_ascii_case(name)) {
                 // dpkg: "duplicate value for field".
                 return None;
             }
@@ -371,7 +376,7 @@ impl<'a> Parser<'a> {
             } else if field("Triggers-Awaited") {
                 entry.triggers_awaited = value_end > value_start;
             }
-            seen.push(name);
+            self.seen.push(name);
             if self.at_eof() || c == b'\n' || c == MSDOS_EOF {
                 break;
             }
