@@ -800,17 +800,47 @@ fn the_dpkg_status_reader_agrees_with_dpkg_query() {
     };
     let answered = [
         stanza("cvg-a", "install ok installed", "Version: 1.0-1\n", ""),
-        stanza("cvg-a", "install ok installed", "Version: 2:3.0~rc1-1+b2\n", "Depends: cvg-b (>= 1), cvg-virtual\n"),
-        stanza("cvg-a", "deinstall ok config-files", "Version: 1.0\n", "Conffiles:\n /etc/a 0123\n"),
+        stanza(
+            "cvg-a",
+            "install ok installed",
+            "Version: 2:3.0~rc1-1+b2\n",
+            "Depends: cvg-b (>= 1), cvg-virtual\n",
+        ),
+        stanza(
+            "cvg-a",
+            "deinstall ok config-files",
+            "Version: 1.0\n",
+            "Conffiles:\n /etc/a 0123\n",
+        ),
         stanza("cvg-a", "purge ok not-installed", "", ""),
-        stanza("cvg-a", "install reinstreq half-installed", "Version: 1.0\n", ""),
+        stanza(
+            "cvg-a",
+            "install reinstreq half-installed",
+            "Version: 1.0\n",
+            "",
+        ),
         stanza("cvg-a", "install ok unpacked", "Version: 1.0\n", ""),
-        stanza("cvg-a", "install ok half-configured", "Version: 1.0\n", "Config-Version: 0.9\n"),
-        stanza("cvg-a", "install ok triggers-pending", "Version: 1.0\n", "Triggers-Pending: ldconfig\n"),
+        stanza(
+            "cvg-a",
+            "install ok half-configured",
+            "Version: 1.0\n",
+            "Config-Version: 0.9\n",
+        ),
+        stanza(
+            "cvg-a",
+            "install ok triggers-pending",
+            "Version: 1.0\n",
+            "Triggers-Pending: ldconfig\n",
+        ),
         stanza("cvg-a", "hold ok installed", "Version: 0:1:2-3\n", ""),
         format!(
             "{}{}",
-            stanza("cvg-b", "install ok installed", "Version: 1\n", "Depends: cvg-virtual\n"),
+            stanza(
+                "cvg-b",
+                "install ok installed",
+                "Version: 1\n",
+                "Depends: cvg-virtual\n"
+            ),
             stanza("cvg-a", "install ok installed", "Version: 1\n", "")
         ),
         String::new(),
@@ -844,8 +874,15 @@ fn the_dpkg_status_reader_agrees_with_dpkg_query() {
         let ours = ours.unwrap();
         for name in names {
             let view = |k: Option<&converge_vm::backend::toolset::Known>| {
-                k.map(|k| (k.installed(), k.present(), k.status.clone(), k.version.clone()))
-                    .filter(|(_, present, status, _)| *present || status != "not-installed")
+                k.map(|k| {
+                    (
+                        k.installed(),
+                        k.present(),
+                        k.status.clone(),
+                        k.version.clone(),
+                    )
+                })
+                .filter(|(_, present, status, _)| *present || status != "not-installed")
             };
             assert_eq!(
                 view(ours.get(name)),

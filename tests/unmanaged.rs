@@ -669,8 +669,13 @@ fn unmanaged_package_adds_at_most_one_query_to_a_converged_run() {
         assert_eq!(report["summary"]["failed"], 0, "{report:#}");
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         let _ = std::fs::remove_file(&log);
-        text.lines().map(|l| l.split(' ').next().unwrap().to_owned()).collect()
+        text.lines()
+            .map(|l| l.split(' ').next().unwrap().to_owned())
+            .collect()
     };
     assert_eq!(calls(""), Vec::<String>::new());
-    assert_eq!(calls("unmanaged \"package\" { action = report; }"), ["apt-mark"]);
+    assert_eq!(
+        calls("unmanaged \"package\" { action = report; }"),
+        ["apt-mark"]
+    );
 }

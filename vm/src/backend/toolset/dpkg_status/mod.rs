@@ -160,9 +160,7 @@ fn verify<'a>(e: &Entry<'a>) -> Option<(&'a str, Known, bool)> {
     // `triggers-awaited` and `triggers-pending`, and always in the latter.
     let awaits_ok = match state {
         "triggers-awaited" => e.triggers_awaited,
-        "not-installed" | "config-files" | "triggers-pending" | "installed" => {
-            !e.triggers_awaited
-        }
+        "not-installed" | "config-files" | "triggers-pending" | "installed" => !e.triggers_awaited,
         _ => true,
     };
     let pending_ok = match state {

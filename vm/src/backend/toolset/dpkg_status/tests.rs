@@ -13,7 +13,11 @@ fn state(status: &str, names: &[&str]) -> Option<Vec<(String, String, String)>> 
 }
 
 fn one(name: &str, status: &str, version: &str) -> Option<Vec<(String, String, String)>> {
-    Some(vec![(name.to_owned(), status.to_owned(), version.to_owned())])
+    Some(vec![(
+        name.to_owned(),
+        status.to_owned(),
+        version.to_owned(),
+    )])
 }
 
 #[test]
@@ -27,19 +31,28 @@ fn installed_absent_and_not_installed_packages() {
     let two = format!(
         "\n\n{OK}X-Long: long\n more\n .\n end\n\n\x1a\npackage: cvg-b\nstatus: deinstall ok config-files\nversion: 2:3.0\n"
     );
-    assert_eq!(state(&two, &["cvg-b"]), one("cvg-b", "config-files", "2:3.0"));
+    assert_eq!(
+        state(&two, &["cvg-b"]),
+        one("cvg-b", "config-files", "2:3.0")
+    );
     // A package not installed and wanted by no one: dpkg forgets its
     // version.
     let gone = "Package: cvg-c\nStatus: purge ok not-installed\nVersion: 1\n";
     assert_eq!(state(gone, &["cvg-c"]), one("cvg-c", "not-installed", ""));
     let reinst = "Package: cvg-c\nStatus: install reinstreq half-installed\nVersion: 1\n";
-    assert_eq!(state(reinst, &["cvg-c"]), one("cvg-c", "half-installed", "1"));
+    assert_eq!(
+        state(reinst, &["cvg-c"]),
+        one("cvg-c", "half-installed", "1")
+    );
     // Trailing spaces are not part of a value.
     let spaced = "Package: cvg-d  \nStatus:   install ok installed\t\nVersion: 1.0\n";
     assert_eq!(state(spaced, &["cvg-d"]), one("cvg-d", "installed", "1.0"));
     // Triggers pending with their field.
     let trig = "Package: cvg-e\nStatus: install ok triggers-pending\nVersion: 1\nTriggers-Pending: ldconfig\n";
-    assert_eq!(state(trig, &["cvg-e"]), one("cvg-e", "triggers-pending", "1"));
+    assert_eq!(
+        state(trig, &["cvg-e"]),
+        one("cvg-e", "triggers-pending", "1")
+    );
 }
 
 /// Each database that dpkg refuses or would print otherwise goes to
@@ -98,10 +111,28 @@ fn anything_dpkg_would_refuse_or_rewrite_goes_to_dpkg_query() {
 
 #[test]
 fn canonical_versions_are_the_ones_dpkg_prints_unchanged() {
-    for ok in ["1.0", "1.0-1", "2:3.0", "1:2.36-9+deb12u4", "0:1:2", "1.0~rc1-1a-2"] {
+    for ok in [
+        "1.0",
+        "1.0-1",
+        "2:3.0",
+        "1:2.36-9+deb12u4",
+        "0:1:2",
+        "1.0~rc1-1a-2",
+    ] {
         assert!(canonical(ok), "{ok}");
     }
-    for bad in ["", "0:1", "00:1", "1 2", "a:1", ":1", "1:", "1-", "-1", "99999999999:1"] {
+    for bad in [
+        "",
+        "0:1",
+        "00:1",
+        "1 2",
+        "a:1",
+        ":1",
+        "1:",
+        "1-",
+        "-1",
+        "99999999999:1",
+    ] {
         assert!(!canonical(bad), "{bad}");
     }
 }
