@@ -4,7 +4,8 @@
 # machine, read from the machine's own dpkg database. READ-ONLY: the run is
 # a `--dry-run` of packages that are all installed, so nothing could change
 # even by mistake. A `dpkg-query` first in PATH counts its calls and hands
-# over to the real one: the check must make ONE call, not N.
+# over to the real one: the check must make at most ONE call, not N (none
+# when the VM reads dpkg's status file itself).
 #
 # Prints the median wall time of `policyvm run --dry-run` over RUNS runs
 # (default 21), the same for an empty policy (the fixed cost of a run:
@@ -72,13 +73,16 @@ calls = f"{work}/calls"
 _, report = run("packages")
 summary = report["summary"]
 assert summary["kept"] == n and summary["repaired"] == 0 and summary["failed"] == 0, summary
-with open(calls) as f:
-    per_run = len(f.readlines())
-os.remove(calls)
+# 0 when the VM read dpkg's status file itself (vm/src/backend/toolset/dpkg_status).
+per_run = 0
+if os.path.exists(calls):
+    with open(calls) as f:
+        per_run = len(f.readlines())
+    os.remove(calls)
 pk = statistics.median(run("packages")[0] for _ in range(runs))
 empty = statistics.median(run("empty")[0] for _ in range(runs))
 print(f"{n} packages, converged (dry run): median {pk:.1f} ms over {runs} runs")
 print(f"empty policy (fixed cost of a run): median {empty:.1f} ms")
 print(f"dpkg-query calls per run: {per_run}")
-sys.exit(0 if per_run == 1 else 1)
+sys.exit(0 if per_run <= 1 else 1)
 PY

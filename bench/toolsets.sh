@@ -9,11 +9,14 @@
 # The N packages are installed in the root first (one rpmbuild of a spec
 # with N subpackages, one `rpm -i`; N `dpkg-deb --build`, one `dpkg -i`).
 # The runs are real runs (not --dry-run), interleaved with the queries, RUNS
-# times (default 21); medians and their ratio are printed. A `dnf`,
+# times (default 21), the VM once with `--format json` and once with the
+# default human report per round; medians of wall time and of CPU time
+# (user+sys, the command's children included: the VM's own query too) and
+# their ratios are printed, with the load average. A `dnf`,
 # `apt-get` and `apt-cache` first in PATH log any call: a converged run
 # must start none (checked, the script fails otherwise).
 #
-# Usage: sudo bash bench/toolsets.sh   (root: `dpkg --root` needs it)
+# Usage: sudo bash bench/toolsets.sh   (root: `dpkg --root -i` needs it)
 # Environment: N (default 200), RUNS (default 21), PROFILE (release),
 # SKIP_BUILD=1 (measure the binaries already built).
 # Target (docs/performance.md, "Toolsets"): within 1.5x of the one query.
@@ -88,36 +91,54 @@ done
 dpkg --root="$debroot" -i "$work"/debs/*.deb >/dev/null
 
 PATH="$work/bin:$PATH" python3 - "$work" "$policyvm" "$runs" "$n" <<'PY'
-import json, os, statistics, subprocess, sys, time
+import json, os, resource, statistics, subprocess, sys, time
 
 work, policyvm, runs, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 env = dict(os.environ, HOME=f"{work}/home")
 
 def timed(cmd):
+    """Wall and CPU (user+sys of the command and its children) in ms."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     out = subprocess.run(cmd, check=True, capture_output=True, env=env)
-    return (time.perf_counter() - start) * 1000, out.stdout
+    wall = (time.perf_counter() - start) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return wall, cpu, out.stdout
 
-def vm(root):
+def vm(root, fmt="json"):
     return [policyvm, "run", f"{work}/packages.bundle", "--trust", f"{work}/trust",
-            "--root", root, "--format", "json"]
+            "--root", root, "--format", fmt]
+
+def load():
+    return open("/proc/loadavg").read().split()[0]
 
 rows = [
     ("rpm root", f"{work}/rpmroot",
      ["rpm", "--root", f"{work}/rpmroot", "--dbpath", "/var/lib/rpm", "-qa"]),
     ("dpkg root", f"{work}/debroot", ["dpkg-query", f"--root={work}/debroot", "-W"]),
 ]
+# Each round runs, in turn: the VM with the JSON report on standard output
+# (`--format json`), the query, the VM as an operator runs it (the human
+# report, the default), the query again.
 for name, root, query in rows:
-    _, out = timed(vm(root))
-    summary = json.loads(out)["summary"]
+    summary = json.loads(timed(vm(root))[2])["summary"]
     assert summary["kept"] == n and summary["repaired"] == 0 and summary["failed"] == 0, summary
-    runs_vm, runs_q = [], []
+    runs_json, runs_human, runs_q = [], [], []
+    load_before = load()
     for _ in range(runs):
-        runs_vm.append(timed(vm(root))[0])
-        runs_q.append(timed(query)[0])
-    v, q = statistics.median(runs_vm), statistics.median(runs_q)
-    print(f"{name}: {n} packages converged: policyvm run median {v:.1f} ms, "
-          f"one query median {q:.1f} ms, ratio {v / q:.2f} (over {runs} interleaved runs)")
+        runs_json.append(timed(vm(root))[:2])
+        runs_q.append(timed(query)[:2])
+        runs_human.append(timed(vm(root, "human"))[:2])
+        runs_q.append(timed(query)[:2])
+    med = lambda xs, i: statistics.median(x[i] for x in xs)
+    qw, qc = med(runs_q, 0), med(runs_q, 1)
+    print(f"{name}: {n} packages converged, medians over {runs} interleaved rounds "
+          f"(load average {load_before} -> {load()}); one query: wall {qw:.1f} ms, CPU {qc:.1f} ms")
+    for label, runs_vm in [("--format json", runs_json), ("human report", runs_human)]:
+        vw, vc = med(runs_vm, 0), med(runs_vm, 1)
+        print(f"  policyvm run, {label}: wall {vw:.1f} ms (ratio {vw / qw:.2f}), "
+              f"CPU (user+sys) {vc:.1f} ms (ratio {vc / qc:.2f})")
 installers = f"{work}/installers"
 if os.path.exists(installers):
     sys.exit("an installer ran during a converged run:\n" + open(installers).read())

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds=${1:-600}
-for target in parse bundle stamp fmt template data test_file inventory report globs fetch_auth watch_state sealed_set; do
+for target in parse bundle stamp fmt template data test_file inventory report globs fetch_auth watch_state sealed_set dpkg_status; do
   seeds=seeds
   [ "$target" = bundle ] && seeds=seeds-bundle
   [ "$target" = stamp ] && seeds=seeds-stamp
@@ -14,6 +14,7 @@ for target in parse bundle stamp fmt template data test_file inventory report gl
   [ "$target" = test_file ] && seeds=seeds-tests
   [ "$target" = inventory ] && seeds=seeds-inventory
   case "$target" in report | globs | fetch_auth | watch_state | sealed_set) seeds=$(mktemp -d) ;; esac
+  [ "$target" = dpkg_status ] && seeds=seeds-dpkg-status
   mkdir -p "corpus/$target"
   log=$(mktemp)
   dict=()

@@ -427,12 +427,13 @@ policy { b(); }"#,
     assert_eq!(repaired(&converge(&latest, p, false)), 0);
 }
 
-/// The converged check of many packages asks `dpkg-query` once, not once
-/// per package: a `dpkg-query` first in `PATH` counts its calls and hands
-/// over to the real one. Read-only: the machine's own database, in a dry
-/// run, with packages that are installed.
+/// The converged check of many packages asks `dpkg-query` at most once,
+/// not once per package (never, when the VM reads the status file itself:
+/// `dpkg_status`): a `dpkg-query` first in `PATH` counts its calls and
+/// hands over to the real one. Read-only: the machine's own database, in a
+/// dry run, with packages that are installed.
 #[test]
-fn a_converged_check_of_many_packages_is_one_dpkg_query() {
+fn a_converged_check_of_many_packages_is_at_most_one_dpkg_query() {
     let out = Command::new("dpkg-query")
         .args(["-W", "--showformat=${Package} ${db:Status-Abbrev}\\n"])
         .output()
@@ -496,7 +497,8 @@ fn a_converged_check_of_many_packages_is_one_dpkg_query() {
     let report: serde_json::Value = serde_json::from_slice(&run.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&run.stderr)));
     assert_eq!(report["summary"]["kept"], names.len(), "{report}");
-    assert_eq!(std::fs::read_to_string(&count).unwrap(), "call\n");
+    let calls = std::fs::read_to_string(&count).unwrap_or_default();
+    assert!(calls.is_empty() || calls == "call\n", "{calls:?}");
 }
 
 /// A dry run asks (`dpkg-query`, `apt-cache`) and never runs a tool that

@@ -12,8 +12,9 @@
 //! refused when a package promise failed or more than `max_remove` would
 //! go, and removed within the rules (`ignore` globs kept). After each step
 //! a second run repairs nothing, starts no installer and asks the package
-//! database once (and, with `unmanaged "package"`, lists the packages
-//! installed on purpose once).
+//! database at most once (`rpm -qa`; on apt none: the VM reads dpkg's
+//! status file itself) and, with `unmanaged "package"`, lists the packages
+//! installed on purpose once.
 //!
 //! Adding a toolset is adding a row: a [`Fixture`] in `tests/toolsets/` and
 //! a three-line test below, not another scenario file.
@@ -124,6 +125,9 @@ pub trait Fixture {
     /// database.
     fn installers(&self) -> &'static [&'static str];
     fn query_tool(&self) -> &'static str;
+    /// How many times a converged run starts [`Fixture::query_tool`]: at
+    /// most once (apt: never, the VM reads dpkg's status file itself).
+    fn converged_queries(&self) -> usize;
     /// The one call that lists the packages installed on purpose (for
     /// `unmanaged "package"`): its program and a word of its arguments.
     fn manual_query(&self) -> (&'static str, &'static str);
@@ -559,7 +563,7 @@ fn scenarios(since: SystemTime, mut f: Box<dyn Fixture>) {
             assert_eq!(users(f.root()), s.users, "{}: {first:#}", s.name);
         }
         shims.take();
-        // Converged: nothing to repair, no installer, one query (and one
+        // Converged: nothing to repair, no installer, at most one query (and one
         // listing of what was installed on purpose for `unmanaged
         // "package"`); what was removed is no longer extra, the rest is
         // reported as before.
@@ -584,7 +588,7 @@ fn scenarios(since: SystemTime, mut f: Box<dyn Fixture>) {
             .iter()
             .filter(|c| c.starts_with(&format!("{} ", f.query_tool())))
             .count();
-        assert_eq!(queries, 1, "{}: {calls:#?}", s.name);
+        assert_eq!(queries, f.converged_queries(), "{}: {calls:#?}", s.name);
         let is_manual =
             |c: &String| c.starts_with(&format!("{manual_tool} ")) && c.contains(manual_word);
         let manual = calls.iter().filter(|c| is_manual(c)).count();
@@ -773,4 +777,121 @@ fn a_missing_tool_is_a_failed_promise_naming_it() {
         "{report:#}"
     );
     assert_eq!(report["summary"]["repaired"], 1, "{report:#}");
+}
+
+/// The dpkg status reader (`vm/src/backend/toolset/dpkg_status`), which
+/// spares a converged run its `dpkg-query`, gives `dpkg-query`'s answer:
+/// for each database of the table, written as a root's status file,
+/// wherever the reader answers, the state and version of every name are
+/// the ones the real `dpkg-query -W` prints (as the apt toolset parses
+/// them). Where it does not answer, the toolset asks `dpkg-query`. The
+/// well-formed databases must be answered, so the comparison is never
+/// empty.
+#[test]
+#[ignore = "needs dpkg-query"]
+fn the_dpkg_status_reader_agrees_with_dpkg_query() {
+    use converge_vm::backend::process;
+    use converge_vm::backend::toolset::{apt, dpkg_status};
+    support::require_tool("dpkg-query", "dpkg");
+    let stanza = |name: &str, status: &str, version: &str, extra: &str| {
+        format!(
+            "Package: {name}\nStatus: {status}\n{version}Architecture: all\nMaintainer: m <m@example.invalid>\nDescription: d\n long\n .\n more\n{extra}\n"
+        )
+    };
+    let answered = [
+        stanza("cvg-a", "install ok installed", "Version: 1.0-1\n", ""),
+        stanza(
+            "cvg-a",
+            "install ok installed",
+            "Version: 2:3.0~rc1-1+b2\n",
+            "Depends: cvg-b (>= 1), cvg-virtual\n",
+        ),
+        stanza(
+            "cvg-a",
+            "deinstall ok config-files",
+            "Version: 1.0\n",
+            "Conffiles:\n /etc/a 0123\n",
+        ),
+        stanza("cvg-a", "purge ok not-installed", "", ""),
+        stanza(
+            "cvg-a",
+            "install reinstreq half-installed",
+            "Version: 1.0\n",
+            "",
+        ),
+        stanza("cvg-a", "install ok unpacked", "Version: 1.0\n", ""),
+        stanza(
+            "cvg-a",
+            "install ok half-configured",
+            "Version: 1.0\n",
+            "Config-Version: 0.9\n",
+        ),
+        stanza(
+            "cvg-a",
+            "install ok triggers-pending",
+            "Version: 1.0\n",
+            "Triggers-Pending: ldconfig\n",
+        ),
+        stanza("cvg-a", "hold ok installed", "Version: 0:1:2-3\n", ""),
+        format!(
+            "{}{}",
+            stanza(
+                "cvg-b",
+                "install ok installed",
+                "Version: 1\n",
+                "Depends: cvg-virtual\n"
+            ),
+            stanza("cvg-a", "install ok installed", "Version: 1\n", "")
+        ),
+        String::new(),
+    ];
+    let refused = [
+        stanza("cvg-a", "install ok installed", "Version: 0:1.0\n", ""),
+        stanza("cvg-a", "install ok installed", "", ""),
+        stanza("cvg-a", "install ok triggers-pending", "Version: 1.0\n", ""),
+        stanza("cvg-a", "bogus ok installed", "Version: 1.0\n", ""),
+        "Package: cvg-a\nStatus: install ok installed\nVersion: 1.0".to_owned(),
+    ];
+    // Names: one with an entry, one only depended on, one unknown.
+    let names = ["cvg-a", "cvg-virtual", "cvg-zzz"];
+    let mut compared = 0;
+    for (i, status) in answered.iter().chain(refused.iter()).enumerate() {
+        let root = tempfile::tempdir().unwrap();
+        let db = root.path().join("var/lib/dpkg");
+        std::fs::create_dir_all(db.join("updates")).unwrap();
+        std::fs::write(db.join("status"), status).unwrap();
+        let fs = converge_vm::rootfs::RootFs::open(root.path()).unwrap();
+        let ours = dpkg_status::read(&fs, &names);
+        if i < answered.len() {
+            assert!(ours.is_some(), "not answered:\n{status}");
+        } else {
+            assert!(ours.is_none(), "answered:\n{status}");
+            continue;
+        }
+        let ran = process::query(&apt::query(&names, Some(root.path()))).unwrap();
+        assert!(matches!(ran.code, Some(0 | 1)), "{status}\n{ran:?}");
+        let theirs = apt::parse_query(&ran.stdout);
+        let ours = ours.unwrap();
+        for name in names {
+            let view = |k: Option<&converge_vm::backend::toolset::Known>| {
+                k.map(|k| {
+                    (
+                        k.installed(),
+                        k.present(),
+                        k.status.clone(),
+                        k.version.clone(),
+                    )
+                })
+                .filter(|(_, present, status, _)| *present || status != "not-installed")
+            };
+            assert_eq!(
+                view(ours.get(name)),
+                view(theirs.get(name)),
+                "{name} in:\n{status}\ndpkg-query: {}",
+                ran.stdout
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared >= answered.len() * names.len());
 }

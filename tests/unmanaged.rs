@@ -639,3 +639,76 @@ policy { b(); }"#,
     );
     assert_eq!(installed(r), ["cvg-extra", "cvg-keep"]);
 }
+
+/// Issue 25, performance: `unmanaged "package"` adds at most one query to
+/// a converged run. Programs first on the VM's `PATH` log each call and
+/// hand over to the real one: the package batch reads dpkg's status file
+/// (no `dpkg-query`), and the unmanaged promise is one `apt-mark
+/// showmanual`; nothing installs or removes.
+#[test]
+#[ignore = "needs root"]
+fn unmanaged_package_adds_at_most_one_query_to_a_converged_run() {
+    use std::os::unix::fs::PermissionsExt as _;
+    require_package_tools();
+    let root = package_root(&["cvg-keep", "cvg-two"], &["cvg-dep"]);
+    let shims = tempfile::tempdir().unwrap();
+    let log = shims.path().join("calls");
+    for tool in ["dpkg-query", "apt-mark", "dpkg", "apt-get", "apt-cache"] {
+        let real = support::find_tool(tool).unwrap();
+        let shim = shims.path().join(tool);
+        std::fs::write(
+            &shim,
+            format!(
+                "#!/bin/sh\necho \"{tool} $*\" >> {}\nexec {} \"$@\"\n",
+                log.display(),
+                real.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let tree = tempfile::tempdir().unwrap();
+    let calls = |unmanaged: &str| -> Vec<String> {
+        let path = tree.path().join("site.policy");
+        std::fs::write(
+            &path,
+            format!(
+                "bundle b {{\n  package \"cvg-keep\" {{ }}\n  package \"cvg-two\" {{ }}\n  {unmanaged}\n}}\npolicy {{ b(); }}\n"
+            ),
+        )
+        .unwrap();
+        let build = support::policyc_build(&path, &[]);
+        let out = support::output_when_unlocked(
+            Command::new(binary("policyvm"))
+                .arg("run")
+                .arg(&build.bundle)
+                .arg("--trust")
+                .arg(&build.trust)
+                .arg("--root")
+                .arg(root.path())
+                .args(["--format", "json"])
+                .env(
+                    "PATH",
+                    format!(
+                        "{}:{}",
+                        shims.path().display(),
+                        std::env::var("PATH").unwrap_or_default()
+                    ),
+                ),
+        );
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(report["summary"]["repaired"], 0, "{report:#}");
+        assert_eq!(report["summary"]["failed"], 0, "{report:#}");
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let _ = std::fs::remove_file(&log);
+        text.lines()
+            .map(|l| l.split(' ').next().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(calls(""), Vec::<String>::new());
+    assert_eq!(
+        calls("unmanaged \"package\" { action = report; }"),
+        ["apt-mark"]
+    );
+}

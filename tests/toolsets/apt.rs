@@ -167,6 +167,10 @@ impl Fixture for AptFixture {
         "dpkg-query"
     }
 
+    fn converged_queries(&self) -> usize {
+        0
+    }
+
     fn manual_query(&self) -> (&'static str, &'static str) {
         ("apt-mark", "showmanual")
     }

@@ -178,6 +178,10 @@ impl Fixture for RpmFixture {
         "rpm"
     }
 
+    fn converged_queries(&self) -> usize {
+        1
+    }
+
     fn manual_query(&self) -> (&'static str, &'static str) {
         ("dnf", "--userinstalled")
     }

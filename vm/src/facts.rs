@@ -51,7 +51,7 @@ impl Facts {
             .or_else(|| root_text(fs, "/usr/lib/os-release"))
             .unwrap_or_default();
         let (os_family, version) = os_family(&os_release);
-        let now = jiff::Zoned::now();
+        let now = jiff::Timestamp::now().to_zoned(local_zone());
         Facts {
             hostname: hostname.clone(),
             fqdn,
@@ -242,6 +242,26 @@ fn memory_mb(meminfo: &str) -> i64 {
         .map_or(0, |kb| kb / 1024)
 }
 
+/// The time zone `sys.time.*` is read in: the machine's, as jiff's
+/// `TimeZone::system()` finds it (`TZ`, else `/etc/localtime`), but without
+/// its first step when `/etc/localtime` links into the zoneinfo database:
+/// jiff then lists the whole database (every directory of
+/// `/usr/share/zoneinfo`) to learn the zone's name, which no fact shows.
+/// That walk was a sixth of the CPU time of a converged run of 200
+/// packages (docs/performance.md, "Toolsets"). The TZif data the link
+/// leads to is the same either way; `TZ`, or an `/etc/localtime` that is
+/// missing or not TZif, still goes to jiff.
+fn local_zone() -> jiff::tz::TimeZone {
+    if std::env::var_os("TZ").is_none() {
+        let tzif = read_system_file(Path::new("/etc/localtime"), MAX_FACT_FILE)
+            .and_then(|data| jiff::tz::TimeZone::tzif("localtime", &data).ok());
+        if let Some(zone) = tzif {
+            return zone;
+        }
+    }
+    jiff::tz::TimeZone::system()
+}
+
 fn weekday_name(day: jiff::civil::Weekday) -> &'static str {
     use jiff::civil::Weekday::*;
     match day {
@@ -330,6 +350,21 @@ mod tests {
         // Every fact of the schema has a value.
         for spec in crate::schema::FACTS {
             assert!(facts.get(spec.name).is_some(), "{}", spec.name);
+        }
+    }
+
+    #[test]
+    fn the_local_zone_is_the_systems() {
+        // The same offsets as jiff's own system zone, at instants on both
+        // sides of any daylight saving change.
+        let system = jiff::tz::TimeZone::system();
+        let local = local_zone();
+        let now = jiff::Timestamp::now();
+        for days in [0i64, 91, 182, 273] {
+            let t = now
+                .checked_add(jiff::SignedDuration::from_hours(days * 24))
+                .unwrap();
+            assert_eq!(local.to_offset(t), system.to_offset(t), "{t}");
         }
     }
 

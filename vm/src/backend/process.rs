@@ -22,6 +22,12 @@ use std::time::{Duration, Instant};
 /// The most output kept per stream, for the report.
 pub const MAX_OUTPUT: usize = 64 * 1024;
 
+/// The most standard output kept from a read-only query whose output is
+/// the answer ([`query`]): the package database of a large host (`rpm -qa`
+/// of 2,000 packages is about 80 KiB) must not be cut at the report's
+/// [`MAX_OUTPUT`], which made the packages past the cut look absent.
+pub const MAX_QUERY_OUTPUT: usize = 64 * 1024 * 1024;
+
 /// How long to wait for the output pipes to close once the program has
 /// exited: a daemon it started may hold them open forever.
 const DRAIN: Duration = Duration::from_secs(2);
@@ -197,7 +203,23 @@ impl Ran {
 /// Runs `cmd` to completion or to its deadline. `Err` only when it could
 /// not be started at all (no such program, ...), with the command named.
 pub fn run(cmd: &Cmd) -> Result<Ran, String> {
-    run_with(cmd, true)
+    run_with(cmd, true, MAX_OUTPUT)
+}
+
+/// Runs a read-only query whose standard output is its answer (a package
+/// database listing, a file list): like [`run`], but its standard output is
+/// kept up to [`MAX_QUERY_OUTPUT`], and an answer longer than that is an
+/// error naming the command, never a list silently cut short.
+pub fn query(cmd: &Cmd) -> Result<Ran, String> {
+    let ran = run_with(cmd, true, MAX_QUERY_OUTPUT)?;
+    if ran.stdout_overflowed {
+        return Err(format!(
+            "`{}` printed more than {} MiB: its answer is not read in part",
+            ran.shown,
+            MAX_QUERY_OUTPUT / (1024 * 1024)
+        ));
+    }
+    Ok(ran)
 }
 
 /// Runs `cmd` like [`run`], but with stdout and stderr on `/dev/null`
@@ -205,10 +227,12 @@ pub fn run(cmd: &Cmd) -> Result<Ran, String> {
 /// (`setsid --fork ...`, `process` promises), which must not inherit a pipe
 /// the VM stops reading (its first write would kill it with SIGPIPE).
 pub fn run_detached(cmd: &Cmd) -> Result<Ran, String> {
-    run_with(cmd, false)
+    run_with(cmd, false, MAX_OUTPUT)
 }
 
-fn run_with(cmd: &Cmd, capture: bool) -> Result<Ran, String> {
+/// `limit`: the most of standard output kept (standard error keeps
+/// [`MAX_OUTPUT`]).
+fn run_with(cmd: &Cmd, capture: bool, limit: usize) -> Result<Ran, String> {
     let output = || {
         if capture {
             Stdio::piped()
@@ -273,8 +297,16 @@ fn run_with(cmd: &Cmd, capture: bool) -> Result<Ran, String> {
     }
     let pid = child.id();
     let stop = cmd.stop_at_output_cap.then_some(pid);
-    let out = drain(child.stdout.take().map(|s| Box::new(s) as Stream), stop);
-    let err = drain(child.stderr.take().map(|s| Box::new(s) as Stream), None);
+    let out = drain(
+        child.stdout.take().map(|s| Box::new(s) as Stream),
+        limit,
+        stop,
+    );
+    let err = drain(
+        child.stderr.take().map(|s| Box::new(s) as Stream),
+        MAX_OUTPUT,
+        None,
+    );
     // A thread waits for the exit (and reaps it), so a short command is
     // noticed at once and a long one costs no polling; at the deadline the
     // process group is killed and the thread then sees the exit.
@@ -362,7 +394,7 @@ type Stream = Box<dyn std::io::Read + Send>;
 /// The output of one stream, read on its own thread.
 struct Drain {
     kept: Arc<Mutex<Vec<u8>>>,
-    /// Set when the stream held more than [`MAX_OUTPUT`].
+    /// Set when the stream held more than its limit.
     overflowed: Arc<std::sync::atomic::AtomicBool>,
     done: mpsc::Receiver<()>,
 }
@@ -374,16 +406,20 @@ impl Drain {
         let _ = self
             .done
             .recv_timeout(deadline.saturating_duration_since(Instant::now()));
-        let kept = self.kept.lock().map(|k| k.clone()).unwrap_or_default();
+        let kept = self
+            .kept
+            .lock()
+            .map(|mut k| std::mem::take(&mut *k))
+            .unwrap_or_default();
         let overflowed = self.overflowed.load(std::sync::atomic::Ordering::Relaxed);
         (String::from_utf8_lossy(&kept).into_owned(), overflowed)
     }
 }
 
 /// Reads a stream on a thread (so a chatty program cannot block on a full
-/// pipe while we wait for it), keeping at most [`MAX_OUTPUT`] bytes; past
-/// that, kills the process group `stop` when one is given.
-fn drain(stream: Option<Stream>, stop: Option<u32>) -> Drain {
+/// pipe while we wait for it), keeping at most `limit` bytes; past that,
+/// kills the process group `stop` when one is given.
+fn drain(stream: Option<Stream>, limit: usize, stop: Option<u32>) -> Drain {
     let (tx, done) = mpsc::channel();
     let kept = Arc::new(Mutex::new(Vec::new()));
     let shared = Arc::clone(&kept);
@@ -397,7 +433,7 @@ fn drain(stream: Option<Stream>, stop: Option<u32>) -> Drain {
                     break;
                 }
                 if let Ok(mut k) = shared.lock() {
-                    let room = MAX_OUTPUT.saturating_sub(k.len());
+                    let room = limit.saturating_sub(k.len());
                     if n > room {
                         over.store(true, std::sync::atomic::Ordering::Relaxed);
                         if let Some(pid) = stop {
@@ -470,6 +506,24 @@ mod tests {
         assert_eq!(
             (ran.stdout.len(), ran.stdout_overflowed),
             (MAX_OUTPUT, true)
+        );
+    }
+
+    #[test]
+    fn a_query_keeps_its_whole_answer_or_fails() {
+        // Past the report's cap, a query's answer is still whole.
+        let big = format!("head -c {} /dev/zero", MAX_OUTPUT * 2);
+        let ran = query(&Cmd::new(&["sh", "-c", &big], Duration::from_secs(10))).unwrap();
+        assert_eq!(
+            (ran.stdout.len(), ran.stdout_overflowed),
+            (MAX_OUTPUT * 2, false)
+        );
+        // Past its own, it is an error naming the command, not a part.
+        let flood = format!("head -c {} /dev/zero", MAX_QUERY_OUTPUT + 1);
+        let why = query(&Cmd::new(&["sh", "-c", &flood], Duration::from_secs(60))).unwrap_err();
+        assert!(
+            why.contains("head -c") && why.contains("more than 64 MiB"),
+            "{why}"
         );
     }
 

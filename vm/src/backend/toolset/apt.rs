@@ -2,7 +2,9 @@
 //! data, the parsers of their output, and [`Apt`], their [`Toolset`].
 //! [`crate::backend::packages`] decides which to run.
 //!
-//! - state: `dpkg-query -W` over every package of the pass at once;
+//! - state: the status file itself ([`super::dpkg_status`]) when that is
+//!   sure to give `dpkg-query`'s answer, else `dpkg-query -W` over every
+//!   package of the pass at once;
 //! - candidates (for `latest`, and to fail an unknown package before the
 //!   batch): `apt-cache policy`;
 //! - install from the configured repositories: `apt-get install`;
@@ -22,7 +24,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{ask, IndexRefresh, Known, Need, ToolError, Toolset};
+use super::{ask, dpkg_status, IndexRefresh, Known, Need, ToolError, Toolset};
 use crate::backend::process::{self, Cmd};
 use crate::backend::{change, sandbox};
 use crate::outcome::Change;
@@ -419,7 +421,15 @@ impl Toolset for Apt {
         if names.is_empty() {
             return Ok(HashMap::new());
         }
-        ask(&query(names, root)).map(|out| parse_query(&out))
+        // The status file read here when that gives dpkg-query's very
+        // answer, which spares starting it (`dpkg_status`).
+        let direct = RootFs::open(root.unwrap_or(Path::new("/")))
+            .ok()
+            .and_then(|fs| dpkg_status::read(&fs, names));
+        match direct {
+            Some(known) => Ok(known),
+            None => ask(&query(names, root)).map(|out| parse_query(&out)),
+        }
     }
 
     fn candidates(
@@ -467,7 +477,7 @@ impl Toolset for Apt {
     }
 
     fn manual_packages(&self, root: Option<&Path>) -> Result<Vec<String>, ToolError> {
-        let ran = process::run(&showmanual(root))?;
+        let ran = process::query(&showmanual(root))?;
         if !ran.ok() {
             return Err(ToolError(ran.failure()));
         }
@@ -585,7 +595,7 @@ impl Toolset for Apt {
             }
         }
         if let (Need::File(path), Some(file)) = (need, file) {
-            let ran = process::run(&contents(path))?;
+            let ran = process::query(&contents(path))?;
             if !ran.ok() {
                 return Err(ran.failure());
             }

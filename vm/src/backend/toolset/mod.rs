@@ -13,6 +13,7 @@
 //! os-release gets apt, as every root did before there was a choice.
 
 pub mod apt;
+pub mod dpkg_status;
 pub mod rpm;
 pub mod rpmvercmp;
 
@@ -297,10 +298,11 @@ impl OsRelease {
     }
 }
 
-/// Runs a read-only query; exit status 0 or 1 (some name unknown) is an
-/// answer, anything else a failure naming the command.
+/// Runs a read-only query ([`process::query`]: its whole answer, however
+/// long); exit status 0 or 1 (some name unknown) is an answer, anything
+/// else a failure naming the command.
 pub fn ask(cmd: &Cmd) -> Result<String, ToolError> {
-    let ran = process::run(cmd)?;
+    let ran = process::query(cmd)?;
     match ran.code {
         Some(0 | 1) => Ok(ran.stdout),
         _ => Err(ToolError(ran.failure())),

@@ -31,7 +31,7 @@
 //! there.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -255,6 +255,7 @@ fn newer(a: &str, b: &str) -> bool {
 /// \tRELEASE`: each package of `wanted` (all when `None`) at its newest
 /// version (a name may be installed in several versions, like kernels).
 pub fn parse_versions(stdout: &str, wanted: Option<&[&str]>) -> HashMap<String, String> {
+    let wanted: Option<HashSet<&str>> = wanted.map(|w| w.iter().copied().collect());
     let mut out: HashMap<String, String> = HashMap::new();
     for line in stdout.lines() {
         let mut f = line.split('\t');
@@ -263,7 +264,7 @@ pub fn parse_versions(stdout: &str, wanted: Option<&[&str]>) -> HashMap<String, 
         else {
             continue;
         };
-        if wanted.is_some_and(|w| !w.contains(&name)) {
+        if wanted.as_ref().is_some_and(|w| !w.contains(name)) {
             continue;
         }
         let evr = evr_text(epoch, version, release);
@@ -322,8 +323,10 @@ pub fn listed_dirs(listing: &str) -> Vec<String> {
     dirs.into_iter().collect()
 }
 
+/// Runs a read-only query ([`process::query`]: its whole answer); any exit
+/// status but 0 is a failure naming the command.
 fn run_ok(cmd: &Cmd) -> Result<String, ToolError> {
-    let ran = process::run(cmd)?;
+    let ran = process::query(cmd)?;
     if ran.ok() {
         Ok(ran.stdout)
     } else {
