@@ -145,7 +145,10 @@ impl PolicyTree {
         if !meta.is_file() {
             return Err(TreeError::NotRegular);
         }
-        let mut bytes = Vec::new();
+        // Room for the whole file at once: grown by doubling, the buffer of
+        // a 127 MB policy reserved 256 MB.
+        let expected = usize::try_from(meta.len()).unwrap_or(limit).min(limit);
+        let mut bytes = Vec::with_capacity(expected.saturating_add(1));
         file.take(limit as u64 + 1)
             .read_to_end(&mut bytes)
             .map_err(TreeError::Io)?;
