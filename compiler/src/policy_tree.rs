@@ -133,6 +133,24 @@ impl PolicyTree {
     /// canonical path without following a last link or blocking, a regular
     /// file, at most `limit` bytes.
     pub fn read(&self, path: &Path, limit: usize) -> Result<Vec<u8>, TreeError> {
+        let file = self.open(path)?;
+        // Room for the whole file at once: grown by doubling, the buffer of
+        // a 127 MB policy reserved 256 MB (issue 22, item 4).
+        let size = file.metadata().map_err(TreeError::Io)?.len();
+        let expected = usize::try_from(size).unwrap_or(limit).min(limit);
+        let mut bytes = Vec::with_capacity(expected.saturating_add(1));
+        file.take(limit as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(TreeError::Io)?;
+        if bytes.len() > limit {
+            return Err(TreeError::TooLarge { limit });
+        }
+        Ok(bytes)
+    }
+
+    /// Opens a regular file inside the tree for streaming (a file stored
+    /// as a blob, issue 22 item 5), with the checks of [`PolicyTree::read`].
+    pub fn open(&self, path: &Path) -> Result<std::fs::File, TreeError> {
         self.check(path)?;
         let real = std::fs::canonicalize(path).map_err(TreeError::Io)?;
         let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
@@ -145,17 +163,7 @@ impl PolicyTree {
         if !meta.is_file() {
             return Err(TreeError::NotRegular);
         }
-        // Room for the whole file at once: grown by doubling, the buffer of
-        // a 127 MB policy reserved 256 MB.
-        let expected = usize::try_from(meta.len()).unwrap_or(limit).min(limit);
-        let mut bytes = Vec::with_capacity(expected.saturating_add(1));
-        file.take(limit as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(TreeError::Io)?;
-        if bytes.len() > limit {
-            return Err(TreeError::TooLarge { limit });
-        }
-        Ok(bytes)
+        Ok(file)
     }
 }
 
