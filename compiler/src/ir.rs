@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 pub use converge_grammar::ast::CompareOp;
 use converge_grammar::Span;
+use smol_str::SmolStr;
 
 #[derive(Clone, Debug, Default)]
 pub struct Program {
@@ -129,7 +130,10 @@ impl Attr {
 
 #[derive(Clone, Debug)]
 pub struct Attr {
-    pub name: String,
+    /// Inline (attribute names are short): an expanded program has several
+    /// attributes per promise, and a `String` each was a heap allocation
+    /// apiece (issue 22, item 4).
+    pub name: SmolStr,
     pub value: Value,
     pub span: Span,
     /// Set when the promise does not set this attribute itself and takes

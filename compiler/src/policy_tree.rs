@@ -134,7 +134,11 @@ impl PolicyTree {
     /// file, at most `limit` bytes.
     pub fn read(&self, path: &Path, limit: usize) -> Result<Vec<u8>, TreeError> {
         let file = self.open(path)?;
-        let mut bytes = Vec::new();
+        // Room for the whole file at once: grown by doubling, the buffer of
+        // a 127 MB policy reserved 256 MB (issue 22, item 4).
+        let size = file.metadata().map_err(TreeError::Io)?.len();
+        let expected = usize::try_from(size).unwrap_or(limit).min(limit);
+        let mut bytes = Vec::with_capacity(expected.saturating_add(1));
         file.take(limit as u64 + 1)
             .read_to_end(&mut bytes)
             .map_err(TreeError::Io)?;

@@ -425,6 +425,9 @@ pub(crate) fn apply_line_rule(pieces: Vec<Piece>) -> Vec<StrPart> {
         }
     }
     flush(&mut text, &mut parts);
+    // Every string literal of the tree keeps this list: without its spare
+    // capacity (most strings have one or two parts).
+    parts.shrink_to_fit();
     parts
 }
 

@@ -45,19 +45,40 @@ pub struct Expansion {
 /// 14, item 23).
 pub const MAX_CALL_DEPTH: usize = 64;
 
-/// The most instances one expansion makes: promises, bundle calls and
-/// iterations of compile-time loops together. A policy past it is an error
-/// (E0601) naming the call chain and loops where it ran out: bundles that
-/// call the next one twice double at every level, and ten nested loops over
-/// ten items make ten billion promises, from a few hundred bytes of source
-/// (issue 14, item 11). The 100,000-promise benchmark policy uses 160,000.
+/// The least instance budget of one expansion: promises, bundle calls and
+/// iterations of compile-time loops together. A policy past its budget is
+/// an error (E0601) naming the call chain and loops where it ran out:
+/// bundles that call the next one twice double at every level, and ten
+/// nested loops over ten items make ten billion promises, from a few
+/// hundred bytes of source (issue 14, item 11). The 100,000-promise
+/// benchmark policy uses 160,000.
 pub const MAX_INSTANCES: usize = 500_000;
 
+/// Past [`MAX_INSTANCES`], a program gets one instance per this many bytes
+/// of its policy files (see [`instance_budget`]). The 1,000,000-promise
+/// benchmark policy (127 MB) uses 1,600,000 instances, one per 79 bytes,
+/// and gets a budget of 3,960,000.
+pub const SOURCE_BYTES_PER_INSTANCE: usize = 32;
+
+/// The instance budget of a program whose policy files hold
+/// `source_bytes` bytes: [`MAX_INSTANCES`], or one instance per
+/// [`SOURCE_BYTES_PER_INSTANCE`] bytes if that is more. The budget protects
+/// the compiler from source that multiplies (a blow-up is many instances
+/// from little text), so it scales with the text: a large policy written
+/// out promise by promise is not a blow-up, and its memory stays a fixed
+/// multiple of its size (issue 22, item 4).
+pub fn instance_budget(source_bytes: usize) -> usize {
+    MAX_INSTANCES.max(source_bytes / SOURCE_BYTES_PER_INSTANCE)
+}
+
+/// Expands the `policy` block of a program whose policy files hold
+/// `source_bytes` bytes (which sets its [`instance_budget`]).
 pub fn expand<'a>(
     db: &crate::source::SourceDb,
     symbols: &'a Symbols<'a>,
     checker: &mut Checker<'a>,
     policy: &'a PolicyDef,
+    source_bytes: usize,
 ) -> Expansion {
     // The policy block has no defaults.
     checker.defaults = super::check::defaults::Defaults::default();
@@ -75,6 +96,7 @@ pub fn expand<'a>(
         shared_loops: Arc::from(Vec::new()),
         reported_recursion: HashSet::new(),
         instances: 0,
+        budget: instance_budget(source_bytes),
         exhausted: false,
         compile_loops: Vec::new(),
         name_hint: 0,
@@ -170,8 +192,10 @@ struct Expander<'a, 'c> {
     shared_chain: Arc<[CallSite]>,
     shared_loops: Arc<[RuntimeLoop]>,
     reported_recursion: HashSet<Span>,
-    /// Instances made so far (see [`MAX_INSTANCES`]).
+    /// Instances made so far.
     instances: usize,
+    /// The most instances this expansion may make ([`instance_budget`]).
+    budget: usize,
     /// Set once the budget is spent: expansion stops, with one error.
     exhausted: bool,
     /// The compile-time loops being unrolled (variable, list length), for
@@ -210,14 +234,15 @@ impl<'a> Expander<'a, '_> {
             return false;
         }
         self.instances += 1;
-        if self.instances <= MAX_INSTANCES {
+        if self.instances <= self.budget {
             return true;
         }
         self.exhausted = true;
         let mut d = Diagnostic::new(
             Code::ExpansionLimit,
             format!(
-                "this policy expands to more than {MAX_INSTANCES} instances (promises, bundle calls and loop iterations)"
+                "this policy expands to more than {} instances (promises, bundle calls and loop iterations)",
+                self.budget
             ),
             span,
             "the budget ran out here",
@@ -681,7 +706,7 @@ impl<'a> Expander<'a, '_> {
                 }
             }
             attrs.push(ir::Attr {
-                name: source.name.name.to_string(),
+                name: source.name.name.clone(),
                 value,
                 span: source.value.span,
                 default,
@@ -715,7 +740,7 @@ impl<'a> Expander<'a, '_> {
         // A lookup keyed by a secret that only the split meets (a `let`
         // map indexed by it) turns into guards comparing the secret.
         let outer_tainted = tainted || secrets::secret_in_guard(guard).is_some();
-        let mut budget = MAX_INSTANCES.saturating_sub(self.instances);
+        let mut budget = self.budget.saturating_sub(self.instances);
         let mut spent = 0usize;
         let instances = split::split(promise, &mut || {
             spent += 1;
@@ -1553,5 +1578,30 @@ fn missing_region(value: &Value) -> Guard {
         v if !lookups::has_missing(v) => Guard::Const(false),
         // Missing somewhere inside a value the host computes: anywhere.
         _ => Guard::Const(true),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_program_gets_the_fixed_budget() {
+        assert_eq!(instance_budget(0), MAX_INSTANCES);
+        assert_eq!(instance_budget(4_000), MAX_INSTANCES);
+        // Up to 16 MB of source the floor is the larger.
+        assert_eq!(instance_budget(16_000_000), MAX_INSTANCES);
+    }
+
+    #[test]
+    fn a_large_program_gets_a_budget_proportional_to_its_source() {
+        // The 1,000,000-promise benchmark policy: 126,856,145 bytes, which
+        // needs 1,600,000 instances.
+        let budget = instance_budget(126_856_145);
+        assert_eq!(budget, 126_856_145 / SOURCE_BYTES_PER_INSTANCE);
+        assert!(budget > 1_600_000, "{budget}");
+        // Twice the text, twice the budget: memory stays a fixed multiple
+        // of the input.
+        assert_eq!(instance_budget(64_000_000), 2 * instance_budget(32_000_000));
     }
 }

@@ -53,7 +53,12 @@ pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
     };
     let has_errors = diagnostics.iter().any(Diagnostic::is_error);
     if let (Some(policy), false) = (symbols.policy, has_errors) {
-        let mut expansion = expand::expand(&ws.db, &symbols, &mut checker, policy);
+        let source_bytes = files
+            .iter()
+            .filter_map(|f| ws.db.get(*f))
+            .map(|f| f.text.len())
+            .sum();
+        let mut expansion = expand::expand(&ws.db, &symbols, &mut checker, policy, source_bytes);
         diagnostics.append(&mut expansion.diagnostics);
         let mut program = expansion.program;
         diagnostics.extend(analysis::missing::missing_lookups(&mut program));

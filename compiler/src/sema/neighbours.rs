@@ -174,7 +174,7 @@ pub fn report_keys(
     }
     if errors.is_empty() {
         promise.attrs.push(ir::Attr {
-            name: NEIGHBOUR_KEYS_ATTR.to_owned(),
+            name: NEIGHBOUR_KEYS_ATTR.into(),
             value: Value::List(lines),
             span: promise.span,
             default: None,
