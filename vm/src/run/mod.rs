@@ -206,8 +206,12 @@ fn run_with(
     let mut outcome_classes: Vec<String> = opts.defines.clone();
     let mut classes = eval.classes(&outcome_classes).map_err(|e| e.to_string())?;
 
-    let mut results: Vec<PromiseResult> = Vec::new();
-    let mut slot: HashMap<(usize, Vec<String>), usize> = HashMap::new();
+    // One instance per promise is the common case: sized for it, the
+    // vectors of a pass never double past it (growth by doubling held up
+    // to twice the memory during each copy; issue 22, item 3).
+    let expected = body.order.len().min(MAX_PASS_INSTANCES);
+    let mut results: Vec<PromiseResult> = Vec::with_capacity(expected);
+    let mut slot: HashMap<(usize, Vec<String>), usize> = HashMap::with_capacity(expected);
     let mut commands_run: HashSet<(usize, Vec<String>)> = HashSet::new();
     // Promises named in the `notify` of a repaired promise.
     let mut notified: HashSet<usize> = HashSet::new();
@@ -238,7 +242,8 @@ fn run_with(
         // cannot be evaluated (a class over a budget) fails its promise
         // with the reason; it is neither silently inactive nor the end of
         // the run.
-        let mut instances: Vec<(usize, Vec<String>, Result<Instance, Unresolved>)> = Vec::new();
+        let mut instances: Vec<(usize, Vec<String>, Result<Instance, Unresolved>)> =
+            Vec::with_capacity(expected);
         resolver.start_pass();
         for &i in body.order.iter() {
             let i = i as usize;
