@@ -1339,6 +1339,74 @@ mod tests {
         }
     }
 
+    /// Grouping by sorting finds exactly the pairwise contradictions when
+    /// instances name several objects: every assignment of four instances
+    /// to two promises, two files and two modes. Instances of different
+    /// files never contradict; each instance's reason names its own file.
+    #[test]
+    fn contradictions_are_found_per_object_across_objects() {
+        let n = 4u32;
+        for code in 0..8u32.pow(n) {
+            let members: Vec<(usize, &str, i64)> = (0..n)
+                .map(|k| {
+                    let digit = code / 8u32.pow(k) % 8;
+                    let file = if digit & 2 == 0 { "/a" } else { "/b" };
+                    ((digit & 1) as usize, file, i64::from(digit >> 2))
+                })
+                .collect();
+            let instances: Vec<(usize, Vec<String>, Result<Instance, Unresolved>)> = members
+                .iter()
+                .enumerate()
+                .map(|(k, &(index, file, mode))| {
+                    let inst = Instance {
+                        index,
+                        kind: "file",
+                        promiser: file.into(),
+                        attrs: vec![("mode", Value::Int(mode))],
+                    };
+                    (index, vec![k.to_string()], Ok(inst))
+                })
+                .collect();
+            let found = runtime_contradictions(&instances);
+            for (k, &(index, file, mode)) in members.iter().enumerate() {
+                let expected = members
+                    .iter()
+                    .any(|&(i, f, m)| i != index && f == file && m != mode);
+                let reason = found.get(&(index, vec![k.to_string()]));
+                assert_eq!(reason.is_some(), expected, "{members:?}, member {k}");
+                if let Some(reason) = reason {
+                    assert!(reason.contains(&format!("file {file:?}")), "{reason}");
+                }
+            }
+        }
+    }
+
+    /// Settings of different keys of one file are different objects; of
+    /// one key, they contradict.
+    #[test]
+    fn settings_contradict_only_on_one_key() {
+        let setting = |index: usize, key: &str, value: &str| {
+            let inst = Instance {
+                index,
+                kind: "setting",
+                promiser: "/etc/app.conf".into(),
+                attrs: vec![
+                    ("key", Value::Str(key.into())),
+                    ("value", Value::Str(value.into())),
+                ],
+            };
+            (index, Vec::new(), Ok(inst))
+        };
+        let apart = vec![setting(0, "a", "1"), setting(1, "b", "2")];
+        assert!(runtime_contradictions(&apart).is_empty());
+        let clash = vec![setting(0, "a", "1"), setting(1, "b", "2"), setting(2, "a", "3")];
+        let found = runtime_contradictions(&clash);
+        assert_eq!(
+            found.keys().map(|(i, _)| *i).collect::<BTreeSet<_>>(),
+            BTreeSet::from([0, 2])
+        );
+    }
+
     /// Two promises giving one file different secrets contradict each
     /// other; the message names the secrets, never their values.
     #[test]
