@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Command;
 
 use ::converge::binary;
-use ::converge::debs::build_deb;
+use ::converge::debs::{self, build_deb};
 use ::converge::support;
 use converge_vm::run::operators::Outcome;
 use converge_vm::run::RunReport;
@@ -434,6 +434,7 @@ fn package_root(manual: &[&str], auto: &[&str]) -> tempfile::TempDir {
         "etc/apt/sources.list.d",
         "etc/apt/preferences.d",
         "etc/apt/apt.conf.d",
+        "var/log",
         "debs",
     ] {
         std::fs::create_dir_all(p.join(d)).unwrap();
@@ -447,8 +448,7 @@ fn package_root(manual: &[&str], auto: &[&str]) -> tempfile::TempDir {
         .chain(auto)
         .map(|n| build_deb(&p.join("debs"), n, "1.0", None, None))
         .collect();
-    let out = Command::new("dpkg")
-        .arg(format!("--root={}", p.display()))
+    let out = debs::dpkg_in_root(p)
         .arg("--install")
         .args(&debs)
         .output()
