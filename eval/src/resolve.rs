@@ -167,7 +167,8 @@ impl<'b> Resolver<'b> {
         // as a shared value too would hold every promiser twice more
         // (issue 22, item 3).
         if let Item::Const(c) = item {
-            if let Some(Constant::Str(s) | Constant::Word(s)) = self.body.constants.get(c as usize) {
+            if let Some(Constant::Str(s) | Constant::Word(s)) = self.body.constants.get(c as usize)
+            {
                 self.own(s.len())?;
                 return Ok(s.clone());
             }

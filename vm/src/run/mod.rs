@@ -974,8 +974,7 @@ impl<'i> ObjectGroups<'i> {
 
     /// The positions of each object's instances, in instance order.
     fn groups(&self) -> impl Iterator<Item = &[u32]> + '_ {
-        self.sorted
-            .chunk_by(|a, b| self.compare(*a, *b).is_eq())
+        self.sorted.chunk_by(|a, b| self.compare(*a, *b).is_eq())
     }
 }
 
@@ -1399,7 +1398,11 @@ mod tests {
         };
         let apart = vec![setting(0, "a", "1"), setting(1, "b", "2")];
         assert!(runtime_contradictions(&apart).is_empty());
-        let clash = vec![setting(0, "a", "1"), setting(1, "b", "2"), setting(2, "a", "3")];
+        let clash = vec![
+            setting(0, "a", "1"),
+            setting(1, "b", "2"),
+            setting(2, "a", "3"),
+        ];
         let found = runtime_contradictions(&clash);
         assert_eq!(
             found.keys().map(|(i, _)| *i).collect::<BTreeSet<_>>(),
