@@ -551,6 +551,39 @@ policy { b(); }"#,
     assert!(again.extra.is_empty());
 }
 
+/// A link planted in the root that leads out of it (here the root's
+/// `/var/log`, where dpkg writes its log) stops the removal of the extras
+/// before dpkg runs, as it stops a `package` promise's: the removal fails
+/// naming the link, the package stays, nothing is written outside.
+#[test]
+#[ignore = "needs root"]
+fn no_removal_of_extras_through_a_link_out_of_the_root() {
+    require_package_tools();
+    let root = package_root(&["cvg-keep", "cvg-extra"], &[]);
+    let r = root.path();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::remove_dir_all(r.join("var/log")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), r.join("var/log")).unwrap();
+    let remove = verified(&compile(
+        r#"bundle b {
+  package "cvg-keep" { }
+  unmanaged "package" { action = remove; }
+}
+policy { b(); }"#,
+    ));
+    let run = converge(&remove, r, false);
+    let Outcome::Failed(why) = outcome(&run, "unmanaged", "package") else {
+        panic!("{run:?}")
+    };
+    assert!(why.contains("/var/log"), "the link is named: {why}");
+    assert_eq!(installed(r), ["cvg-extra", "cvg-keep"]);
+    assert_eq!(
+        std::fs::read_dir(outside.path()).unwrap().count(),
+        0,
+        "nothing written through the link"
+    );
+}
+
 /// An accidental empty policy never uninstalls a host: eleven packages
 /// installed on purpose, a policy of nothing but `unmanaged "package" {
 /// action = remove; }`, and every package is still there.
