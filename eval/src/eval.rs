@@ -1202,14 +1202,14 @@ mod tests {
 
     /// A table (format 2.3) of kind `kind`: `(key, value text)` entries.
     fn table(kind: u8, entries: &[(&str, &str)], default: Option<&str>) -> Constant {
-        Constant::Table(crate::bundle::format::Table::new(
+        Constant::Table(Box::new(crate::bundle::format::Table::new(
             kind,
             entries
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
             default.map(str::to_owned),
-        ))
+        )))
     }
 
     /// `lookup` (format 2.3): the entry of the host's key, found by binary

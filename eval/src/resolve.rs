@@ -164,6 +164,16 @@ impl<'b> Resolver<'b> {
         classes: &BTreeSet<String>,
         loops: &[String],
     ) -> Result<String, String> {
+        // A constant string is copied straight from the body: caching it
+        // as a shared value too would hold every promiser twice more
+        // (issue 22, item 3).
+        if let Item::Const(c) = item {
+            if let Some(Constant::Str(s) | Constant::Word(s)) = self.body.constants.get(c as usize)
+            {
+                self.own(s.len())?;
+                return Ok(s.clone());
+            }
+        }
         let text = match self.item(eval, item, classes, loops)? {
             Value::Str(s) => s.as_ref().to_owned(),
             // A promiser or a list element is shown by every output.

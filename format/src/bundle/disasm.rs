@@ -371,12 +371,12 @@ mod tests {
             vec![
                 Constant::Str("a\n".into()),
                 Constant::Str("b".into()),
-                Constant::Table(Table::new(
+                Constant::Table(Box::new(Table::new(
                     STR,
                     vec![pair("h2", "b"), pair("h1", "a\n")],
                     Some("b".into()),
-                )),
-                Constant::Table(Table::new(INT, vec![pair("h1", "80")], None)),
+                ))),
+                Constant::Table(Box::new(Table::new(INT, vec![pair("h1", "80")], None))),
                 Constant::Word("web".into()),
             ],
             vec![vec![

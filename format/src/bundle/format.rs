@@ -214,7 +214,9 @@ pub enum Constant {
     /// A map from strings to scalar constants, read by `lookup` (format
     /// 2.3): one promise's values per host key, where the writer merged
     /// the instances of a lookup split per key back into one promise.
-    Table(Table),
+    /// Boxed: it is four times the size of the other kinds, and every
+    /// constant of a body would take its size (issue 22, item 3).
+    Table(Box<Table>),
     /// A secret (format 2.4, LANGUAGE.md section 14): its name, and where
     /// its value is, an entry of the sealed set of the hosts entitled to
     /// it. Pushed by `const` as a string the VM decrypts in memory at apply

@@ -1494,7 +1494,7 @@ mod tests {
                 value: t.values.len() as u32,
             });
         }
-        Constant::Table(t)
+        Constant::Table(Box::new(t))
     }
 
     fn table(entries: &[(&str, &str)], default: Option<&str>) -> Constant {

@@ -206,11 +206,11 @@ mod tests {
     fn a_table_constant_round_trips() {
         use crate::bundle::format::Table;
         use crate::ids::constant_kind::{STR, TABLE};
-        let table = Constant::Table(Table::new(
+        let table = Constant::Table(Box::new(Table::new(
             STR,
             vec![("h1".into(), "x".into())],
             Some("d".into()),
-        ));
+        )));
         let wire = postcard::to_allocvec(&table).unwrap();
         assert_eq!(
             wire,

@@ -212,8 +212,12 @@ fn run_with(
     let mut outcome_classes: Vec<String> = opts.defines.clone();
     let mut classes = eval.classes(&outcome_classes).map_err(|e| e.to_string())?;
 
-    let mut results: Vec<PromiseResult> = Vec::new();
-    let mut slot: HashMap<(usize, Vec<String>), usize> = HashMap::new();
+    // One instance per promise is the common case: sized for it, the
+    // vectors of a pass never double past it (growth by doubling held up
+    // to twice the memory during each copy; issue 22, item 3).
+    let expected = body.order.len().min(MAX_PASS_INSTANCES);
+    let mut results: Vec<PromiseResult> = Vec::with_capacity(expected);
+    let mut slot: HashMap<(usize, Vec<String>), usize> = HashMap::with_capacity(expected);
     let mut commands_run: HashSet<(usize, Vec<String>)> = HashSet::new();
     // Promises named in the `notify` of a repaired promise.
     let mut notified: HashSet<usize> = HashSet::new();
@@ -244,7 +248,8 @@ fn run_with(
         // cannot be evaluated (a class over a budget) fails its promise
         // with the reason; it is neither silently inactive nor the end of
         // the run.
-        let mut instances: Vec<(usize, Vec<String>, Result<Instance, Unresolved>)> = Vec::new();
+        let mut instances: Vec<(usize, Vec<String>, Result<Instance, Unresolved>)> =
+            Vec::with_capacity(expected);
         resolver.start_pass();
         for &i in body.order.iter() {
             let i = i as usize;
@@ -894,28 +899,100 @@ fn apply(ctx: &Ctx<'_>, inst: &Instance, notified: bool) -> Applied {
 /// Linear in the number of attribute values: instances are bucketed by
 /// object and attribute, and each is compared with at most five witnesses
 /// of its bucket, never with every other instance (the pairwise check took
-/// 26 s on a 1.1 MB bundle; issue 14, item 4).
+/// 26 s on a 1.1 MB bundle; issue 14, item 4). Objects are grouped by
+/// sorting the instances' positions, not by a map of every object: almost
+/// every object has one promise, and a map of 10,000 of them with their
+/// attributes was the peak of a converged run's memory (7.6 MB of 24;
+/// issue 22, item 3). Buckets are built only for an object that more than
+/// one promise names.
 fn runtime_contradictions(
     instances: &[(usize, Vec<String>, Result<Instance, Unresolved>)],
 ) -> HashMap<(usize, Vec<String>), String> {
-    // (kind, promiser) -> attribute -> the instances that set it.
-    // The part of the file a `setting` or `block` edits is part of its
-    // object: settings of different keys never contradict.
-    type Object<'i> = (&'i str, &'i str, Vec<Option<&'i str>>);
-    type Buckets<'i> = HashMap<Object<'i>, BTreeMap<&'static str, Vec<Member<'i>>>>;
-    let mut by_object: Buckets<'_> = HashMap::new();
-    for (_, combo, inst) in instances {
-        let Ok(inst) = inst else { continue };
-        if inst.kind == "line" {
-            continue;
+    let mut out = HashMap::new();
+    let objects = ObjectGroups::of(instances);
+    for group in objects.groups() {
+        // Instances of one promise never contradict each other: most
+        // objects have one instance, and need nothing more.
+        let promises = || group.iter().filter_map(|at| objects.instance(*at));
+        let first = promises().next().map(|(_, _, inst)| inst.index);
+        if promises().any(|(_, _, inst)| Some(inst.index) != first) {
+            contradictions_of_object(&promises().collect::<Vec<_>>(), &mut out);
         }
-        let part = crate::schema::part_identity(inst.kind)
-            .iter()
-            .map(|a| inst.str(a))
-            .collect();
-        let attrs = by_object
-            .entry((inst.kind, inst.promiser.as_str(), part))
-            .or_default();
+    }
+    mount_states(instances, &mut out);
+    out
+}
+
+/// One resolved instance of a pass: its position, loop elements and value.
+type Positioned<'i> = (usize, &'i Vec<String>, &'i Instance);
+
+/// The instances of a pass that name an object (a `line` names none),
+/// grouped by sorting their positions by object: `(kind, promiser, part)`,
+/// where the part of the file a `setting` or `block` edits is part of its
+/// object (settings of different keys never contradict).
+struct ObjectGroups<'i> {
+    instances: &'i [(usize, Vec<String>, Result<Instance, Unresolved>)],
+    /// Positions in `instances`, sorted by object; in instance order within
+    /// one object (the sort is stable).
+    sorted: Vec<u32>,
+}
+
+impl<'i> ObjectGroups<'i> {
+    fn of(instances: &'i [(usize, Vec<String>, Result<Instance, Unresolved>)]) -> Self {
+        let mut groups = ObjectGroups {
+            instances,
+            // A pass holds at most MAX_PASS_INSTANCES, far below u32::MAX.
+            sorted: (0..instances.len())
+                .filter_map(|at| u32::try_from(at).ok())
+                .filter(|at| {
+                    instances
+                        .get(*at as usize)
+                        .and_then(|(_, _, inst)| inst.as_ref().ok())
+                        .is_some_and(|inst| inst.kind != "line")
+                })
+                .collect(),
+        };
+        let mut sorted = std::mem::take(&mut groups.sorted);
+        sorted.sort_by(|a, b| groups.compare(*a, *b));
+        groups.sorted = sorted;
+        groups
+    }
+
+    fn instance(&self, at: u32) -> Option<Positioned<'i>> {
+        let (_, combo, inst) = self.instances.get(at as usize)?;
+        Some((at as usize, combo, inst.as_ref().ok()?))
+    }
+
+    /// The order of two instances' objects (compared without allocating).
+    fn compare(&self, a: u32, b: u32) -> std::cmp::Ordering {
+        let (Some((_, _, a)), Some((_, _, b))) = (self.instance(a), self.instance(b)) else {
+            return std::cmp::Ordering::Equal;
+        };
+        let part = |inst: &'i Instance| {
+            crate::schema::part_identity(inst.kind)
+                .iter()
+                .map(move |name| inst.str(name))
+        };
+        (a.kind, a.promiser.as_str())
+            .cmp(&(b.kind, b.promiser.as_str()))
+            .then_with(|| part(a).cmp(part(b)))
+    }
+
+    /// The positions of each object's instances, in instance order.
+    fn groups(&self) -> impl Iterator<Item = &[u32]> + '_ {
+        self.sorted.chunk_by(|a, b| self.compare(*a, *b).is_eq())
+    }
+}
+
+/// The contradictions between the instances of one object (of more than
+/// one promise), into `out`: per attribute that describes state, each
+/// instance is compared with the bucket's [`witnesses`].
+fn contradictions_of_object(
+    group: &[Positioned<'_>],
+    out: &mut HashMap<(usize, Vec<String>), String>,
+) {
+    let mut attrs: BTreeMap<&'static str, Vec<Member<'_>>> = BTreeMap::new();
+    for (_, combo, inst) in group {
         for (name, value) in &inst.attrs {
             // Relations and annotations never contradict (the schema's
             // roles); `ensure` has its own rule.
@@ -933,37 +1010,36 @@ fn runtime_contradictions(
             });
         }
     }
-    let mut out = HashMap::new();
-    for ((kind, promiser, _), attrs) in by_object {
-        for (name, members) in attrs {
-            let witnesses = witnesses(&members);
-            for m in &members {
-                let Some(w) = witnesses
-                    .iter()
-                    .find(|w| w.index != m.index && w.value != m.value)
-                else {
-                    continue;
-                };
-                let (first, second) = if m.index < w.index { (m, w) } else { (w, m) };
-                // A password hash is never shown (THREATS.md T24).
-                let shown = |v: &crate::run::resolve::Value| {
-                    if hides_value(name) {
-                        HIDDEN_VALUE.to_owned()
-                    } else {
-                        v.display()
-                    }
-                };
-                let reason = format!(
-                    "contradiction at run time: {kind} {promiser:?} gets {name} = {} and {name} = {}",
-                    shown(first.value),
-                    shown(second.value)
-                );
-                out.entry((m.index, m.combo.clone())).or_insert(reason);
-            }
+    let Some((_, _, object)) = group.first() else {
+        return;
+    };
+    let (kind, promiser) = (object.kind, &object.promiser);
+    for (name, members) in attrs {
+        let witnesses = witnesses(&members);
+        for m in &members {
+            let Some(w) = witnesses
+                .iter()
+                .find(|w| w.index != m.index && w.value != m.value)
+            else {
+                continue;
+            };
+            let (first, second) = if m.index < w.index { (m, w) } else { (w, m) };
+            // A password hash is never shown (THREATS.md T24).
+            let shown = |v: &crate::run::resolve::Value| {
+                if hides_value(name) {
+                    HIDDEN_VALUE.to_owned()
+                } else {
+                    v.display()
+                }
+            };
+            let reason = format!(
+                "contradiction at run time: {kind} {promiser:?} gets {name} = {} and {name} = {}",
+                shown(first.value),
+                shown(second.value)
+            );
+            out.entry((m.index, m.combo.clone())).or_insert(reason);
         }
     }
-    mount_states(instances, &mut out);
-    out
 }
 
 /// Mount states that exclude each other on one mount point
@@ -1266,6 +1342,78 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Grouping by sorting finds exactly the pairwise contradictions when
+    /// instances name several objects: every assignment of four instances
+    /// to two promises, two files and two modes. Instances of different
+    /// files never contradict; each instance's reason names its own file.
+    #[test]
+    fn contradictions_are_found_per_object_across_objects() {
+        let n = 4u32;
+        for code in 0..8u32.pow(n) {
+            let members: Vec<(usize, &str, i64)> = (0..n)
+                .map(|k| {
+                    let digit = code / 8u32.pow(k) % 8;
+                    let file = if digit & 2 == 0 { "/a" } else { "/b" };
+                    ((digit & 1) as usize, file, i64::from(digit >> 2))
+                })
+                .collect();
+            let instances: Vec<(usize, Vec<String>, Result<Instance, Unresolved>)> = members
+                .iter()
+                .enumerate()
+                .map(|(k, &(index, file, mode))| {
+                    let inst = Instance {
+                        index,
+                        kind: "file",
+                        promiser: file.into(),
+                        attrs: vec![("mode", Value::Int(mode))],
+                    };
+                    (index, vec![k.to_string()], Ok(inst))
+                })
+                .collect();
+            let found = runtime_contradictions(&instances);
+            for (k, &(index, file, mode)) in members.iter().enumerate() {
+                let expected = members
+                    .iter()
+                    .any(|&(i, f, m)| i != index && f == file && m != mode);
+                let reason = found.get(&(index, vec![k.to_string()]));
+                assert_eq!(reason.is_some(), expected, "{members:?}, member {k}");
+                if let Some(reason) = reason {
+                    assert!(reason.contains(&format!("file {file:?}")), "{reason}");
+                }
+            }
+        }
+    }
+
+    /// Settings of different keys of one file are different objects; of
+    /// one key, they contradict.
+    #[test]
+    fn settings_contradict_only_on_one_key() {
+        let setting = |index: usize, key: &str, value: &str| {
+            let inst = Instance {
+                index,
+                kind: "setting",
+                promiser: "/etc/app.conf".into(),
+                attrs: vec![
+                    ("key", Value::Str(key.into())),
+                    ("value", Value::Str(value.into())),
+                ],
+            };
+            (index, Vec::new(), Ok(inst))
+        };
+        let apart = vec![setting(0, "a", "1"), setting(1, "b", "2")];
+        assert!(runtime_contradictions(&apart).is_empty());
+        let clash = vec![
+            setting(0, "a", "1"),
+            setting(1, "b", "2"),
+            setting(2, "a", "3"),
+        ];
+        let found = runtime_contradictions(&clash);
+        assert_eq!(
+            found.keys().map(|(i, _)| *i).collect::<BTreeSet<_>>(),
+            BTreeSet::from([0, 2])
+        );
     }
 
     /// Two promises giving one file different secrets contradict each

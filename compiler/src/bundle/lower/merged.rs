@@ -246,7 +246,9 @@ impl Lowerer<'_> {
             entries.extend(keys.iter().map(|key| (key.clone(), text.clone())));
         }
         let kind = kind.unwrap_or(constant_kind::STR);
-        let table = self.constant(Constant::Table(Table::new(kind, entries, default)));
+        let table = self.constant(Constant::Table(Box::new(Table::new(
+            kind, entries, default,
+        ))));
         self.scalar(&m.on, loops, code);
         code.push(Instr::Lookup(table));
     }
