@@ -113,3 +113,144 @@ fn undone(change: &Change, tree: bool, paths: &[&str]) -> bool {
             .is_some_and(|head| head.ends_with(' '))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::format::{Item, List};
+
+    fn instance(index: usize, kind: &'static str, path: &str) -> Instance {
+        Instance {
+            index,
+            kind,
+            promiser: path.into(),
+            attrs: Vec::new(),
+        }
+    }
+
+    fn promise(after: Vec<u32>) -> Promise {
+        Promise {
+            kind: 0,
+            promiser: Item::Const(0),
+            attrs: List(Vec::new()),
+            guard: None,
+            loops: List(Vec::new()),
+            after: List(after),
+            notify: List(Vec::new()),
+            on_repaired: None,
+            on_kept: None,
+            on_failed: None,
+            source: 0,
+        }
+    }
+
+    fn change(what: &str) -> Change {
+        Change {
+            what: what.into(),
+            before: "absent".into(),
+            after: "new".into(),
+            diff: None,
+        }
+    }
+
+    /// The barrier rules: flushed before a promise of another kind, one
+    /// that comes after a pending promise, one on a staged path, below or
+    /// above one; not before an unrelated file promise.
+    #[test]
+    fn the_batch_is_flushed_before_what_could_observe_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = RootFs::open(dir.path()).unwrap();
+        fs.set_staging(true);
+        let staged = instance(0, "file", "/etc/app/app.conf");
+        let before = fs.next_ticket();
+        fs.write_file("/etc/app/app.conf", b"new\n", 0o644, None)
+            .unwrap();
+        let pending = vec![Pending {
+            key: (0, Vec::new()),
+            inst: &staged,
+            applied: Applied::from_changes(vec![change("created")]),
+            incurred: Vec::new(),
+            tickets: before..fs.next_ticket(),
+        }];
+        let free = promise(Vec::new());
+        let waits = promise(vec![0]);
+        let flush = |kind, path: &str, p: &Promise| {
+            flush_before(&fs, &instance(1, kind, path), Some(p), &pending)
+        };
+        assert!(!flush("file", "/etc/other.conf", &free));
+        assert!(!flush("block", "/etc/app/other.conf", &free));
+        assert!(flush("file", "/etc/other.conf", &waits), "after");
+        assert!(flush("command", "reload", &free), "another kind");
+        assert!(flush("directory", "/srv", &free), "another kind");
+        assert!(flush("line", "/etc/app/app.conf", &free), "the staged path");
+        assert!(flush("file", "/etc/app", &free), "above it");
+        assert!(flush("file", "/etc/app/app.conf/x", &free), "below it");
+        fs.flush();
+        assert!(!flush_before(&fs, &instance(1, "command", "reload"), Some(&free), &[]));
+    }
+
+    /// A staged write whose directory is moved away before the flush is
+    /// not renamed through it: its promise fails with the reason, its
+    /// changes but the stale temporaries' removal are dropped, and no
+    /// temporary is left; a write of the same batch elsewhere lands.
+    #[test]
+    fn a_write_that_fails_at_the_flush_fails_its_promise() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("etc/app")).unwrap();
+        std::fs::create_dir_all(dir.path().join("srv")).unwrap();
+        let fs = RootFs::open(dir.path()).unwrap();
+        fs.set_staging(true);
+        let moved = instance(0, "file", "/etc/app/app.conf");
+        let fine = instance(1, "file", "/srv/ok");
+        let first = fs.next_ticket();
+        fs.write_file("/etc/app/app.conf", b"new\n", 0o600, None)
+            .unwrap();
+        let second = fs.next_ticket();
+        fs.write_file("/srv/ok", b"ok\n", 0o644, None).unwrap();
+        // Staged: the run sees the new content, the disk does not have it.
+        assert_eq!(
+            fs.read_file("/etc/app/app.conf").unwrap().as_deref(),
+            Some(&b"new\n"[..])
+        );
+        assert_eq!(fs.lstat("/etc/app/app.conf").unwrap().unwrap().mode, 0o600);
+        assert!(!dir.path().join("etc/app/app.conf").exists());
+        std::fs::rename(dir.path().join("etc/app"), dir.path().join("moved")).unwrap();
+        let mut pending = vec![
+            Pending {
+                key: (0, Vec::new()),
+                inst: &moved,
+                applied: Applied::from_changes(vec![
+                    change("removed stale temporary"),
+                    change("created"),
+                ]),
+                incurred: Vec::new(),
+                tickets: first..second,
+            },
+            Pending {
+                key: (1, Vec::new()),
+                inst: &fine,
+                applied: Applied::from_changes(vec![change("created")]),
+                incurred: Vec::new(),
+                tickets: second..fs.next_ticket(),
+            },
+        ];
+        let settled = settle(&fs, &mut pending);
+        assert!(pending.is_empty());
+        let [bad, good] = settled.as_slice() else {
+            panic!("two promises settled: {settled:?}");
+        };
+        match &bad.applied.outcome {
+            Outcome::Failed(why) => assert!(why.contains("moved or replaced"), "{why}"),
+            other => panic!("not failed: {other:?}"),
+        }
+        let kept: Vec<&str> = bad.applied.changes.iter().map(|c| c.what.as_str()).collect();
+        assert_eq!(kept, ["removed stale temporary"]);
+        assert_eq!(good.applied.outcome, Outcome::Repaired);
+        assert_eq!(std::fs::read(dir.path().join("srv/ok")).unwrap(), b"ok\n");
+        let left: Vec<_> = std::fs::read_dir(dir.path().join("moved"))
+            .unwrap()
+            .collect();
+        assert!(left.is_empty(), "nothing written through the moved directory");
+        assert!(!fs.has_staged());
+    }
+}
