@@ -71,13 +71,16 @@ pub fn write_in<E>(
 ) -> Result<(), Failure<E>> {
     let io = |step| move |errno| Failure::Io { step, errno };
     let temp = create_temp(dir, file, &mut temp_name, Durable::Now)?;
-    let result = before_rename(&temp).map_err(Failure::Refused).and_then(|()| {
-        let flags = match file.existing {
-            Existing::Replace => RenameFlags::empty(),
-            Existing::Keep => RenameFlags::NOREPLACE,
-        };
-        rfs::renameat_with(dir, temp.as_str(), dir, name, flags).map_err(io("rename into place"))
-    });
+    let result = before_rename(&temp)
+        .map_err(Failure::Refused)
+        .and_then(|()| {
+            let flags = match file.existing {
+                Existing::Replace => RenameFlags::empty(),
+                Existing::Keep => RenameFlags::NOREPLACE,
+            };
+            rfs::renameat_with(dir, temp.as_str(), dir, name, flags)
+                .map_err(io("rename into place"))
+        });
     if result.is_err() {
         let _ = rfs::unlinkat(dir, temp.as_str(), AtFlags::empty());
         return result;

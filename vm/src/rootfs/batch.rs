@@ -389,7 +389,10 @@ impl RootFs {
                 failures.push((e, err));
                 continue;
             }
-            match slot_of.get(e.dir_key.as_str()).and_then(|i| renamed.get_mut(*i)) {
+            match slot_of
+                .get(e.dir_key.as_str())
+                .and_then(|i| renamed.get_mut(*i))
+            {
                 Some((_, members)) => members.push(e),
                 None => {
                     slot_of.insert(e.dir_key.as_str(), renamed.len());

@@ -536,7 +536,15 @@ fn run_with(
                 });
                 continue;
             }
-            conclude(&mut books!(), &ctx, key, inst, applied, &incurred, delivered);
+            conclude(
+                &mut books!(),
+                &ctx,
+                key,
+                inst,
+                applied,
+                &incurred,
+                delivered,
+            );
         }
         // The end of the pass is a barrier: every staged write is flushed
         // before the outcome classes are evaluated.
@@ -673,7 +681,9 @@ fn conclude(
         applied
     };
     if books.dry_run {
-        books.planned.extend(planned_commands(v, ctx, inst, &applied));
+        books
+            .planned
+            .extend(planned_commands(v, ctx, inst, &applied));
     }
     if applied.outcome == Outcome::Repaired {
         if let Some(p) = p {

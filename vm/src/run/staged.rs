@@ -186,7 +186,12 @@ mod tests {
         assert!(flush("file", "/etc/app", &free), "above it");
         assert!(flush("file", "/etc/app/app.conf/x", &free), "below it");
         fs.flush();
-        assert!(!flush_before(&fs, &instance(1, "command", "reload"), Some(&free), &[]));
+        assert!(!flush_before(
+            &fs,
+            &instance(1, "command", "reload"),
+            Some(&free),
+            &[]
+        ));
     }
 
     /// A staged write whose directory is moved away before the flush is
@@ -243,14 +248,22 @@ mod tests {
             Outcome::Failed(why) => assert!(why.contains("moved or replaced"), "{why}"),
             other => panic!("not failed: {other:?}"),
         }
-        let kept: Vec<&str> = bad.applied.changes.iter().map(|c| c.what.as_str()).collect();
+        let kept: Vec<&str> = bad
+            .applied
+            .changes
+            .iter()
+            .map(|c| c.what.as_str())
+            .collect();
         assert_eq!(kept, ["removed stale temporary"]);
         assert_eq!(good.applied.outcome, Outcome::Repaired);
         assert_eq!(std::fs::read(dir.path().join("srv/ok")).unwrap(), b"ok\n");
         let left: Vec<_> = std::fs::read_dir(dir.path().join("moved"))
             .unwrap()
             .collect();
-        assert!(left.is_empty(), "nothing written through the moved directory");
+        assert!(
+            left.is_empty(),
+            "nothing written through the moved directory"
+        );
         assert!(!fs.has_staged());
     }
 }
