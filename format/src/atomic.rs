@@ -66,11 +66,47 @@ pub fn write_in<E>(
     dir: &impl AsFd,
     name: &str,
     file: &NewFile<'_>,
-    mut temp_name: impl FnMut() -> String,
+    temp_name: impl FnMut() -> String,
     before_rename: impl FnOnce(&str) -> Result<(), E>,
 ) -> Result<(), Failure<E>> {
+    write_in_with(
+        dir,
+        name,
+        file,
+        temp_name,
+        before_rename,
+        |handle, contents| handle.write_all(contents),
+    )
+}
+
+/// [`write_in`] with the content streamed from `source` instead of
+/// [`NewFile::contents`] (a file stored as a blob, issue 22 item 5: a 1 GB
+/// file never in memory). An error of `source` (a blob whose bytes are not
+/// the ones the bundle names) fails the write before the rename: the
+/// target keeps its old content.
+pub fn write_in_from<E>(
+    dir: &impl AsFd,
+    name: &str,
+    file: &NewFile<'_>,
+    source: &mut dyn std::io::Read,
+    temp_name: impl FnMut() -> String,
+    before_rename: impl FnOnce(&str) -> Result<(), E>,
+) -> Result<(), Failure<E>> {
+    write_in_with(dir, name, file, temp_name, before_rename, |handle, _| {
+        std::io::copy(source, handle).map(|_| ())
+    })
+}
+
+fn write_in_with<E>(
+    dir: &impl AsFd,
+    name: &str,
+    file: &NewFile<'_>,
+    mut temp_name: impl FnMut() -> String,
+    before_rename: impl FnOnce(&str) -> Result<(), E>,
+    write: impl FnOnce(&mut std::fs::File, &[u8]) -> std::io::Result<()>,
+) -> Result<(), Failure<E>> {
     let io = |step| move |errno| Failure::Io { step, errno };
-    let temp = create_temp(dir, file, &mut temp_name, Durable::Now)?;
+    let temp = create_temp_with(dir, file, &mut temp_name, Durable::Now, write)?;
     let result = before_rename(&temp)
         .map_err(Failure::Refused)
         .and_then(|()| {
@@ -104,8 +140,20 @@ pub enum Durable {
 pub fn create_temp<E>(
     dir: &impl AsFd,
     file: &NewFile<'_>,
+    temp_name: impl FnMut() -> String,
+    durable: Durable,
+) -> Result<String, Failure<E>> {
+    create_temp_with(dir, file, temp_name, durable, |handle, contents| {
+        handle.write_all(contents)
+    })
+}
+
+fn create_temp_with<E>(
+    dir: &impl AsFd,
+    file: &NewFile<'_>,
     mut temp_name: impl FnMut() -> String,
     durable: Durable,
+    write: impl FnOnce(&mut std::fs::File, &[u8]) -> std::io::Result<()>,
 ) -> Result<String, Failure<E>> {
     let io = |step| move |errno| Failure::Io { step, errno };
     let mut created = None;
@@ -128,7 +176,11 @@ pub fn create_temp<E>(
     let Some((temp, fd)) = created else {
         return Err(io("create a temporary file for")(Errno::EXIST));
     };
-    match fill(fd, file, durable) {
+    let filled = fill_with(fd, file, write).and_then(|handle| match durable {
+        Durable::Now => rfs::fsync(&handle).map_err(io("sync")),
+        Durable::Later => Ok(()),
+    });
+    match filled {
         Ok(()) => Ok(temp),
         Err(e) => {
             let _ = rfs::unlinkat(dir, temp.as_str(), AtFlags::empty());
@@ -137,20 +189,8 @@ pub fn create_temp<E>(
     }
 }
 
-/// Owner, mode, content and (with [`Durable::Now`]) `fsync` of a new
-/// temporary.
-fn fill<E>(fd: OwnedFd, file: &NewFile<'_>, durable: Durable) -> Result<(), Failure<E>> {
-    let handle = fill_with(fd, file, |handle, contents| handle.write_all(contents))?;
-    match durable {
-        Durable::Now => rfs::fsync(&handle).map_err(|errno| Failure::Io {
-            step: "sync",
-            errno,
-        }),
-        Durable::Later => Ok(()),
-    }
-}
-
-/// [`fill`], with the write of the content given: owner and mode are set
+/// Owner, mode and content (written by `write`) of a new temporary, and
+/// its handle (the caller syncs it): owner and mode are set
 /// before a byte is written, so a secret (issue 20) is never in a file
 /// with the wrong owner or mode, even for an instant; the test of this
 /// order observes the temporary as `write` finds it.
