@@ -29,7 +29,7 @@
 //! staged are final only then. Every write of one flush gets a ticket; a
 //! failure is reported by ticket ([`Batch::flush`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
 
@@ -71,9 +71,9 @@ pub(super) struct Batch {
     entries: Vec<Staged>,
     /// Policy path -> index in `entries`.
     by_path: HashMap<String, usize>,
-    /// Every directory holding a staged path (its policy path, without a
-    /// trailing `/`), with how many.
-    dirs: HashMap<String, usize>,
+    /// Every directory above a staged path (its policy path, without a
+    /// trailing `/`).
+    dirs: HashSet<String>,
     bytes: u64,
     next_ticket: u64,
     failures: Vec<(u64, FsError)>,
@@ -118,7 +118,7 @@ impl Batch {
         }
         let path = path.trim_end_matches('/');
         self.by_path.contains_key(path)
-            || self.dirs.contains_key(path)
+            || self.dirs.contains(path)
             || ancestors(path).any(|a| self.by_path.contains_key(a))
     }
 
@@ -142,7 +142,7 @@ impl Batch {
             return ticket;
         }
         for dir in ancestors(&staged.path) {
-            *self.dirs.entry(dir.to_owned()).or_default() += 1;
+            self.dirs.insert(dir.to_owned());
         }
         self.by_path.insert(staged.path.clone(), self.entries.len());
         self.entries.push(staged);
