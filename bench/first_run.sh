@@ -17,6 +17,9 @@ n=${1:-10000}
 if ! command -v cf-agent >/dev/null; then
   apt-get install -y -qq cfengine3 >/dev/null
 fi
+if [ ! -x /usr/bin/time ]; then
+  apt-get install -y -qq time >/dev/null
+fi
 cargo build --release --locked -q -p converge-compiler --bin policyc -p converge-vm --bin policyvm \
   --example stathash --example durable_floor
 work=$(mktemp -d)
@@ -33,13 +36,17 @@ stathash, floor = "target/release/examples/stathash", "target/release/examples/d
 
 def measure(cmd):
     """Wall seconds, CPU seconds (user+sys) and peak RSS (MB) of one run."""
+    # RSS from /usr/bin/time: the child's own peak (wait4's counts the
+    # Python process it was forked from).
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(["/usr/bin/time", "-f", "%M"] + cmd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    err = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{cmd[0]} failed: {status}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+        sys.exit(f"{cmd[0]} failed: {err}")
+    return wall, usage.ru_utime + usage.ru_stime, int(err.strip().splitlines()[-1]) / 1024
 
 def drift(root):
     for i in range(0, n, 100):
