@@ -531,8 +531,10 @@ fn run_with(
                 commands_run.insert(key.clone());
             }
             let tickets = before..fs.next_ticket();
-            if !tickets.is_empty() {
-                // Its new content is staged: final at the flush.
+            if !tickets.is_empty() || !pending.is_empty() {
+                // Its new content is staged: final at the flush. One that
+                // staged nothing waits behind those that did, so that the
+                // report keeps the order of the promises.
                 pending.push(staged::Pending {
                     key,
                     inst,

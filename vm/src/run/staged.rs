@@ -5,7 +5,9 @@
 //!
 //! A promise whose operator staged a write is *pending*: its outcome, its
 //! classes, its notifications and its report entry wait for the flush
-//! ([`settle`]). The pass flushes
+//! ([`settle`]); so does every promise after it until the flush (with
+//! nothing staged it cannot fail there), so that the report keeps the
+//! promises' order. The pass flushes
 //! - before every promise that is not a file edit (`file`, `line`,
 //!   `setting`, `block`): a command, service, package, user, link or
 //!   directory promise could observe the files;
