@@ -106,6 +106,56 @@ fn write_in_with<E>(
     write: impl FnOnce(&mut std::fs::File, &[u8]) -> std::io::Result<()>,
 ) -> Result<(), Failure<E>> {
     let io = |step| move |errno| Failure::Io { step, errno };
+    let temp = create_temp_with(dir, file, &mut temp_name, Durable::Now, write)?;
+    let result = before_rename(&temp)
+        .map_err(Failure::Refused)
+        .and_then(|()| {
+            let flags = match file.existing {
+                Existing::Replace => RenameFlags::empty(),
+                Existing::Keep => RenameFlags::NOREPLACE,
+            };
+            rfs::renameat_with(dir, temp.as_str(), dir, name, flags)
+                .map_err(io("rename into place"))
+        });
+    if result.is_err() {
+        let _ = rfs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+        return result;
+    }
+    sync_dir(dir).map_err(io("sync the directory of"))
+}
+
+/// When a new temporary's content is made durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durable {
+    /// `fsync` before it is handed back ([`write_in`]).
+    Now,
+    /// By the caller, before the rename: a batch of temporaries is made
+    /// durable together (one `syncfs`, `policyvm`'s staged writes).
+    Later,
+}
+
+/// The first half of [`write_in`]: a new temporary in `dir` with `file`'s
+/// owner, mode and content (synced or not, as `durable` says), and its
+/// name. On failure nothing is left behind.
+pub fn create_temp<E>(
+    dir: &impl AsFd,
+    file: &NewFile<'_>,
+    temp_name: impl FnMut() -> String,
+    durable: Durable,
+) -> Result<String, Failure<E>> {
+    create_temp_with(dir, file, temp_name, durable, |handle, contents| {
+        handle.write_all(contents)
+    })
+}
+
+fn create_temp_with<E>(
+    dir: &impl AsFd,
+    file: &NewFile<'_>,
+    mut temp_name: impl FnMut() -> String,
+    durable: Durable,
+    write: impl FnOnce(&mut std::fs::File, &[u8]) -> std::io::Result<()>,
+) -> Result<String, Failure<E>> {
+    let io = |step| move |errno| Failure::Io { step, errno };
     let mut created = None;
     for _ in 0..TRIES {
         let temp = temp_name();
@@ -126,23 +176,21 @@ fn write_in_with<E>(
     let Some((temp, fd)) = created else {
         return Err(io("create a temporary file for")(Errno::EXIST));
     };
-    let result = fill_with(fd, file, write).and_then(|()| {
-        before_rename(&temp).map_err(Failure::Refused)?;
-        let flags = match file.existing {
-            Existing::Replace => RenameFlags::empty(),
-            Existing::Keep => RenameFlags::NOREPLACE,
-        };
-        rfs::renameat_with(dir, temp.as_str(), dir, name, flags).map_err(io("rename into place"))
+    let filled = fill_with(fd, file, write).and_then(|handle| match durable {
+        Durable::Now => rfs::fsync(&handle).map_err(io("sync")),
+        Durable::Later => Ok(()),
     });
-    if result.is_err() {
-        let _ = rfs::unlinkat(dir, temp.as_str(), AtFlags::empty());
-        return result;
+    match filled {
+        Ok(()) => Ok(temp),
+        Err(e) => {
+            let _ = rfs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+            Err(e)
+        }
     }
-    sync_dir(dir).map_err(io("sync the directory of"))
 }
 
-/// Owner, mode, content (written by `write`) and `fsync` of a new
-/// temporary: owner and mode are set
+/// Owner, mode and content (written by `write`) of a new temporary, and
+/// its handle (the caller syncs it): owner and mode are set
 /// before a byte is written, so a secret (issue 20) is never in a file
 /// with the wrong owner or mode, even for an instant; the test of this
 /// order observes the temporary as `write` finds it.
@@ -150,7 +198,7 @@ fn fill_with<E>(
     fd: OwnedFd,
     file: &NewFile<'_>,
     write: impl FnOnce(&mut std::fs::File, &[u8]) -> std::io::Result<()>,
-) -> Result<(), Failure<E>> {
+) -> Result<std::fs::File, Failure<E>> {
     let io = |step| move |errno| Failure::Io { step, errno };
     if let Some((uid, gid)) = file.owner {
         rfs::fchown(&fd, Some(Uid::from_raw(uid)), Some(Gid::from_raw(gid)))
@@ -160,7 +208,7 @@ fn fill_with<E>(
     let mut handle = std::fs::File::from(fd);
     write(&mut handle, file.contents)
         .map_err(|e| io("write")(Errno::from_io_error(&e).unwrap_or(Errno::IO)))?;
-    rfs::fsync(&handle).map_err(io("sync"))
+    Ok(handle)
 }
 
 /// `fsync` of a directory, so that a rename in it is durable.

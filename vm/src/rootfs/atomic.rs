@@ -25,7 +25,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rustix::fs::{self as rfs, AtFlags};
 use rustix::io::Errno;
 
-use converge_format::atomic::{write_in, Existing, Failure, NewFile};
+use converge_format::atomic::{create_temp, write_in, Durable, Existing, Failure, NewFile};
 
 use super::{io, FsError};
 
@@ -70,6 +70,7 @@ pub fn is_live_temp(name: &[u8]) -> bool {
 }
 
 /// A temporary name in use; forgotten when dropped.
+#[derive(Debug)]
 pub(super) struct Temp {
     pub name: String,
 }
@@ -169,6 +170,45 @@ pub fn write_atomic_from_at(
     );
     match result {
         Ok(()) => Ok(()),
+        Err(Failure::Refused(e)) => Err(e),
+        Err(Failure::Io { step, errno }) => Err(io(shown, step)(errno)),
+    }
+}
+
+/// The first half of [`write_atomic_at`] for a staged write
+/// ([`super::batch`]): a new temporary in `dir` with `contents`, owner and
+/// mode, not yet synced; it stays registered as live (and so is neither
+/// purged nor cleaned as stale) until the returned [`Temp`] is dropped.
+pub(super) fn stage_at(
+    dir: &OwnedFd,
+    contents: &[u8],
+    mode: u32,
+    owner: Option<(u32, u32)>,
+    shown: &str,
+) -> Result<Temp, FsError> {
+    let mut temps: Vec<Temp> = Vec::new();
+    let file = NewFile {
+        contents,
+        mode,
+        owner,
+        existing: Existing::Replace,
+    };
+    let created = create_temp::<FsError>(
+        dir,
+        &file,
+        || {
+            let temp = next_temp();
+            let name = temp.name.clone();
+            temps.push(temp);
+            name
+        },
+        Durable::Later,
+    );
+    match created {
+        Ok(name) => temps
+            .into_iter()
+            .find(|t| t.name == name)
+            .ok_or_else(|| io(shown, "create a temporary file for")(Errno::NOENT)),
         Err(Failure::Refused(e)) => Err(e),
         Err(Failure::Io { step, errno }) => Err(io(shown, step)(errno)),
     }

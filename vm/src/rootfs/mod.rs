@@ -15,11 +15,12 @@
 //! the state directory ([`crate::state`]) goes through the same helpers.
 
 mod atomic;
+mod batch;
 mod names;
 mod remove;
 mod tree;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::io::Read as _;
 use std::os::fd::OwnedFd;
@@ -32,6 +33,7 @@ use rustix::io::Errno;
 pub use atomic::{
     is_live_temp, is_temp_name, symlink_atomic_at, sync_dir, write_atomic_at, TEMP_PREFIX,
 };
+pub use batch::{MAX_STAGED_BYTES, MAX_STAGED_FILES};
 pub use names::{escape_name, printable};
 pub use tree::{TreeEntry, Visit};
 
@@ -173,6 +175,10 @@ pub struct RootFs {
     dirs: RefCell<HashMap<String, Rc<OwnedFd>>>,
     /// Directories whose stale temporaries this run has removed.
     cleaned: RefCell<HashSet<String>>,
+    /// Whether [`RootFs::write_file`] stages ([`batch`]) instead of
+    /// writing through at once.
+    staging: Cell<bool>,
+    batch: RefCell<batch::Batch>,
 }
 
 fn io<'p>(path: &'p str, op: &'static str) -> impl FnOnce(Errno) -> FsError + 'p {
@@ -219,6 +225,8 @@ impl RootFs {
             path: path.to_path_buf(),
             dirs: RefCell::new(HashMap::new()),
             cleaned: RefCell::new(HashSet::new()),
+            staging: Cell::new(false),
+            batch: RefCell::new(batch::Batch::default()),
         })
     }
 
@@ -386,6 +394,11 @@ impl RootFs {
     /// The metadata of the object at `path` itself (a link is reported as a
     /// link), or `None` if it does not exist.
     pub fn lstat(&self, path: &str) -> Result<Option<Meta>, FsError> {
+        if let Some((dir, temp)) = self.staged(path) {
+            return rfs::statat(&*dir, temp.as_str(), AtFlags::SYMLINK_NOFOLLOW)
+                .map(|st| Some(meta(&st)))
+                .map_err(io(path, "stat"));
+        }
         let Some((dir, name)) = self.parent(path, None)? else {
             return Ok(None);
         };
@@ -405,6 +418,9 @@ impl RootFs {
     /// [`RootFs::read_file`] with a smaller bound (facts read at most a
     /// few KiB of `/etc/hostname`).
     pub fn read_file_limited(&self, path: &str, limit: u64) -> Result<Option<Vec<u8>>, FsError> {
+        if let Some((dir, temp)) = self.staged(path) {
+            return read_at(&dir, &temp, limit.min(MAX_READ), path);
+        }
         let Some((dir, name)) = self.parent(path, None)? else {
             return Ok(None);
         };
@@ -415,8 +431,13 @@ impl RootFs {
     /// `source` is a stored blob, issue 22 item 5), or `None` if there is
     /// none. A link there is refused, not followed; nothing blocks.
     pub fn open_file(&self, path: &str) -> Result<Option<std::fs::File>, FsError> {
-        let Some((dir, name)) = self.parent(path, None)? else {
-            return Ok(None);
+        let staged = self.staged(path);
+        let (dir, name) = match &staged {
+            Some((dir, temp)) => (Rc::clone(dir), temp.as_str()),
+            None => match self.parent(path, None)? {
+                Some(found) => found,
+                None => return Ok(None),
+            },
         };
         let fd = match rfs::openat(
             &*dir,
@@ -448,6 +469,8 @@ impl RootFs {
         owner: Option<(u32, u32)>,
         check: impl FnOnce(&str) -> Result<(), String>,
     ) -> Result<(), FsError> {
+        // Written through at once, after the staged writes before it.
+        self.flush_staged();
         let Some((dir, name)) = self.parent_to_change(path, Some(0o755))? else {
             return Err(io(path, "write")(Errno::NOENT));
         };
@@ -470,7 +493,8 @@ impl RootFs {
     /// Replaces (or creates) the regular file at `path` with `contents`,
     /// atomically, with `mode` and, if given, owner and group. Missing
     /// parent directories are created with mode 0755. An existing link or
-    /// directory at `path` is refused.
+    /// directory at `path` is refused. While staging ([`batch`]), the new
+    /// content takes the name at the next flush.
     pub fn write_file(
         &self,
         path: &str,
@@ -478,6 +502,9 @@ impl RootFs {
         mode: u32,
         owner: Option<(u32, u32)>,
     ) -> Result<(), FsError> {
+        if self.staging.get() {
+            return self.stage_file(path, contents, mode, owner);
+        }
         self.write_file_checked(path, contents, mode, owner, |_| Ok(()))
     }
 
@@ -493,6 +520,9 @@ impl RootFs {
         owner: Option<(u32, u32)>,
         check: impl FnOnce(&str) -> Result<(), String>,
     ) -> Result<(), FsError> {
+        // Written through at once: the staged writes before it first, so
+        // that renames keep the order of the promises.
+        self.flush_staged();
         let Some((dir, name)) = self.parent_to_change(path, Some(0o755))? else {
             return Err(io(path, "write")(Errno::NOENT));
         };
@@ -514,6 +544,7 @@ impl RootFs {
 
     /// Creates the directory at `path` (and missing parents) with `mode`.
     pub fn create_dir(&self, path: &str, mode: u32) -> Result<(), FsError> {
+        self.flush_if_touched(path);
         let Some((dir, name)) = self.parent_to_change(path, Some(0o755))? else {
             return Err(io(path, "create")(Errno::NOENT));
         };
@@ -532,6 +563,9 @@ impl RootFs {
 
     /// Sets the permission bits of the object itself (never a link's target).
     pub fn set_mode(&self, path: &str, mode: u32) -> Result<(), FsError> {
+        if let Some((dir, temp)) = self.staged(path) {
+            return set_mode_at(&dir, &temp, mode, path);
+        }
         let Some((dir, name)) = self.parent_to_change(path, None)? else {
             return Err(io(path, "set the mode of")(Errno::NOENT));
         };
@@ -544,15 +578,25 @@ impl RootFs {
     /// `chown` clears the setuid and setgid bits: a caller that sets both
     /// owner and mode sets the owner first.
     pub fn set_owner(&self, path: &str, uid: u32, gid: u32) -> Result<(), FsError> {
-        let Some((dir, name)) = self.parent_to_change(path, None)? else {
-            return Err(io(path, "set the owner of")(Errno::NOENT));
+        let staged = self.staged(path);
+        let fd = match &staged {
+            Some((dir, temp)) => open_object(dir, temp, path)?,
+            None => {
+                let Some((dir, name)) = self.parent_to_change(path, None)? else {
+                    return Err(io(path, "set the owner of")(Errno::NOENT));
+                };
+                open_object(&dir, name, path)?
+            }
         };
-        let fd = open_object(&dir, name, path)?;
         rfs::fchown(&fd, Some(uid_of(uid)), Some(gid_of(gid))).map_err(io(path, "set the owner of"))
     }
 
     /// The target of the link at `path`, or `None` if it is not a link.
     pub fn read_link(&self, path: &str) -> Result<Option<String>, FsError> {
+        if self.staged(path).is_some() {
+            // A regular file until the flush.
+            return Ok(None);
+        }
         let Some((dir, name)) = self.parent(path, None)? else {
             return Ok(None);
         };
@@ -566,6 +610,7 @@ impl RootFs {
     /// Makes `path` a link to `target` (written verbatim), replacing an
     /// existing link or file atomically; a directory there is refused.
     pub fn symlink(&self, path: &str, target: &str) -> Result<(), FsError> {
+        self.flush_if_touched(path);
         let Some((dir, name)) = self.parent_to_change(path, Some(0o755))? else {
             return Err(io(path, "link")(Errno::NOENT));
         };
@@ -579,6 +624,7 @@ impl RootFs {
     /// removed with everything in it (iteratively, whatever its depth),
     /// links inside never followed.
     pub fn remove(&self, path: &str) -> Result<(), FsError> {
+        self.flush_if_touched(path);
         let Some((dir, name)) = self.parent_to_change(path, None)? else {
             return Ok(());
         };
@@ -591,6 +637,11 @@ impl RootFs {
     /// them: not necessarily UTF-8) of the directory at `dir`.
     pub fn remove_entry(&self, dir: &str, name: &[u8]) -> Result<(), FsError> {
         let shown = format!("{}/{}", dir.trim_end_matches('/'), escape_name(name));
+        self.flush_if_touched(&format!(
+            "{}/{}",
+            dir.trim_end_matches('/'),
+            String::from_utf8_lossy(name)
+        ));
         let handle = self.dir_to_change(dir)?;
         remove_object(&handle, name, &shown)?;
         if let Ok(name) = std::str::from_utf8(name) {
@@ -611,6 +662,7 @@ impl RootFs {
         max_depth: Option<u32>,
         visit: &mut dyn FnMut(&TreeEntry<'_>) -> Result<Visit, FsError>,
     ) -> Result<(), FsError> {
+        self.flush_if_touched(path);
         let handle = self.dir_to_change(path)?;
         let top = rfs::openat(
             &*handle,
@@ -633,6 +685,7 @@ impl RootFs {
         visit: &mut dyn FnMut(&TreeEntry<'_>) -> Result<Visit, FsError>,
         unreadable: &mut dyn FnMut(String, FsError) -> Result<(), FsError>,
     ) -> Result<(), FsError> {
+        self.flush_if_touched(path);
         let comps = components(path)?;
         let handle = self
             .walk(path, &comps, None, Walk::Fresh)?
@@ -661,6 +714,7 @@ impl RootFs {
         path: &str,
         visit: impl FnOnce(&TreeEntry<'_>) -> T,
     ) -> Result<Option<T>, FsError> {
+        self.flush_if_touched(path);
         let comps = components(path)?;
         let Some((name, dirs)) = comps.split_last() else {
             // The root itself: its metadata through its own handle.

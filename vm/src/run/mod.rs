@@ -17,6 +17,7 @@ pub mod owed;
 pub mod report;
 pub use converge_eval::resolve;
 pub mod simulated;
+mod staged;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -194,6 +195,10 @@ fn run_with(
         neighbours: Default::default(),
         blobs: &opts.blobs,
     };
+    // A real run stages its file writes and flushes them in batches
+    // ([`staged`]); an interactive one writes each repair as it is
+    // confirmed.
+    fs.set_staging(!opts.dry_run && confirm.is_none());
     let mut ledger = owed::Ledger::load(opts.state.as_ref(), opts.dry_run)?;
     // Change detection: the history is checked before any promise runs.
     let mut watch = crate::watch::Session::open(opts.state.as_ref(), opts.dry_run);
@@ -323,6 +328,26 @@ fn run_with(
         // converges them all when its first one comes up).
         let mut package_debts: Option<HashMap<InstanceKey, Vec<Debt>>> = None;
         packages.next_pass();
+        // Promises whose new content is staged ([`staged`]).
+        let mut pending: Vec<staged::Pending<'_>> = Vec::new();
+        // What concluding a promise updates (see [`Books`]).
+        macro_rules! books {
+            () => {
+                Books {
+                    v,
+                    dry_run: opts.dry_run,
+                    ledger: &mut ledger,
+                    planned: &mut planned,
+                    notified: &mut notified,
+                    restart: &mut restart,
+                    failed: &mut failed,
+                    repaired_any: &mut repaired_any,
+                    outcome_classes: &mut outcome_classes,
+                    results: &mut results,
+                    slot: &mut slot,
+                }
+            };
+        }
 
         for (position, (index, combo, inst)) in instances.iter().enumerate() {
             let inst = match inst {
@@ -361,6 +386,18 @@ fn run_with(
                 continue;
             }
             let p = body.promises.get(inst.index);
+            if staged::flush_before(&fs, inst, p, &pending) {
+                for done in staged::settle(&fs, &mut pending) {
+                    let staged::Pending {
+                        key,
+                        inst,
+                        applied,
+                        incurred,
+                        ..
+                    } = done;
+                    conclude(&mut books!(), &ctx, key, inst, applied, &incurred, false);
+                }
+            }
             let blocked = contradictions.contains_key(&key)
                 || p.is_some_and(|p| p.after.iter().any(|a| failed.contains(&(*a as usize))))
                 || (inst.kind == "command" && commands_run.contains(&key));
@@ -398,6 +435,7 @@ fn run_with(
                 }
             }
             let mut delivered = false;
+            let before = fs.next_ticket();
             let applied = if let Some(e) = not_recorded {
                 Applied::failed(e)
             } else if let Some(reason) = contradictions.get(&key) {
@@ -497,75 +535,41 @@ fn run_with(
             {
                 commands_run.insert(key.clone());
             }
-            if applied.outcome == Outcome::Repaired {
-                ledger.confirm(&incurred);
-            } else {
-                ledger.retract(&incurred);
+            let tickets = before..fs.next_ticket();
+            if !tickets.is_empty() || !pending.is_empty() {
+                // Its new content is staged: final at the flush. One that
+                // staged nothing waits behind those that did, so that the
+                // report keeps the order of the promises.
+                pending.push(staged::Pending {
+                    key,
+                    inst,
+                    applied,
+                    incurred,
+                    tickets,
+                });
+                continue;
             }
-            let paid = matches!(
-                (&applied.outcome, inst.kind),
-                (Outcome::Repaired, "command") | (Outcome::Repaired | Outcome::Kept, "service")
+            conclude(
+                &mut books!(),
+                &ctx,
+                key,
+                inst,
+                applied,
+                &incurred,
+                delivered,
             );
-            let applied = if delivered && paid {
-                match ledger.pay(inst.kind, &inst.promiser) {
-                    Ok(()) => applied,
-                    Err(e) => Applied {
-                        outcome: Outcome::Failed(e),
-                        ..applied
-                    },
-                }
-            } else {
-                applied
-            };
-            if opts.dry_run {
-                planned.extend(planned_commands(v, &ctx, inst, &applied));
-            }
-            if applied.outcome == Outcome::Repaired {
-                if let Some(p) = p {
-                    notified.extend(p.notify.iter().map(|t| *t as usize));
-                    restart.extend(p.notify.iter().map(|t| *t as usize));
-                }
-            }
-            if matches!(applied.outcome, Outcome::Failed(_)) {
-                failed.insert(inst.index);
-            }
-            if applied.outcome == Outcome::Repaired {
-                repaired_any = true;
-            }
-            if let Some(p) = p {
-                let set = match applied.outcome {
-                    Outcome::Repaired => p.on_repaired,
-                    Outcome::Kept => p.on_kept,
-                    Outcome::Failed(_) => p.on_failed,
-                    Outcome::Skipped(_) | Outcome::Changed => None,
-                };
-                if let Some(Constant::Word(c) | Constant::Str(c)) =
-                    set.and_then(|c| body.constants.get(c as usize))
-                {
-                    if !outcome_classes.contains(c) {
-                        outcome_classes.push(c.clone());
-                    }
-                }
-                // `on_changed` is carried as an attribute value.
-                if applied.outcome == Outcome::Changed {
-                    if let Some(c) = inst.str("on_changed") {
-                        if !outcome_classes.iter().any(|o| o == c) {
-                            outcome_classes.push(c.to_owned());
-                        }
-                    }
-                }
-            }
-            // A neighbour's history that fails the check sets `on_rewrite`.
-            if inst.kind == "neighbours"
-                && crate::neighbours::alarmed(&ctx.neighbours.borrow(), inst.index)
-            {
-                if let Some(c) = inst.str("on_rewrite") {
-                    if !outcome_classes.iter().any(|o| o == c) {
-                        outcome_classes.push(c.to_owned());
-                    }
-                }
-            }
-            record(&mut results, &mut slot, key, inst, applied, v);
+        }
+        // The end of the pass is a barrier: every staged write is flushed
+        // before the outcome classes are evaluated.
+        for done in staged::settle(&fs, &mut pending) {
+            let staged::Pending {
+                key,
+                inst,
+                applied,
+                incurred,
+                ..
+            } = done;
+            conclude(&mut books!(), &ctx, key, inst, applied, &incurred, false);
         }
 
         // Outcome classes may make other classes and promises active.
@@ -634,6 +638,112 @@ fn run_with(
         watch,
         extra,
     })
+}
+
+/// What concluding a promise updates: the run's ledger of owed
+/// notifications, the commands a dry run plans, who was notified, this
+/// pass's failures and repairs, the outcome classes and the report.
+struct Books<'b, 'l> {
+    v: &'b Verified,
+    dry_run: bool,
+    ledger: &'b mut owed::Ledger<'l>,
+    planned: &'b mut Vec<PlannedCommand>,
+    notified: &'b mut HashSet<usize>,
+    restart: &'b mut HashSet<usize>,
+    failed: &'b mut HashSet<usize>,
+    repaired_any: &'b mut bool,
+    outcome_classes: &'b mut Vec<String>,
+    results: &'b mut Vec<PromiseResult>,
+    slot: &'b mut HashMap<(usize, Vec<String>), usize>,
+}
+
+/// Concludes a promise once its outcome is final (at once, or at the flush
+/// of its staged writes): owed notifications confirmed or retracted, a
+/// delivered one paid, notifications and outcome classes set, the result
+/// recorded.
+fn conclude(
+    books: &mut Books<'_, '_>,
+    ctx: &Ctx<'_>,
+    key: InstanceKey,
+    inst: &Instance,
+    applied: Applied,
+    incurred: &[Debt],
+    delivered: bool,
+) {
+    let v = books.v;
+    let body = &v.body;
+    let p = body.promises.get(inst.index);
+    if applied.outcome == Outcome::Repaired {
+        books.ledger.confirm(incurred);
+    } else {
+        books.ledger.retract(incurred);
+    }
+    let paid = matches!(
+        (&applied.outcome, inst.kind),
+        (Outcome::Repaired, "command") | (Outcome::Repaired | Outcome::Kept, "service")
+    );
+    let applied = if delivered && paid {
+        match books.ledger.pay(inst.kind, &inst.promiser) {
+            Ok(()) => applied,
+            Err(e) => Applied {
+                outcome: Outcome::Failed(e),
+                ..applied
+            },
+        }
+    } else {
+        applied
+    };
+    if books.dry_run {
+        books
+            .planned
+            .extend(planned_commands(v, ctx, inst, &applied));
+    }
+    if applied.outcome == Outcome::Repaired {
+        if let Some(p) = p {
+            books.notified.extend(p.notify.iter().map(|t| *t as usize));
+            books.restart.extend(p.notify.iter().map(|t| *t as usize));
+        }
+    }
+    if matches!(applied.outcome, Outcome::Failed(_)) {
+        books.failed.insert(inst.index);
+    }
+    if applied.outcome == Outcome::Repaired {
+        *books.repaired_any = true;
+    }
+    let outcome_classes = &mut *books.outcome_classes;
+    if let Some(p) = p {
+        let set = match applied.outcome {
+            Outcome::Repaired => p.on_repaired,
+            Outcome::Kept => p.on_kept,
+            Outcome::Failed(_) => p.on_failed,
+            Outcome::Skipped(_) | Outcome::Changed => None,
+        };
+        if let Some(Constant::Word(c) | Constant::Str(c)) =
+            set.and_then(|c| body.constants.get(c as usize))
+        {
+            if !outcome_classes.contains(c) {
+                outcome_classes.push(c.clone());
+            }
+        }
+        // `on_changed` is carried as an attribute value.
+        if applied.outcome == Outcome::Changed {
+            if let Some(c) = inst.str("on_changed") {
+                if !outcome_classes.iter().any(|o| o == c) {
+                    outcome_classes.push(c.to_owned());
+                }
+            }
+        }
+    }
+    // A neighbour's history that fails the check sets `on_rewrite`.
+    if inst.kind == "neighbours" && crate::neighbours::alarmed(&ctx.neighbours.borrow(), inst.index)
+    {
+        if let Some(c) = inst.str("on_rewrite") {
+            if !outcome_classes.iter().any(|o| o == c) {
+                outcome_classes.push(c.to_owned());
+            }
+        }
+    }
+    record(books.results, books.slot, key, inst, applied, v);
 }
 
 /// Per type, the promises of the run that failed or were skipped: an
