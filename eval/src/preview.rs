@@ -22,7 +22,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use crate::bundle::format::{Body, Constant, Item, Operand};
 use crate::bundle::instr::Instr;
 use crate::bundle::limits::MAX_PASS_INSTANCES;
-use crate::eval::{Evaluator, Val};
+use crate::eval::{Disjunctions, Evaluator, Val};
 use crate::facts::{FactSource, FactValue};
 use crate::instance::Instance;
 use crate::resolve::{loop_combinations, Resolver};
@@ -117,14 +117,16 @@ pub fn preview(
 
 /// A bundle prepared for previewing many hosts (`policyc plan` previews
 /// every host of an inventory): what does not depend on the host is worked
-/// out once (each promise's type, source and the outcome classes it reads),
-/// and the resolver's shared constants are made once, not per host. Each
+/// out once (each promise's type, source and the outcome classes it reads,
+/// the bundle's disjunctions of classes), and the resolver's shared
+/// constants are made once, not per host. Each
 /// [`Previewer::preview`] is exactly [`preview`] of one host.
 #[derive(Debug)]
 pub struct Previewer<'b> {
     body: &'b Body,
     /// By promise index: type name, source, outcome classes read.
     statics: Vec<PromiseStatics>,
+    disjunctions: Disjunctions,
     resolver: Resolver<'b>,
 }
 
@@ -172,6 +174,7 @@ impl<'b> Previewer<'b> {
         Previewer {
             body,
             statics,
+            disjunctions: Disjunctions::of(body),
             resolver: Resolver::new(body),
         }
     }
@@ -184,7 +187,7 @@ impl<'b> Previewer<'b> {
         defines: &[String],
     ) -> Result<Preview, String> {
         let body = self.body;
-        let mut eval = Evaluator::new(body, facts)
+        let mut eval = Evaluator::sharing(body, facts, &self.disjunctions)
             .with_probes(probes)
             .with_secrets(SecretPlaceholders::default());
         let classes = eval.classes(defines).map_err(|e| e.to_string())?;

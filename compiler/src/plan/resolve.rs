@@ -10,7 +10,7 @@ use std::hash::{Hash as _, Hasher as _};
 use converge_eval::bundle::format::Body;
 use converge_eval::bundle::probe::ProbeType;
 use converge_eval::eval::Val;
-use converge_eval::facts::{FactMap, FactSource, FactValue};
+use converge_eval::facts::{FactMap, FactValue};
 use converge_eval::instance::Value;
 use converge_eval::preview::{Activity, PreviewPromise, Previewer, Resolution};
 use converge_eval::sources::ProbeFacts;
@@ -53,15 +53,12 @@ impl<'b> Policy<'b> {
     /// Everything this policy gives `host` (`previewer` is one of
     /// [`Policy::previewer`]'s).
     pub fn resolve(&self, previewer: &mut Previewer<'b>, host: &KnownHost) -> HostPromises {
-        let facts = HostFacts {
-            map: FactMap(
-                host.sys
-                    .iter()
-                    .map(|(name, value)| (name.clone(), fact_value(value)))
-                    .collect(),
-            ),
-            hostname_known: host.sys.contains_key("sys.hostname"),
-        };
+        let facts = FactMap(
+            host.sys
+                .iter()
+                .map(|(name, value)| (name.clone(), fact_value(value)))
+                .collect(),
+        );
         let probes = HostProbes {
             host,
             types: &self.probe_types,
@@ -178,28 +175,6 @@ fn number_occurrences(promises: &mut [Resolved]) {
         if let Some(p) = promises.get_mut(i) {
             p.key.occurrence = n;
         }
-    }
-}
-
-/// A host's `sys` facts as the evaluator reads them.
-#[derive(Debug)]
-struct HostFacts {
-    map: FactMap,
-    hostname_known: bool,
-}
-
-impl FactSource for HostFacts {
-    fn get(&self, name: &str) -> Option<FactValue> {
-        self.map.get(name)
-    }
-
-    /// As [`FactMap`]'s, with the answer for `host_` classes (every term of
-    /// an inventory group's class) without copying the hostname.
-    fn unknown_class(&self, class: &str) -> Option<String> {
-        if self.hostname_known && class.starts_with("host_") {
-            return None;
-        }
-        self.map.unknown_class(class)
     }
 }
 
