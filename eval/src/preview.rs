@@ -18,6 +18,7 @@
 //!   text is `<secret NAME>`, and a value computed from one is shown so.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::bundle::format::{Body, Constant, Item, Operand};
 use crate::bundle::instr::Instr;
@@ -52,8 +53,9 @@ pub struct PreviewPromise {
     pub index: usize,
     /// The promise type's name (`file`).
     pub kind: &'static str,
-    /// `file.policy:12`, as run reports name it.
-    pub source: String,
+    /// `file.policy:12`, as run reports name it (one string per promise,
+    /// shared by its instances on every host).
+    pub source: Arc<str>,
     /// The elements of the promise's run-time loops for this instance.
     pub loops: Vec<String>,
     /// The promiser, when it could be evaluated (also for a promise whose
@@ -85,7 +87,9 @@ pub enum Activity {
 #[derive(Debug)]
 pub enum Resolution {
     /// Its promiser and attribute values, as the run's operators get them.
-    Resolved(Instance),
+    /// A promise whose promiser and values are all constants resolves the
+    /// same on every host: a [`Previewer`] resolves it once and shares it.
+    Resolved(Arc<Instance>),
     /// A fact, probe fact or class it needs is not known here.
     Unknown(String),
     /// It fails on this host (over a budget, an enum value computed on the
@@ -126,6 +130,9 @@ pub struct Previewer<'b> {
     body: &'b Body,
     /// By promise index: type name, source, outcome classes read.
     statics: Vec<PromiseStatics>,
+    /// By promise index: the instance of a [`PromiseStatics::fixed`]
+    /// promise, once resolved.
+    fixed: Vec<Option<Fixed>>,
     disjunctions: Disjunctions,
     resolver: Resolver<'b>,
 }
@@ -134,14 +141,27 @@ pub struct Previewer<'b> {
 #[derive(Debug)]
 struct PromiseStatics {
     kind: &'static str,
-    source: String,
+    source: Arc<str>,
     outcome_classes: Vec<String>,
+    /// Its promiser and every attribute value are constants and it has no
+    /// run-time loop: where it is active, it resolves to the same instance
+    /// on every host (its guard is still evaluated per host).
+    fixed: bool,
+}
+
+/// A fixed promise resolved: the instance every host shares, and the bytes
+/// of text its resolution counts against the pass's budget (charged again
+/// on each host, so a preview's budget is exactly the run's).
+#[derive(Debug)]
+struct Fixed {
+    instance: Arc<Instance>,
+    owned: usize,
 }
 
 impl<'b> Previewer<'b> {
     pub fn new(body: &'b Body) -> Self {
         let mut deps = OutcomeDeps::new(body);
-        let statics = body
+        let statics: Vec<PromiseStatics> = body
             .promises
             .iter()
             .enumerate()
@@ -164,15 +184,23 @@ impl<'b> Previewer<'b> {
                 if let Item::Code(program) = p.promiser {
                     outcome_classes.extend(deps.of_program(program));
                 }
+                let constant = |item: &Item| matches!(item, Item::Const(_));
                 PromiseStatics {
                     kind: promise_type_by_id(p.kind).map_or("?", |t| t.name),
-                    source: source_of(body, i),
+                    source: Arc::from(source_of(body, i)),
                     outcome_classes: outcome_classes.into_iter().collect(),
+                    fixed: p.loops.is_empty()
+                        && constant(&p.promiser)
+                        && p.attrs.iter().all(|a| match &a.value {
+                            Operand::Item(item) => constant(item),
+                            Operand::List(items) => items.iter().all(constant),
+                        }),
                 }
             })
             .collect();
         Previewer {
             body,
+            fixed: statics.iter().map(|_| None).collect(),
             statics,
             disjunctions: Disjunctions::of(body),
             resolver: Resolver::new(body),
@@ -210,7 +238,7 @@ impl<'b> Previewer<'b> {
                 |loops: Vec<String>, activity: Activity, resolution: Resolution| PreviewPromise {
                     index: i,
                     kind,
-                    source: statics.source.clone(),
+                    source: Arc::clone(&statics.source),
                     loops,
                     promiser: None,
                     activity,
@@ -240,11 +268,21 @@ impl<'b> Previewer<'b> {
                 ));
                 continue;
             }
-            let combos = match loop_combinations(&lists) {
-                Ok(combos) => combos,
-                Err(e) => {
-                    promises.push(entry(Vec::new(), Activity::Active, Resolution::Failed(e)));
-                    continue;
+            // No loop (most promises): one instance, with nothing allocated.
+            let mut once = std::iter::once(Vec::new());
+            let mut each;
+            let combos: &mut dyn Iterator<Item = Vec<String>> = if lists.is_empty() {
+                &mut once
+            } else {
+                match loop_combinations(&lists) {
+                    Ok(combos) => {
+                        each = combos.into_iter();
+                        &mut each
+                    }
+                    Err(e) => {
+                        promises.push(entry(Vec::new(), Activity::Active, Resolution::Failed(e)));
+                        continue;
+                    }
                 }
             };
             for combo in combos {
@@ -280,10 +318,28 @@ impl<'b> Previewer<'b> {
                 }
                 let resolution = match guard {
                     Err(resolution) => resolution,
-                    Ok(_) => match resolver.resolve(&mut eval, i, p, &classes, &combo) {
-                        Ok(inst) => Resolution::Resolved(inst),
-                        Err(e) if eval.failed_on_unknown() => Resolution::Unknown(e),
-                        Err(e) => Resolution::Failed(e),
+                    Ok(_) => match self.fixed.get_mut(i) {
+                        Some(Some(fixed)) => match resolver.own(fixed.owned) {
+                            Ok(()) => Resolution::Resolved(Arc::clone(&fixed.instance)),
+                            Err(e) => Resolution::Failed(e),
+                        },
+                        slot => {
+                            let before = resolver.owned();
+                            match resolver.resolve(&mut eval, i, p, &classes, &combo) {
+                                Ok(inst) => {
+                                    let inst = Arc::new(inst);
+                                    if let (true, Some(slot)) = (statics.fixed, slot) {
+                                        *slot = Some(Fixed {
+                                            instance: Arc::clone(&inst),
+                                            owned: resolver.owned().saturating_sub(before),
+                                        });
+                                    }
+                                    Resolution::Resolved(inst)
+                                }
+                                Err(e) if eval.failed_on_unknown() => Resolution::Unknown(e),
+                                Err(e) => Resolution::Failed(e),
+                            }
+                        }
                     },
                 };
                 let promiser = match &resolution {
@@ -565,7 +621,7 @@ mod tests {
         );
         assert_eq!(content(&p.promises[0]), "hello web01", "rendered");
         assert_eq!(p.promises[0].activity, Activity::Active);
-        assert_eq!(p.promises[0].source, "main.policy:7");
+        assert_eq!(&*p.promises[0].source, "main.policy:7");
         assert_eq!(
             p.promises[2].activity,
             Activity::Conditional {

@@ -172,7 +172,7 @@ fn order(change: &Change) -> (u8, &str, &str, u32, &str) {
 /// differed but the values do not: a hash collision is not a change).
 fn changed(before: &Resolved, after: &Resolved) -> Option<Change> {
     let mut attrs = Vec::new();
-    for (name, value) in &after.attrs {
+    for (name, value) in after.attrs.iter() {
         match before.get(name) {
             Some(old) if old == value => {}
             old => attrs.push(AttrChange {
@@ -182,7 +182,7 @@ fn changed(before: &Resolved, after: &Resolved) -> Option<Change> {
             }),
         }
     }
-    for (name, value) in &before.attrs {
+    for (name, value) in before.attrs.iter() {
         if after.get(name).is_none() {
             attrs.push(AttrChange {
                 name,
@@ -235,7 +235,7 @@ mod tests {
         Resolved::new(
             PromiseKey {
                 kind: "file",
-                promiser: path.to_owned(),
+                promiser: path.into(),
                 occurrence: 0,
             },
             vec![
@@ -264,22 +264,23 @@ mod tests {
     #[test]
     fn added_removed_and_changed_attributes_are_found() {
         let old = host(vec![file("/a", "1"), file("/gone", "x")]);
-        let mut changed = file("/a", "2");
-        changed.attrs.push(("owner", Shown::Text("root".into())));
-        changed = Resolved::new(changed.key.clone(), changed.attrs.clone(), None);
+        let changed = file("/a", "2");
+        let mut attrs = changed.attrs.to_vec();
+        attrs.push(("owner", Shown::Text("root".into())));
+        let changed = Resolved::new(changed.key.clone(), attrs, None);
         let new = host(vec![changed, file("/new", "n")]);
         let set = compare(&old, &new);
         assert_eq!(set.counts(), [1, 1, 1, 0]);
         let Change::Changed { key, attrs, .. } = &set.changes[0] else {
             panic!("{set:?}")
         };
-        assert_eq!(key.promiser, "/a");
+        assert_eq!(&*key.promiser, "/a");
         let names: Vec<_> = attrs.iter().map(|a| a.name).collect();
         assert_eq!(names, ["content", "owner"]);
         assert_eq!(attrs[1].before, None);
         // In promise order, whatever the action.
-        assert!(matches!(&set.changes[1], Change::Removed(k) if k.promiser == "/gone"));
-        assert!(matches!(&set.changes[2], Change::Added(r) if r.key.promiser == "/new"));
+        assert!(matches!(&set.changes[1], Change::Removed(k) if &*k.promiser == "/gone"));
+        assert!(matches!(&set.changes[2], Change::Added(r) if &*r.key.promiser == "/new"));
     }
 
     #[test]

@@ -6,12 +6,13 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash as _, Hasher as _};
+use std::sync::Arc;
 
 use converge_eval::bundle::format::Body;
 use converge_eval::bundle::probe::ProbeType;
 use converge_eval::eval::Val;
 use converge_eval::facts::{FactMap, FactValue};
-use converge_eval::instance::Value;
+use converge_eval::instance::{Instance, Value};
 use converge_eval::preview::{Activity, PreviewPromise, Previewer, Resolution};
 use converge_eval::sources::ProbeFacts;
 use serde_json::Value as Json;
@@ -45,14 +46,17 @@ impl<'b> Policy<'b> {
         }
     }
 
-    /// A previewer of this policy, for one thread to resolve hosts with.
-    pub fn previewer(&self) -> Previewer<'b> {
-        Previewer::new(self.body)
+    /// What one thread resolves hosts with, for this policy.
+    pub fn resolver(&self) -> HostResolver<'b> {
+        HostResolver {
+            previewer: Previewer::new(self.body),
+            shared: Vec::new(),
+        }
     }
 
-    /// Everything this policy gives `host` (`previewer` is one of
-    /// [`Policy::previewer`]'s).
-    pub fn resolve(&self, previewer: &mut Previewer<'b>, host: &KnownHost) -> HostPromises {
+    /// Everything this policy gives `host` (`resolver` is one of
+    /// [`Policy::resolver`]'s).
+    pub fn resolve(&self, resolver: &mut HostResolver<'b>, host: &KnownHost) -> HostPromises {
         let facts = FactMap(
             host.sys
                 .iter()
@@ -63,7 +67,7 @@ impl<'b> Policy<'b> {
             host,
             types: &self.probe_types,
         };
-        let preview = match previewer.preview(&facts, &probes, &[]) {
+        let preview = match resolver.previewer.preview(&facts, &probes, &[]) {
             Ok(preview) => preview,
             Err(reason) => {
                 // Only a body the verifier would refuse gets here: the
@@ -90,17 +94,10 @@ impl<'b> Policy<'b> {
             };
             match p.resolution {
                 Resolution::Resolved(inst) => {
-                    let key = PromiseKey {
-                        kind: inst.kind,
-                        promiser: inst.promiser,
-                        occurrence: 0,
-                    };
-                    let attrs = inst
-                        .attrs
-                        .into_iter()
-                        .map(|(name, value)| (name, self.shown(value)))
-                        .collect();
-                    out.promises.push(Resolved::new(key, attrs, conditional));
+                    let resolved = resolver.converted(p.index, inst, conditional, |inst, c| {
+                        self.converted(inst, c)
+                    });
+                    out.promises.push(resolved);
                 }
                 Resolution::Unknown(ref reason) => out
                     .unresolved
@@ -114,6 +111,21 @@ impl<'b> Policy<'b> {
         out.unresolved.sort();
         out.unresolved.dedup();
         out
+    }
+
+    /// An instance as the plan compares it.
+    fn converted(&self, inst: &Instance, conditional: Option<String>) -> Resolved {
+        let key = PromiseKey {
+            kind: inst.kind,
+            promiser: Arc::from(inst.promiser.as_str()),
+            occurrence: 0,
+        };
+        let attrs: Arc<[_]> = inst
+            .attrs
+            .iter()
+            .map(|(name, value)| (*name, self.shown(value.clone())))
+            .collect();
+        Resolved::new(key, attrs, conditional)
     }
 
     /// How an unresolved promise is named: by its promiser when the host
@@ -156,6 +168,49 @@ impl<'b> Policy<'b> {
     }
 }
 
+/// One thread's means to resolve hosts with one policy: its previewer, and
+/// the instances the previewer shares between hosts (a promise whose
+/// promiser and values are constants) as the plan compares them, so each
+/// is converted and hashed once, not once per host.
+#[derive(Debug)]
+pub struct HostResolver<'b> {
+    previewer: Previewer<'b>,
+    /// By promise index: the shared instance last converted, and what it
+    /// was converted to.
+    shared: Vec<Option<(Arc<Instance>, Resolved)>>,
+}
+
+impl HostResolver<'_> {
+    /// `inst` (promise `index`) as the plan compares it: the conversion
+    /// made for an earlier host when the previewer gave this host the very
+    /// same instance (and the same condition), else `convert`'s.
+    fn converted(
+        &mut self,
+        index: usize,
+        inst: Arc<Instance>,
+        conditional: Option<String>,
+        convert: impl FnOnce(&Instance, Option<String>) -> Resolved,
+    ) -> Resolved {
+        if let Some(Some((seen, resolved))) = self.shared.get(index) {
+            if Arc::ptr_eq(seen, &inst) && resolved.conditional == conditional {
+                return resolved.clone();
+            }
+        }
+        let resolved = convert(&inst, conditional);
+        // Only an instance the previewer keeps (it holds another reference)
+        // can come again.
+        if Arc::strong_count(&inst) > 1 {
+            if self.shared.len() <= index {
+                self.shared.resize_with(index.saturating_add(1), || None);
+            }
+            if let Some(slot) = self.shared.get_mut(index) {
+                *slot = Some((inst, resolved.clone()));
+            }
+        }
+        resolved
+    }
+}
+
 /// Several instances with one type and promiser (a command run twice, a
 /// promise in a loop whose promiser does not name the element) are told
 /// apart by their order: the second is occurrence 1.
@@ -164,7 +219,7 @@ fn number_occurrences(promises: &mut [Resolved]) {
     let mut numbers = Vec::new();
     for (i, p) in promises.iter().enumerate() {
         let n = seen
-            .entry((p.key.kind, p.key.promiser.as_str()))
+            .entry((p.key.kind, &*p.key.promiser))
             .or_insert(0);
         if *n > 0 {
             numbers.push((i, *n));
