@@ -554,8 +554,7 @@ impl<'b> Evaluator<'b> {
                     }
                     Some(other) => return Err(EvalError(format!("in of {other:?}"))),
                 },
-                Instr::Concat(n) => take_n(&mut stack, n as usize)?
-                    .map(|parts| Val::Str(parts.iter().map(Val::text).collect())),
+                Instr::Concat(n) => concat(&mut stack, n as usize)?,
                 Instr::Select => match take::<3>(&mut stack)? {
                     None => None,
                     Some([Val::Bool(c), a, b]) => Some(if c { a } else { b }),
@@ -750,14 +749,49 @@ fn take_n(stack: &mut Vec<Slot>, n: usize) -> Result<Option<Vec<Val>>, EvalError
     Ok(stack.split_off(from).into_iter().collect())
 }
 
-/// [`take_n`] of a fixed count, as an array to match on.
+/// [`take_n`] of a fixed count, as an array to match on, without
+/// allocating (most instructions take one or two operands).
 fn take<const N: usize>(stack: &mut Vec<Slot>) -> Result<Option<[Val; N]>, EvalError> {
-    match take_n(stack, N)? {
-        None => Ok(None),
-        Some(values) => <[Val; N]>::try_from(values)
-            .map(Some)
-            .map_err(|_| underflow()),
+    let from = stack.len().checked_sub(N).ok_or_else(underflow)?;
+    let mut slots: [Slot; N] = std::array::from_fn(|_| None);
+    for (slot, value) in slots.iter_mut().zip(stack.drain(from..)) {
+        *slot = value;
     }
+    if slots.iter().any(Option::is_none) {
+        return Ok(None);
+    }
+    // Every slot holds a value (checked above): the default is never used.
+    Ok(Some(slots.map(|v| v.unwrap_or(Val::Bool(false)))))
+}
+
+/// `concat` of the top `n` slots: their text joined into one string made
+/// at its final size, read in place (no copy of each part); missing when
+/// any is missing.
+fn concat(stack: &mut Vec<Slot>, n: usize) -> Result<Slot, EvalError> {
+    let from = stack.len().checked_sub(n).ok_or_else(underflow)?;
+    let parts = stack.get(from..).unwrap_or_default();
+    let joined = if parts.iter().any(Option::is_none) {
+        None
+    } else {
+        let size = parts
+            .iter()
+            .flatten()
+            .map(|p| match p {
+                Val::Str(s) => s.len(),
+                _ => 0,
+            })
+            .fold(0usize, usize::saturating_add);
+        let mut out = String::with_capacity(size);
+        for part in parts.iter().flatten() {
+            match part {
+                Val::Str(s) => out.push_str(s),
+                other => out.push_str(&other.text()),
+            }
+        }
+        Some(Val::Str(out))
+    };
+    stack.truncate(from);
+    Ok(joined)
 }
 
 #[cfg(test)]

@@ -227,7 +227,7 @@ impl<'b> Previewer<'b> {
         class_failures.sort();
         let resolver = &mut self.resolver;
         resolver.start_pass();
-        let mut promises: Vec<PreviewPromise> = Vec::new();
+        let mut promises: Vec<PreviewPromise> = Vec::with_capacity(body.order.len().min(MAX_PASS_INSTANCES));
         for &i in body.order.iter() {
             let i = i as usize;
             let (Some(p), Some(statics)) = (body.promises.get(i), self.statics.get(i)) else {
@@ -493,6 +493,7 @@ mod tests {
         AttrValue, Bytes, ClassEntry, List, Promise, Sealed, SealedSet, SourceLoc,
     };
     use crate::facts::FactMap;
+    use crate::instance::Instance;
     use crate::sources::NoProbes;
 
     fn fact(name: &str) -> u32 {
@@ -682,6 +683,53 @@ mod tests {
             "{:?}",
             p.class_failures
         );
+    }
+
+    /// A promise whose promiser and values are constants is resolved once
+    /// per previewer and shared by every host it is active on (its guard is
+    /// still evaluated per host); a rendered one is resolved per host. Each
+    /// host's preview equals the one-off [`preview`] of it.
+    #[test]
+    fn fixed_promises_are_resolved_once_and_shared() {
+        let body = body_for_sharing();
+        let mut previewer = Previewer::new(&body);
+        let web = host(&[("sys.hostname", "web01"), ("sys.os_family", "debian")]);
+        let db = host(&[("sys.hostname", "db1"), ("sys.os_family", "redhat")]);
+        let other = host(&[("sys.hostname", "web02"), ("sys.os_family", "debian")]);
+        let a = previewer.preview(&web, &NoProbes, &[]).unwrap();
+        let b = previewer.preview(&db, &NoProbes, &[]).unwrap();
+        let c = previewer.preview(&other, &NoProbes, &[]).unwrap();
+        let resolved = |p: &Preview, path: &str| -> Arc<Instance> {
+            let found = p.promises.iter().find(|p| p.promiser() == Some(path));
+            match found.map(|p| &p.resolution) {
+                Some(Resolution::Resolved(i)) => Arc::clone(i),
+                other => panic!("{path}: {other:?}"),
+            }
+        };
+        assert!(Arc::ptr_eq(&resolved(&a, "/etc/deb"), &resolved(&c, "/etc/deb")));
+        assert!(!b.promises.iter().any(|p| p.promiser() == Some("/etc/deb")));
+        assert!(Arc::ptr_eq(&resolved(&b, "/etc/rh"), &resolved(&b, "/etc/rh")));
+        let (motd_a, motd_c) = (resolved(&a, "/etc/motd"), resolved(&c, "/etc/motd"));
+        assert!(!Arc::ptr_eq(&motd_a, &motd_c), "rendered per host");
+        assert_eq!(motd_c.str("content"), Some("hello web02"));
+        for (facts, shared) in [(&web, &a), (&db, &b), (&other, &c)] {
+            let alone = preview(&body, facts, &NoProbes, &[]).unwrap();
+            assert_eq!(format!("{alone:?}"), format!("{shared:?}"));
+        }
+        // The promisers a shared instance holds count against each host's
+        // pass as they would resolved there.
+        let mut fresh = Previewer::new(&body);
+        fresh.preview(&other, &NoProbes, &[]).unwrap();
+        assert_eq!(previewer.resolver.owned(), fresh.resolver.owned());
+        assert!(fresh.resolver.owned() > "/etc/motd/etc/deb".len());
+    }
+
+    /// [`bundle`] with the promise on `redhat` there twice (two instances
+    /// of one shared resolution on a host).
+    fn body_for_sharing() -> Body {
+        let mut body = bundle();
+        body.order = List(vec![0, 1, 2, 2, 3, 4]);
+        body
     }
 
     /// `define` sets a class as `policyvm run --define` does.

@@ -112,18 +112,27 @@ pub fn compare(old: &HostPromises, new: &HostPromises) -> ChangeSet {
     ChangeSet { changes }
 }
 
+/// How far past the next unmatched promise of `old` a promise of `new` is
+/// looked for before all of `old` is indexed by key: a few promises
+/// removed in a row are found so.
+const LOOKAHEAD: usize = 4;
+
 /// Matches `new`'s promises with `old`'s by key. Both lists are in the
 /// policies' order, which a change mostly keeps: each is first compared
-/// with the next unmatched one of `old`, and only on a miss looked up by
-/// key (the walk then goes on after the one found).
+/// with the next few unmatched ones of `old` ([`LOOKAHEAD`]), and only on a
+/// miss looked up by key (the walk then goes on after the one found).
 fn matched(old: &HostPromises, new: &HostPromises, changes: &mut Vec<Change>) {
     let mut by_key: Option<FxHashMap<&PromiseKey, usize>> = None;
     let mut used = vec![false; old.promises.len()];
-    let mut next = 0;
+    let mut next: usize = 0;
     for after in &new.promises {
-        let found = match old.promises.get(next) {
-            Some(before) if before.key == after.key => Some(next),
-            _ => by_key
+        let near = (next..next.saturating_add(LOOKAHEAD)).find(|&i| {
+            !used.get(i).copied().unwrap_or(true)
+                && old.promises.get(i).is_some_and(|b| b.key == after.key)
+        });
+        let found = match near {
+            Some(i) => Some(i),
+            None => by_key
                 .get_or_insert_with(|| {
                     old.promises
                         .iter()

@@ -15,6 +15,7 @@ use converge_eval::facts::{FactMap, FactValue};
 use converge_eval::instance::{Instance, Value};
 use converge_eval::preview::{Activity, PreviewPromise, Previewer, Resolution};
 use converge_eval::sources::ProbeFacts;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::Value as Json;
 
 use super::build::Built;
@@ -51,6 +52,7 @@ impl<'b> Policy<'b> {
         HostResolver {
             previewer: Previewer::new(self.body),
             shared: Vec::new(),
+            keys: FxHashSet::default(),
         }
     }
 
@@ -107,7 +109,7 @@ impl<'b> Policy<'b> {
                     .push(Unresolved::fails(self.what(&p), reason.clone())),
             }
         }
-        number_occurrences(&mut out.promises);
+        number_occurrences(&mut out.promises, &mut resolver.keys);
         out.unresolved.sort();
         out.unresolved.dedup();
         out
@@ -178,6 +180,8 @@ pub struct HostResolver<'b> {
     /// By promise index: the shared instance last converted, and what it
     /// was converted to.
     shared: Vec<Option<(Arc<Instance>, Resolved)>>,
+    /// The key digests of the host being resolved ([`number_occurrences`]).
+    keys: FxHashSet<u64>,
 }
 
 impl HostResolver<'_> {
@@ -213,14 +217,18 @@ impl HostResolver<'_> {
 
 /// Several instances with one type and promiser (a command run twice, a
 /// promise in a loop whose promiser does not name the element) are told
-/// apart by their order: the second is occurrence 1.
-fn number_occurrences(promises: &mut [Resolved]) {
-    let mut seen: rustc_hash::FxHashMap<(&'static str, &str), u32> = Default::default();
+/// apart by their order: the second is occurrence 1. Most hosts have no
+/// promise twice, which their key digests show without a string hashed
+/// (`seen` is a set kept between hosts).
+fn number_occurrences(promises: &mut [Resolved], seen: &mut FxHashSet<u64>) {
+    seen.clear();
+    if promises.iter().all(|p| seen.insert(p.key_hash)) {
+        return;
+    }
+    let mut seen: FxHashMap<(&'static str, &str), u32> = FxHashMap::default();
     let mut numbers = Vec::new();
     for (i, p) in promises.iter().enumerate() {
-        let n = seen
-            .entry((p.key.kind, &*p.key.promiser))
-            .or_insert(0);
+        let n = seen.entry((p.key.kind, &*p.key.promiser)).or_insert(0);
         if *n > 0 {
             numbers.push((i, *n));
         }

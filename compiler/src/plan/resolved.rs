@@ -108,6 +108,10 @@ pub struct Resolved {
     /// A digest of everything above: two promises with the same key and
     /// hash are taken as equal without comparing their values.
     pub hash: u64,
+    /// A digest of the key's type and promiser (not its occurrence): a
+    /// host whose promises' digests are all different has no promise
+    /// twice, and so no occurrence to number.
+    pub key_hash: u64,
 }
 
 impl Resolved {
@@ -120,11 +124,15 @@ impl Resolved {
         let mut h = rustc_hash::FxHasher::default();
         attrs.hash(&mut h);
         conditional.hash(&mut h);
+        let mut k = rustc_hash::FxHasher::default();
+        key.kind.hash(&mut k);
+        key.promiser.hash(&mut k);
         Resolved {
             key,
             attrs,
             conditional,
             hash: h.finish(),
+            key_hash: k.finish(),
         }
     }
 

@@ -401,18 +401,18 @@ mod tests {
     fn the_first_failing_term_is_reported() {
         let body = bundle();
         let index = Disjunctions::of(&body);
-        let facts = facts(&["sys.hostname"]);
+        let no_name = facts(&["sys.hostname"]);
         let set: BTreeSet<String> = ["host_db01".to_owned()].into();
         let failed = HashMap::from([("big".to_owned(), "too big".to_owned())]);
         assert_eq!(
-            index.evaluate(1, &set, &HashMap::new(), &facts),
+            index.evaluate(1, &set, &HashMap::new(), &no_name),
             Some(Outcome::Unknown {
                 at: 1,
                 reason: "class `host_cache01` is unknown: it is derived from fact `sys.hostname`, which is not given".into()
             })
         );
         assert_eq!(
-            index.evaluate(4, &set, &failed, &facts),
+            index.evaluate(4, &set, &failed, &no_name),
             Some(Outcome::Failed {
                 at: 1,
                 name: "big".into()
@@ -420,10 +420,10 @@ mod tests {
         );
         // A term that failed and is unknown too: the interpreter looks at
         // the failed classes first.
-        let facts = facts(&["sys.os_family"]);
+        let no_family = facts(&["sys.os_family"]);
         let failed = HashMap::from([("redhat".to_owned(), "failed".to_owned())]);
         assert_eq!(
-            index.evaluate(5, &BTreeSet::new(), &failed, &facts),
+            index.evaluate(5, &BTreeSet::new(), &failed, &no_family),
             Some(Outcome::Failed {
                 at: 1,
                 name: "redhat".into()
