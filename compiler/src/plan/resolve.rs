@@ -322,6 +322,69 @@ mod tests {
 
     use super::*;
 
+    fn file(path: &str) -> Resolved {
+        Resolved::new(
+            PromiseKey {
+                kind: "file",
+                promiser: path.into(),
+                occurrence: 0,
+            },
+            Vec::new(),
+            None,
+        )
+    }
+
+    /// Distinct promises keep occurrence 0 (found by their digests alone);
+    /// a promise twice is numbered in order, as before.
+    #[test]
+    fn occurrences_number_only_promises_given_twice() {
+        let mut seen = FxHashSet::default();
+        let mut host = vec![file("/a"), file("/b"), file("/c")];
+        number_occurrences(&mut host, &mut seen);
+        assert!(host.iter().all(|p| p.key.occurrence == 0));
+        let mut host = vec![file("/a"), file("/b"), file("/a"), file("/a")];
+        number_occurrences(&mut host, &mut seen);
+        let numbers: Vec<u32> = host.iter().map(|p| p.key.occurrence).collect();
+        assert_eq!(numbers, [0, 0, 1, 2]);
+    }
+
+    /// The previewer's shared instance is converted once per thread; a
+    /// different instance, or the same under another condition, is
+    /// converted again; an instance nobody keeps is not remembered.
+    #[test]
+    fn a_shared_instance_is_converted_once() {
+        let body = Body::with_programs(Vec::new(), Vec::new());
+        let previewer = Previewer::new(&body);
+        let mut resolver = HostResolver {
+            previewer,
+            shared: Vec::new(),
+            keys: FxHashSet::default(),
+        };
+        let inst = |path: &str| {
+            Arc::new(Instance {
+                index: 3,
+                kind: "file",
+                promiser: path.to_owned(),
+                attrs: Vec::new(),
+            })
+        };
+        let kept = inst("/a");
+        let mut made = 0;
+        let mut convert = |i: &Instance, c: Option<String>| {
+            made += 1;
+            let mut r = file(&i.promiser);
+            r.conditional = c;
+            r
+        };
+        let first = resolver.converted(3, Arc::clone(&kept), None, &mut convert);
+        let again = resolver.converted(3, Arc::clone(&kept), None, &mut convert);
+        assert_eq!(first, again);
+        let _ = resolver.converted(3, Arc::clone(&kept), Some("x".into()), &mut convert);
+        let _ = resolver.converted(3, inst("/a"), None, &mut convert);
+        let _ = resolver.converted(3, inst("/a"), None, &mut convert);
+        assert_eq!(made, 4);
+    }
+
     #[test]
     fn json_fact_values_are_read_as_their_declared_type() {
         let int = ProbeType::Int;
