@@ -6,14 +6,14 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds=${1:-600}
-for target in parse bundle stamp fmt template data test_file inventory report; do
+for target in parse bundle stamp fmt template data test_file inventory report globs fetch_auth watch_state sealed_set; do
   seeds=seeds
   [ "$target" = bundle ] && seeds=seeds-bundle
   [ "$target" = stamp ] && seeds=seeds-stamp
   [ "$target" = data ] && seeds=seeds-data
   [ "$target" = test_file ] && seeds=seeds-tests
   [ "$target" = inventory ] && seeds=seeds-inventory
-  [ "$target" = report ] && seeds=$(mktemp -d)
+  case "$target" in report | globs | fetch_auth | watch_state | sealed_set) seeds=$(mktemp -d) ;; esac
   mkdir -p "corpus/$target"
   log=$(mktemp)
   dict=()

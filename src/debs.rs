@@ -50,3 +50,13 @@ pub fn build_deb(
     assert!(st.status.success(), "{st:?}");
     deb
 }
+
+/// `dpkg --root=ROOT --log=ROOT/var/log/dpkg.log`: dpkg on a sandbox root,
+/// its log the root's own (with `--root` alone dpkg appends to the host's
+/// `/var/log/dpkg.log`, the `log` line of the host's `/etc/dpkg/dpkg.cfg`).
+pub fn dpkg_in_root(root: &Path) -> Command {
+    let mut cmd = Command::new("dpkg");
+    cmd.arg(format!("--root={}", root.display()))
+        .arg(format!("--log={}/var/log/dpkg.log", root.display()));
+    cmd
+}

@@ -2,7 +2,8 @@
 //! binaries and the repository's policy files are ([`binary`],
 //! [`repo_root`]), compiling policy and converging sandbox roots in process
 //! ([`support`]), HTTP servers on loopback ([`http`]) and sockets seen
-//! through `/proc` ([`sockets`]).
+//! through `/proc` ([`sockets`]), tiny `.deb` and `.rpm` packages ([`debs`],
+//! [`rpms`]), what a test changed on the host ([`host_changes`]).
 
 use std::path::{Path, PathBuf};
 
@@ -27,6 +28,8 @@ pub fn binary(name: &str) -> PathBuf {
 
 pub mod collector;
 pub mod debs;
+pub mod host_changes;
 pub mod http;
+pub mod rpms;
 pub mod sockets;
 pub mod support;

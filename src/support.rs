@@ -105,6 +105,7 @@ pub fn converge(bundle: &Verified, root: &Path, dry_run: bool) -> RunReport {
             dry_run,
             defines: Vec::new(),
             state: None,
+            blobs: Vec::new(),
         },
     )
     .unwrap()

@@ -12,8 +12,9 @@
 //! a word in double quotes is a JSON string, so any name can be written):
 //!
 //! ```text
-//! needs root                      # or systemctl, runit (the test that runs it is ignored)
-//! capture file --recurse /srv     # the arguments; --root and --out are added
+//! needs root                      # or systemctl, runit, rpm (the test that runs it is ignored)
+//! capture file --recurse /srv     # the arguments; --root and --out are added (several
+//!                                 # `capture` lines: each capture round-trips on its own)
 //! dir /srv 0755                   # a directory and its mode
 //! file "/srv/a b" 0644 "text\n"   # content: a JSON string, hex:00ff, or size:N (N bytes)
 //! link /srv/l "../target"
@@ -21,6 +22,8 @@
 //! chown /srv/a 1001 1001          # (needs root)
 //! etc passwd "alice:x:1001:..."   # a line appended to ROOT/etc/passwd (or group, shadow, os-release)
 //! deb cvg-tool 1.2-3              # a package built and installed with dpkg --root (needs root)
+//! rpm cvg-tool 2:1.2 3.el9        # NAME [EPOCH:]VERSION RELEASE, built with rpmbuild and
+//!                                 # installed with rpm --root (needs root rpm)
 //! unit web enabled                # a systemd unit file; enabled with systemctl --root (needs systemctl)
 //! out file                        # --out names a regular file (or: out none, to give no --out)
 //! outfile files/srv "x"           # a file already in --out before the capture
@@ -35,8 +38,9 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use ::converge::support;
+use ::converge::rpms::{self, RpmSpec};
 use ::converge::{binary, repo_root};
+use ::converge::{debs, support};
 use proptest::prelude::*;
 
 /// One directive of a case file, split into words.
@@ -155,13 +159,14 @@ fn text(out: &Output) -> String {
     )
 }
 
-/// Builds `NAME_VERSION.deb` (one file, no scripts) and installs it into
+/// Installs `NAME_VERSION.deb` (one file, no scripts; `src/debs.rs`) into
 /// the root with `dpkg --root`.
 fn install_deb(root: &Path, name: &str, version: &str) {
     for d in [
         "var/lib/dpkg/info",
         "var/lib/dpkg/updates",
         "var/lib/dpkg/triggers",
+        "var/log",
     ] {
         std::fs::create_dir_all(root.join(d)).unwrap();
     }
@@ -170,37 +175,26 @@ fn install_deb(root: &Path, name: &str, version: &str) {
             std::fs::write(root.join(f), "").unwrap();
         }
     }
-    let tree = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(tree.path().join("DEBIAN")).unwrap();
-    std::fs::create_dir_all(tree.path().join(format!("usr/share/{name}"))).unwrap();
-    std::fs::write(
-        tree.path().join(format!("usr/share/{name}/README")),
-        format!("{name} {version}\n"),
-    )
-    .unwrap();
-    std::fs::write(
-        tree.path().join("DEBIAN/control"),
-        format!(
-            "Package: {name}\nVersion: {version}\nArchitecture: all\nMaintainer: Converge tests <t@example.invalid>\nDescription: test package {name}\n"
-        ),
-    )
-    .unwrap();
     let debs = tempfile::tempdir().unwrap();
-    let deb = debs.path().join(format!("{name}.deb"));
+    let deb = debs::build_deb(debs.path(), name, version, None, None);
     run_ok(
-        Command::new("dpkg-deb")
-            .args(["--root-owner-group", "--build"])
-            .arg(tree.path().join("."))
-            .arg(&deb),
-        "dpkg-deb --build",
-    );
-    run_ok(
-        Command::new("dpkg")
-            .arg(format!("--root={}", root.display()))
+        debs::dpkg_in_root(root)
             .args(["--force-not-root", "--install"])
             .arg(&deb),
         "dpkg --install",
     );
+}
+
+/// Installs `NAME-VERSION-RELEASE.noarch.rpm` (`src/rpms.rs`; VERSION may
+/// carry an epoch) into the root's own rpm database with `rpm -i`.
+fn install_rpm(root: &Path, name: &str, version: &str, release: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = RpmSpec {
+        release,
+        ..RpmSpec::new(name, version)
+    }
+    .build(dir.path());
+    rpms::install(root, &[file], false);
 }
 
 /// Builds the case's root; returns `--out` (`None`: not given).
@@ -249,6 +243,7 @@ fn build(case: &Case, root: &Path, work: &Path) -> Option<PathBuf> {
                 writeln!(f, "{}", w(2)).unwrap();
             }
             "deb" => install_deb(root, w(1), w(2)),
+            "rpm" => install_rpm(root, w(1), w(2), w(3)),
             "unit" => {
                 let units = root.join("etc/systemd/system");
                 std::fs::create_dir_all(&units).unwrap();
@@ -292,6 +287,32 @@ fn build(case: &Case, root: &Path, work: &Path) -> Option<PathBuf> {
     out
 }
 
+/// Runs `cmd` (a `policyvm` command on a root) with `HOME` and `TMPDIR` in
+/// empty directories of the test, which must stay empty: a capture and the
+/// run of its policy write nothing outside the root, `--out` and
+/// `--state` (the host's rpm would put a database in `~/.rpmdb`).
+fn isolated(cmd: &mut Command, what: &str) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = cmd
+        .env("HOME", home.path())
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    for dir in [home.path(), tmp.path()] {
+        let left: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(
+            left.is_empty(),
+            "{what} wrote {left:?} in {}",
+            dir.display()
+        );
+    }
+    out
+}
+
 /// Runs `policyvm capture` with `args` on `root`, `--out` when given.
 fn capture(args: &[String], root: &Path, out: Option<&Path>) -> Output {
     let mut cmd = Command::new(binary("policyvm"));
@@ -299,14 +320,21 @@ fn capture(args: &[String], root: &Path, out: Option<&Path>) -> Output {
     if let Some(out) = out {
         cmd.arg("--out").arg(out);
     }
-    cmd.output().unwrap()
+    isolated(&mut cmd, "policyvm capture")
 }
 
-/// The rest of the round trip for a captured policy saved in `site`:
-/// formatted as `policyc fmt` would, checks clean, builds, and a run on
-/// the same root repairs and fails nothing. Returns the run's report.
-fn round_trip(policy_text: &str, site: &Path, root: &Path, what: &str) -> serde_json::Value {
-    let policy = site.join("captured.policy");
+/// The rest of the round trip for a captured policy saved in `site` as
+/// `file`: formatted as `policyc fmt` would, checks clean, builds, and a
+/// run on the same root repairs and fails nothing. Returns the run's
+/// report.
+fn round_trip(
+    policy_text: &str,
+    site: &Path,
+    file: &str,
+    root: &Path,
+    what: &str,
+) -> serde_json::Value {
+    let policy = site.join(file);
     std::fs::write(&policy, policy_text).unwrap();
     let policyc = || Command::new(binary("policyc"));
     let fmt = policyc()
@@ -331,18 +359,19 @@ fn round_trip(policy_text: &str, site: &Path, root: &Path, what: &str) -> serde_
     );
     let built = support::policyc_build(&policy, &[]);
     let state = built.work.path().join("state");
-    let run = Command::new(binary("policyvm"))
-        .arg("run")
-        .arg(&built.bundle)
-        .arg("--trust")
-        .arg(&built.trust)
-        .arg("--root")
-        .arg(root)
-        .arg("--state")
-        .arg(&state)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
+    let run = isolated(
+        Command::new(binary("policyvm"))
+            .arg("run")
+            .arg(&built.bundle)
+            .arg("--trust")
+            .arg(&built.trust)
+            .arg("--root")
+            .arg(root)
+            .arg("--state")
+            .arg(&state)
+            .args(["--format", "json"]),
+        "policyvm run",
+    );
     let report: serde_json::Value = serde_json::from_slice(&run.stdout)
         .unwrap_or_else(|e| panic!("{what}: {e}\n{}", text(&run)));
     let summary = &report["summary"];
@@ -382,66 +411,67 @@ fn run_case(case: &Case) {
     let root = work.path().join("root");
     std::fs::create_dir_all(&root).unwrap();
     let out = build(case, &root, work.path());
-    let args = case
+    let calls: Vec<Vec<String>> = case
         .directive("capture")
-        .next()
-        .unwrap_or_else(|| panic!("{}: no `capture` line", case.name))
-        .get(1..)
-        .unwrap()
-        .to_vec();
-    let before = out.as_deref().map(listing);
-    let captured = capture(&args, &root, out.as_deref());
+        .map(|l| l.get(1..).unwrap().to_vec())
+        .collect();
+    assert!(!calls.is_empty(), "{}: no `capture` line", case.name);
     let what = format!("case {}", case.name);
-    let stdout = String::from_utf8_lossy(&captured.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&captured.stderr).into_owned();
-    for want in case.expect("stdout") {
-        assert!(
-            stdout.contains(&want),
-            "{what}: no {want:?} in\n{}",
+    let code: i32 = case
+        .expect("exit")
+        .first()
+        .map_or(0, |c| c.parse().unwrap());
+    // Each capture in turn; the expectations look at all they printed.
+    let mut stdouts = Vec::new();
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    let mut shown = String::new();
+    for args in &calls {
+        let before = out.as_deref().map(listing);
+        let captured = capture(args, &root, out.as_deref());
+        assert_eq!(
+            captured.status.code(),
+            Some(code),
+            "{what}: capture {args:?}:\n{}",
             text(&captured)
         );
+        let printed = String::from_utf8_lossy(&captured.stdout).into_owned();
+        let said = String::from_utf8_lossy(&captured.stderr).into_owned();
+        if code != 0 {
+            assert!(
+                printed.is_empty(),
+                "{what}: a failed capture printed\n{printed}"
+            );
+            assert!(said.starts_with("error: "), "{what}: {said}");
+            if let (Some(out), Some(before)) = (out.as_deref(), before) {
+                assert_eq!(listing(out), before, "{what}: --out was changed");
+            }
+        }
+        stdout.push_str(&printed);
+        stderr.push_str(&said);
+        shown.push_str(&text(&captured));
+        stdouts.push(printed);
+    }
+    for want in case.expect("stdout") {
+        assert!(stdout.contains(&want), "{what}: no {want:?} in\n{shown}");
     }
     for unwanted in case.expect("no-stdout") {
         assert!(
             !stdout.contains(&unwanted),
-            "{what}: {unwanted:?} in\n{}",
-            text(&captured)
+            "{what}: {unwanted:?} in\n{shown}"
         );
     }
     for once in case.expect("once") {
         assert_eq!(
             stdout.matches(&once).count(),
             1,
-            "{what}: {once:?} not exactly once in\n{}",
-            text(&captured)
+            "{what}: {once:?} not exactly once in\n{shown}"
         );
     }
     for want in case.expect("stderr") {
-        assert!(
-            stderr.contains(&want),
-            "{what}: no {want:?} in\n{}",
-            text(&captured)
-        );
+        assert!(stderr.contains(&want), "{what}: no {want:?} in\n{shown}");
     }
-    let code: i32 = case
-        .expect("exit")
-        .first()
-        .map_or(0, |c| c.parse().unwrap());
-    assert_eq!(
-        captured.status.code(),
-        Some(code),
-        "{what}:\n{}",
-        text(&captured)
-    );
     if code != 0 {
-        assert!(
-            stdout.is_empty(),
-            "{what}: a failed capture printed\n{stdout}"
-        );
-        assert!(stderr.starts_with("error: "), "{what}: {stderr}");
-        if let (Some(out), Some(before)) = (out.as_deref(), before) {
-            assert_eq!(listing(out), before, "{what}: --out was changed");
-        }
         return;
     }
     let site = out.unwrap_or_else(|| {
@@ -449,7 +479,16 @@ fn run_case(case: &Case) {
         std::fs::create_dir_all(&site).unwrap();
         site
     });
-    round_trip(&stdout, &site, &root, &what);
+    for (i, printed) in stdouts.iter().enumerate() {
+        let file = format!("captured-{i}.policy");
+        round_trip(
+            printed,
+            &site,
+            &file,
+            &root,
+            &format!("{what}, capture {i}"),
+        );
+    }
 }
 
 fn run_cases(select: impl Fn(&[String]) -> bool) -> usize {
@@ -470,14 +509,38 @@ fn every_case_round_trips_or_fails_as_expected() {
     assert!(ran >= 6, "only {ran} cases ran");
 }
 
+/// Whether a case needs exactly the things of `set` (each of them, and
+/// nothing else).
+fn needs_exactly(needs: &[String], set: &[&str]) -> bool {
+    set.iter().all(|n| needs.iter().any(|m| m == n))
+        && needs.iter().all(|n| set.contains(&n.as_str()))
+}
+
 /// Cases with owners other than the test's own user, and packages
-/// installed with `dpkg --root`.
+/// installed with `dpkg --root`; a whole Debian-like root (packages,
+/// users and groups, systemd units, files, directories and links).
 #[test]
-#[ignore = "needs root"]
+#[ignore = "needs root, dpkg, systemctl"]
 fn cases_that_need_root() {
     support::require_root("chown, dpkg --root");
     support::require_tool("dpkg-deb", "dpkg");
-    let ran = run_cases(|needs| needs.iter().all(|n| n == "root") && !needs.is_empty());
+    support::require_tool("systemctl", "systemd");
+    let ran = run_cases(|needs| {
+        needs_exactly(needs, &["root"]) || needs_exactly(needs, &["root", "systemctl"])
+    });
+    assert!(ran >= 3, "only {ran} cases ran");
+}
+
+/// Cases of Red Hat family roots whose packages are installed with `rpm
+/// --root` into the root's own database (`rpm -i` chroots: root).
+#[test]
+#[ignore = "needs root, rpm, rpmbuild, systemctl"]
+fn cases_that_need_rpm() {
+    support::require_root("rpm --root");
+    support::require_tool("rpm", "rpm");
+    support::require_tool("rpmbuild", "rpm");
+    support::require_tool("systemctl", "systemd");
+    let ran = run_cases(|needs| needs.iter().any(|n| n == "rpm"));
     assert!(ran >= 2, "only {ran} cases ran");
 }
 
@@ -717,7 +780,7 @@ proptest! {
         );
         prop_assert_eq!(out.status.code(), Some(0), "{}", text(&out));
         let policy = String::from_utf8(out.stdout.clone()).unwrap();
-        let report = round_trip(&policy, &site, &root, &format!("tree {made:?}"));
+        let report = round_trip(&policy, &site, "captured.policy", &root, &format!("tree {made:?}"));
         // Every object of the tree (and the top) is a promise of the run.
         prop_assert_eq!(
             report["promises"].as_array().map(Vec::len),

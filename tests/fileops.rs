@@ -52,6 +52,7 @@ impl Sandbox {
                 dry_run,
                 defines: Vec::new(),
                 state: Some(self.state()),
+                blobs: Vec::new(),
             },
         )
         .unwrap()

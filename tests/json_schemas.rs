@@ -364,6 +364,7 @@ fn uploaded_reports() -> Vec<Output> {
             dry_run: false,
             defines: Vec::new(),
             state: None,
+            blobs: Vec::new(),
         };
         let report = run(&verified, &opts).unwrap();
         for ran in [true, false] {

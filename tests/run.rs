@@ -553,6 +553,7 @@ policy { b(); }"#,
         &converge_vm::run::RunOptions {
             root: root.path().to_path_buf(),
             state: Some(state.clone()),
+            blobs: Vec::new(),
             ..Default::default()
         },
     )

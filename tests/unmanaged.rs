@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Command;
 
 use ::converge::binary;
-use ::converge::debs::build_deb;
+use ::converge::debs::{self, build_deb};
 use ::converge::support;
 use converge_vm::run::operators::Outcome;
 use converge_vm::run::RunReport;
@@ -434,6 +434,7 @@ fn package_root(manual: &[&str], auto: &[&str]) -> tempfile::TempDir {
         "etc/apt/sources.list.d",
         "etc/apt/preferences.d",
         "etc/apt/apt.conf.d",
+        "var/log",
         "debs",
     ] {
         std::fs::create_dir_all(p.join(d)).unwrap();
@@ -447,8 +448,7 @@ fn package_root(manual: &[&str], auto: &[&str]) -> tempfile::TempDir {
         .chain(auto)
         .map(|n| build_deb(&p.join("debs"), n, "1.0", None, None))
         .collect();
-    let out = Command::new("dpkg")
-        .arg(format!("--root={}", p.display()))
+    let out = debs::dpkg_in_root(p)
         .arg("--install")
         .args(&debs)
         .output()
@@ -549,6 +549,39 @@ policy { b(); }"#,
     assert!(failed(&again).is_empty(), "{:?}", failed(&again));
     assert_eq!(repaired(&again), 0);
     assert!(again.extra.is_empty());
+}
+
+/// A link planted in the root that leads out of it (here the root's
+/// `/var/log`, where dpkg writes its log) stops the removal of the extras
+/// before dpkg runs, as it stops a `package` promise's: the removal fails
+/// naming the link, the package stays, nothing is written outside.
+#[test]
+#[ignore = "needs root"]
+fn no_removal_of_extras_through_a_link_out_of_the_root() {
+    require_package_tools();
+    let root = package_root(&["cvg-keep", "cvg-extra"], &[]);
+    let r = root.path();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::remove_dir_all(r.join("var/log")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), r.join("var/log")).unwrap();
+    let remove = verified(&compile(
+        r#"bundle b {
+  package "cvg-keep" { }
+  unmanaged "package" { action = remove; }
+}
+policy { b(); }"#,
+    ));
+    let run = converge(&remove, r, false);
+    let Outcome::Failed(why) = outcome(&run, "unmanaged", "package") else {
+        panic!("{run:?}")
+    };
+    assert!(why.contains("/var/log"), "the link is named: {why}");
+    assert_eq!(installed(r), ["cvg-extra", "cvg-keep"]);
+    assert_eq!(
+        std::fs::read_dir(outside.path()).unwrap().count(),
+        0,
+        "nothing written through the link"
+    );
 }
 
 /// An accidental empty policy never uninstalls a host: eleven packages

@@ -133,6 +133,20 @@ impl PolicyTree {
     /// canonical path without following a last link or blocking, a regular
     /// file, at most `limit` bytes.
     pub fn read(&self, path: &Path, limit: usize) -> Result<Vec<u8>, TreeError> {
+        let file = self.open(path)?;
+        let mut bytes = Vec::new();
+        file.take(limit as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(TreeError::Io)?;
+        if bytes.len() > limit {
+            return Err(TreeError::TooLarge { limit });
+        }
+        Ok(bytes)
+    }
+
+    /// Opens a regular file inside the tree for streaming (a file stored
+    /// as a blob, issue 22 item 5), with the checks of [`PolicyTree::read`].
+    pub fn open(&self, path: &Path) -> Result<std::fs::File, TreeError> {
         self.check(path)?;
         let real = std::fs::canonicalize(path).map_err(TreeError::Io)?;
         let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
@@ -145,14 +159,7 @@ impl PolicyTree {
         if !meta.is_file() {
             return Err(TreeError::NotRegular);
         }
-        let mut bytes = Vec::new();
-        file.take(limit as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(TreeError::Io)?;
-        if bytes.len() > limit {
-            return Err(TreeError::TooLarge { limit });
-        }
-        Ok(bytes)
+        Ok(file)
     }
 }
 

@@ -14,6 +14,10 @@ pub enum Value {
     Int(i64),
     Bool(bool),
     Bytes(Arc<[u8]>),
+    /// A file stored beside the bundle (format 2.6): its digest and size,
+    /// never its bytes; the file operator streams it from the host's blob
+    /// store.
+    Blob(converge_format::bundle::format::BlobRef),
     List(Vec<String>),
     /// Text computed from secrets (issue 20): never a [`Value::as_str`],
     /// shown everywhere as `<secret NAME>`; only the file operator and the
@@ -36,7 +40,7 @@ impl Value {
             Value::Bytes(b) => b.len(),
             Value::List(l) => l.iter().map(String::len).sum(),
             Value::Secret(s) => s.len(),
-            Value::Int(_) | Value::Bool(_) => 0,
+            Value::Int(_) | Value::Bool(_) | Value::Blob(_) => 0,
         }
     }
 
@@ -52,6 +56,7 @@ impl Value {
             Value::Int(i) => i.to_string(),
             Value::Bool(b) => b.to_string(),
             Value::Bytes(b) => format!("<{} bytes>", b.len()),
+            Value::Blob(b) => format!("<{} bytes, sha256:{}>", b.size, b.name()),
             Value::List(l) => format!("{l:?}"),
             Value::Secret(s) => s.label(),
         }

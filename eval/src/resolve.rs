@@ -116,6 +116,7 @@ impl<'b> Resolver<'b> {
             Some(Constant::Duration(s)) => Value::Int(i64::try_from(*s).unwrap_or(i64::MAX)),
             Some(Constant::Bool(b)) => Value::Bool(*b),
             Some(Constant::Blob(b)) => Value::Bytes(Arc::from(b.0.as_slice())),
+            Some(Constant::BlobRef(b)) => Value::Blob(*b),
             // Refused by the verifier as an attribute value; kept whole.
             Some(Constant::List(l)) => Value::List(l.0.clone()),
             // Refused by the verifier as an attribute value: only `lookup`

@@ -66,8 +66,44 @@ pub fn write_in<E>(
     dir: &impl AsFd,
     name: &str,
     file: &NewFile<'_>,
+    temp_name: impl FnMut() -> String,
+    before_rename: impl FnOnce(&str) -> Result<(), E>,
+) -> Result<(), Failure<E>> {
+    write_in_with(
+        dir,
+        name,
+        file,
+        temp_name,
+        before_rename,
+        |handle, contents| handle.write_all(contents),
+    )
+}
+
+/// [`write_in`] with the content streamed from `source` instead of
+/// [`NewFile::contents`] (a file stored as a blob, issue 22 item 5: a 1 GB
+/// file never in memory). An error of `source` (a blob whose bytes are not
+/// the ones the bundle names) fails the write before the rename: the
+/// target keeps its old content.
+pub fn write_in_from<E>(
+    dir: &impl AsFd,
+    name: &str,
+    file: &NewFile<'_>,
+    source: &mut dyn std::io::Read,
+    temp_name: impl FnMut() -> String,
+    before_rename: impl FnOnce(&str) -> Result<(), E>,
+) -> Result<(), Failure<E>> {
+    write_in_with(dir, name, file, temp_name, before_rename, |handle, _| {
+        std::io::copy(source, handle).map(|_| ())
+    })
+}
+
+fn write_in_with<E>(
+    dir: &impl AsFd,
+    name: &str,
+    file: &NewFile<'_>,
     mut temp_name: impl FnMut() -> String,
     before_rename: impl FnOnce(&str) -> Result<(), E>,
+    write: impl FnOnce(&mut std::fs::File, &[u8]) -> std::io::Result<()>,
 ) -> Result<(), Failure<E>> {
     let io = |step| move |errno| Failure::Io { step, errno };
     let mut created = None;
@@ -90,7 +126,7 @@ pub fn write_in<E>(
     let Some((temp, fd)) = created else {
         return Err(io("create a temporary file for")(Errno::EXIST));
     };
-    let result = fill(fd, file).and_then(|()| {
+    let result = fill_with(fd, file, write).and_then(|()| {
         before_rename(&temp).map_err(Failure::Refused)?;
         let flags = match file.existing {
             Existing::Replace => RenameFlags::empty(),
@@ -105,12 +141,8 @@ pub fn write_in<E>(
     sync_dir(dir).map_err(io("sync the directory of"))
 }
 
-/// Owner, mode, content and `fsync` of a new temporary.
-fn fill<E>(fd: OwnedFd, file: &NewFile<'_>) -> Result<(), Failure<E>> {
-    fill_with(fd, file, |handle, contents| handle.write_all(contents))
-}
-
-/// [`fill`], with the write of the content given: owner and mode are set
+/// Owner, mode, content (written by `write`) and `fsync` of a new
+/// temporary: owner and mode are set
 /// before a byte is written, so a secret (issue 20) is never in a file
 /// with the wrong owner or mode, even for an instant; the test of this
 /// order observes the temporary as `write` finds it.

@@ -61,6 +61,9 @@ pub mod constant_kind {
     pub const SECRET: u8 = 10;
     /// The secrets of one set of hosts, sealed to them (2.4, issue 20).
     pub const SEALED_SET: u8 = 11;
+    /// A file stored beside the bundle, named by its SHA-256 (2.6, issue
+    /// 22 item 5).
+    pub const BLOB_REF: u8 = 12;
     /// Each tag with its name, for the id tables.
     pub const ALL: &[(u8, &str)] = &[
         (STR, "str"),
@@ -74,6 +77,7 @@ pub mod constant_kind {
         (TABLE, "table"),
         (SECRET, "secret"),
         (SEALED_SET, "sealed_set"),
+        (BLOB_REF, "blob_ref"),
     ];
 }
 

@@ -10,6 +10,7 @@
 #![deny(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
 pub mod atomic;
+pub mod blobs;
 pub mod bundle;
 pub mod chain;
 pub mod crosscheck;

@@ -9,6 +9,13 @@
 //! directory comes before everything in it. Both sides enforce the same
 //! bounds ([`MAX_ENTRIES`], [`MAX_BYTES`]): the compiler refuses a bigger
 //! source tree with a diagnostic, the VM a bigger blob.
+//!
+//! Format 2.6 (issue 22 item 5) adds kind 3, a file stored beside the
+//! bundle: instead of `len` and bytes, its SHA-256 (32 bytes) and `size:
+//! u64` ([`BlobRef`]); the bundle also holds each such blob as a
+//! `blob_ref` constant, so the bundle's constants list every blob it
+//! needs. Only inline bytes count towards [`MAX_BYTES`]: a stored file
+//! costs the bundle 40 bytes, and changing it changes one blob.
 
 /// The most entries (files and directories) a source tree may have.
 pub const MAX_ENTRIES: usize = 10_000;
@@ -17,6 +24,9 @@ pub const MAX_BYTES: u64 = 64 << 20;
 
 const DIR: u8 = 1;
 const FILE: u8 = 2;
+const FILE_REF: u8 = 3;
+
+use crate::bundle::format::BlobRef;
 
 /// One entry of an embedded tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,8 +35,17 @@ pub struct TreeEntry {
     pub path: String,
     /// Permission bits of the source (`0o777` at most).
     pub mode: u32,
-    /// `None` for a directory, the bytes of a file.
-    pub content: Option<Vec<u8>>,
+    /// `None` for a directory, else what the file holds.
+    pub content: Option<Content>,
+}
+
+/// What a file of a tree holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Content {
+    /// Its bytes, in the tree.
+    Inline(Vec<u8>),
+    /// A blob stored beside the bundle (format 2.6).
+    Blob(BlobRef),
 }
 
 /// Why a relative path cannot be an entry of a tree, if it cannot.
@@ -57,7 +76,11 @@ pub fn encode(entries: &[TreeEntry]) -> Vec<u8> {
             .to_le_bytes(),
     );
     for e in entries {
-        out.push(if e.content.is_some() { FILE } else { DIR });
+        out.push(match &e.content {
+            None => DIR,
+            Some(Content::Inline(_)) => FILE,
+            Some(Content::Blob(_)) => FILE_REF,
+        });
         out.extend_from_slice(&u16::try_from(e.mode & 0o777).unwrap_or(0).to_le_bytes());
         out.extend_from_slice(
             &u32::try_from(e.path.len())
@@ -65,13 +88,20 @@ pub fn encode(entries: &[TreeEntry]) -> Vec<u8> {
                 .to_le_bytes(),
         );
         out.extend_from_slice(e.path.as_bytes());
-        if let Some(content) = &e.content {
-            out.extend_from_slice(
-                &u64::try_from(content.len())
-                    .unwrap_or(u64::MAX)
-                    .to_le_bytes(),
-            );
-            out.extend_from_slice(content);
+        match &e.content {
+            None => {}
+            Some(Content::Inline(content)) => {
+                out.extend_from_slice(
+                    &u64::try_from(content.len())
+                        .unwrap_or(u64::MAX)
+                        .to_le_bytes(),
+                );
+                out.extend_from_slice(content);
+            }
+            Some(Content::Blob(blob)) => {
+                out.extend_from_slice(&blob.sha256);
+                out.extend_from_slice(&blob.size.to_le_bytes());
+            }
         }
     }
     out
@@ -146,7 +176,17 @@ pub fn decode(blob: &[u8]) -> Result<Vec<TreeEntry>, String> {
                     ));
                 }
                 let len = usize::try_from(len).unwrap_or(usize::MAX);
-                Some(r.take(len)?.to_vec())
+                Some(Content::Inline(r.take(len)?.to_vec()))
+            }
+            FILE_REF => {
+                let sha256 = r.array::<32>()?;
+                let size = u64::from_le_bytes(r.array()?);
+                if size > crate::bundle::limits::MAX_BLOB {
+                    return Err(format!(
+                        "embedded path `{path}` names a blob of {size} bytes"
+                    ));
+                }
+                Some(Content::Blob(BlobRef { sha256, size }))
             }
             other => return Err(format!("an embedded entry has unknown kind {other}")),
         };
@@ -178,12 +218,20 @@ mod tests {
             TreeEntry {
                 path: "bin/run".into(),
                 mode: 0o755,
-                content: Some(vec![0, 255, 10, 13]),
+                content: Some(Content::Inline(vec![0, 255, 10, 13])),
             },
             TreeEntry {
                 path: "README".into(),
                 mode: 0o644,
-                content: Some(b"hi\n".to_vec()),
+                content: Some(Content::Inline(b"hi\n".to_vec())),
+            },
+            TreeEntry {
+                path: "bin/large".into(),
+                mode: 0o755,
+                content: Some(Content::Blob(BlobRef {
+                    sha256: [7; 32],
+                    size: 1 << 33,
+                })),
             },
         ]
     }
@@ -210,18 +258,31 @@ mod tests {
             let blob = encode(&[TreeEntry {
                 path: bad.into(),
                 mode: 0o644,
-                content: Some(Vec::new()),
+                content: Some(Content::Inline(Vec::new())),
             }]);
             assert!(decode(&blob).is_err(), "{bad:?}");
         }
         let orphan = encode(&[TreeEntry {
             path: "missing/file".into(),
             mode: 0o644,
-            content: Some(Vec::new()),
+            content: Some(Content::Inline(Vec::new())),
         }]);
         assert!(decode(&orphan)
             .unwrap_err()
             .contains("before its directory"));
+    }
+
+    #[test]
+    fn a_stored_file_over_the_blob_limit_is_refused() {
+        let blob = encode(&[TreeEntry {
+            path: "big".into(),
+            mode: 0o644,
+            content: Some(Content::Blob(BlobRef {
+                sha256: [0; 32],
+                size: crate::bundle::limits::MAX_BLOB + 1,
+            })),
+        }]);
+        assert!(decode(&blob).unwrap_err().contains("names a blob"));
     }
 
     #[test]

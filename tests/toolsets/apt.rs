@@ -79,7 +79,8 @@ impl AptFixture {
 
 impl Fixture for AptFixture {
     fn require(&self) {
-        support::require_root("dpkg --root");
+        support::require_root("dpkg --root, userdel -R");
+        support::require_tool("userdel", "passwd");
         support::require_tool("dpkg-scanpackages", "dpkg-dev");
     }
 
@@ -112,6 +113,19 @@ impl Fixture for AptFixture {
             "deb = \"/pkgs/{}\"",
             deb.file_name().unwrap().to_string_lossy()
         )
+    }
+
+    /// `dpkg --install` by hand: apt never marked them automatic, so
+    /// `apt-mark showmanual` lists them.
+    fn plant(&self, pkgs: &[Pkg]) {
+        let dir = tempfile::tempdir().unwrap();
+        let debs: Vec<PathBuf> = pkgs.iter().map(|p| build_deb(dir.path(), p)).collect();
+        let out = debs::dpkg_in_root(self.root.path())
+            .arg("--install")
+            .args(&debs)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
     }
 
     fn installed(&self) -> Vec<String> {
@@ -151,5 +165,9 @@ impl Fixture for AptFixture {
 
     fn query_tool(&self) -> &'static str {
         "dpkg-query"
+    }
+
+    fn manual_query(&self) -> (&'static str, &'static str) {
+        ("apt-mark", "showmanual")
     }
 }

@@ -10,103 +10,39 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use ::converge::rpms::{self, RpmSpec};
 use ::converge::support;
 
 use super::{Fixture, Pkg};
 
-/// A package's name and version, for [`build_rpm_spec`].
-struct Named {
-    name: &'static str,
-    version: &'static str,
-}
-
-impl From<Pkg> for Named {
-    fn from(p: Pkg) -> Named {
-        Named {
-            name: p.name,
-            version: p.version,
-        }
-    }
-}
-
-impl From<&'static str> for Named {
-    fn from(name: &'static str) -> Named {
-        Named {
-            name,
-            version: "1.0",
-        }
-    }
-}
-
 pub struct RpmFixture {
     root: tempfile::TempDir,
     repo: tempfile::TempDir,
-    /// HOME of the fixture's own rpm tools, its `.rpmmacros` naming the
-    /// root's database (as the toolset does for dnf).
+    /// HOME of the fixture's own dnf, its `.rpmmacros` naming the root's
+    /// database (as the toolset does for dnf).
     home: tempfile::TempDir,
 }
 
+/// The script of a package with a scriptlet: it writes
+/// `/var/lib/NAME.installed` inside the root.
+fn post(p: &Pkg) -> String {
+    format!("echo installed > /var/lib/{}.installed", p.name)
+}
+
 /// Builds `pkg` with `rpmbuild` into `out`: release 1, noarch, one file
-/// under `/usr/share/NAME`, a `Requires`, an epoch, a `%post` scriptlet
-/// (no automatic `Requires(post): /bin/sh`: the root's shell belongs to no
-/// package).
+/// under `/usr/share/NAME`, a `Requires`, an epoch, a `%post` scriptlet.
 pub fn build_rpm(out: &Path, p: &Pkg) -> PathBuf {
-    let epoch = p.version.split_once(':').map(|(e, _)| e);
-    let mut head = String::new();
-    if let Some(e) = epoch {
-        head.push_str(&format!("Epoch: {e}\n"));
+    let script = post(p);
+    RpmSpec {
+        requires: p.requires,
+        post: p.script.then_some(script.as_str()),
+        ..RpmSpec::new(p.name, p.version)
     }
-    if let Some(r) = p.requires {
-        head.push_str(&format!("Requires: {r}\n"));
-    }
-    let mut body = format!(
-        "%install\nmkdir -p %{{buildroot}}/usr/share/{n}\necho '{n} {v}' > %{{buildroot}}/usr/share/{n}/README\n%files\n/usr/share/{n}/README\n",
-        n = p.name,
-        v = p.version
-    );
-    if p.script {
-        body.push_str(&format!(
-            "%post\necho installed > /var/lib/{}.installed\n",
-            p.name
-        ));
-    }
-    build_rpm_spec(out, *p, &head, &body)
+    .build(out)
 }
 
 /// The package of the root's base system (filtered out of `installed`).
 const BASE: &str = "cvg-base";
-
-/// Builds `NAME-VERSION-1.noarch.rpm` from the spec's header lines `head`
-/// and sections `body` (none: a package of no files).
-fn build_rpm_spec(out: &Path, p: impl Into<Named>, head: &str, body: &str) -> PathBuf {
-    let p: Named = p.into();
-    let top = tempfile::tempdir().unwrap();
-    let version = p.version.split_once(':').map_or(p.version, |(_, v)| v);
-    let mut spec = format!(
-        "Name: {}\nVersion: {version}\nRelease: 1\nSummary: test package\nLicense: MIT\nBuildArch: noarch\n{head}%description\ntest package\n{body}",
-        p.name
-    );
-    if body.is_empty() {
-        spec.push_str("%files\n");
-    }
-    let spec_path = top.path().join("p.spec");
-    std::fs::write(&spec_path, spec).unwrap();
-    let st = Command::new("rpmbuild")
-        .env("HOME", top.path())
-        .arg("--define")
-        .arg(format!("_topdir {}", top.path().display()))
-        .arg("--define")
-        .arg(format!("_dbpath {}/db", top.path().display()))
-        .arg("-bb")
-        .arg(&spec_path)
-        .output()
-        .unwrap();
-    assert!(st.status.success(), "{st:?}");
-    let name = format!("{}-{version}-1.noarch.rpm", p.name);
-    let to = out.join(&name);
-    std::fs::copy(top.path().join("RPMS/noarch").join(&name), &to).unwrap();
-    to
-}
 
 impl RpmFixture {
     pub fn new() -> RpmFixture {
@@ -133,26 +69,29 @@ impl RpmFixture {
         )
         .unwrap();
         let home = tempfile::tempdir().unwrap();
-        std::fs::write(home.path().join(".rpmmacros"), "%_dbpath /var/lib/rpm\n").unwrap();
+        std::fs::write(
+            home.path().join(".rpmmacros"),
+            format!("%_dbpath {}\n", rpms::DBPATH),
+        )
+        .unwrap();
         // The root's base system: the shell copied in above, as the
         // package that provides it (scriptlets require `/bin/sh`).
         let base = tempfile::tempdir().unwrap();
-        let file = build_rpm_spec(base.path(), BASE, "Provides: /bin/sh\n", "");
-        let st = Command::new("rpm")
-            .env("HOME", home.path())
-            .arg("--root")
-            .arg(p)
-            .args(["--dbpath", "/var/lib/rpm", "-i", "--justdb", "--"])
-            .arg(&file)
-            .output()
-            .unwrap();
-        assert!(st.status.success(), "{st:?}");
+        let file = RpmSpec {
+            provides: Some("/bin/sh"),
+            files: false,
+            ..RpmSpec::new(BASE, "1.0")
+        }
+        .build(base.path());
+        rpms::install(p, &[file], true);
         RpmFixture { root, repo, home }
     }
 }
 
 impl Fixture for RpmFixture {
     fn require(&self) {
+        support::require_root("rpm --root runs scriptlets chrooted; userdel -R");
+        support::require_tool("userdel", "passwd");
         support::require_tool("rpm", "rpm");
         support::require_tool("rpmbuild", "rpm");
         support::require_tool("dnf", "dnf");
@@ -187,12 +126,16 @@ impl Fixture for RpmFixture {
         format!("rpm = \"{}\"", file.file_name().unwrap().to_string_lossy())
     }
 
+    fn plant(&self, pkgs: &[Pkg]) {
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<PathBuf> = pkgs.iter().map(|p| build_rpm(dir.path(), p)).collect();
+        rpms::install(self.root.path(), &files, false);
+    }
+
     fn installed(&self) -> Vec<String> {
-        let out = Command::new("rpm")
-            .env("HOME", self.home.path())
-            .arg("--root")
-            .arg(self.root.path())
-            .args(["--dbpath", "/var/lib/rpm", "-qa", "--qf"])
+        let (mut rpm, _home) = rpms::rpm_in_root(self.root.path());
+        let out = rpm
+            .args(["-qa", "--qf"])
             .arg("%{NAME} %|EPOCH?{%{EPOCH}:}:{}|%{VERSION}-%{RELEASE}\\n")
             .output()
             .unwrap();
@@ -233,5 +176,9 @@ impl Fixture for RpmFixture {
 
     fn query_tool(&self) -> &'static str {
         "rpm"
+    }
+
+    fn manual_query(&self) -> (&'static str, &'static str) {
+        ("dnf", "--userinstalled")
     }
 }

@@ -24,6 +24,7 @@ const _: () = assert!(eval::MAX_EVAL_BYTES == 4 * (rootfs::MAX_READ as usize));
 
 pub mod agent;
 pub mod backend;
+pub mod blobs;
 pub mod capture;
 pub mod cli;
 pub mod facts;

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use converge_format::bundle::envelope::MAX_BUNDLE_LEN;
 use converge_format::schema::package_file_problem;
 
+use super::embed_blob::{embed_file, BlobSink, Embedded};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, Value};
 use crate::policy_tree::PolicyTree;
@@ -75,9 +76,31 @@ pub fn package_file_diagnostic(attr: &ir::Attr, bytes: &[u8]) -> Option<Diagnost
 
 /// Reads the file an embedding attribute names, from inside its tree.
 pub fn read(db: &SourceDb, p: &ir::Promise, attr: &ir::Attr) -> Result<Vec<u8>, Diagnostic> {
+    match embed(db, p, attr, None)? {
+        Embedded::Inline(bytes) => Ok(bytes),
+        // Without a sink nothing is stored.
+        Embedded::Stored(_) => Err(Diagnostic::new(
+            Code::EmbedFailed,
+            "internal error: a file stored without a blob directory",
+            attr.span,
+            "here",
+        )),
+    }
+}
+
+/// The file an embedding attribute names, read from inside its tree:
+/// inline, or stored into `sink` when it is larger than
+/// [`INLINE_MAX`](converge_format::bundle::limits::INLINE_MAX)
+/// (`super::embed_blob`).
+pub fn embed(
+    db: &SourceDb,
+    p: &ir::Promise,
+    attr: &ir::Attr,
+    sink: Option<&BlobSink>,
+) -> Result<Embedded, Diagnostic> {
     let (path, tree) = resolve(db, p, attr)?;
     let name = attr.value.as_str().unwrap_or_default();
-    tree.read(&path, MAX_BUNDLE_LEN).map_err(|err| {
+    embed_file(&tree, &path, sink, MAX_BUNDLE_LEN).map_err(|err| {
         if err.is_escape() {
             return outside_tree(&attr.name, name, &err, &tree, attr.span);
         }

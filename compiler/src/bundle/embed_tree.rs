@@ -11,19 +11,27 @@
 //! whose meaning depends on the host, which a `link` promise says openly.
 //! FIFOs, sockets and devices are refused too (reading one could block
 //! the build). The tree's size is bounded ([`tree::MAX_ENTRIES`] entries,
-//! [`tree::MAX_BYTES`] bytes); entries are sorted by name, so the same
-//! tree always gives the same bundle.
+//! [`tree::MAX_BYTES`] bytes inline); entries are sorted by name, so the same
+//! tree always gives the same bundle. With a blob directory (`policyc
+//! build`, format 2.6), each file over 4 KiB is stored beside the bundle
+//! (`super::embed_blob`) and the tree holds its digest: changing one file
+//! of a large tree changes one blob.
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
-use converge_format::tree::{self, TreeEntry};
+use converge_format::tree::{self, Content, TreeEntry};
 
+use super::embed_blob::{embed_file, BlobSink, Embedded};
 use crate::policy_tree::PolicyTree;
 
 /// The entries of the source directory `top` (already resolved against
 /// `tree` by name), or why it cannot be embedded, said to the author.
-pub fn read_source_tree(tree_of: &PolicyTree, top: &Path) -> Result<Vec<TreeEntry>, String> {
+pub fn read_source_tree(
+    tree_of: &PolicyTree,
+    top: &Path,
+    sink: Option<&BlobSink>,
+) -> Result<Vec<TreeEntry>, String> {
     let shown = |p: &Path| p.display().to_string();
     tree_of
         .check(top)
@@ -87,21 +95,18 @@ pub fn read_source_tree(tree_of: &PolicyTree, top: &Path) -> Result<Vec<TreeEntr
                 });
                 subdirs.push((path, inner));
             } else if kind.is_file() {
-                total = total.saturating_add(meta.len());
-                if total > tree::MAX_BYTES {
-                    return Err(format!(
-                        "the files of the source tree hold more than {} MiB (at `{inner}`)",
-                        tree::MAX_BYTES >> 20
-                    ));
-                }
                 // Read through the tree: containment checked again, no
-                // link followed, nothing that blocks.
-                let left = tree::MAX_BYTES.saturating_sub(total.saturating_sub(meta.len()));
-                let bytes = tree_read(tree_of, &path, left)?;
+                // link followed, nothing that blocks. Only inline bytes
+                // count towards the bound: a stored file is 40 bytes here.
+                let left = tree::MAX_BYTES.saturating_sub(total);
+                let content = tree_read(tree_of, &path, left, sink)?;
+                if let Content::Inline(bytes) = &content {
+                    total = total.saturating_add(bytes.len() as u64);
+                }
                 entries.push(TreeEntry {
                     path: inner,
                     mode,
-                    content: Some(bytes),
+                    content: Some(content),
                 });
             } else {
                 return Err(format!(
@@ -115,12 +120,25 @@ pub fn read_source_tree(tree_of: &PolicyTree, top: &Path) -> Result<Vec<TreeEntr
     Ok(entries)
 }
 
-/// One file of the source, at most `limit` bytes, through the policy tree.
-fn tree_read(policy: &PolicyTree, path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+/// One file of the source through the policy tree: inline (at most
+/// `limit` bytes), or stored into `sink`.
+fn tree_read(
+    policy: &PolicyTree,
+    path: &Path,
+    limit: u64,
+    sink: Option<&BlobSink>,
+) -> Result<Content, String> {
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    policy
-        .read(path, limit)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))
+    match embed_file(policy, path, sink, limit) {
+        Ok(Embedded::Inline(bytes)) => Ok(Content::Inline(bytes)),
+        Ok(Embedded::Stored(blob)) => Ok(Content::Blob(blob)),
+        Err(crate::policy_tree::TreeError::TooLarge { .. }) => Err(format!(
+            "the files of the source tree hold more than {} MiB (at {})",
+            tree::MAX_BYTES >> 20,
+            path.display()
+        )),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
 }
 
 #[cfg(test)]
@@ -138,11 +156,28 @@ mod tests {
         std::fs::write(src.join("a.txt"), "a").unwrap();
         std::fs::set_permissions(src.join("b/bin"), std::fs::Permissions::from_mode(0o755))
             .unwrap();
-        let entries = read_source_tree(&PolicyTree::new(dir.path()), &src).unwrap();
+        let entries = read_source_tree(&PolicyTree::new(dir.path()), &src, None).unwrap();
         let paths: Vec<&str> = entries.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths, ["a.txt", "b", "b/bin"]);
-        assert_eq!(entries[2].content.as_deref(), Some(&[0u8, 255, 1][..]));
+        assert_eq!(entries[2].content, Some(Content::Inline(vec![0u8, 255, 1])));
         assert_eq!(entries[2].mode, 0o755);
+    }
+
+    #[test]
+    fn with_a_blob_directory_only_large_files_are_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("files");
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(src.join("big"), vec![9u8; 10_000]).unwrap();
+        std::fs::write(src.join("small"), "s").unwrap();
+        let sink = BlobSink::beside(&dir.path().join("out/x.bundle"));
+        let entries = read_source_tree(&PolicyTree::new(dir.path()), &src, Some(&sink)).unwrap();
+        let Some(Content::Blob(blob)) = &entries[0].content else {
+            panic!("{:?}", entries[0]);
+        };
+        assert_eq!(blob.size, 10_000);
+        assert!(sink.dir.join(blob.name()).is_file());
+        assert_eq!(entries[1].content, Some(Content::Inline(b"s".to_vec())));
     }
 
     #[test]
@@ -153,13 +188,13 @@ mod tests {
         std::fs::create_dir_all(&src).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", src.join("passwd")).unwrap();
         let tree = PolicyTree::new(&policies);
-        let err = read_source_tree(&tree, &src).unwrap_err();
+        let err = read_source_tree(&tree, &src, None).unwrap_err();
         assert!(err.contains("symbolic link"), "{err}");
         std::fs::create_dir_all(dir.path().join("outside")).unwrap();
-        let err = read_source_tree(&tree, &policies.join("../outside")).unwrap_err();
+        let err = read_source_tree(&tree, &policies.join("../outside"), None).unwrap_err();
         assert!(err.contains("out of the policy tree"), "{err}");
         std::os::unix::fs::symlink(dir.path().join("outside"), policies.join("via-link")).unwrap();
-        let err = read_source_tree(&tree, &policies.join("via-link")).unwrap_err();
+        let err = read_source_tree(&tree, &policies.join("via-link"), None).unwrap_err();
         assert!(err.contains("out of the policy tree"), "{err}");
     }
 }

@@ -50,8 +50,23 @@ pub fn lower(
     program: &ir::Program,
     info: &BuildInfo,
 ) -> Result<Body, Vec<Diagnostic>> {
+    lower_storing(db, files, program, info, None)
+}
+
+/// [`lower`], storing files over 4 KiB into `blobs` (format 2.6, issue
+/// 22 item 5; `super::embed_blob`) instead of embedding them: what
+/// `policyc build` does. Without a sink (`policyc test`, `plan`) every
+/// file is inline.
+pub fn lower_storing(
+    db: &SourceDb,
+    files: &[converge_grammar::FileId],
+    program: &ir::Program,
+    info: &BuildInfo,
+    blobs: Option<&super::embed_blob::BlobSink>,
+) -> Result<Body, Vec<Diagnostic>> {
     let mut l = Lowerer {
         db,
+        blobs,
         constants: Vec::new(),
         constant_index: FxHashMap::default(),
         programs: Vec::new(),
@@ -137,6 +152,8 @@ pub fn source_digest(db: &SourceDb, files: &[converge_grammar::FileId]) -> [u8; 
 
 struct Lowerer<'a> {
     db: &'a SourceDb,
+    /// Where files over 4 KiB are stored (`policyc build`); `None`: inline.
+    blobs: Option<&'a super::embed_blob::BlobSink>,
     constants: Vec<Constant>,
     /// Interning indexes (lookups only: the tables' order is the `Vec`s'
     /// push order, so the hasher never shows in the bundle). Fx, not
@@ -670,10 +687,19 @@ impl Lowerer<'_> {
             }
         };
         let name = attr.value.as_str().unwrap_or_default();
-        match super::embed_tree::read_source_tree(&tree, &top) {
-            Ok(entries) => Some(Operand::Item(Item::Const(self.constant(Constant::Blob(
-                Bytes(converge_format::tree::encode(&entries)),
-            ))))),
+        match super::embed_tree::read_source_tree(&tree, &top, self.blobs) {
+            Ok(entries) => {
+                // Every stored file is also a constant: the bundle's
+                // `blob_ref` constants list all the blobs it needs.
+                for e in &entries {
+                    if let Some(converge_format::tree::Content::Blob(blob)) = &e.content {
+                        self.constant(Constant::BlobRef(*blob));
+                    }
+                }
+                Some(Operand::Item(Item::Const(self.constant(Constant::Blob(
+                    Bytes(converge_format::tree::encode(&entries)),
+                )))))
+            }
             Err(why) => {
                 self.diagnostics.push(
                     Diagnostic::new(
@@ -706,11 +732,18 @@ impl Lowerer<'_> {
         )))
     }
 
+    /// A file's `source`: inline, or stored beside the bundle when it is
+    /// over 4 KiB and the build has a blob directory.
     fn embed_source(&mut self, p: &ir::Promise, attr: &ir::Attr) -> Option<Operand> {
-        let bytes = self.read_beside(p, attr)?;
-        Some(Operand::Item(Item::Const(
-            self.constant(Constant::Blob(Bytes(bytes))),
-        )))
+        let constant = match super::embed::embed(self.db, p, attr, self.blobs) {
+            Ok(super::embed_blob::Embedded::Inline(bytes)) => Constant::Blob(Bytes(bytes)),
+            Ok(super::embed_blob::Embedded::Stored(blob)) => Constant::BlobRef(blob),
+            Err(d) => {
+                self.diagnostics.push(d);
+                return None;
+            }
+        };
+        Some(Operand::Item(Item::Const(self.constant(constant))))
     }
 }
 

@@ -3,6 +3,7 @@
 //! defined by the reader in `converge_format::bundle`, which this follows.
 
 pub mod embed;
+pub mod embed_blob;
 pub mod embed_tree;
 pub mod entitle;
 pub mod keys;

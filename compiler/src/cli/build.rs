@@ -8,8 +8,9 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{exit, fail, fail_with, inputs, out, use_color, EXIT_ERRORS};
+use crate::bundle::embed_blob::BlobSink;
 use crate::bundle::keys::{keygen, read_secret_key, SecretKey};
-use crate::bundle::lower::{lower, BuildInfo};
+use crate::bundle::lower::{lower_storing, BuildInfo};
 use crate::bundle::seal;
 use crate::bundle::secrets::{read_secret, seal_secrets, Identities};
 use crate::check::{check, summary};
@@ -117,6 +118,8 @@ pub fn run_build(args: BuildArgs) -> ExitCode {
         Ok(identities) => identities,
         Err(e) => return fail_with(exit::NO_INPUT, e),
     };
+    // Files over 4 KiB go to `blobs/` beside the bundle (format 2.6).
+    let blobs = BlobSink::beside(&args.output);
     let built = match build_bundle(
         &args.file,
         &args.tree,
@@ -124,6 +127,7 @@ pub fn run_build(args: BuildArgs) -> ExitCode {
         args.name.as_deref(),
         serial,
         &identities,
+        &blobs,
     ) {
         Ok(built) => built,
         Err(code) => return code,
@@ -134,8 +138,12 @@ pub fn run_build(args: BuildArgs) -> ExitCode {
             format!("cannot write `{}`: {e}", args.output.display()),
         );
     }
+    let stored = match built.stored {
+        0 => String::new(),
+        n => format!(", {n} files stored in {}", blobs.dir.display()),
+    };
     out(format!(
-        "built {}: bundle {:?}, {} promises, {} bytes, serial {serial}, key id {}\n",
+        "built {}: bundle {:?}, {} promises, {} bytes, serial {serial}, key id {}{stored}\n",
         args.output.display(),
         built.name,
         built.promises,
@@ -159,6 +167,8 @@ pub(super) struct Built {
     pub name: String,
     pub promises: usize,
     pub bytes: Vec<u8>,
+    /// How many files are stored beside it as blobs (format 2.6).
+    pub stored: usize,
 }
 
 /// The bundle name a policy file gets unless one is given: its file stem.
@@ -177,6 +187,7 @@ pub(super) fn build_bundle(
     name: Option<&str>,
     serial: u64,
     identities: &Identities,
+    blobs: &BlobSink,
 ) -> Result<Built, ExitCode> {
     let name = name.map_or_else(|| default_name(file), str::to_owned);
     if let Some(why) = name_problem(&name) {
@@ -214,12 +225,14 @@ pub(super) fn build_bundle(
         eprint!("{}", render_human(&ws.db, &diagnostics, use_color()));
         ExitCode::from(EXIT_ERRORS)
     };
-    let mut body = lower(&ws.db, &checked.files, &checked.program, &info).map_err(shown)?;
+    let mut body = lower_storing(&ws.db, &checked.files, &checked.program, &info, Some(blobs))
+        .map_err(shown)?;
     let inventory = ws.inventory(&checked.files).map(|(_, inventory)| inventory);
     let read = |secret: &crate::ir::SecretRef| read_secret(&ws.db, secret);
     seal_secrets(&mut body, &checked.program, inventory, identities, &read).map_err(shown)?;
     let bytes = seal(&body, key).map_err(fail)?;
     let promises = body.promises.len();
+    let stored = body.blobs().count();
     // The process ends after this (build and publish): freeing the syntax
     // trees, the program and the bundle piece by piece would only delay
     // the exit, as in `policyc check` (a quarter of the difference between
@@ -232,5 +245,6 @@ pub(super) fn build_bundle(
         name,
         promises,
         bytes,
+        stored,
     })
 }

@@ -18,6 +18,7 @@ use super::atomic::{write_atomically, Existing};
 use super::build::{build_bundle, default_name, now};
 use super::rollout::{parse_target, read_inventory, resolve, widens, PublishDir, Target};
 use super::{exit, fail, fail_with, out};
+use crate::bundle::embed_blob::BlobSink;
 use crate::bundle::keys::{read_secret_key, SecretKey};
 use crate::bundle::seal;
 use converge_format::bundle::error::hex;
@@ -31,7 +32,7 @@ use converge_format::stamp::{time::format_utc, Stamp, MAX_STAMP_LEN};
 pub struct PublishArgs {
     /// The policy file with the `policy` block (not with `--promote` or
     /// `--halt`, which publish no new policy).
-    #[arg(required_unless_present_any = ["promote", "halt"], conflicts_with_all = ["promote", "halt"])]
+    #[arg(required_unless_present_any = ["promote", "halt", "gc"], conflicts_with_all = ["promote", "halt"])]
     file: Option<PathBuf>,
     /// The secret key to sign the bundle and the stamp with.
     #[arg(long, value_name = "NAME.key")]
@@ -68,6 +69,13 @@ pub struct PublishArgs {
     /// again under a new serial (the hosts' rollback mark never goes back).
     #[arg(long)]
     halt: bool,
+    /// Afterwards (or alone, without a policy file), remove the blobs of
+    /// the publish directory (`PUBDIR/blobs/`) that no bundle in it names:
+    /// neither a `NAME.bundle` nor a release a rollout keeps in
+    /// `NAME.bundles/`. Run it when no other publish to the directory is
+    /// under way (one could be writing blobs for a bundle not yet there).
+    #[arg(long)]
+    gc: bool,
     #[command(flatten)]
     tree: super::inputs::TreeArgs,
     #[command(flatten)]
@@ -215,7 +223,12 @@ pub fn run(args: PublishArgs) -> ExitCode {
     let result = match (&args.promote, args.halt) {
         (Some(target), _) => promote(&args, &signer, &dir, current, target),
         (None, true) => halt(&args, &signer, &dir, current),
+        (None, false) if args.file.is_none() && args.gc => Ok(String::new()),
         (None, false) => publish(&args, &signer, &dir, current),
+    };
+    let result = match result {
+        Ok(message) if args.gc => gc(&args.dir).map(|gc| format!("{message}{gc}")),
+        other => other,
     };
     match result {
         Ok(message) => {
@@ -307,6 +320,8 @@ fn publish(
         .secrets
         .read()
         .map_err(|e| fail_with(exit::NO_INPUT, e))?;
+    // Blobs first (format 2.6): a host that reads the new stamp finds
+    // every blob its bundle names.
     let built = build_bundle(
         file,
         &args.tree,
@@ -314,6 +329,7 @@ fn publish(
         Some(&dir.name),
         serial,
         &identities,
+        &BlobSink::beside(&dir.bundle()),
     )?;
     let verified = signer.verify(&built.bytes)?;
     let mut files = Files::default();
@@ -351,6 +367,67 @@ fn publish(
         built.bytes.len(),
         hex(&signer.key.id),
         format_utc(stamp.expires),
+    ))
+}
+
+/// `--gc`: removes the blobs of the publish directory that no bundle in
+/// it names (`NAME.bundle`, and the releases of `NAME.bundles/` a rollout
+/// or `--halt` may go back to). A bundle that cannot be read stops it
+/// before anything is removed: what it names is unknown.
+fn gc(pubdir: &Path) -> Result<String, ExitCode> {
+    let mut bundles: Vec<PathBuf> = Vec::new();
+    let list = |dir: &Path| -> Result<Vec<PathBuf>, ExitCode> {
+        let entries = std::fs::read_dir(dir).map_err(|e| {
+            fail_with(
+                exit::NO_INPUT,
+                format!("cannot list `{}`: {e}", dir.display()),
+            )
+        })?;
+        Ok(entries.filter_map(Result::ok).map(|e| e.path()).collect())
+    };
+    for path in list(pubdir)? {
+        let named = |ext: &str| path.extension().is_some_and(|e| e == ext);
+        if named("bundle") && path.is_file() {
+            bundles.push(path);
+        } else if named("bundles") && path.is_dir() {
+            bundles.extend(
+                list(&path)?
+                    .into_iter()
+                    .filter(|p| p.extension().is_some_and(|e| e == "bundle")),
+            );
+        }
+    }
+    let mut keep = std::collections::HashSet::new();
+    for path in &bundles {
+        let body = std::fs::read(path)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| open_unsigned(&bytes).map_err(|e| e.to_string()))
+            .map_err(|e| {
+                fail_with(
+                    exit::NO_INPUT,
+                    format!(
+                        "--gc: cannot read `{}` ({e}); no blob removed, since the blobs it \
+                         names are unknown. Remove or republish it, then run --gc again",
+                        path.display()
+                    ),
+                )
+            })?
+            .body;
+        keep.extend(body.blobs().map(|b| b.sha256));
+    }
+    let blobs = pubdir.join(converge_format::blobs::DIR);
+    let removed = converge_format::blobs::collect_garbage(&blobs, &keep).map_err(|e| {
+        fail_with(
+            exit::CANT_CREATE,
+            format!("--gc: cannot remove from `{}`: {e}", blobs.display()),
+        )
+    })?;
+    Ok(format!(
+        "gc: removed {} blobs of {} that no bundle names ({} bundles, {} blobs kept)\n",
+        removed.len(),
+        blobs.display(),
+        bundles.len(),
+        keep.len()
     ))
 }
 

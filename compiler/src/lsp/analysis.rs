@@ -178,6 +178,22 @@ impl Analysis {
                 ws.set_policy_root(dir);
             }
         }
+        // A test file (`web.test.policy`) is parsed as tests and checked as
+        // `policyc test` checks it: its policy, then its `test` blocks.
+        if crate::testing::is_test_file(root) {
+            let tests = ws.add_test_file(root).ok()?;
+            let root = tests.0;
+            let mut outcome = check(&ws);
+            let (_, diagnostics) =
+                crate::testing::suite::prepare_checked(&ws, &outcome, std::slice::from_ref(&tests));
+            let index = Index::new(std::mem::take(&mut outcome.names));
+            return Some(Analysis {
+                diagnostics,
+                ws,
+                root,
+                index,
+            });
+        }
         let root = ws.add_root(root).ok()?;
         let mut outcome = check(&ws);
         let index = Index::new(std::mem::take(&mut outcome.names));

@@ -74,7 +74,8 @@ pub fn find_host(
     None
 }
 
-/// The `*.policy` files directly in `dir`, by name.
+/// The `*.policy` files directly in `dir`, by name; test files
+/// (`*.test.policy`) are not policy and host nothing.
 fn policy_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -82,7 +83,7 @@ fn policy_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = entries
         .flatten()
         .map(|e| e.path())
-        .filter(|p| is_policy(p) && p.is_file())
+        .filter(|p| is_policy(p) && !crate::testing::is_test_file(p) && p.is_file())
         .collect();
     files.sort();
     files
@@ -136,7 +137,13 @@ mod tests {
         std::fs::write(dir.path().join("a.policy"), "class x;\n").unwrap();
         let yaml = dir.path().join("other.yaml");
         std::fs::write(&yaml, "a: 1\n").unwrap();
-        assert!(find_host(&yaml, &HashMap::new(), &Settings::default()).is_none());
+        // The temporary directory is the policy root, so that the search
+        // never reaches the policy files other programs left in /tmp.
+        let settings = Settings {
+            policy_root: Some(dir.path().to_path_buf()),
+            ..Settings::default()
+        };
+        assert!(find_host(&yaml, &HashMap::new(), &settings).is_none());
     }
 
     #[test]

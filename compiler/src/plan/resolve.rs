@@ -153,6 +153,9 @@ impl<'b> Policy<'b> {
             Value::Int(i) => Shown::Int(i),
             Value::Bool(b) => Shown::Bool(b),
             Value::Bytes(b) => Shown::Bytes(b),
+            // A stored file (never made by the plan's inline build): its
+            // digest stands for its bytes.
+            blob @ Value::Blob(_) => Shown::Text(blob.display().into()),
             Value::List(l) => Shown::List(l),
             Value::Secret(text) => {
                 let mut h = rustc_hash::FxHasher::default();

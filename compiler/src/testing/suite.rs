@@ -59,12 +59,21 @@ pub fn load(files: &[PathBuf], policy_root: Option<&Path>) -> Result<Loaded, Inp
 /// Checks the policies and the tests; the suites of the files without
 /// errors, and every diagnostic.
 pub fn prepare(loaded: &Loaded) -> (Vec<Suite>, Vec<Diagnostic>) {
-    let ws = &loaded.ws;
-    let outcome = check(ws);
+    prepare_checked(&loaded.ws, &check(&loaded.ws), &loaded.modules)
+}
+
+/// [`prepare`] for a workspace already checked (`outcome`), as the
+/// language server has it: the suites of `modules` without errors, and
+/// every diagnostic of the check and of the tests.
+pub fn prepare_checked(
+    ws: &Workspace,
+    outcome: &CheckOutcome,
+    modules: &[(FileId, TestModule)],
+) -> (Vec<Suite>, Vec<Diagnostic>) {
     let mut diagnostics = outcome.diagnostics.clone();
     let mut suites = Vec::new();
-    for (id, module) in &loaded.modules {
-        if let Some(suite) = prepare_file(ws, &outcome, *id, module, &mut diagnostics) {
+    for (id, module) in modules {
+        if let Some(suite) = prepare_file(ws, outcome, *id, module, &mut diagnostics) {
             suites.push(suite);
         }
     }

@@ -354,7 +354,7 @@ fn text_of(v: &Value) -> Option<String> {
         Value::Str(s) => Some(s.to_string()),
         Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
         Value::Secret(s) => Some(s.expose().to_owned()),
-        Value::Int(_) | Value::Bool(_) | Value::List(_) => None,
+        Value::Int(_) | Value::Bool(_) | Value::List(_) | Value::Blob(_) => None,
     }
 }
 

@@ -214,6 +214,7 @@ impl Disasm<'_> {
             Some(Constant::Table(_)) => format!("t{c}"),
             Some(Constant::Secret(sealed)) => format!("<secret {}>", sealed.name),
             Some(Constant::SealedSet(_)) => format!("<sealed set {c}>"),
+            Some(Constant::BlobRef(b)) => format!("<blob sha256:{} {} bytes>", b.name(), b.size),
             None => format!("<constant {c}?>"),
         }
     }

@@ -36,7 +36,7 @@ pub const FORMAT_MAJOR: u16 = 2;
 /// nothing new is used, and refuses it naming the unknown id otherwise.
 /// Changing the id tables ([`crate::ids`]) needs a bump here and a new
 /// `format/tests/ids/MAJOR.MINOR.txt`.
-pub const FORMAT_MINOR: u16 = 5;
+pub const FORMAT_MINOR: u16 = 6;
 pub const HEADER_LEN: usize = 24;
 pub const SIGNATURE_LEN: usize = 64;
 /// The largest bundle a VM accepts (256 MiB), checked before any work.

@@ -228,6 +228,52 @@ pub enum Constant {
     /// per set, not one per secret. Never pushed by `const`; only a
     /// [`Sealed::set`] names it.
     SealedSet(Box<SealedSet>),
+    /// A file stored beside the bundle as a blob named by its SHA-256
+    /// (format 2.6, issue 22 item 5): a `source` over
+    /// [`INLINE_MAX`](super::limits::INLINE_MAX) bytes, and every such
+    /// file of a `directory source` tree (whose entry names this
+    /// constant's digest). The signature over the bundle covers the digest
+    /// and the size, so a host trusts the bytes it fetches only once they
+    /// hash to it; a cached blob costs no download.
+    BlobRef(BlobRef),
+}
+
+/// The payload of a [`Constant::BlobRef`] (format 2.6): what names a blob
+/// (`blobs/<hex of sha256>` beside the bundle, on the hub and in the
+/// host's cache) and bounds its download.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct BlobRef {
+    pub sha256: [u8; 32],
+    /// Its length in bytes: a fetch stops at one byte more.
+    pub size: u64,
+}
+
+impl BlobRef {
+    /// The blob's file name: 64 lowercase hex digits of its SHA-256.
+    pub fn name(&self) -> String {
+        crate::bundle::error::hex(&self.sha256)
+    }
+
+    /// The digest of a file name made by [`BlobRef::name`], or `None` for
+    /// any other name (a temporary, a stray file).
+    pub fn digest_of_name(name: &str) -> Option<[u8; 32]> {
+        let bytes = name.as_bytes();
+        if bytes.len() != 64 || !bytes.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        for (slot, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+            let text = std::str::from_utf8(pair).ok()?;
+            *slot = u8::from_str_radix(text, 16).ok()?;
+        }
+        Some(out)
+    }
+}
+
+impl fmt::Debug for BlobRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<blob sha256:{} {} bytes>", self.name(), self.size)
+    }
 }
 
 /// The payload of a [`Constant::Secret`] (format 2.4).
@@ -470,6 +516,7 @@ impl Constant {
             Constant::Table(_) => constant_kind::TABLE,
             Constant::Secret(_) => constant_kind::SECRET,
             Constant::SealedSet(_) => constant_kind::SEALED_SET,
+            Constant::BlobRef(_) => constant_kind::BLOB_REF,
         }
     }
 }
@@ -488,6 +535,7 @@ impl Serialize for Constant {
             Constant::Table(v) => write_tagged(s, tag, Some(v)),
             Constant::Secret(v) => write_tagged(s, tag, Some(v)),
             Constant::SealedSet(v) => write_tagged(s, tag, Some(v)),
+            Constant::BlobRef(v) => write_tagged(s, tag, Some(v)),
         }
     }
 }
@@ -514,6 +562,7 @@ impl<'de> Deserialize<'de> for Constant {
                     constant_kind::TABLE => Constant::Table(read_payload(&mut seq, WHAT)?),
                     constant_kind::SECRET => Constant::Secret(read_payload(&mut seq, WHAT)?),
                     constant_kind::SEALED_SET => Constant::SealedSet(read_payload(&mut seq, WHAT)?),
+                    constant_kind::BLOB_REF => Constant::BlobRef(read_payload(&mut seq, WHAT)?),
                     other => return Err(refuse(format!("unknown constant kind {other}"))),
                 })
             }
@@ -593,6 +642,15 @@ impl Body {
                 Constant::Probe(p) => Some((i as u32, &**p)),
                 _ => None,
             })
+    }
+
+    /// Every blob the bundle names ([`Constant::BlobRef`]), in pool order:
+    /// what a host fetches and keeps, and a hub keeps for it.
+    pub fn blobs(&self) -> impl Iterator<Item = &BlobRef> {
+        self.constants.iter().filter_map(|c| match c {
+            Constant::BlobRef(b) => Some(b),
+            _ => None,
+        })
     }
 
     /// A body with only constants and programs, for crafted-program tests

@@ -32,6 +32,17 @@ pub const MAX_CONST_LIST: usize = 1 << 16;
 /// multiplies the work by a list's length; templates nest two or three
 /// `{% for %}`.
 pub const MAX_EACH_DEPTH: usize = 16;
+/// The largest file a bundle of format 2.6 embeds inline (`source`, and
+/// each file of a `directory source`); a larger one is stored beside the
+/// bundle as a blob ([`BlobRef`](super::format::BlobRef)). 4 KiB: a small
+/// file inline costs less than the request that would fetch it (and keeps
+/// a policy of configuration files one file), while a binary or a
+/// package's worth of files costs hosts nothing when it did not change.
+pub const INLINE_MAX: usize = 4096;
+/// The largest blob a bundle may name: 64 GiB. The size a bundle signs
+/// bounds each download exactly; this only refuses absurd sizes before a
+/// host opens a connection or reserves a name.
+pub const MAX_BLOB: u64 = 64 << 30;
 /// The most promises one bundle may hold. Ten times the largest policy of
 /// `docs/performance.md`; with [`MAX_PASS_INSTANCES`] it bounds what one
 /// pass holds in memory.

@@ -8,7 +8,9 @@ use super::error::BundleError;
 use super::format::{AttrValue, Body, Constant, Item, Operand, Program, Promise, Table};
 use super::functions::function_by_id;
 use super::instr::Instr;
-use super::limits::{RegexCache, MAX_CONST_LIST, MAX_EACH_DEPTH, MAX_LOOP_DEPTH, MAX_PROMISES};
+use super::limits::{
+    RegexCache, MAX_BLOB, MAX_CONST_LIST, MAX_EACH_DEPTH, MAX_LOOP_DEPTH, MAX_PROMISES,
+};
 use super::probe::{ProbeType, MAX_PROBES};
 use crate::schema::{attribute_by_id, fact_by_id, promise_type, promise_type_by_id, AttrType};
 
@@ -168,6 +170,15 @@ fn static_limits(body: &Body) -> Result<(), BundleError> {
                 }
                 continue;
             }
+            Constant::BlobRef(blob) => {
+                if blob.size > MAX_BLOB {
+                    return Err(corrupt(format!(
+                        "constant {c}: a blob of {} bytes, more than the limit of {MAX_BLOB}",
+                        blob.size
+                    )));
+                }
+                continue;
+            }
             _ => continue,
         };
         if len > MAX_CONST_LIST {
@@ -185,6 +196,26 @@ fn static_limits(body: &Body) -> Result<(), BundleError> {
         }
     }
     Ok(())
+}
+
+/// A blob stored beside the bundle (format 2.6) is only ever a file's
+/// `source`: a `directory source` is its tree, inline (whose large files
+/// name blobs), and a package file (`rpm`) stays inline.
+fn blob_ref_only_as_file_source(
+    constants: &super::format::List<Constant>,
+    promise_type: &str,
+    attr: &str,
+    value: &Operand,
+) -> Result<(), String> {
+    let Operand::Item(Item::Const(c)) = value else {
+        return Ok(());
+    };
+    match constants.get(*c as usize) {
+        Some(Constant::BlobRef(_)) if !(promise_type == "file" && attr == "source") => Err(format!(
+            "`{attr}` of a `{promise_type}` promise names a stored blob (constant {c}); only a file's `source` may"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The first line of every age file (binary format).
@@ -397,6 +428,7 @@ impl Verifier<'_> {
             Constant::Table(_) => return Err(format!("constant {c} is a table")),
             Constant::Secret(_) => Ty::Str,
             Constant::SealedSet(_) => return Err(format!("constant {c} is a sealed set")),
+            Constant::BlobRef(_) => return Err(format!("constant {c} is a blob")),
         })
     }
 
@@ -840,7 +872,7 @@ impl Verifier<'_> {
             AttrType::String if crate::schema::EMBEDDED_ATTRS.contains(&name) => {
                 match single(value)? {
                     Item::Const(c) => match self.constant(c)? {
-                        Constant::Blob(_) => Ok(()),
+                        Constant::Blob(_) | Constant::BlobRef(_) => Ok(()),
                         _ => Err(format!("`{name}` is not an embedded file")),
                     },
                     Item::Code(_) => Err(format!("`{name}` must be embedded")),
@@ -904,6 +936,7 @@ impl Verifier<'_> {
             }
             seen.push(*attr);
             self.attr(programs, &spec.ty, spec.name, value, loops)?;
+            blob_ref_only_as_file_source(&self.body.constants, pt.name, spec.name, value)?;
             let what = format!("attribute `{}`", spec.name);
             match value {
                 Operand::Item(item) if !is_secret_sink(p.kind, *attr) => {

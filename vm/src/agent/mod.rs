@@ -225,6 +225,31 @@ pub fn agent(config: &Config, options: &AgentOptions) -> AgentRun {
             }
         }
     };
+    // Files the bundle stores beside itself (format 2.6) that the cache
+    // lacks: from the hub that answered first, then the others.
+    let blob_fetch = match &chosen {
+        Ok(local) => fetch_blobs(config, &state, &local.bundle.body, pulled.as_ref()),
+        Err(_) => crate::blobs::fetch::Fetched::default(),
+    };
+    if blob_fetch.blobs > 0 {
+        a.out.push_str(&format!(
+            "blobs: fetched {} ({} bytes)\n",
+            blob_fetch.blobs, blob_fetch.bytes
+        ));
+    }
+    for why in &blob_fetch.problems {
+        a.warnings.push(format!("warning: {why}"));
+    }
+    if let Some(object) = pull_value.as_object_mut() {
+        object.insert(
+            "blobs".into(),
+            json!({
+                "fetched": blob_fetch.blobs,
+                "bytes": blob_fetch.bytes,
+                "failures": blob_fetch.problems,
+            }),
+        );
+    }
     // The stamp in force: the one the pull just checked, else the one on
     // file (the hub gave no usable answer).
     let local_stamp = match &pulled {
@@ -305,6 +330,12 @@ pub fn agent(config: &Config, options: &AgentOptions) -> AgentRun {
                 .push(format!("warning: neighbour report unavailable: {why}"));
         }
     }
+    // The blobs of the bundle about to run, kept by the cache's garbage
+    // collection below (digests only: the body is not copied).
+    let ran_blobs = chosen
+        .as_ref()
+        .ok()
+        .map(|local| crate::blobs::named_by([&local.bundle.body]));
     let (result, report_value) = match chosen {
         Ok(local) => match converge(config, options, &local, &state) {
             Ok(r) => {
@@ -333,6 +364,17 @@ pub fn agent(config: &Config, options: &AgentOptions) -> AgentRun {
             )
         }
     };
+    // The cache keeps the blobs of the bundles this host may run; the
+    // others go after a run that completed (an audit changes nothing).
+    let succeeded = result
+        .as_ref()
+        .is_ok_and(|r| r.count(|o| matches!(o, Outcome::Failed(_))) == 0);
+    if let (Some(keep), true, false) = (ran_blobs, succeeded, options.dry_run) {
+        if let Err(e) = crate::blobs::collect_garbage(&state, &trusted, keep) {
+            a.warnings
+                .push(format!("warning: cannot remove unused blobs: {e}"));
+        }
+    }
     match &result {
         Ok(r) => {
             m.ran = true;
@@ -537,6 +579,36 @@ fn describe(e: &PullError) -> String {
     format!("{class}: {e}")
 }
 
+/// Fetches the blobs `body` names that the cache lacks
+/// ([`crate::blobs::fetch`]), from `pulled`'s hub first, then every other
+/// hub in order.
+fn fetch_blobs(
+    config: &Config,
+    state: &StateDir,
+    body: &crate::bundle::format::Body,
+    pulled: Option<&(String, Pulled)>,
+) -> crate::blobs::fetch::Fetched {
+    if body.blobs().next().is_none() {
+        return crate::blobs::fetch::Fetched::default();
+    }
+    let first = pulled.map(|(hub, _)| hub.as_str());
+    let order = first.into_iter().chain(
+        config
+            .hubs
+            .iter()
+            .map(String::as_str)
+            .filter(|h| Some(*h) != first),
+    );
+    let sources: Vec<HttpSource> = order
+        .filter_map(|hub| HttpSource::new(hub, &config.http).ok())
+        .collect();
+    let sources: Vec<&dyn crate::pull::fetch::Source> = sources
+        .iter()
+        .map(|s| s as &dyn crate::pull::fetch::Source)
+        .collect();
+    crate::blobs::fetch::fetch_missing(&crate::blobs::cache_dir(state), body, &sources)
+}
+
 /// Converges the root (the caller holds the state directory's lock, which
 /// is the run lock: [`crate::run::lock`]).
 fn converge(
@@ -550,6 +622,7 @@ fn converge(
         dry_run: options.dry_run,
         defines: options.defines.clone(),
         state: Some(state.clone()),
+        blobs: vec![crate::blobs::cache_dir(state)],
     };
     run(&local.bundle, &opts).map_err(|e| (EXIT_CONFIG, format!("error: {e}")))
 }

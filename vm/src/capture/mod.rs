@@ -5,8 +5,8 @@
 //! type reads it when it converges, so that running the captured policy on
 //! the same root repairs nothing: files, directories and links through
 //! [`crate::rootfs`] (no link followed, never outside the root)
-//! ([`files`]); packages through the dpkg query of the package backend
-//! ([`packages`]); services through the service manager the run would
+//! ([`files`]); packages through the query of the root's toolset (dpkg,
+//! or rpm on a Red Hat family root) ([`packages`]); services through the service manager the run would
 //! pick ([`services`]); users and groups through the one parser of
 //! `/etc/passwd` and `/etc/group` ([`accounts`]). [`print`] writes the
 //! promises in the layout `policyc fmt` produces.

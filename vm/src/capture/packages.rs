@@ -3,7 +3,10 @@
 //! makes, `crate::backend::toolset`), under `--root` pointed at the root's
 //! package database. The captured promise is `package "NAME" { version =
 //! "V"; }`: `state` is `installed` by default, and the run compares the
-//! version as the toolset does, so the same root is kept.
+//! version as the toolset does, so the same root is kept. On a Red Hat
+//! family root the version is rpm's `[EPOCH:]VERSION-RELEASE` (epoch 0
+//! left out, the newest of several installed versions), which the run's
+//! rpmvercmp matches exactly.
 
 use super::print::{Promise, Value};
 use super::{checked_name, CaptureError};

@@ -117,11 +117,16 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(None) => (None, None),
         Err(code) => return ExitCode::from(code),
     };
+    // Files stored beside the bundle (format 2.6): `blobs/` next to it,
+    // then the state directory's cache (where the agent keeps them).
+    let mut blobs = vec![converge_format::blobs::dir_beside(&args.bundle)];
+    blobs.extend(state.as_ref().map(crate::blobs::cache_dir));
     let opts = RunOptions {
         root: args.root.clone(),
         dry_run: args.dry_run,
         defines: args.defines.clone(),
         state,
+        blobs,
     };
     let result = if args.interactive {
         let mut input = std::io::stdin().lock();

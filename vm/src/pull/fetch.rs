@@ -6,7 +6,7 @@
 //! or filling its memory (T6 endless data, T7 slow retrieval). Trust comes
 //! from the signatures checked afterwards, never from TLS.
 
-use std::io::Read as _;
+use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +21,13 @@ pub trait Source {
     fn locate(&self, file: &str) -> String;
     /// The whole of `file`, if it is at most `limit` bytes long.
     fn get(&self, file: &str, limit: u64) -> Result<Vec<u8>, FetchError>;
+    /// `file` as a stream (a stored blob, issue 22 item 5), which the
+    /// caller stops reading past `limit` bytes; by default [`Source::get`]
+    /// of one byte more (which tells "more" from "exactly").
+    fn reader(&self, file: &str, limit: u64) -> Result<Box<dyn Read + '_>, FetchError> {
+        let bytes = self.get(file, limit.saturating_add(1))?;
+        Ok(Box::new(std::io::Cursor::new(bytes)))
+    }
 }
 
 /// Why a file could not be fetched. None of these says anything about the
@@ -154,6 +161,19 @@ fn read_ca_file(path: &Path) -> Result<Vec<Certificate<'static>>, String> {
 impl Source for HttpSource {
     fn locate(&self, file: &str) -> String {
         format!("{}/{file}", self.base)
+    }
+
+    fn reader(&self, file: &str, _limit: u64) -> Result<Box<dyn Read + '_>, FetchError> {
+        let url = self.locate(file);
+        match self.agent.get(&url).call() {
+            // Streamed as it arrives: the caller bounds and verifies it.
+            Ok(response) => Ok(Box::new(response.into_body().into_reader())),
+            Err(ureq::Error::StatusCode(status)) => Err(FetchError::Status { url, status }),
+            Err(e) => Err(FetchError::Unreachable {
+                url,
+                reason: e.to_string(),
+            }),
+        }
     }
 
     fn get(&self, file: &str, limit: u64) -> Result<Vec<u8>, FetchError> {

@@ -136,6 +136,44 @@ pub fn write_atomic_at(
     }
 }
 
+/// [`write_atomic_at`] with the content streamed from `source` (a file
+/// stored as a blob, issue 22 item 5).
+pub fn write_atomic_from_at(
+    dir: &OwnedFd,
+    name: &str,
+    source: &mut dyn std::io::Read,
+    mode: u32,
+    owner: Option<(u32, u32)>,
+    shown: &str,
+    before_rename: impl FnOnce(&str) -> Result<(), FsError>,
+) -> Result<(), FsError> {
+    let mut temps: Vec<Temp> = Vec::new();
+    let file = NewFile {
+        contents: &[],
+        mode,
+        owner,
+        existing: Existing::Replace,
+    };
+    let result = converge_format::atomic::write_in_from(
+        dir,
+        name,
+        &file,
+        source,
+        || {
+            let temp = next_temp();
+            let name = temp.name.clone();
+            temps.push(temp);
+            name
+        },
+        before_rename,
+    );
+    match result {
+        Ok(()) => Ok(()),
+        Err(Failure::Refused(e)) => Err(e),
+        Err(Failure::Io { step, errno }) => Err(io(shown, step)(errno)),
+    }
+}
+
 /// Makes `name` in `dir` a link to `target`, replacing what is there
 /// atomically (through a temporary link and a rename).
 pub fn symlink_atomic_at(

@@ -411,6 +411,62 @@ impl RootFs {
         read_at(&dir, name, limit.min(MAX_READ), path)
     }
 
+    /// The regular file at `path`, open for streaming (a file whose
+    /// `source` is a stored blob, issue 22 item 5), or `None` if there is
+    /// none. A link there is refused, not followed; nothing blocks.
+    pub fn open_file(&self, path: &str) -> Result<Option<std::fs::File>, FsError> {
+        let Some((dir, name)) = self.parent(path, None)? else {
+            return Ok(None);
+        };
+        let fd = match rfs::openat(
+            &*dir,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(Errno::LOOP) => return Err(FsError::Symlink(path.to_owned())),
+            Err(e) => return Err(io(path, "open")(e)),
+        };
+        let st = rfs::fstat(&fd).map_err(io(path, "stat"))?;
+        if meta(&st).kind != Kind::File {
+            return Err(FsError::NotAFile(path.to_owned()));
+        }
+        Ok(Some(std::fs::File::from(fd)))
+    }
+
+    /// [`RootFs::write_file_checked`] with the content streamed from
+    /// `source` (a stored blob: never whole in memory). An error reading
+    /// `source` fails the write before the rename; the file keeps its old
+    /// content.
+    pub fn write_file_from(
+        &self,
+        path: &str,
+        source: &mut dyn std::io::Read,
+        mode: u32,
+        owner: Option<(u32, u32)>,
+        check: impl FnOnce(&str) -> Result<(), String>,
+    ) -> Result<(), FsError> {
+        let Some((dir, name)) = self.parent_to_change(path, Some(0o755))? else {
+            return Err(io(path, "write")(Errno::NOENT));
+        };
+        match kind_at(&dir, name) {
+            Some(Kind::Symlink) => return Err(FsError::Symlink(path.to_owned())),
+            Some(Kind::Dir) => {
+                return Err(io(path, "replace a directory with a file at")(Errno::ISDIR))
+            }
+            _ => {}
+        }
+        let comps = components(path)?;
+        let dirs = comps.split_last().map_or(&[][..], |(_, dirs)| dirs);
+        let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
+        atomic::write_atomic_from_at(&dir, name, source, mode, owner, path, |temp| {
+            self.still_at(path, dirs, &dir)?;
+            check(&format!("{parent}/{temp}")).map_err(FsError::Rejected)
+        })
+    }
+
     /// Replaces (or creates) the regular file at `path` with `contents`,
     /// atomically, with `mode` and, if given, owner and group. Missing
     /// parent directories are created with mode 0755. An existing link or

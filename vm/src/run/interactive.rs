@@ -78,6 +78,7 @@ impl Ask<'_, '_> {
             chroot: self.ctx.chroot,
             line_regexes: Default::default(),
             neighbours: Default::default(),
+            blobs: self.ctx.blobs,
         };
         let inst = self.inst;
         match inst.kind {

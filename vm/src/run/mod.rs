@@ -53,6 +53,11 @@ pub struct RunOptions {
     /// live there. `None` (a dry run without one, a library caller):
     /// nothing is owed from earlier runs, and `backup = true` fails.
     pub state: Option<StateDir>,
+    /// Where the files the bundle stores beside itself are (format 2.6,
+    /// [`crate::blobs`]), looked in in order: the agent's cache, or the
+    /// `blobs/` beside a bundle run from a file. Empty: a promise whose
+    /// file is stored fails, saying so.
+    pub blobs: Vec<PathBuf>,
 }
 
 /// A command a dry run would run (issue 17 item 8): its argv, and the
@@ -187,6 +192,7 @@ fn run_with(
         chroot: chroot.as_deref(),
         line_regexes: Default::default(),
         neighbours: Default::default(),
+        blobs: &opts.blobs,
     };
     let mut ledger = owed::Ledger::load(opts.state.as_ref(), opts.dry_run)?;
     // Change detection: the history is checked before any promise runs.

@@ -3,7 +3,7 @@
 //! what differs. In a dry run the change is described, not made.
 
 use std::cell::RefCell;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -18,6 +18,7 @@ use crate::rootfs::{FsError, Kind, RootFs};
 mod directory_source;
 mod directory_tree;
 mod effects;
+mod file_blob;
 mod secret_file;
 pub use directory_source::source_dirs;
 pub use directory_tree::Others;
@@ -94,6 +95,8 @@ pub struct Ctx<'a> {
     pub line_regexes: std::cell::RefCell<crate::bundle::limits::RegexCache<String>>,
     /// What `neighbours` promises found this run ([`crate::neighbours`]).
     pub neighbours: std::cell::RefCell<Vec<crate::neighbours::Entry>>,
+    /// The blob directories of the run ([`crate::run::RunOptions::blobs`]).
+    pub blobs: &'a [PathBuf],
 }
 
 fn digest(bytes: &[u8]) -> String {
@@ -257,6 +260,10 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
         Ok(ids) => ids,
         Err(e) => return Applied::failed(e),
     };
+    // A `source` stored beside the bundle (format 2.6): streamed.
+    if let Some(Value::Blob(blob)) = inst.get("source") {
+        return file_blob::converge(ctx, inst, blob, meta, (want_uid, want_gid));
+    }
     let Some(meta) = meta else {
         if inst.bool("create") == Some(false) {
             // Only an existing file is managed: a permissions-only promise
@@ -407,54 +414,11 @@ fn write_validated(
             "`validate` has no argument that is exactly `%s` (the staged copy's path); not written",
         ));
     }
-    let chroot = chroot_of(ctx, inst);
-    let timeout = timeout_of(inst);
     let mut output = String::new();
     let written = ctx
         .fs
         .write_file_checked(path, bytes, mode, owner, |staged| {
-            // The path as the command sees it: inside the chroot, the
-            // policy path; on the host, the path under the root.
-            let seen = match chroot {
-                Some(_) => staged.to_owned(),
-                None => crate::backend::host_path(ctx.fs.path(), staged)
-                    .display()
-                    .to_string(),
-            };
-            let argv: Vec<String> = validate
-                .iter()
-                .map(|a| if a == "%s" { seen.clone() } else { a.clone() })
-                .collect();
-            let cwd = chroot.map_or_else(|| ctx.fs.path().to_path_buf(), |_| "/".into());
-            match execute(&argv, &cwd, ctx.fs.path(), timeout, chroot) {
-                Ok((Some(0), _)) => Ok(()),
-                Ok((code, out)) => {
-                    output = if secret {
-                        String::new()
-                    } else {
-                        out
-                    };
-                    let shown = validate.join(" ");
-                    let said = output.trim_end();
-                    let said = if said.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", said.lines().next().unwrap_or_default())
-                    };
-                    Err(match code {
-                        Some(c) => format!(
-                            "the new content failed validation: `{shown}` exited with status {c}{said}; the file was not changed"
-                        ),
-                        None => format!(
-                            "the new content failed validation: `{shown}` was killed (timeout of {}s, or a signal); the file was not changed",
-                            timeout.as_secs()
-                        ),
-                    })
-                }
-                Err(e) => Err(format!(
-                    "the new content could not be validated: {e}; the file was not changed"
-                )),
-            }
+            validate_staged(ctx, inst, validate, staged, secret, &mut output)
         });
     written.map_err(|e| Applied {
         outcome: Outcome::Failed(e.to_string()),
@@ -475,6 +439,59 @@ fn timeout_of(inst: &Instance) -> Duration {
             .and_then(|t| u64::try_from(t).ok())
             .unwrap_or(60),
     )
+}
+
+/// Runs `validate` on the staged copy `staged` (a policy path) of the
+/// file `inst` promises: `Ok` if it exits 0, else why (its first line of
+/// output kept in `output`, unless the content is a secret).
+fn validate_staged(
+    ctx: &Ctx<'_>,
+    inst: &Instance,
+    validate: &[String],
+    staged: &str,
+    secret: bool,
+    output: &mut String,
+) -> Result<(), String> {
+    let chroot = chroot_of(ctx, inst);
+    let timeout = timeout_of(inst);
+    // The path as the command sees it: inside the chroot, the
+    // policy path; on the host, the path under the root.
+    let seen = match chroot {
+        Some(_) => staged.to_owned(),
+        None => crate::backend::host_path(ctx.fs.path(), staged)
+            .display()
+            .to_string(),
+    };
+    let argv: Vec<String> = validate
+        .iter()
+        .map(|a| if a == "%s" { seen.clone() } else { a.clone() })
+        .collect();
+    let cwd = chroot.map_or_else(|| ctx.fs.path().to_path_buf(), |_| "/".into());
+    match execute(&argv, &cwd, ctx.fs.path(), timeout, chroot) {
+        Ok((Some(0), _)) => Ok(()),
+        Ok((code, out)) => {
+            *output = if secret { String::new() } else { out };
+            let shown = validate.join(" ");
+            let said = output.trim_end();
+            let said = if said.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", said.lines().next().unwrap_or_default())
+            };
+            Err(match code {
+                Some(c) => format!(
+                    "the new content failed validation: `{shown}` exited with status {c}{said}; the file was not changed"
+                ),
+                None => format!(
+                    "the new content failed validation: `{shown}` was killed (timeout of {}s, or a signal); the file was not changed",
+                    timeout.as_secs()
+                ),
+            })
+        }
+        Err(e) => Err(format!(
+            "the new content could not be validated: {e}; the file was not changed"
+        )),
+    }
 }
 
 /// Re-reads what was written: a repair is only a repair if it stuck.

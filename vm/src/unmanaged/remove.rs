@@ -142,6 +142,15 @@ fn packages(run: &Run<'_>, toolset: &dyn Toolset, extra: &[Found]) -> Done {
     let names: Vec<Result<&str, String>> = extra
         .iter()
         .map(|f| usable("package", f, Some(toolset)))
+        // No tool is handed a root where a planted link leads out of it, as
+        // for a `package` promise's removal (backend/packages.rs).
+        .map(|n| {
+            let name = n?;
+            if sandbox(run.fs.path()).is_some() {
+                toolset.contained(run.fs, name, &toolset::Need::Remove, None)?;
+            }
+            Ok(name)
+        })
         .collect();
     let good: Vec<String> = names
         .iter()

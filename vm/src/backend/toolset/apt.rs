@@ -61,6 +61,16 @@ fn dpkg_root(program: &str, root: Option<&Path>) -> Vec<String> {
     argv
 }
 
+/// `--log=ROOT/var/log/dpkg.log` under `--root`: dpkg reads its
+/// configuration, and with it the `log` line of Debian's
+/// `/etc/dpkg/dpkg.cfg`, from the host, so with `--root` alone it appends
+/// the root's changes to the HOST's `/var/log/dpkg.log`. The root's own
+/// log instead (dpkg creates the file; `/var/log` is checked with the
+/// other state directories, [`ADMIN_DIRS`]).
+fn dpkg_log(root: Option<&Path>) -> Option<String> {
+    root.map(|r| format!("--log={}/var/log/dpkg.log", r.display()))
+}
+
 /// apt's options: unattended, and pointed at the root.
 fn apt_options(root: Option<&Path>) -> Vec<String> {
     let mut opts: Vec<String> = Vec::new();
@@ -74,6 +84,9 @@ fn apt_options(root: Option<&Path>) -> Vec<String> {
         set(format!("Dir::State::status={r}/var/lib/dpkg/status"));
         set("Dir::Bin::dpkg=dpkg".to_owned());
         set(format!("DPkg::Options::=--root={r}"));
+    }
+    if let Some(log) = dpkg_log(root) {
+        set(format!("DPkg::Options::={log}"));
     }
     for o in DPKG_QUIET {
         set(format!("DPkg::Options::={o}"));
@@ -155,11 +168,14 @@ pub fn parse_policy(stdout: &str) -> HashMap<String, Option<String>> {
     out
 }
 
-/// `apt-get install -- NAME[=VERSION]...`, unattended.
+/// `apt-get install -- NAME[=VERSION]...`, unattended. A version pin
+/// below the installed version is a downgrade the policy asks for, which
+/// `-y` alone refuses ("Packages were downgraded and -y was used without
+/// --allow-downgrades"); `latest` never asks for one.
 pub fn apt_install(specs: &[String], root: Option<&Path>) -> Cmd {
     let mut argv = vec!["apt-get".to_owned()];
     argv.extend(apt_options(root));
-    argv.extend(["-y", "-q", "install", "--"].map(str::to_owned));
+    argv.extend(["-y", "-q", "--allow-downgrades", "install", "--"].map(str::to_owned));
     argv.extend(specs.iter().cloned());
     quiet(Cmd::new(&argv, CHANGE_TIMEOUT))
 }
@@ -168,6 +184,7 @@ pub fn apt_install(specs: &[String], root: Option<&Path>) -> Cmd {
 pub fn dpkg_install(files: &[String], root: Option<&Path>) -> Cmd {
     let mut argv = dpkg_root("dpkg", root);
     argv.extend(DPKG_QUIET.iter().map(|s| (*s).to_owned()));
+    argv.extend(dpkg_log(root));
     argv.extend(["--install", "--"].map(str::to_owned));
     argv.extend(files.iter().cloned());
     quiet(Cmd::new(&argv, CHANGE_TIMEOUT))
@@ -303,6 +320,7 @@ pub fn parse_showmanual(stdout: &str) -> Vec<String> {
 pub fn dpkg_remove(names: &[String], root: Option<&Path>) -> Cmd {
     let mut argv = dpkg_root("dpkg", root);
     argv.extend(DPKG_QUIET.iter().map(|s| (*s).to_owned()));
+    argv.extend(dpkg_log(root));
     argv.extend(["--remove", "--"].map(str::to_owned));
     argv.extend(names.iter().cloned());
     quiet(Cmd::new(&argv, CHANGE_TIMEOUT))
@@ -372,6 +390,8 @@ const ADMIN_DIRS: &[&str] = &[
     "/var/cache/apt/archives/partial",
     "/var/lib/apt/lists/partial",
     "/etc/apt",
+    "/var/log/apt",
+    "/var/log/dpkg.log",
 ];
 
 impl Toolset for Apt {
@@ -716,7 +736,8 @@ hrw-r--r-- root/root         0 2024-01-01 00:00 ./srv/x/hard link to ./opt/app/y
             "apt-get -o Dir=/r/ -o Dir::State::status=/r/var/lib/dpkg/status",
             "-o DPkg::Options::=--root=/r",
             "-o DPkg::Options::=--force-confold",
-            "-y -q install -- alpha beta=1.0",
+            "-o DPkg::Options::=--log=/r/var/log/dpkg.log",
+            "-y -q --allow-downgrades install -- alpha beta=1.0",
         ] {
             assert!(shown.contains(part), "{part} in {shown}");
         }
@@ -725,12 +746,16 @@ hrw-r--r-- root/root         0 2024-01-01 00:00 ./srv/x/hard link to ./opt/app/y
             .contains(&("DEBIAN_FRONTEND".into(), "noninteractive".into())));
         assert_eq!(
             dpkg_install(&["/r/p/a.deb".into()], root).shown(),
-            "dpkg --root=/r --force-confdef --force-confold --install -- /r/p/a.deb"
+            "dpkg --root=/r --force-confdef --force-confold --log=/r/var/log/dpkg.log --install -- /r/p/a.deb"
         );
         assert_eq!(
             dpkg_remove(&["alpha".into()], None).shown(),
             "dpkg --force-confdef --force-confold --remove -- alpha"
         );
+        // The root's changes go to the root's dpkg log, never the host's.
+        assert!(dpkg_remove(&["alpha".into()], root).shown().contains(
+            "--root=/r --force-confdef --force-confold --log=/r/var/log/dpkg.log --remove"
+        ));
         assert!(!apt_install(&["a".into()], None).shown().contains("Dir="));
     }
 

@@ -181,8 +181,8 @@ pub const MANAGERS: &[&str] = &["apt", "dnf", "rpm"];
 pub fn select(fs: &RootFs, release: &OsRelease, manager: &str) -> Result<Box<dyn Toolset>, String> {
     match manager {
         "apt" => Ok(Box::new(apt::Apt)),
-        "dnf" => rpm::Rpm::new(fs.path(), release, true).map(|t| Box::new(t) as Box<dyn Toolset>),
-        "rpm" => rpm::Rpm::new(fs.path(), release, false).map(|t| Box::new(t) as Box<dyn Toolset>),
+        "dnf" => Ok(Box::new(rpm::Rpm::new(fs.path(), release, true))),
+        "rpm" => Ok(Box::new(rpm::Rpm::new(fs.path(), release, false))),
         other => Err(format!(
             "no package toolset `{}`: `manager` is one of {}",
             other.escape_debug(),

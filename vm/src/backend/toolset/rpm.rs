@@ -75,6 +75,10 @@ pub struct Rpm {
     dnf: bool,
     /// dnf's `--releasever` under `--root`: the root's `VERSION_ID`.
     releasever: Option<String>,
+    /// Why dnf cannot run under this root (no usable `VERSION_ID`): every
+    /// dnf call fails with it, while rpm's own (the state query,
+    /// removals) still run, so installed packages are kept.
+    no_release: Option<String>,
     /// `update_cache_age`: dnf's `metadata_expire` for this batch.
     metadata_expire: Option<u64>,
     /// dnf's `HOME` (made on the first dnf call): its `.rpmmacros` names
@@ -84,25 +88,26 @@ pub struct Rpm {
 
 impl Rpm {
     /// The toolset for a batch on `root`. dnf under a sandbox root needs
-    /// the root's `VERSION_ID`.
-    pub fn new(root: &Path, release: &OsRelease, dnf: bool) -> Result<Rpm, String> {
-        let releasever = match (sandbox(root), &release.version_id) {
-            (None, _) => None,
-            (Some(_), Some(v)) if version_id_ok(v) => Some(v.clone()),
-            (Some(_), _) if dnf => {
-                return Err(format!(
+    /// the root's `VERSION_ID`; without one, only what needs dnf fails.
+    pub fn new(root: &Path, release: &OsRelease, dnf: bool) -> Rpm {
+        let (releasever, no_release) = match (sandbox(root), &release.version_id) {
+            (Some(_), Some(v)) if version_id_ok(v) => (Some(v.clone()), None),
+            (Some(_), _) if dnf => (
+                None,
+                Some(format!(
                     "dnf under --root needs the root's release (`--releasever`): {}/etc/os-release has no usable VERSION_ID",
                     root.display()
-                ))
-            }
-            (Some(_), _) => None,
+                )),
+            ),
+            _ => (None, None),
         };
-        Ok(Rpm {
+        Rpm {
             dnf,
             releasever,
+            no_release,
             metadata_expire: None,
             home: OnceLock::new(),
-        })
+        }
     }
 
     /// A toolset whose commands can be built without a root (unit tests).
@@ -110,6 +115,7 @@ impl Rpm {
         Rpm {
             dnf,
             releasever: None,
+            no_release: None,
             metadata_expire: None,
             home: OnceLock::new(),
         }
@@ -127,8 +133,12 @@ impl Rpm {
         argv
     }
 
-    /// The private `HOME` of dnf calls, made once per batch.
+    /// The private `HOME` of dnf calls, made once per batch. Every dnf
+    /// call asks for it first, so a root dnf cannot run under fails here.
     fn home(&self) -> Result<PathBuf, String> {
+        if let Some(why) = &self.no_release {
+            return Err(why.clone());
+        }
         let made = self.home.get_or_init(|| {
             let dir = tempfile::Builder::new()
                 .prefix("converge-dnf-")
@@ -562,8 +572,7 @@ mod tests {
             Path::new("/r"),
             &OsRelease::parse("ID=rocky\nVERSION_ID=\"9.3\"\n"),
             true,
-        )
-        .unwrap();
+        );
         t.metadata_expire = Some(60);
         let cmd = t
             .install(&["alpha".into(), "beta-1.0".into()], Some(Path::new("/r")))
@@ -601,10 +610,21 @@ mod tests {
             "{}",
             q.shown()
         );
-        // Without VERSION_ID, dnf cannot run under a root.
-        let err = Rpm::new(Path::new("/r"), &OsRelease::parse("ID=rocky\n"), true).unwrap_err();
+        // Without VERSION_ID, dnf cannot run under a root; rpm's own
+        // query still can.
+        let bare = Rpm::new(Path::new("/r"), &OsRelease::parse("ID=rocky\n"), true);
+        let err = bare
+            .install(&["a".into()], Some(Path::new("/r")))
+            .unwrap_err();
         assert!(err.contains("VERSION_ID"), "{err}");
-        assert!(Rpm::new(Path::new("/"), &OsRelease::parse("ID=rocky\n"), true).is_ok());
+        assert!(bare.candidates(&["a"], Some(Path::new("/r"))).is_err());
+        assert!(bare.manual_packages(Some(Path::new("/r"))).is_err());
+        assert!(bare
+            .query_cmd(Some(Path::new("/r")))
+            .shown()
+            .starts_with("rpm --root /r"));
+        let host = Rpm::new(Path::new("/"), &OsRelease::parse("ID=rocky\n"), true);
+        assert!(host.home().is_ok());
     }
 
     #[test]

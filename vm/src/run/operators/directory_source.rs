@@ -15,7 +15,7 @@
 
 use std::collections::HashSet;
 
-use converge_format::tree::{self, TreeEntry};
+use converge_format::tree::{self, Content, TreeEntry};
 
 use super::directory_tree::{Others, Tally};
 use super::{current_gid, current_uid, owner_ids, Applied, Change, Ctx, Outcome};
@@ -92,7 +92,7 @@ pub(super) fn converge_source(
             uid: want_uid,
             gid: want_gid,
         };
-        if let Err(reason) = copy_entry(ctx, &path, e.content.as_deref(), want, &mut tally) {
+        if let Err(reason) = copy_entry(ctx, &path, e.content.as_ref(), want, &mut tally) {
             tally.fail(reason);
         }
     }
@@ -108,11 +108,13 @@ struct Want {
     gid: Option<u32>,
 }
 
-/// Converges one entry: a directory (`content` is `None`) or a file.
+/// Converges one entry: a directory (`content` is `None`) or a file,
+/// inline or stored beside the bundle (format 2.6, streamed:
+/// `super::file_blob`).
 fn copy_entry(
     ctx: &Ctx<'_>,
     path: &str,
-    content: Option<&[u8]>,
+    content: Option<&Content>,
     want: Want,
     tally: &mut Tally,
 ) -> Result<(), FsError> {
@@ -139,15 +141,40 @@ fn copy_entry(
             tally.change(created(path, "directory", want.mode));
             Ok(())
         }
-        (Some(bytes), None) => {
+        (Some(Content::Blob(blob)), None) => {
+            let owner = (want.uid.is_some() || want.gid.is_some()).then(|| new_owner(None));
+            super::file_blob::write_stored(ctx, path, blob, want.mode, owner)?;
+            tally.change(created(path, "file", want.mode));
+            Ok(())
+        }
+        (Some(Content::Blob(blob)), Some(m)) => {
+            if !super::file_blob::holds(ctx, path, &m, blob)? {
+                super::file_blob::write_stored(
+                    ctx,
+                    path,
+                    blob,
+                    want.mode,
+                    Some(new_owner(Some(&m))),
+                )?;
+                tally.change(Change {
+                    what: format!("content of {path}"),
+                    before: format!("{} bytes", m.len),
+                    after: format!("{} bytes", blob.size),
+                    diff: None,
+                });
+                return Ok(());
+            }
+            fix_attributes(ctx, path, &m, want, tally)
+        }
+        (Some(Content::Inline(bytes)), None) => {
             let owner = (want.uid.is_some() || want.gid.is_some()).then(|| new_owner(None));
             ctx.write_file(path, bytes, want.mode, owner)?;
             tally.change(created(path, "file", want.mode));
             Ok(())
         }
-        (Some(bytes), Some(m)) => {
+        (Some(Content::Inline(bytes)), Some(m)) => {
             let now = ctx.read_file(path)?;
-            if now.as_deref() != Some(bytes) {
+            if now.as_deref() != Some(bytes.as_slice()) {
                 ctx.write_file(path, bytes, want.mode, Some(new_owner(Some(&m))))?;
                 tally.change(Change {
                     what: format!("content of {path}"),
