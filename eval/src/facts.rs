@@ -206,7 +206,11 @@ mod tests {
             assert!(why.contains(fact), "{class}: {why}");
         }
         assert_eq!(unknown_class(&facts, "any"), None);
-        assert_eq!(unknown_class(&facts, "webservers"), None, "not a hard class");
+        assert_eq!(
+            unknown_class(&facts, "webservers"),
+            None,
+            "not a hard class"
+        );
         assert_eq!(unknown_class(&facts, "hr24"), None, "not a hard class");
     }
 

@@ -227,7 +227,8 @@ impl<'b> Previewer<'b> {
         class_failures.sort();
         let resolver = &mut self.resolver;
         resolver.start_pass();
-        let mut promises: Vec<PreviewPromise> = Vec::with_capacity(body.order.len().min(MAX_PASS_INSTANCES));
+        let mut promises: Vec<PreviewPromise> =
+            Vec::with_capacity(body.order.len().min(MAX_PASS_INSTANCES));
         for &i in body.order.iter() {
             let i = i as usize;
             let (Some(p), Some(statics)) = (body.promises.get(i), self.statics.get(i)) else {
@@ -706,9 +707,15 @@ mod tests {
                 other => panic!("{path}: {other:?}"),
             }
         };
-        assert!(Arc::ptr_eq(&resolved(&a, "/etc/deb"), &resolved(&c, "/etc/deb")));
+        assert!(Arc::ptr_eq(
+            &resolved(&a, "/etc/deb"),
+            &resolved(&c, "/etc/deb")
+        ));
         assert!(!b.promises.iter().any(|p| p.promiser() == Some("/etc/deb")));
-        assert!(Arc::ptr_eq(&resolved(&b, "/etc/rh"), &resolved(&b, "/etc/rh")));
+        assert!(Arc::ptr_eq(
+            &resolved(&b, "/etc/rh"),
+            &resolved(&b, "/etc/rh")
+        ));
         let (motd_a, motd_c) = (resolved(&a, "/etc/motd"), resolved(&c, "/etc/motd"));
         assert!(!Arc::ptr_eq(&motd_a, &motd_c), "rendered per host");
         assert_eq!(motd_c.str("content"), Some("hello web02"));

@@ -322,7 +322,9 @@ mod tests {
             let mut failures: Vec<_> = eval.class_failures().clone().into_iter().collect();
             failures.sort();
             runs.push((
-                Ok(Val::List(failures.into_iter().map(|(c, w)| c + &w).collect())),
+                Ok(Val::List(
+                    failures.into_iter().map(|(c, w)| c + &w).collect(),
+                )),
                 false,
                 eval.steps_used(),
             ));
@@ -355,7 +357,10 @@ mod tests {
             (&["sys.hostname"], &["host_db01"]),
             (&["sys.hostname", "sys.os_family"], &["flag"]),
             (&["sys.os_family"], &["big", "redhat"]),
-            (&["sys.os_family", "sys.hostname"], &["host_db01", "host_cache01"]),
+            (
+                &["sys.os_family", "sys.hostname"],
+                &["host_db01", "host_cache01"],
+            ),
         ];
         for (without, defines) in hosts {
             let (fast, slow) = both_ways(&body, &facts(without), defines);
