@@ -14,7 +14,9 @@
 # Needs python3 and GNU time (/usr/bin/time; Debian package `time`).
 # Usage: bash bench/plan.sh
 # Environment: HOSTS ("1000 5000 10000"), PROMISES (2000), HOST_LOOKUPS (1),
-#   CAP_SECONDS (300).
+#   CAP_SECONDS (300), BASE_POLICYC (another build of policyc, e.g. of the
+#   previous commit: each host count is then run with it too, right after,
+#   for CPU side by side, and the two plans are compared byte for byte).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,20 +35,23 @@ policyc=$PWD/target/release/policyc
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# run LABEL DIR ARGS...: one `policyc plan` under /usr/bin/time -v, one line.
+base=${BASE_POLICYC:-}
+
+# run LABEL DIR ARGS...: one `policyc plan` under /usr/bin/time -v, one line
+# (with $bin, the build under test unless set).
 run() {
   local label=$1 dir=$2 status=0
   shift 2
   ( cd "$dir" && /usr/bin/time -v -o "$work/time" \
-      timeout "$cap_s" "$policyc" plan old new "$@" >"$work/out" 2>"$work/err" ) || status=$?
+      timeout "$cap_s" "${bin:-$policyc}" plan old new "$@" >"$work/out" 2>"$work/err" ) || status=$?
   local wall user sys rss
   wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$work/time")
   user=$(sed -n 's/.*User time (seconds): //p' "$work/time")
   sys=$(sed -n 's/.*System time (seconds): //p' "$work/time")
   rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$work/time")
-  printf '%-34s exit %-3s wall %-8s cpu %6.2f s  peak %5d MB  %s\n' \
+  printf '%-34s exit %-3s wall %-8s cpu %6.2f s  peak %5d MB  load %s  %s\n' \
     "$label" "$status" "$wall" "$(echo "$user + $sys" | bc)" "$((rss / 1024))" \
-    "$(head -n 1 "$work/out")"
+    "$(cut -d' ' -f1 /proc/loadavg)" "$(head -n 1 "$work/out")"
   if [ "$status" != 0 ] && [ "$status" != 2 ]; then
     cat "$work/err" >&2
   fi
@@ -58,6 +63,11 @@ for hosts in $hosts_list; do
   python3 bench/gen_plan.py --hosts "$hosts" --promises "$promises" \
     --host-lookups "$host_lookups" -o "$dir"
   run "$hosts hosts" "$dir" --inventory inventory.toml
+  if [ -n "$base" ]; then
+    cp "$work/out" "$work/out.new"
+    bin=$base run "$hosts hosts, BASE_POLICYC" "$dir" --inventory inventory.toml
+    cmp -s "$work/out" "$work/out.new" || echo "  the plans differ" >&2
+  fi
 done
 # The build alone: the same policies (their lookups over every host of the
 # data file), planned for the first four hosts only (one per group).

@@ -16,8 +16,10 @@
 //! refuses (an empty separator): the promise that needed it fails with the
 //! reason.
 
+mod disjunction;
 mod functions;
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use zeroize::Zeroizing;
@@ -26,10 +28,12 @@ use crate::bundle::format::{Body, Constant};
 use crate::bundle::functions::function_by_id;
 use crate::bundle::instr::Instr;
 use crate::bundle::limits::{RegexCache, MAX_EACH_DEPTH};
-use crate::facts::{FactSource, FactValue};
+use crate::facts::{unknown_class, FactSource, FactValue};
 use crate::schema::fact_by_id;
 use crate::secret::SecretText;
 use crate::sources::{NoProbes, NoSecrets, ProbeFacts, Secrets};
+pub use disjunction::Disjunctions;
+use disjunction::Outcome;
 use functions::{Applied, FuncError};
 
 /// The most bytes of text one program run may produce, counting every string
@@ -184,13 +188,37 @@ pub struct Evaluator<'b> {
     unknown: bool,
     /// Opens the secrets `const` pushes (format 2.4), lazily.
     keyring: Box<dyn Secrets + 'b>,
+    /// The programs that are disjunctions of classes, run by set
+    /// membership ([`disjunction`]): the evaluator's own, or one shared by
+    /// every host a preview resolves.
+    disjunctions: Cow<'b, Disjunctions>,
 }
 
 impl<'b> Evaluator<'b> {
     /// An evaluator of `body` with `facts`, no probe facts and no way to
     /// open a secret (see [`Evaluator::with_probes`],
-    /// [`Evaluator::with_secrets`]).
+    /// [`Evaluator::with_secrets`]). It indexes the bundle's disjunctions
+    /// of classes itself (one pass over the programs); to evaluate one
+    /// bundle on many hosts, index it once: [`Evaluator::sharing`].
     pub fn new(body: &'b Body, facts: &'b dyn FactSource) -> Self {
+        Self::with_index(body, facts, Cow::Owned(Disjunctions::of(body)))
+    }
+
+    /// [`Evaluator::new`] with `disjunctions`, the [`Disjunctions::of`]
+    /// `body`, made once for every host.
+    pub fn sharing(
+        body: &'b Body,
+        facts: &'b dyn FactSource,
+        disjunctions: &'b Disjunctions,
+    ) -> Self {
+        Self::with_index(body, facts, Cow::Borrowed(disjunctions))
+    }
+
+    fn with_index(
+        body: &'b Body,
+        facts: &'b dyn FactSource,
+        disjunctions: Cow<'b, Disjunctions>,
+    ) -> Self {
         Evaluator {
             body,
             facts,
@@ -201,6 +229,7 @@ impl<'b> Evaluator<'b> {
             unknown_classes: HashSet::new(),
             unknown: false,
             keyring: Box::new(NoSecrets),
+            disjunctions,
         }
     }
 
@@ -385,6 +414,9 @@ impl<'b> Evaluator<'b> {
             .get(program as usize)
             .ok_or_else(|| EvalError(format!("program {program}")))?
             .code;
+        if let Some(result) = self.disjunction(program, st) {
+            return result;
+        }
         let mut stack: Vec<Slot> = Vec::with_capacity(8);
         for instr in code.iter() {
             self.charge(INSTR_STEPS)?;
@@ -466,7 +498,7 @@ impl<'b> Evaluator<'b> {
                         if !set {
                             // A hard class from a fact not given (a
                             // preview): neither true nor false.
-                            if let Some(reason) = self.facts.unknown_class(n) {
+                            if let Some(reason) = unknown_class(self.facts, n) {
                                 self.unknown = true;
                                 return Err(EvalError(reason));
                             }
@@ -522,8 +554,7 @@ impl<'b> Evaluator<'b> {
                     }
                     Some(other) => return Err(EvalError(format!("in of {other:?}"))),
                 },
-                Instr::Concat(n) => take_n(&mut stack, n as usize)?
-                    .map(|parts| Val::Str(parts.iter().map(Val::text).collect())),
+                Instr::Concat(n) => concat(&mut stack, n as usize)?,
                 Instr::Select => match take::<3>(&mut stack)? {
                     None => None,
                     Some([Val::Bool(c), a, b]) => Some(if c { a } else { b }),
@@ -591,6 +622,49 @@ impl<'b> Evaluator<'b> {
             (Some(v), true) => Ok(v),
             _ => Err(EvalError("the program does not leave one value".to_owned())),
         }
+    }
+
+    /// Program `program` if it is a disjunction of classes, by set
+    /// membership: exactly what the instructions below would give, with the
+    /// same steps charged. `None`: run it instruction by instruction (it is
+    /// not one, or the run's budgets end within it, where the interpreter
+    /// says so at the exact instruction).
+    fn disjunction(
+        &mut self,
+        program: u32,
+        st: &mut RunState<'_>,
+    ) -> Option<Result<Slot, EvalError>> {
+        let len = self.disjunctions.len_of(program)?;
+        let within = INSTR_STEPS
+            .checked_mul(len as u64)
+            .is_some_and(|steps| steps <= self.steps_left)
+            && st
+                .executed
+                .checked_add(len as u64)
+                .is_some_and(|n| n <= MAX_EVAL_STEPS);
+        if !within {
+            return None;
+        }
+        let outcome =
+            self.disjunctions
+                .evaluate(program, st.classes, &self.failed_classes, self.facts)?;
+        let executed = outcome.executed(len) as u64;
+        st.executed = st.executed.saturating_add(executed);
+        if let Err(e) = self.charge(INSTR_STEPS.saturating_mul(executed)) {
+            return Some(Err(e));
+        }
+        Some(match outcome {
+            Outcome::Holds(b) => Ok(Some(Val::Bool(b))),
+            Outcome::Failed { name, .. } => {
+                self.unknown = self.unknown_classes.contains(&name);
+                let reason = self.failed_classes.get(&name).cloned().unwrap_or_default();
+                Err(EvalError(reason))
+            }
+            Outcome::Unknown { reason, .. } => {
+                self.unknown = true;
+                Err(EvalError(reason))
+            }
+        })
     }
 
     /// `each`: runs program `q` once per element of `items`, with the
@@ -675,14 +749,49 @@ fn take_n(stack: &mut Vec<Slot>, n: usize) -> Result<Option<Vec<Val>>, EvalError
     Ok(stack.split_off(from).into_iter().collect())
 }
 
-/// [`take_n`] of a fixed count, as an array to match on.
+/// [`take_n`] of a fixed count, as an array to match on, without
+/// allocating (most instructions take one or two operands).
 fn take<const N: usize>(stack: &mut Vec<Slot>) -> Result<Option<[Val; N]>, EvalError> {
-    match take_n(stack, N)? {
-        None => Ok(None),
-        Some(values) => <[Val; N]>::try_from(values)
-            .map(Some)
-            .map_err(|_| underflow()),
+    let from = stack.len().checked_sub(N).ok_or_else(underflow)?;
+    let mut slots: [Slot; N] = std::array::from_fn(|_| None);
+    for (slot, value) in slots.iter_mut().zip(stack.drain(from..)) {
+        *slot = value;
     }
+    if slots.iter().any(Option::is_none) {
+        return Ok(None);
+    }
+    // Every slot holds a value (checked above): the default is never used.
+    Ok(Some(slots.map(|v| v.unwrap_or(Val::Bool(false)))))
+}
+
+/// `concat` of the top `n` slots: their text joined into one string made
+/// at its final size, read in place (no copy of each part); missing when
+/// any is missing.
+fn concat(stack: &mut Vec<Slot>, n: usize) -> Result<Slot, EvalError> {
+    let from = stack.len().checked_sub(n).ok_or_else(underflow)?;
+    let parts = stack.get(from..).unwrap_or_default();
+    let joined = if parts.iter().any(Option::is_none) {
+        None
+    } else {
+        let size = parts
+            .iter()
+            .flatten()
+            .map(|p| match p {
+                Val::Str(s) => s.len(),
+                _ => 0,
+            })
+            .fold(0usize, usize::saturating_add);
+        let mut out = String::with_capacity(size);
+        for part in parts.iter().flatten() {
+            match part {
+                Val::Str(s) => out.push_str(s),
+                other => out.push_str(&other.text()),
+            }
+        }
+        Some(Val::Str(out))
+    };
+    stack.truncate(from);
+    Ok(joined)
 }
 
 #[cfg(test)]

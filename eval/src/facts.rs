@@ -23,29 +23,35 @@ pub trait FactSource: std::fmt::Debug {
     /// out, and what needs them is then *unknown*, never guessed).
     fn get(&self, name: &str) -> Option<FactValue>;
 
+    /// Whether fact `name` is known for this host, without reading it
+    /// (what [`unknown_class`] asks, once per fact for a whole disjunction
+    /// of classes; `crate::eval::disjunction`). Overridden where `get`
+    /// copies.
+    fn knows(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
     /// The hard classes these facts define ([`hard_classes`]).
     fn hard_classes(&self) -> Vec<String> {
         hard_classes(|name| self.get(name))
     }
+}
 
-    /// Why `class`, which is not set, may still hold on this host: it is a
-    /// hard class derived from a fact that is not known (`debian` when
-    /// `sys.os_family` is not given). `None`: it is known not to hold.
-    fn unknown_class(&self, class: &str) -> Option<String> {
-        let fact = hard_class_fact(class)?;
-        match self.get(fact) {
-            Some(_) => None,
-            None => Some(format!(
-                "class `{class}` is unknown: it is derived from fact `{fact}`, which is not given"
-            )),
-        }
-    }
+/// Why `class`, which is not set, may still hold on a host with `facts`:
+/// it is a hard class derived from a fact that is not known (`debian` when
+/// `sys.os_family` is not given). `None`: it is known not to hold. One
+/// rule for every [`FactSource`], which only says which facts it knows.
+pub fn unknown_class(facts: &(impl FactSource + ?Sized), class: &str) -> Option<String> {
+    let fact = hard_class_fact(class)?;
+    (!facts.knows(fact)).then(|| {
+        format!("class `{class}` is unknown: it is derived from fact `{fact}`, which is not given")
+    })
 }
 
 /// The hard classes of a host whose facts `get` reads, sorted: `any`, the
 /// kernel, the OS family, the architecture, the weekday, the hour and
 /// `host_<hostname>`. A class whose fact is not known is left out (and is
-/// [`FactSource::unknown_class`]).
+/// [`unknown_class`]).
 pub fn hard_classes(get: impl Fn(&str) -> Option<FactValue>) -> Vec<String> {
     let text = |name: &str| match get(name) {
         Some(FactValue::Str(s)) => Some(s),
@@ -77,7 +83,7 @@ pub fn hard_classes(get: impl Fn(&str) -> Option<FactValue>) -> Vec<String> {
 
 /// The fact a hard class is derived from, if it is one that depends on a
 /// fact (`any` does not).
-fn hard_class_fact(class: &str) -> Option<&'static str> {
+pub fn hard_class_fact(class: &str) -> Option<&'static str> {
     if class == "linux" {
         Some("sys.os")
     } else if OS_FAMILIES.contains(&class) {
@@ -117,6 +123,10 @@ pub struct FactMap(pub BTreeMap<String, FactValue>);
 impl FactSource for FactMap {
     fn get(&self, name: &str) -> Option<FactValue> {
         self.0.get(name).cloned()
+    }
+
+    fn knows(&self, name: &str) -> bool {
+        self.0.contains_key(name)
     }
 }
 
@@ -177,8 +187,8 @@ mod tests {
                 "x86_64"
             ]
         );
-        assert_eq!(facts.unknown_class("redhat"), None, "known not to hold");
-        assert_eq!(facts.unknown_class("host_db"), None);
+        assert_eq!(unknown_class(&facts, "redhat"), None, "known not to hold");
+        assert_eq!(unknown_class(&facts, "host_db"), None);
     }
 
     #[test]
@@ -192,12 +202,16 @@ mod tests {
             ("friday", "sys.time.weekday"),
             ("hr23", "sys.time.hour"),
         ] {
-            let why = facts.unknown_class(class).unwrap_or_default();
+            let why = unknown_class(&facts, class).unwrap_or_default();
             assert!(why.contains(fact), "{class}: {why}");
         }
-        assert_eq!(facts.unknown_class("any"), None);
-        assert_eq!(facts.unknown_class("webservers"), None, "not a hard class");
-        assert_eq!(facts.unknown_class("hr24"), None, "not a hard class");
+        assert_eq!(unknown_class(&facts, "any"), None);
+        assert_eq!(
+            unknown_class(&facts, "webservers"),
+            None,
+            "not a hard class"
+        );
+        assert_eq!(unknown_class(&facts, "hr24"), None, "not a hard class");
     }
 
     #[test]

@@ -18,11 +18,12 @@
 //!   text is `<secret NAME>`, and a value computed from one is shown so.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::bundle::format::{Body, Constant, Item, Operand};
 use crate::bundle::instr::Instr;
 use crate::bundle::limits::MAX_PASS_INSTANCES;
-use crate::eval::{Evaluator, Val};
+use crate::eval::{Disjunctions, Evaluator, Val};
 use crate::facts::{FactSource, FactValue};
 use crate::instance::Instance;
 use crate::resolve::{loop_combinations, Resolver};
@@ -52,8 +53,9 @@ pub struct PreviewPromise {
     pub index: usize,
     /// The promise type's name (`file`).
     pub kind: &'static str,
-    /// `file.policy:12`, as run reports name it.
-    pub source: String,
+    /// `file.policy:12`, as run reports name it (one string per promise,
+    /// shared by its instances on every host).
+    pub source: Arc<str>,
     /// The elements of the promise's run-time loops for this instance.
     pub loops: Vec<String>,
     /// The promiser, when it could be evaluated (also for a promise whose
@@ -85,7 +87,9 @@ pub enum Activity {
 #[derive(Debug)]
 pub enum Resolution {
     /// Its promiser and attribute values, as the run's operators get them.
-    Resolved(Instance),
+    /// A promise whose promiser and values are all constants resolves the
+    /// same on every host: a [`Previewer`] resolves it once and shares it.
+    Resolved(Arc<Instance>),
     /// A fact, probe fact or class it needs is not known here.
     Unknown(String),
     /// It fails on this host (over a budget, an enum value computed on the
@@ -117,14 +121,19 @@ pub fn preview(
 
 /// A bundle prepared for previewing many hosts (`policyc plan` previews
 /// every host of an inventory): what does not depend on the host is worked
-/// out once (each promise's type, source and the outcome classes it reads),
-/// and the resolver's shared constants are made once, not per host. Each
+/// out once (each promise's type, source and the outcome classes it reads,
+/// the bundle's disjunctions of classes), and the resolver's shared
+/// constants are made once, not per host. Each
 /// [`Previewer::preview`] is exactly [`preview`] of one host.
 #[derive(Debug)]
 pub struct Previewer<'b> {
     body: &'b Body,
     /// By promise index: type name, source, outcome classes read.
     statics: Vec<PromiseStatics>,
+    /// By promise index: the instance of a [`PromiseStatics::fixed`]
+    /// promise, once resolved.
+    fixed: Vec<Option<Fixed>>,
+    disjunctions: Disjunctions,
     resolver: Resolver<'b>,
 }
 
@@ -132,14 +141,27 @@ pub struct Previewer<'b> {
 #[derive(Debug)]
 struct PromiseStatics {
     kind: &'static str,
-    source: String,
+    source: Arc<str>,
     outcome_classes: Vec<String>,
+    /// Its promiser and every attribute value are constants and it has no
+    /// run-time loop: where it is active, it resolves to the same instance
+    /// on every host (its guard is still evaluated per host).
+    fixed: bool,
+}
+
+/// A fixed promise resolved: the instance every host shares, and the bytes
+/// of text its resolution counts against the pass's budget (charged again
+/// on each host, so a preview's budget is exactly the run's).
+#[derive(Debug)]
+struct Fixed {
+    instance: Arc<Instance>,
+    owned: usize,
 }
 
 impl<'b> Previewer<'b> {
     pub fn new(body: &'b Body) -> Self {
         let mut deps = OutcomeDeps::new(body);
-        let statics = body
+        let statics: Vec<PromiseStatics> = body
             .promises
             .iter()
             .enumerate()
@@ -162,16 +184,25 @@ impl<'b> Previewer<'b> {
                 if let Item::Code(program) = p.promiser {
                     outcome_classes.extend(deps.of_program(program));
                 }
+                let constant = |item: &Item| matches!(item, Item::Const(_));
                 PromiseStatics {
                     kind: promise_type_by_id(p.kind).map_or("?", |t| t.name),
-                    source: source_of(body, i),
+                    source: Arc::from(source_of(body, i)),
                     outcome_classes: outcome_classes.into_iter().collect(),
+                    fixed: p.loops.is_empty()
+                        && constant(&p.promiser)
+                        && p.attrs.iter().all(|a| match &a.value {
+                            Operand::Item(item) => constant(item),
+                            Operand::List(items) => items.iter().all(constant),
+                        }),
                 }
             })
             .collect();
         Previewer {
             body,
+            fixed: statics.iter().map(|_| None).collect(),
             statics,
+            disjunctions: Disjunctions::of(body),
             resolver: Resolver::new(body),
         }
     }
@@ -184,7 +215,7 @@ impl<'b> Previewer<'b> {
         defines: &[String],
     ) -> Result<Preview, String> {
         let body = self.body;
-        let mut eval = Evaluator::new(body, facts)
+        let mut eval = Evaluator::sharing(body, facts, &self.disjunctions)
             .with_probes(probes)
             .with_secrets(SecretPlaceholders::default());
         let classes = eval.classes(defines).map_err(|e| e.to_string())?;
@@ -196,7 +227,8 @@ impl<'b> Previewer<'b> {
         class_failures.sort();
         let resolver = &mut self.resolver;
         resolver.start_pass();
-        let mut promises: Vec<PreviewPromise> = Vec::new();
+        let mut promises: Vec<PreviewPromise> =
+            Vec::with_capacity(body.order.len().min(MAX_PASS_INSTANCES));
         for &i in body.order.iter() {
             let i = i as usize;
             let (Some(p), Some(statics)) = (body.promises.get(i), self.statics.get(i)) else {
@@ -207,7 +239,7 @@ impl<'b> Previewer<'b> {
                 |loops: Vec<String>, activity: Activity, resolution: Resolution| PreviewPromise {
                     index: i,
                     kind,
-                    source: statics.source.clone(),
+                    source: Arc::clone(&statics.source),
                     loops,
                     promiser: None,
                     activity,
@@ -237,11 +269,21 @@ impl<'b> Previewer<'b> {
                 ));
                 continue;
             }
-            let combos = match loop_combinations(&lists) {
-                Ok(combos) => combos,
-                Err(e) => {
-                    promises.push(entry(Vec::new(), Activity::Active, Resolution::Failed(e)));
-                    continue;
+            // No loop (most promises): one instance, with nothing allocated.
+            let mut once = std::iter::once(Vec::new());
+            let mut each;
+            let combos: &mut dyn Iterator<Item = Vec<String>> = if lists.is_empty() {
+                &mut once
+            } else {
+                match loop_combinations(&lists) {
+                    Ok(combos) => {
+                        each = combos.into_iter();
+                        &mut each
+                    }
+                    Err(e) => {
+                        promises.push(entry(Vec::new(), Activity::Active, Resolution::Failed(e)));
+                        continue;
+                    }
                 }
             };
             for combo in combos {
@@ -277,10 +319,28 @@ impl<'b> Previewer<'b> {
                 }
                 let resolution = match guard {
                     Err(resolution) => resolution,
-                    Ok(_) => match resolver.resolve(&mut eval, i, p, &classes, &combo) {
-                        Ok(inst) => Resolution::Resolved(inst),
-                        Err(e) if eval.failed_on_unknown() => Resolution::Unknown(e),
-                        Err(e) => Resolution::Failed(e),
+                    Ok(_) => match self.fixed.get_mut(i) {
+                        Some(Some(fixed)) => match resolver.own(fixed.owned) {
+                            Ok(()) => Resolution::Resolved(Arc::clone(&fixed.instance)),
+                            Err(e) => Resolution::Failed(e),
+                        },
+                        slot => {
+                            let before = resolver.owned();
+                            match resolver.resolve(&mut eval, i, p, &classes, &combo) {
+                                Ok(inst) => {
+                                    let inst = Arc::new(inst);
+                                    if let (true, Some(slot)) = (statics.fixed, slot) {
+                                        *slot = Some(Fixed {
+                                            instance: Arc::clone(&inst),
+                                            owned: resolver.owned().saturating_sub(before),
+                                        });
+                                    }
+                                    Resolution::Resolved(inst)
+                                }
+                                Err(e) if eval.failed_on_unknown() => Resolution::Unknown(e),
+                                Err(e) => Resolution::Failed(e),
+                            }
+                        }
                     },
                 };
                 let promiser = match &resolution {
@@ -434,6 +494,7 @@ mod tests {
         AttrValue, Bytes, ClassEntry, List, Promise, Sealed, SealedSet, SourceLoc,
     };
     use crate::facts::FactMap;
+    use crate::instance::Instance;
     use crate::sources::NoProbes;
 
     fn fact(name: &str) -> u32 {
@@ -562,7 +623,7 @@ mod tests {
         );
         assert_eq!(content(&p.promises[0]), "hello web01", "rendered");
         assert_eq!(p.promises[0].activity, Activity::Active);
-        assert_eq!(p.promises[0].source, "main.policy:7");
+        assert_eq!(&*p.promises[0].source, "main.policy:7");
         assert_eq!(
             p.promises[2].activity,
             Activity::Conditional {
@@ -623,6 +684,59 @@ mod tests {
             "{:?}",
             p.class_failures
         );
+    }
+
+    /// A promise whose promiser and values are constants is resolved once
+    /// per previewer and shared by every host it is active on (its guard is
+    /// still evaluated per host); a rendered one is resolved per host. Each
+    /// host's preview equals the one-off [`preview`] of it.
+    #[test]
+    fn fixed_promises_are_resolved_once_and_shared() {
+        let body = body_for_sharing();
+        let mut previewer = Previewer::new(&body);
+        let web = host(&[("sys.hostname", "web01"), ("sys.os_family", "debian")]);
+        let db = host(&[("sys.hostname", "db1"), ("sys.os_family", "redhat")]);
+        let other = host(&[("sys.hostname", "web02"), ("sys.os_family", "debian")]);
+        let a = previewer.preview(&web, &NoProbes, &[]).unwrap();
+        let b = previewer.preview(&db, &NoProbes, &[]).unwrap();
+        let c = previewer.preview(&other, &NoProbes, &[]).unwrap();
+        let resolved = |p: &Preview, path: &str| -> Arc<Instance> {
+            let found = p.promises.iter().find(|p| p.promiser() == Some(path));
+            match found.map(|p| &p.resolution) {
+                Some(Resolution::Resolved(i)) => Arc::clone(i),
+                other => panic!("{path}: {other:?}"),
+            }
+        };
+        assert!(Arc::ptr_eq(
+            &resolved(&a, "/etc/deb"),
+            &resolved(&c, "/etc/deb")
+        ));
+        assert!(!b.promises.iter().any(|p| p.promiser() == Some("/etc/deb")));
+        assert!(Arc::ptr_eq(
+            &resolved(&b, "/etc/rh"),
+            &resolved(&b, "/etc/rh")
+        ));
+        let (motd_a, motd_c) = (resolved(&a, "/etc/motd"), resolved(&c, "/etc/motd"));
+        assert!(!Arc::ptr_eq(&motd_a, &motd_c), "rendered per host");
+        assert_eq!(motd_c.str("content"), Some("hello web02"));
+        for (facts, shared) in [(&web, &a), (&db, &b), (&other, &c)] {
+            let alone = preview(&body, facts, &NoProbes, &[]).unwrap();
+            assert_eq!(format!("{alone:?}"), format!("{shared:?}"));
+        }
+        // The promisers a shared instance holds count against each host's
+        // pass as they would resolved there.
+        let mut fresh = Previewer::new(&body);
+        fresh.preview(&other, &NoProbes, &[]).unwrap();
+        assert_eq!(previewer.resolver.owned(), fresh.resolver.owned());
+        assert!(fresh.resolver.owned() > "/etc/motd/etc/deb".len());
+    }
+
+    /// [`bundle`] with the promise on `redhat` there twice (two instances
+    /// of one shared resolution on a host).
+    fn body_for_sharing() -> Body {
+        let mut body = bundle();
+        body.order = List(vec![0, 1, 2, 2, 3, 4]);
+        body
     }
 
     /// `define` sets a class as `policyvm run --define` does.

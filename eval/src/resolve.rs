@@ -83,8 +83,13 @@ impl<'b> Resolver<'b> {
         self.text = 0;
     }
 
+    /// Bytes of text the instances of this pass own so far.
+    pub(crate) fn owned(&self) -> usize {
+        self.text
+    }
+
     /// Counts `bytes` an instance owns against [`MAX_PASS_TEXT`].
-    fn own(&mut self, bytes: usize) -> Result<(), String> {
+    pub(crate) fn own(&mut self, bytes: usize) -> Result<(), String> {
         self.text = self.text.saturating_add(bytes);
         if self.text > MAX_PASS_TEXT {
             return Err(format!(

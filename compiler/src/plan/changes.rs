@@ -112,18 +112,27 @@ pub fn compare(old: &HostPromises, new: &HostPromises) -> ChangeSet {
     ChangeSet { changes }
 }
 
+/// How far past the next unmatched promise of `old` a promise of `new` is
+/// looked for before all of `old` is indexed by key: a few promises
+/// removed in a row are found so.
+const LOOKAHEAD: usize = 4;
+
 /// Matches `new`'s promises with `old`'s by key. Both lists are in the
 /// policies' order, which a change mostly keeps: each is first compared
-/// with the next unmatched one of `old`, and only on a miss looked up by
-/// key (the walk then goes on after the one found).
+/// with the next few unmatched ones of `old` ([`LOOKAHEAD`]), and only on a
+/// miss looked up by key (the walk then goes on after the one found).
 fn matched(old: &HostPromises, new: &HostPromises, changes: &mut Vec<Change>) {
     let mut by_key: Option<FxHashMap<&PromiseKey, usize>> = None;
     let mut used = vec![false; old.promises.len()];
-    let mut next = 0;
+    let mut next: usize = 0;
     for after in &new.promises {
-        let found = match old.promises.get(next) {
-            Some(before) if before.key == after.key => Some(next),
-            _ => by_key
+        let near = (next..next.saturating_add(LOOKAHEAD)).find(|&i| {
+            !used.get(i).copied().unwrap_or(true)
+                && old.promises.get(i).is_some_and(|b| b.key == after.key)
+        });
+        let found = match near {
+            Some(i) => Some(i),
+            None => by_key
                 .get_or_insert_with(|| {
                     old.promises
                         .iter()
@@ -172,7 +181,7 @@ fn order(change: &Change) -> (u8, &str, &str, u32, &str) {
 /// differed but the values do not: a hash collision is not a change).
 fn changed(before: &Resolved, after: &Resolved) -> Option<Change> {
     let mut attrs = Vec::new();
-    for (name, value) in &after.attrs {
+    for (name, value) in after.attrs.iter() {
         match before.get(name) {
             Some(old) if old == value => {}
             old => attrs.push(AttrChange {
@@ -182,7 +191,7 @@ fn changed(before: &Resolved, after: &Resolved) -> Option<Change> {
             }),
         }
     }
-    for (name, value) in &before.attrs {
+    for (name, value) in before.attrs.iter() {
         if after.get(name).is_none() {
             attrs.push(AttrChange {
                 name,
@@ -235,7 +244,7 @@ mod tests {
         Resolved::new(
             PromiseKey {
                 kind: "file",
-                promiser: path.to_owned(),
+                promiser: path.into(),
                 occurrence: 0,
             },
             vec![
@@ -264,22 +273,23 @@ mod tests {
     #[test]
     fn added_removed_and_changed_attributes_are_found() {
         let old = host(vec![file("/a", "1"), file("/gone", "x")]);
-        let mut changed = file("/a", "2");
-        changed.attrs.push(("owner", Shown::Text("root".into())));
-        changed = Resolved::new(changed.key.clone(), changed.attrs.clone(), None);
+        let changed = file("/a", "2");
+        let mut attrs = changed.attrs.to_vec();
+        attrs.push(("owner", Shown::Text("root".into())));
+        let changed = Resolved::new(changed.key.clone(), attrs, None);
         let new = host(vec![changed, file("/new", "n")]);
         let set = compare(&old, &new);
         assert_eq!(set.counts(), [1, 1, 1, 0]);
         let Change::Changed { key, attrs, .. } = &set.changes[0] else {
             panic!("{set:?}")
         };
-        assert_eq!(key.promiser, "/a");
+        assert_eq!(&*key.promiser, "/a");
         let names: Vec<_> = attrs.iter().map(|a| a.name).collect();
         assert_eq!(names, ["content", "owner"]);
         assert_eq!(attrs[1].before, None);
         // In promise order, whatever the action.
-        assert!(matches!(&set.changes[1], Change::Removed(k) if k.promiser == "/gone"));
-        assert!(matches!(&set.changes[2], Change::Added(r) if r.key.promiser == "/new"));
+        assert!(matches!(&set.changes[1], Change::Removed(k) if &*k.promiser == "/gone"));
+        assert!(matches!(&set.changes[2], Change::Added(r) if &*r.key.promiser == "/new"));
     }
 
     #[test]

@@ -42,7 +42,7 @@ fn changes(set: &ChangeSet) -> Vec<Value> {
             Change::Added(r) => json!({
                 "action": "add",
                 "type": r.key.kind,
-                "promiser": r.key.promiser,
+                "promiser": &*r.key.promiser,
                 "conditional": r.conditional,
                 "attributes": r.attrs.iter()
                     .map(|(name, value)| ((*name).to_owned(), value.to_json()))
@@ -51,7 +51,7 @@ fn changes(set: &ChangeSet) -> Vec<Value> {
             Change::Removed(key) => json!({
                 "action": "remove",
                 "type": key.kind,
-                "promiser": key.promiser,
+                "promiser": &*key.promiser,
             }),
             Change::Changed {
                 key,
@@ -60,7 +60,7 @@ fn changes(set: &ChangeSet) -> Vec<Value> {
             } => json!({
                 "action": "change",
                 "type": key.kind,
-                "promiser": key.promiser,
+                "promiser": &*key.promiser,
                 "conditional": { "before": conditional.0, "after": conditional.1 },
                 "attributes": attrs.iter().map(|a| json!({
                     "name": a.name,

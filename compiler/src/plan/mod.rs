@@ -7,8 +7,12 @@
 //! are compared promise by promise, by hash first ([`changes`]), and hosts
 //! with equal change sets are grouped ([`group`]) so a change to 10,000
 //! hosts prints once ([`render`], [`json`]). Hosts are resolved in
-//! parallel, each on its own; nothing of one host's resolution is reused
-//! for another, so what a host is shown is what that host would compute.
+//! parallel, each on its own. What is shared between hosts is only what
+//! cannot differ between them: a promise whose promiser and values are all
+//! constants resolves to one instance (its guard is still evaluated per
+//! host; `converge_eval::preview`), converted and hashed once
+//! ([`resolve::HostResolver`]); so what a host is shown is what that host
+//! would compute.
 
 pub mod build;
 pub mod changes;
@@ -51,11 +55,11 @@ pub fn plan(old: &build::Built, new: &build::Built, hosts: &[KnownHost], jobs: u
     let per_host = for_each_host(
         hosts,
         jobs,
-        || (old.previewer(), new.previewer()),
-        |(old_previewer, new_previewer), host| {
+        || (old.resolver(), new.resolver()),
+        |(old_resolver, new_resolver), host| {
             compare(
-                &old.resolve(old_previewer, host),
-                &new.resolve(new_previewer, host),
+                &old.resolve(old_resolver, host),
+                &new.resolve(new_resolver, host),
             )
         },
     );
@@ -70,7 +74,7 @@ pub fn plan(old: &build::Built, new: &build::Built, hosts: &[KnownHost], jobs: u
 }
 
 /// `work` over every host, on up to `jobs` threads, each with its own
-/// state from `init` (its previewers); each host's change set is interned
+/// state from `init` (its resolvers); each host's change set is interned
 /// as soon as it is made. Hosts come back in inventory order, each with
 /// the number of its change set.
 fn for_each_host<S, I, F>(

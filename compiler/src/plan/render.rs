@@ -76,7 +76,7 @@ pub fn changes(set: &ChangeSet) -> String {
                     r.key.display(),
                     when(&r.conditional)
                 ));
-                for (name, value) in &r.attrs {
+                for (name, value) in r.attrs.iter() {
                     out.push_str(&format!(
                         "      {name} = {}\n",
                         value_text(r.key.kind, name, value)

@@ -6,14 +6,16 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash as _, Hasher as _};
+use std::sync::Arc;
 
 use converge_eval::bundle::format::Body;
 use converge_eval::bundle::probe::ProbeType;
 use converge_eval::eval::Val;
-use converge_eval::facts::{FactMap, FactSource, FactValue};
-use converge_eval::instance::Value;
+use converge_eval::facts::{FactMap, FactValue};
+use converge_eval::instance::{Instance, Value};
 use converge_eval::preview::{Activity, PreviewPromise, Previewer, Resolution};
 use converge_eval::sources::ProbeFacts;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::Value as Json;
 
 use super::build::Built;
@@ -45,28 +47,29 @@ impl<'b> Policy<'b> {
         }
     }
 
-    /// A previewer of this policy, for one thread to resolve hosts with.
-    pub fn previewer(&self) -> Previewer<'b> {
-        Previewer::new(self.body)
+    /// What one thread resolves hosts with, for this policy.
+    pub fn resolver(&self) -> HostResolver<'b> {
+        HostResolver {
+            previewer: Previewer::new(self.body),
+            shared: Vec::new(),
+            keys: FxHashSet::default(),
+        }
     }
 
-    /// Everything this policy gives `host` (`previewer` is one of
-    /// [`Policy::previewer`]'s).
-    pub fn resolve(&self, previewer: &mut Previewer<'b>, host: &KnownHost) -> HostPromises {
-        let facts = HostFacts {
-            map: FactMap(
-                host.sys
-                    .iter()
-                    .map(|(name, value)| (name.clone(), fact_value(value)))
-                    .collect(),
-            ),
-            hostname_known: host.sys.contains_key("sys.hostname"),
-        };
+    /// Everything this policy gives `host` (`resolver` is one of
+    /// [`Policy::resolver`]'s).
+    pub fn resolve(&self, resolver: &mut HostResolver<'b>, host: &KnownHost) -> HostPromises {
+        let facts = FactMap(
+            host.sys
+                .iter()
+                .map(|(name, value)| (name.clone(), fact_value(value)))
+                .collect(),
+        );
         let probes = HostProbes {
             host,
             types: &self.probe_types,
         };
-        let preview = match previewer.preview(&facts, &probes, &[]) {
+        let preview = match resolver.previewer.preview(&facts, &probes, &[]) {
             Ok(preview) => preview,
             Err(reason) => {
                 // Only a body the verifier would refuse gets here: the
@@ -93,17 +96,10 @@ impl<'b> Policy<'b> {
             };
             match p.resolution {
                 Resolution::Resolved(inst) => {
-                    let key = PromiseKey {
-                        kind: inst.kind,
-                        promiser: inst.promiser,
-                        occurrence: 0,
-                    };
-                    let attrs = inst
-                        .attrs
-                        .into_iter()
-                        .map(|(name, value)| (name, self.shown(value)))
-                        .collect();
-                    out.promises.push(Resolved::new(key, attrs, conditional));
+                    let resolved = resolver.converted(p.index, inst, conditional, |inst, c| {
+                        self.converted(inst, c)
+                    });
+                    out.promises.push(resolved);
                 }
                 Resolution::Unknown(ref reason) => out
                     .unresolved
@@ -113,10 +109,25 @@ impl<'b> Policy<'b> {
                     .push(Unresolved::fails(self.what(&p), reason.clone())),
             }
         }
-        number_occurrences(&mut out.promises);
+        number_occurrences(&mut out.promises, &mut resolver.keys);
         out.unresolved.sort();
         out.unresolved.dedup();
         out
+    }
+
+    /// An instance as the plan compares it.
+    fn converted(&self, inst: &Instance, conditional: Option<String>) -> Resolved {
+        let key = PromiseKey {
+            kind: inst.kind,
+            promiser: Arc::from(inst.promiser.as_str()),
+            occurrence: 0,
+        };
+        let attrs: Arc<[_]> = inst
+            .attrs
+            .iter()
+            .map(|(name, value)| (*name, self.shown(value.clone())))
+            .collect();
+        Resolved::new(key, attrs, conditional)
     }
 
     /// How an unresolved promise is named: by its promiser when the host
@@ -162,16 +173,65 @@ impl<'b> Policy<'b> {
     }
 }
 
+/// One thread's means to resolve hosts with one policy: its previewer, and
+/// the instances the previewer shares between hosts (a promise whose
+/// promiser and values are constants) as the plan compares them, so each
+/// is converted and hashed once, not once per host.
+#[derive(Debug)]
+pub struct HostResolver<'b> {
+    previewer: Previewer<'b>,
+    /// By promise index: the shared instance last converted, and what it
+    /// was converted to.
+    shared: Vec<Option<(Arc<Instance>, Resolved)>>,
+    /// The key digests of the host being resolved ([`number_occurrences`]).
+    keys: FxHashSet<u64>,
+}
+
+impl HostResolver<'_> {
+    /// `inst` (promise `index`) as the plan compares it: the conversion
+    /// made for an earlier host when the previewer gave this host the very
+    /// same instance (and the same condition), else `convert`'s.
+    fn converted(
+        &mut self,
+        index: usize,
+        inst: Arc<Instance>,
+        conditional: Option<String>,
+        convert: impl FnOnce(&Instance, Option<String>) -> Resolved,
+    ) -> Resolved {
+        if let Some(Some((seen, resolved))) = self.shared.get(index) {
+            if Arc::ptr_eq(seen, &inst) && resolved.conditional == conditional {
+                return resolved.clone();
+            }
+        }
+        let resolved = convert(&inst, conditional);
+        // Only an instance the previewer keeps (it holds another reference)
+        // can come again.
+        if Arc::strong_count(&inst) > 1 {
+            if self.shared.len() <= index {
+                self.shared.resize_with(index.saturating_add(1), || None);
+            }
+            if let Some(slot) = self.shared.get_mut(index) {
+                *slot = Some((inst, resolved.clone()));
+            }
+        }
+        resolved
+    }
+}
+
 /// Several instances with one type and promiser (a command run twice, a
 /// promise in a loop whose promiser does not name the element) are told
-/// apart by their order: the second is occurrence 1.
-fn number_occurrences(promises: &mut [Resolved]) {
-    let mut seen: rustc_hash::FxHashMap<(&'static str, &str), u32> = Default::default();
+/// apart by their order: the second is occurrence 1. Most hosts have no
+/// promise twice, which their key digests show without a string hashed
+/// (`seen` is a set kept between hosts).
+fn number_occurrences(promises: &mut [Resolved], seen: &mut FxHashSet<u64>) {
+    seen.clear();
+    if promises.iter().all(|p| seen.insert(p.key_hash)) {
+        return;
+    }
+    let mut seen: FxHashMap<(&'static str, &str), u32> = FxHashMap::default();
     let mut numbers = Vec::new();
     for (i, p) in promises.iter().enumerate() {
-        let n = seen
-            .entry((p.key.kind, p.key.promiser.as_str()))
-            .or_insert(0);
+        let n = seen.entry((p.key.kind, &*p.key.promiser)).or_insert(0);
         if *n > 0 {
             numbers.push((i, *n));
         }
@@ -181,28 +241,6 @@ fn number_occurrences(promises: &mut [Resolved]) {
         if let Some(p) = promises.get_mut(i) {
             p.key.occurrence = n;
         }
-    }
-}
-
-/// A host's `sys` facts as the evaluator reads them.
-#[derive(Debug)]
-struct HostFacts {
-    map: FactMap,
-    hostname_known: bool,
-}
-
-impl FactSource for HostFacts {
-    fn get(&self, name: &str) -> Option<FactValue> {
-        self.map.get(name)
-    }
-
-    /// As [`FactMap`]'s, with the answer for `host_` classes (every term of
-    /// an inventory group's class) without copying the hostname.
-    fn unknown_class(&self, class: &str) -> Option<String> {
-        if self.hostname_known && class.starts_with("host_") {
-            return None;
-        }
-        self.map.unknown_class(class)
     }
 }
 
@@ -286,6 +324,69 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+
+    fn file(path: &str) -> Resolved {
+        Resolved::new(
+            PromiseKey {
+                kind: "file",
+                promiser: path.into(),
+                occurrence: 0,
+            },
+            Vec::new(),
+            None,
+        )
+    }
+
+    /// Distinct promises keep occurrence 0 (found by their digests alone);
+    /// a promise twice is numbered in order, as before.
+    #[test]
+    fn occurrences_number_only_promises_given_twice() {
+        let mut seen = FxHashSet::default();
+        let mut host = vec![file("/a"), file("/b"), file("/c")];
+        number_occurrences(&mut host, &mut seen);
+        assert!(host.iter().all(|p| p.key.occurrence == 0));
+        let mut host = vec![file("/a"), file("/b"), file("/a"), file("/a")];
+        number_occurrences(&mut host, &mut seen);
+        let numbers: Vec<u32> = host.iter().map(|p| p.key.occurrence).collect();
+        assert_eq!(numbers, [0, 0, 1, 2]);
+    }
+
+    /// The previewer's shared instance is converted once per thread; a
+    /// different instance, or the same under another condition, is
+    /// converted again; an instance nobody keeps is not remembered.
+    #[test]
+    fn a_shared_instance_is_converted_once() {
+        let body = Body::with_programs(Vec::new(), Vec::new());
+        let previewer = Previewer::new(&body);
+        let mut resolver = HostResolver {
+            previewer,
+            shared: Vec::new(),
+            keys: FxHashSet::default(),
+        };
+        let inst = |path: &str| {
+            Arc::new(Instance {
+                index: 3,
+                kind: "file",
+                promiser: path.to_owned(),
+                attrs: Vec::new(),
+            })
+        };
+        let kept = inst("/a");
+        let mut made = 0;
+        let mut convert = |i: &Instance, c: Option<String>| {
+            made += 1;
+            let mut r = file(&i.promiser);
+            r.conditional = c;
+            r
+        };
+        let first = resolver.converted(3, Arc::clone(&kept), None, &mut convert);
+        let again = resolver.converted(3, Arc::clone(&kept), None, &mut convert);
+        assert_eq!(first, again);
+        let _ = resolver.converted(3, Arc::clone(&kept), Some("x".into()), &mut convert);
+        let _ = resolver.converted(3, inst("/a"), None, &mut convert);
+        let _ = resolver.converted(3, inst("/a"), None, &mut convert);
+        assert_eq!(made, 4);
+    }
 
     #[test]
     fn json_fact_values_are_read_as_their_declared_type() {

@@ -68,11 +68,13 @@ impl Shown {
 }
 
 /// A promise's identity across the two policies: its type and promiser
-/// (and which of several instances with both, in the policy's order).
+/// (and which of several instances with both, in the policy's order). The
+/// promiser is shared: a promise the evaluator resolves once for every
+/// host (`converge_eval::preview`) is one string, not one per host.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PromiseKey {
     pub kind: &'static str,
-    pub promiser: String,
+    pub promiser: Arc<str>,
     pub occurrence: u32,
 }
 
@@ -92,34 +94,45 @@ impl PromiseKey {
     }
 }
 
-/// One active promise, resolved for a host.
+/// One active promise, resolved for a host. Cheap to clone (shared
+/// promiser and attributes): hosts on which a promise resolves the same
+/// share one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Resolved {
     pub key: PromiseKey,
     /// Attribute name and value, in the bundle's order.
-    pub attrs: Vec<(&'static str, Shown)>,
+    pub attrs: Arc<[(&'static str, Shown)]>,
     /// Set when whether the promise runs depends on what the run does (an
     /// outcome class of another promise): the class it waits for.
     pub conditional: Option<String>,
     /// A digest of everything above: two promises with the same key and
     /// hash are taken as equal without comparing their values.
     pub hash: u64,
+    /// A digest of the key's type and promiser (not its occurrence): a
+    /// host whose promises' digests are all different has no promise
+    /// twice, and so no occurrence to number.
+    pub key_hash: u64,
 }
 
 impl Resolved {
     pub fn new(
         key: PromiseKey,
-        attrs: Vec<(&'static str, Shown)>,
+        attrs: impl Into<Arc<[(&'static str, Shown)]>>,
         conditional: Option<String>,
     ) -> Self {
+        let attrs = attrs.into();
         let mut h = rustc_hash::FxHasher::default();
         attrs.hash(&mut h);
         conditional.hash(&mut h);
+        let mut k = rustc_hash::FxHasher::default();
+        key.kind.hash(&mut k);
+        key.promiser.hash(&mut k);
         Resolved {
             key,
             attrs,
             conditional,
             hash: h.finish(),
+            key_hash: k.finish(),
         }
     }
 

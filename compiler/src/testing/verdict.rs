@@ -198,7 +198,7 @@ fn absent_message(preview: &Preview, e: &Expectation) -> String {
         .filter(|p| p.kind == e.kind && p.promiser().is_none())
         .map(|p| match &p.resolution {
             Resolution::Unknown(why) | Resolution::Failed(why) => format!("{}: {why}", p.source),
-            Resolution::Resolved(_) => p.source.clone(),
+            Resolution::Resolved(_) => p.source.to_string(),
         })
         .collect();
     if !unresolved.is_empty() {
