@@ -31,7 +31,7 @@ host_lookups=${HOST_LOOKUPS:-1}
 cap_s=${CAP_SECONDS:-300}
 
 cargo build --release --locked -q -p converge-compiler --bin policyc
-policyc=$PWD/target/release/policyc
+policyc=$(realpath "${CARGO_TARGET_DIR:-target}")/release/policyc
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

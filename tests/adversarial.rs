@@ -226,7 +226,9 @@ fn t27_eio_in_the_middle_of_a_run_fails_writes_and_leaves_every_file_old_or_new(
     support::require_tool("mkfs.ext4", "e2fsprogs");
     support::require_tool("python3", "python3");
     let host = Host::new();
-    let count = 1000;
+    // Enough files that the strike lands while the VM writes them: a
+    // batch of staged writes is fast (issue 22), and one batch takes 4,096.
+    let count = 4000;
     let mut policy = String::from("bundle b {\n");
     for i in 0..count {
         policy.push_str(&format!(
@@ -243,19 +245,34 @@ fn t27_eio_in_the_middle_of_a_run_fails_writes_and_leaves_every_file_old_or_new(
         mkdir "$ROOT/data"
         i=0; while [ $i -lt "$COUNT" ]; do printf 'old %d\n' $i > "$ROOT/data/f$i"; i=$((i+1)); done
         sync
+        # Strike once the VM is writing: a staged temporary is there (a
+        # batch of writes is made durable and renamed together) or the
+        # first file is already new. The watcher polls without starting a
+        # process per look, and is running before the VM starts.
+        python3 -c 'import fcntl, os, struct, sys, time
+root = sys.argv[1]
+data = os.path.join(root, "data")
+end = time.monotonic() + 30
+def writing():
+    if any(n.startswith(".converge-tmp") for n in os.listdir(data)):
+        return True
+    with open(os.path.join(data, "f0")) as f:
+        return f.read() == "new 0\n"
+while not writing():
+    if time.monotonic() > end:
+        sys.exit(98)
+fd = os.open(root, os.O_RDONLY)
+fcntl.ioctl(fd, 0x8004587D, struct.pack("I", 0))' "$ROOT" &
+        strike=$!
         "$VM" run "$BUNDLE" --trust "$TRUST" --root "$ROOT" > "$WORK/first.out" 2> "$WORK/first.err" &
         vm=$!
-        # Strike once the VM is writing: the first file is new.
-        n=0; while [ "$(cat "$ROOT/data/f0")" != "new 0" ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n+1)); done
-        python3 -c 'import fcntl, os, struct, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-fcntl.ioctl(fd, 0x8004587D, struct.pack("I", 0))' "$ROOT" || { kill $vm; exit 98; }
+        wait $strike || { kill $vm; exit 98; }
         wait $vm
         echo "first=$?"
         umount "$ROOT" && mount -o loop "$img" "$ROOT" || exit 97
         old=0; new=0
         i=0; while [ $i -lt "$COUNT" ]; do
-          c=$(cat "$ROOT/data/f$i")
+          IFS= read -r c < "$ROOT/data/f$i"
           if [ "$c" = "old $i" ]; then old=$((old+1));
           elif [ "$c" = "new $i" ]; then new=$((new+1));
           else echo "torn=f$i:[$c]"; fi

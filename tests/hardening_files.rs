@@ -537,11 +537,15 @@ fn item08_a_directory_moved_out_mid_run_receives_no_write() {
         after.iter().take(5).collect::<Vec<_>>(),
         text(&out)
     );
-    // The files after the move went to the path inside the root.
+    // The files after the move went to the path inside the root, or, when
+    // the move landed while they were staged (a batch is renamed together,
+    // issue 22), failed saying so: never outside.
+    let said = text(&out);
     assert!(
-        host.root().join("data/d1/f1999").is_file(),
-        "{}",
-        text(&out)
+        host.root().join("data/d1/f1999").is_file()
+            || said
+                .contains("a directory of `/data/d1/f1999` was moved or replaced during the run"),
+        "{said}"
     );
 }
 

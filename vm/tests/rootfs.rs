@@ -525,6 +525,18 @@ const MAY_TOUCH_FILES: &[(&str, &str)] = &[
     ("cli/run.rs", "reads the bundle, writes --report"),
     ("cli/verify.rs", "reads the bundle to verify"),
     ("pull/fetch.rs", "reads the --ca-file"),
+    // Stored files (format 2.6): the blobs beside a local bundle and the
+    // host's cache in the state directory, never the managed root; a blob
+    // is opened without following a link, at its signed size, and hashed
+    // before a byte of it is used.
+    (
+        "blobs/mod.rs",
+        "reads and collects the blob cache of the state directory and the blobs beside a bundle",
+    ),
+    (
+        "blobs/fetch.rs",
+        "streams fetched blobs into the state directory's cache",
+    ),
     ("agent/config.rs", "reads the agent's configuration file"),
     ("agent/mod.rs", "rotates reports in the state directory"),
     // The operator's `metrics_dir` (0755, for node_exporter) and the

@@ -457,6 +457,29 @@ impl RootFs {
         Ok(Some(std::fs::File::from(fd)))
     }
 
+    /// Where the regular file `path` is about to be written: its parent
+    /// directory (missing ones created 0755), its name, its components and
+    /// its parent's policy path. A link or a directory at `path` is refused.
+    #[allow(clippy::type_complexity)]
+    fn file_to_replace<'p>(
+        &self,
+        path: &'p str,
+    ) -> Result<(Rc<OwnedFd>, &'p str, Vec<&'p str>, &'p str), FsError> {
+        let Some((dir, name)) = self.parent_to_change(path, Some(0o755))? else {
+            return Err(io(path, "write")(Errno::NOENT));
+        };
+        match kind_at(&dir, name) {
+            Some(Kind::Symlink) => return Err(FsError::Symlink(path.to_owned())),
+            Some(Kind::Dir) => {
+                return Err(io(path, "replace a directory with a file at")(Errno::ISDIR))
+            }
+            _ => {}
+        }
+        let comps = components(path)?;
+        let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
+        Ok((dir, name, comps, parent))
+    }
+
     /// [`RootFs::write_file_checked`] with the content streamed from
     /// `source` (a stored blob: never whole in memory). An error reading
     /// `source` fails the write before the rename; the file keeps its old
@@ -471,19 +494,8 @@ impl RootFs {
     ) -> Result<(), FsError> {
         // Written through at once, after the staged writes before it.
         self.flush_staged();
-        let Some((dir, name)) = self.parent_to_change(path, Some(0o755))? else {
-            return Err(io(path, "write")(Errno::NOENT));
-        };
-        match kind_at(&dir, name) {
-            Some(Kind::Symlink) => return Err(FsError::Symlink(path.to_owned())),
-            Some(Kind::Dir) => {
-                return Err(io(path, "replace a directory with a file at")(Errno::ISDIR))
-            }
-            _ => {}
-        }
-        let comps = components(path)?;
+        let (dir, name, comps, parent) = self.file_to_replace(path)?;
         let dirs = comps.split_last().map_or(&[][..], |(_, dirs)| dirs);
-        let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
         atomic::write_atomic_from_at(&dir, name, source, mode, owner, path, |temp| {
             self.still_at(path, dirs, &dir)?;
             check(&format!("{parent}/{temp}")).map_err(FsError::Rejected)
@@ -523,19 +535,8 @@ impl RootFs {
         // Written through at once: the staged writes before it first, so
         // that renames keep the order of the promises.
         self.flush_staged();
-        let Some((dir, name)) = self.parent_to_change(path, Some(0o755))? else {
-            return Err(io(path, "write")(Errno::NOENT));
-        };
-        match kind_at(&dir, name) {
-            Some(Kind::Symlink) => return Err(FsError::Symlink(path.to_owned())),
-            Some(Kind::Dir) => {
-                return Err(io(path, "replace a directory with a file at")(Errno::ISDIR))
-            }
-            _ => {}
-        }
-        let comps = components(path)?;
+        let (dir, name, comps, parent) = self.file_to_replace(path)?;
         let dirs = comps.split_last().map_or(&[][..], |(_, dirs)| dirs);
-        let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
         write_atomic_at(&dir, name, contents, mode, owner, path, |temp| {
             self.still_at(path, dirs, &dir)?;
             check(&format!("{parent}/{temp}")).map_err(FsError::Rejected)

@@ -349,6 +349,23 @@ fn run_with(
             };
         }
 
+        // Flushes the staged writes and concludes their promises (in
+        // promise order, before whatever comes next is recorded).
+        macro_rules! settle_pending {
+            () => {
+                for done in staged::settle(&fs, &mut pending) {
+                    let staged::Pending {
+                        key,
+                        inst,
+                        applied,
+                        incurred,
+                        ..
+                    } = done;
+                    conclude(&mut books!(), &ctx, key, inst, applied, &incurred, false);
+                }
+            };
+        }
+
         for (position, (index, combo, inst)) in instances.iter().enumerate() {
             let inst = match inst {
                 Ok(inst) => inst,
@@ -358,6 +375,9 @@ fn run_with(
                     // the verifier: the promise fails, the run goes on. One
                     // that needs a probe fact unknown here is skipped; what
                     // comes after it is skipped too (it was not applied).
+                    // Recorded after the staged writes before it, so the
+                    // report keeps promise order.
+                    settle_pending!();
                     let placeholder = unresolved(body, *index);
                     let outcome = match e {
                         Unresolved::Failed(e) => Outcome::Failed(e.clone()),
@@ -387,16 +407,7 @@ fn run_with(
             }
             let p = body.promises.get(inst.index);
             if staged::flush_before(&fs, inst, p, &pending) {
-                for done in staged::settle(&fs, &mut pending) {
-                    let staged::Pending {
-                        key,
-                        inst,
-                        applied,
-                        incurred,
-                        ..
-                    } = done;
-                    conclude(&mut books!(), &ctx, key, inst, applied, &incurred, false);
-                }
+                settle_pending!();
             }
             let blocked = contradictions.contains_key(&key)
                 || p.is_some_and(|p| p.after.iter().any(|a| failed.contains(&(*a as usize))))
@@ -561,16 +572,7 @@ fn run_with(
         }
         // The end of the pass is a barrier: every staged write is flushed
         // before the outcome classes are evaluated.
-        for done in staged::settle(&fs, &mut pending) {
-            let staged::Pending {
-                key,
-                inst,
-                applied,
-                incurred,
-                ..
-            } = done;
-            conclude(&mut books!(), &ctx, key, inst, applied, &incurred, false);
-        }
+        settle_pending!();
 
         // Outcome classes may make other classes and promises active.
         let next = eval.classes(&outcome_classes).map_err(|e| e.to_string())?;
