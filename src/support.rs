@@ -136,6 +136,27 @@ pub fn write_trust(dir: &Path) {
     .unwrap();
 }
 
+/// A hub's signing key made by the real `policyc keygen` at
+/// `WORK/keys/hub.key` (and `.pub`), and the trust directory its hosts
+/// hold, `WORK/trust/` with that public key. Returns the trust directory.
+pub fn hub_keys(work: &Path) -> std::path::PathBuf {
+    let keys = work.join("keys");
+    let out = std::process::Command::new(crate::binary("policyc"))
+        .args(["keygen", "--out"])
+        .arg(keys.join("hub"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "policyc keygen: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trust = work.join("trust");
+    std::fs::create_dir(&trust).unwrap();
+    std::fs::copy(keys.join("hub.pub"), trust.join("hub.pub")).unwrap();
+    trust
+}
+
 /// Runs a `policyvm run` command, again while it exits 75 (another run
 /// holds the root's lock: the tests that run on `/` (read-only) may meet
 /// one another when test binaries run in parallel). Gives up after 10 s.

@@ -69,16 +69,7 @@ impl Hub {
         let work = tempfile::tempdir().unwrap();
         let pubdir = work.path().join("srv");
         std::fs::create_dir(&pubdir).unwrap();
-        let keys = work.path().join("keys");
-        let out = Command::new(binary("policyc"))
-            .args(["keygen", "--out"])
-            .arg(keys.join("hub"))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out));
-        let trust = work.path().join("trust");
-        std::fs::create_dir(&trust).unwrap();
-        std::fs::copy(keys.join("hub.pub"), trust.join("hub.pub")).unwrap();
+        let trust = converge::support::hub_keys(work.path());
         Hub {
             server: serve_dir(pubdir.clone()),
             work,
