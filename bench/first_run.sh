@@ -10,7 +10,7 @@
 # and policyvm's ratios to the floors and to cf-agent. The load average is
 # printed beside the figures: fsync-bound figures need a quiet machine.
 #
-# Usage: bash bench/first_run.sh [N]
+# Usage: [ROUNDS=3] [CARGO_TARGET_DIR=...] bash bench/first_run.sh [N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-10000}
@@ -22,17 +22,19 @@ if [ ! -x /usr/bin/time ]; then
 fi
 cargo build --release --locked -q -p converge-compiler --bin policyc -p converge-vm --bin policyvm \
   --example stathash --example durable_floor
+release=${CARGO_TARGET_DIR:-target}/release
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/trust"
-target/release/policyc keygen --out "$work/hub" >/dev/null
+"$release/policyc" keygen --out "$work/hub" >/dev/null
 cp "$work/hub.pub" "$work/trust/"
-python3 - "$work" "$n" <<'PY'
+ROUNDS=${ROUNDS:-3} python3 - "$work" "$n" "$release" <<'PY'
 import os, shutil, statistics, subprocess, sys, time
 
-work, n = sys.argv[1], int(sys.argv[2])
-policyc, policyvm = "target/release/policyc", "target/release/policyvm"
-stathash, floor = "target/release/examples/stathash", "target/release/examples/durable_floor"
+work, n, release = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rounds = int(os.environ["ROUNDS"])
+policyc, policyvm = f"{release}/policyc", f"{release}/policyvm"
+stathash, floor = f"{release}/examples/stathash", f"{release}/examples/durable_floor"
 
 def measure(cmd):
     """Wall seconds, CPU seconds (user+sys) and peak RSS (MB) of one run."""
@@ -67,7 +69,7 @@ samples = {}
 def add(key, m):
     samples.setdefault(key, []).append(m)
 
-for rnd in range(3):
+for rnd in range(rounds):
     load = open("/proc/loadavg").read().split()[0]
     add(("load", ""), (float(load), 0, 0))
     # The durable and plain floors of a first run, each on a fresh tree.
@@ -115,7 +117,7 @@ def med(key, i):
     return statistics.median(s[i] for s in samples[key])
 
 loads = [s[0] for s in samples[("load", "")]]
-print(f"{n} files with content and mode 0644; medians of 3 rounds; load average at each round: {loads}")
+print(f"{n} files with content and mode 0644; medians of {rounds} rounds; load average at each round: {loads}")
 print(f"{'':<14} {'first run':>26} {'converged':>26} {'1% drift':>26}")
 print(f"{'':<14}" + f"{'wall':>9} {'cpu':>8} {'rss':>7}" * 3)
 for who in ("policyvm", "cf-agent", "plain floor", "durable floor"):
@@ -123,10 +125,11 @@ for who in ("policyvm", "cf-agent", "plain floor", "durable floor"):
     for case in ("first", "converged", "drift"):
         row += f"{med((who, case), 0):>8.3f}s {med((who, case), 1):>7.3f}s {med((who, case), 2):>5.1f}MB"
     print(row)
-print("policyvm wall time as a ratio:")
-for case in ("first", "converged", "drift"):
-    vm = med(("policyvm", case), 0)
-    print(f"  {case:<10} {vm / med(('durable floor', case), 0):5.2f}x the durable floor, "
-          f"{vm / med(('plain floor', case), 0):5.2f}x the plain floor, "
-          f"cf-agent is {med(('cf-agent', case), 0) / vm:5.2f}x slower")
+for i, what in ((0, "wall"), (1, "CPU")):
+    print(f"policyvm {what} time as a ratio:")
+    for case in ("first", "converged", "drift"):
+        vm = med(("policyvm", case), i)
+        print(f"  {case:<10} {vm / med(('durable floor', case), i):5.2f}x the durable floor, "
+              f"{vm / med(('plain floor', case), i):5.2f}x the plain floor, "
+              f"cf-agent is {med(('cf-agent', case), i) / vm:5.2f}x slower")
 PY
