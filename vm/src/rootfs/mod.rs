@@ -267,48 +267,56 @@ impl RootFs {
                 return Ok(Some(Rc::clone(fd)));
             }
         }
-        let mut current = Rc::new(
-            rfs::openat(&self.root, ".", DIR_FLAGS, Mode::empty()).map_err(io(path, "open"))?,
-        );
+        // The first component is opened from the root's own handle: a
+        // handle of the root itself is opened only for a path directly
+        // below it (one `openat` and `close` less for every other walk).
+        let mut walked: Option<Rc<OwnedFd>> = None;
         for (i, dir) in dirs.iter().enumerate() {
             let prefix = dirs.get(..=i).unwrap_or_default().join("/");
             if how == Walk::Cached {
                 if let Some(fd) = self.dirs.borrow().get(&prefix) {
-                    current = Rc::clone(fd);
+                    walked = Some(Rc::clone(fd));
                     continue;
                 }
             }
+            let current: &OwnedFd = walked.as_deref().unwrap_or(&self.root);
             let shown = || format!("/{prefix}");
-            let fd = match rfs::openat(&*current, *dir, DIR_FLAGS, Mode::empty()) {
+            let fd = match rfs::openat(current, *dir, DIR_FLAGS, Mode::empty()) {
                 Ok(fd) => fd,
                 Err(Errno::NOENT) => match create {
                     Some(mode) => {
-                        match rfs::mkdirat(&*current, *dir, Mode::from_bits_truncate(mode)) {
+                        match rfs::mkdirat(current, *dir, Mode::from_bits_truncate(mode)) {
                             Ok(()) | Err(Errno::EXIST) => {}
                             Err(e) => return Err(io(&shown(), "create directory")(e)),
                         }
-                        let fd = rfs::openat(&*current, *dir, DIR_FLAGS, Mode::empty())
+                        let fd = rfs::openat(current, *dir, DIR_FLAGS, Mode::empty())
                             .map_err(io(&shown(), "open"))?;
                         // mkdir is subject to the umask; the promise's mode is not.
-                        set_mode_at(&current, dir, mode, &shown())?;
+                        set_mode_at(current, dir, mode, &shown())?;
                         fd
                     }
                     None => return Ok(None),
                 },
                 Err(Errno::LOOP | Errno::NOTDIR) => {
-                    return Err(match kind_at(&current, dir) {
+                    return Err(match kind_at(current, dir) {
                         Some(Kind::Symlink) => FsError::Symlink(shown()),
                         _ => FsError::NotADirectory(shown()),
                     })
                 }
                 Err(e) => return Err(io(&shown(), "open")(e)),
             };
-            current = Rc::new(fd);
+            let fd = Rc::new(fd);
             if how != Walk::Check {
-                self.dirs.borrow_mut().insert(prefix, Rc::clone(&current));
+                self.dirs.borrow_mut().insert(prefix, Rc::clone(&fd));
             }
+            walked = Some(fd);
         }
-        Ok(Some(current))
+        match walked {
+            Some(dir) => Ok(Some(dir)),
+            None => Ok(Some(Rc::new(
+                rfs::openat(&self.root, ".", DIR_FLAGS, Mode::empty()).map_err(io(path, "open"))?,
+            ))),
+        }
     }
 
     /// Whether `dir` is still the directory at `dirs` below the root (same
