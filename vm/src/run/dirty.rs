@@ -40,7 +40,7 @@
 use std::collections::HashMap;
 
 use super::operators::{Applied, Outcome};
-use super::resolve::Instance;
+use super::resolve::{Instance, Value};
 
 /// The promise types whose check reads only the files at and around their
 /// path (their promiser) and their own instance.
@@ -211,10 +211,39 @@ impl Dirty {
                 for a in ancestors(path) {
                     self.below.insert(a.to_owned(), when);
                 }
+                if confirmed(inst, applied) {
+                    // As good as a check right after its own change.
+                    if let Some(slot) = self.checks.get_mut(position) {
+                        *slot = Some(Check {
+                            at: when,
+                            kept: true,
+                        });
+                    }
+                }
             }
             _ => self.unbounded = when,
         }
     }
+}
+
+/// The changes of a `file` repair that the operator confirmed by reading
+/// the file back (LANGUAGE.md §7 step 4: the content, from the staged
+/// temporary, whose owner and mode were set before its content; the flush
+/// that renames it fails the promise if it cannot).
+const CONFIRMED_CHANGES: [&str; 3] = ["created", "content", "removed stale temporary"];
+
+/// Whether `applied` is a repair of `inst` that a check right after it
+/// would find kept: a `file` whose only changes were confirmed by reading
+/// them back (not a stored blob's streamed copy, not a mode or owner set
+/// after the content). Anything else repaired is checked again.
+fn confirmed(inst: &Instance, applied: &Applied) -> bool {
+    applied.outcome == Outcome::Repaired
+        && inst.kind == "file"
+        && !matches!(inst.get("source"), Some(Value::Blob(_)))
+        && applied
+            .changes
+            .iter()
+            .all(|c| CONFIRMED_CHANGES.contains(&c.what.as_str()))
 }
 
 /// The same instance: promise, type, promiser and every value.
@@ -323,12 +352,40 @@ mod tests {
         // Pass 1: the first is repaired, the others kept.
         let skipped = pass(&mut dirty, &insts, |p| if p == 0 { repaired() } else { kept() });
         assert_eq!(skipped, [false, false, false]);
-        // Pass 2: the repaired one is checked again; the others were kept
-        // and nothing at their paths changed since.
+        // Pass 2: a file whose new content was read back counts as kept
+        // too; the others were kept and nothing at their paths changed.
         let skipped = pass(&mut dirty, &insts, |_| kept());
-        assert_eq!(skipped, [false, true, true]);
-        // Pass 3: all kept and untouched.
+        assert_eq!(skipped, [true, true, true]);
         assert_eq!(pass(&mut dirty, &insts, |_| kept()), [true, true, true]);
+    }
+
+    #[test]
+    fn a_repair_not_read_back_is_checked_again() {
+        let mut moded = repaired();
+        moded.changes.push(Change {
+            what: "mode".into(),
+            before: "0o600".into(),
+            after: "0o644".into(),
+            diff: None,
+        });
+        let mut blob = inst(0, "file", "/d/a");
+        blob.attrs.push((
+            "source",
+            Value::Blob(crate::bundle::format::BlobRef {
+                sha256: [0; 32],
+                size: 1,
+            }),
+        ));
+        for (repaired_inst, applied) in [
+            (inst(0, "line", "/d/a"), repaired()),
+            (inst(0, "file", "/d/a"), moded),
+            (blob, repaired()),
+        ] {
+            let insts = [repaired_inst, inst(1, "file", "/d/b")];
+            let mut dirty = Dirty::new(true);
+            pass(&mut dirty, &insts, |p| if p == 0 { applied.clone() } else { kept() });
+            assert_eq!(pass(&mut dirty, &insts, |_| kept()), [false, true], "{:?}", insts.first());
+        }
     }
 
     #[test]
