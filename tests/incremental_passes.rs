@@ -420,6 +420,10 @@ fn incremental_passes_find_what_full_passes_find() {
             Ok(())
         })
         .unwrap();
-    assert!(several.get() > 20, "too few runs of several passes: {}", several.get());
+    assert!(
+        several.get() > 20,
+        "too few runs of several passes: {}",
+        several.get()
+    );
     assert!(skipped.get() > 0, "the rule never skipped a check");
 }

@@ -949,10 +949,7 @@ fn read_sized(mut file: impl Read, len: u64, limit: u64) -> std::io::Result<Vec<
         .min(bound);
     let mut buf = vec![0u8; first];
     let mut filled = 0usize;
-    loop {
-        let Some(space) = buf.get_mut(filled..) else {
-            break;
-        };
+    while let Some(space) = buf.get_mut(filled..) {
         if space.is_empty() {
             if filled >= bound {
                 break;
@@ -1126,8 +1123,17 @@ mod read_tests {
 
     #[test]
     fn short_reads_grown_and_shrunk_files_are_read_whole() {
-        let data: Vec<u8> = (0..10_000u32).map(|i| u8::try_from(i & 0x7f).unwrap()).collect();
-        for (stated, step) in [(10_000, 7), (10_000, 4096), (100, 10_000), (100, 33), (20_000, 10_000), (0, 1)] {
+        let data: Vec<u8> = (0..10_000u32)
+            .map(|i| u8::try_from(i & 0x7f).unwrap())
+            .collect();
+        for (stated, step) in [
+            (10_000, 7),
+            (10_000, 4096),
+            (100, 10_000),
+            (100, 33),
+            (20_000, 10_000),
+            (0, 1),
+        ] {
             let bytes = read_sized(
                 Trickle {
                     data: &data,

@@ -172,7 +172,10 @@ impl Dirty {
         // As good as a check now that found it kept.
         let now = self.tick();
         if let Some(slot) = self.checks.get_mut(position) {
-            *slot = Some(Check { at: now, kept: true });
+            *slot = Some(Check {
+                at: now,
+                kept: true,
+            });
         }
         true
     }
@@ -350,7 +353,11 @@ mod tests {
         ];
         let mut dirty = Dirty::new(true);
         // Pass 1: the first is repaired, the others kept.
-        let skipped = pass(&mut dirty, &insts, |p| if p == 0 { repaired() } else { kept() });
+        let skipped = pass(
+            &mut dirty,
+            &insts,
+            |p| if p == 0 { repaired() } else { kept() },
+        );
         assert_eq!(skipped, [false, false, false]);
         // Pass 2: a file whose new content was read back counts as kept
         // too; the others were kept and nothing at their paths changed.
@@ -383,8 +390,19 @@ mod tests {
         ] {
             let insts = [repaired_inst, inst(1, "file", "/d/b")];
             let mut dirty = Dirty::new(true);
-            pass(&mut dirty, &insts, |p| if p == 0 { applied.clone() } else { kept() });
-            assert_eq!(pass(&mut dirty, &insts, |_| kept()), [false, true], "{:?}", insts.first());
+            pass(&mut dirty, &insts, |p| {
+                if p == 0 {
+                    applied.clone()
+                } else {
+                    kept()
+                }
+            });
+            assert_eq!(
+                pass(&mut dirty, &insts, |_| kept()),
+                [false, true],
+                "{:?}",
+                insts.first()
+            );
         }
     }
 
@@ -405,7 +423,11 @@ mod tests {
                 inst(3, "directory", changed),
             ];
             let mut dirty = Dirty::new(true);
-            pass(&mut dirty, &insts, |p| if p == 3 { repaired() } else { kept() });
+            pass(
+                &mut dirty,
+                &insts,
+                |p| if p == 3 { repaired() } else { kept() },
+            );
             let skipped = pass(&mut dirty, &insts, |_| kept());
             assert_eq!(skipped, expect, "a change at {changed}");
         }
@@ -435,7 +457,11 @@ mod tests {
                 dirty.concluded(position, i, &applied, position == 2 && notifies);
             }
             let skipped = pass(&mut dirty, &insts, |_| kept());
-            assert_eq!(skipped, [false, false, false], "{kind} {notifies} {validate}");
+            assert_eq!(
+                skipped,
+                [false, false, false],
+                "{kind} {notifies} {validate}"
+            );
         }
     }
 
@@ -453,7 +479,13 @@ mod tests {
             // was checked.
             let insts = [inst(0, "file", "/d/a/b"), inst(1, "file", "/d/a")];
             let mut dirty = Dirty::new(true);
-            pass(&mut dirty, &insts, |p| if p == 1 { concluded.clone() } else { kept() });
+            pass(&mut dirty, &insts, |p| {
+                if p == 1 {
+                    concluded.clone()
+                } else {
+                    kept()
+                }
+            });
             assert_eq!(pass(&mut dirty, &insts, |_| kept()), [false, false]);
         }
     }

@@ -16,8 +16,8 @@ pub mod operators;
 pub mod owed;
 pub mod report;
 pub use converge_eval::resolve;
-pub mod simulated;
 mod dirty;
+pub mod simulated;
 mod staged;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -327,15 +327,17 @@ fn run_with(
                             ));
                             break;
                         }
-                        Ok(true) => resolver
-                            .resolve(&mut eval, i, p, &classes, &combo)
-                            .map_err(|e| {
-                                if eval.failed_on_unknown() {
-                                    Unresolved::Unknown(e)
-                                } else {
-                                    Unresolved::Failed(e)
-                                }
-                            }),
+                        Ok(true) => {
+                            resolver
+                                .resolve(&mut eval, i, p, &classes, &combo)
+                                .map_err(|e| {
+                                    if eval.failed_on_unknown() {
+                                        Unresolved::Unknown(e)
+                                    } else {
+                                        Unresolved::Failed(e)
+                                    }
+                                })
+                        }
                     };
                     fresh.push((i, combo, inst));
                 }
@@ -390,7 +392,10 @@ fn run_with(
                         position,
                         ..
                     } = done;
-                    let far = body.promises.get(inst.index).is_some_and(|p| !p.notify.is_empty());
+                    let far = body
+                        .promises
+                        .get(inst.index)
+                        .is_some_and(|p| !p.notify.is_empty());
                     dirty.concluded(position, inst, &applied, far);
                     conclude(&mut books!(), &ctx, key, inst, applied, &incurred, false);
                 }
