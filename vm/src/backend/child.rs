@@ -12,10 +12,17 @@
 //! the drain time (a daemon it started may hold them open forever); each
 //! stream keeps at most its limit and says when it held more.
 //!
+//! While the program runs, a pipe that gave less than a full read is left
+//! alone for [`COALESCE`] (its exit still ends the wait at once): `rpm
+//! -qa` writes each package with a write of its own, and waking for each
+//! of 200 lines cost more CPU than all the rest of the VM's package work
+//! (docs/performance.md, "Toolsets (issue 25)"). A program that writes
+//! fast fills whole reads and is read without pause; once it has exited,
+//! the pipes are read without pause.
+//!
 //! Without pidfds (Linux before 5.3) the exit is looked for every
 //! [`EXIT_TICK`] instead.
 
-use std::io::Read as _;
 use std::os::fd::AsFd;
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -28,6 +35,11 @@ const EXIT_TICK: Duration = Duration::from_millis(5);
 
 /// How much is read from a pipe at a time.
 const CHUNK: usize = 32 * 1024;
+
+/// How long the pipes are left alone after a read that did not fill
+/// [`CHUNK`], while the program runs: output is gathered in fewer, larger
+/// reads, and a program never waits on a full pipe longer than this.
+const COALESCE: Duration = Duration::from_millis(1);
 
 /// What to wait for and keep.
 #[derive(Clone, Copy, Debug)]
@@ -81,10 +93,10 @@ impl<R: std::io::Read + AsFd> Stream<R> {
     }
 
     /// One read (the pipe was reported ready, so it does not block); the
-    /// end of the stream, or an error, closes it.
-    fn read_once(&mut self, buf: &mut [u8]) {
+    /// end of the stream, or an error, closes it. Whether it filled `buf`.
+    fn read_once(&mut self, buf: &mut [u8]) -> bool {
         let Some(pipe) = self.pipe.as_mut() else {
-            return;
+            return false;
         };
         match pipe.read(buf) {
             Ok(0) => self.pipe = None,
@@ -95,10 +107,12 @@ impl<R: std::io::Read + AsFd> Stream<R> {
                 }
                 self.kept
                     .extend_from_slice(buf.get(..n.min(room)).unwrap_or_default());
+                return n == buf.len();
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => self.pipe = None,
         }
+        false
     }
 }
 
@@ -130,6 +144,8 @@ pub fn collect(mut child: Child, limits: Limits) -> Collected {
     let mut stopped = false;
     // Without a pidfd, or once it said so, the exit is asked for.
     let mut look_for_exit = true;
+    // While the program runs, the pipes are not watched before this.
+    let mut quiet_until: Option<Instant> = None;
     loop {
         if phase != Phase::Exited && look_for_exit {
             if let Ok(Some(status)) = child.try_wait() {
@@ -169,14 +185,23 @@ pub fn collect(mut child: Child, limits: Limits) -> Collected {
         if exit_fd.is_none() && phase != Phase::Exited {
             wait = wait.min(EXIT_TICK);
         }
+        let quiet = match quiet_until {
+            Some(t) if phase != Phase::Exited && t > now => {
+                wait = wait.min(t.saturating_duration_since(now));
+                true
+            }
+            _ => false,
+        };
         let (out_ready, err_ready, exited) = {
             let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(3);
             let ready = PollFlags::IN | PollFlags::HUP | PollFlags::ERR;
-            if let Some(p) = out.pipe.as_ref() {
-                fds.push(PollFd::new(p, PollFlags::IN));
-            }
-            if let Some(p) = err.pipe.as_ref() {
-                fds.push(PollFd::new(p, PollFlags::IN));
+            if !quiet {
+                for p in out.pipe.iter() {
+                    fds.push(PollFd::new(p, PollFlags::IN));
+                }
+                for p in err.pipe.iter() {
+                    fds.push(PollFd::new(p, PollFlags::IN));
+                }
             }
             let exit_slot = match (&exit_fd, phase) {
                 (Some(fd), Phase::Running | Phase::Killed) => {
@@ -191,20 +216,24 @@ pub fn collect(mut child: Child, limits: Limits) -> Collected {
                 std::thread::sleep(wait.min(EXIT_TICK));
             }
             let mut revents = fds.iter().map(|f| f.revents().intersects(ready));
-            let out_ready = out.open() && revents.next().unwrap_or(false);
-            let err_ready = err.open() && revents.next().unwrap_or(false);
+            let out_ready = out.open() && !quiet && revents.next().unwrap_or(false);
+            let err_ready = err.open() && !quiet && revents.next().unwrap_or(false);
             let exited = exit_slot && revents.next().unwrap_or(false);
             (out_ready, err_ready, exited)
         };
+        let mut filled = false;
         if out_ready {
-            out.read_once(&mut buf);
+            filled |= out.read_once(&mut buf);
             if out.overflowed && limits.stop_at_stdout_limit && !stopped {
                 stopped = true;
                 super::process::kill_group(pid);
             }
         }
         if err_ready {
-            err.read_once(&mut buf);
+            filled |= err.read_once(&mut buf);
+        }
+        if (out_ready || err_ready) && !filled {
+            quiet_until = Instant::now().checked_add(COALESCE);
         }
         look_for_exit = exit_fd.is_none() || exited;
     }
@@ -222,4 +251,109 @@ fn deadline_after(d: Duration) -> Instant {
     now.checked_add(d)
         .or_else(|| now.checked_add(Duration::from_secs(u64::from(u32::MAX))))
         .unwrap_or(now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::{Command, Stdio};
+
+    fn limits() -> Limits {
+        Limits {
+            timeout: Duration::from_secs(20),
+            drain: Duration::from_secs(2),
+            stdout: 8 << 20,
+            stderr: 8 << 20,
+            stop_at_stdout_limit: false,
+        }
+    }
+
+    fn sh(script: &str) -> Child {
+        Command::new("sh")
+            .args(["-c", script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Output written line by line (as `rpm -qa` does), on both streams,
+    /// is kept whole and in order although it is read in batches.
+    #[test]
+    fn many_small_writes_are_kept_whole_and_in_order() {
+        let done = collect(
+            sh("i=0; while [ $i -lt 500 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done; exit 7"),
+            limits(),
+        );
+        let want = |tag: &str| (0..500).map(|i| format!("{tag}{i}\n")).collect::<String>();
+        assert_eq!(String::from_utf8(done.stdout).unwrap(), want("out"));
+        assert_eq!(String::from_utf8(done.stderr).unwrap(), want("err"));
+        assert_eq!(done.code, Some(7));
+        assert!(!done.stdout_overflowed);
+    }
+
+    /// A fast writer of more than a pipe holds is read without pause, and
+    /// the end of a program is seen at once, not after a drain time.
+    #[test]
+    fn a_large_output_is_read_whole_and_the_exit_is_seen_at_once() {
+        let start = Instant::now();
+        let done = collect(sh("head -c 3000000 /dev/zero"), limits());
+        assert_eq!(done.stdout.len(), 3_000_000);
+        assert_eq!(done.code, Some(0));
+        let done = collect(sh("echo one; exit 0"), limits());
+        assert_eq!(done.stdout, b"one\n");
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    /// Past its limit a stream keeps its start and says so; with the stop
+    /// asked for, the writer is killed instead of being read to its end.
+    #[test]
+    fn a_stream_past_its_limit_is_cut_and_the_writer_stopped_if_asked() {
+        let small = Limits {
+            stdout: 1000,
+            ..limits()
+        };
+        let done = collect(sh("head -c 5000 /dev/zero; echo done >&2"), small);
+        assert_eq!((done.stdout.len(), done.stdout_overflowed), (1000, true));
+        assert_eq!(done.stderr, b"done\n");
+        assert_eq!(done.code, Some(0));
+        let stop = Limits {
+            stop_at_stdout_limit: true,
+            ..small
+        };
+        let start = Instant::now();
+        let done = collect(sh("exec cat /dev/zero"), stop);
+        assert!(done.stdout_overflowed);
+        assert_eq!(done.code, None, "killed, not exited");
+        assert!(start.elapsed() < Duration::from_secs(5));
+    }
+
+    /// A program with no pipes at all (a detached command) is waited for
+    /// until it exits, and killed at its deadline.
+    #[test]
+    fn without_pipes_the_exit_or_the_deadline_ends_the_wait() {
+        use std::os::unix::process::CommandExt as _;
+        let quiet = |script: &str| {
+            Command::new("sh")
+                .args(["-c", script])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .process_group(0)
+                .spawn()
+                .unwrap()
+        };
+        assert_eq!(collect(quiet("exit 3"), limits()).code, Some(3));
+        let start = Instant::now();
+        let short = Limits {
+            timeout: Duration::from_millis(100),
+            ..limits()
+        };
+        assert_eq!(collect(quiet("sleep 30"), short).code, None);
+        assert!(start.elapsed() < Duration::from_secs(5));
+    }
 }
