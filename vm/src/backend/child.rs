@@ -4,9 +4,8 @@
 //!
 //! It replaced three threads per program (one per pipe, one waiting for the
 //! exit): each thread cost a stack mapping, a malloc arena and their
-//! teardown, and a converged run of 200 packages spent about a sixth of
-//! its own CPU time on the threads of its one `rpm -qa`
-//! (docs/performance.md, "Toolsets (issue 25)"). What it guarantees is
+//! teardown, for every program a run starts (docs/performance.md,
+//! "Toolsets (issue 25)"). What it guarantees is
 //! unchanged ([`super::process`]): at the deadline the whole process group
 //! is killed; once the program has exited, its pipes are read for at most
 //! the drain time (a daemon it started may hold them open forever); each
