@@ -22,7 +22,7 @@
 //! Without pidfds (Linux before 5.3) the exit is looked for every
 //! [`EXIT_TICK`] instead.
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
@@ -128,14 +128,19 @@ enum Phase {
 /// Waits for `child` (started with its stdout and stderr piped, or not)
 /// and reads both pipes until it has exited and they are closed, within
 /// the limits.
-pub fn collect(mut child: Child, limits: Limits) -> Collected {
-    let pid = child.id();
-    let mut out = Stream::new(child.stdout.take(), limits.stdout);
-    let mut err = Stream::new(child.stderr.take(), limits.stderr);
-    let exit_fd = i32::try_from(pid)
+pub fn collect(child: Child, limits: Limits) -> Collected {
+    let exit_fd = i32::try_from(child.id())
         .ok()
         .and_then(Pid::from_raw)
         .and_then(|p| pidfd_open(p, PidfdFlags::empty()).ok());
+    collect_with(child, limits, exit_fd)
+}
+
+/// [`collect`], with the pidfd that tells the exit, if the kernel gave one.
+fn collect_with(mut child: Child, limits: Limits, exit_fd: Option<OwnedFd>) -> Collected {
+    let pid = child.id();
+    let mut out = Stream::new(child.stdout.take(), limits.stdout);
+    let mut err = Stream::new(child.stderr.take(), limits.stderr);
     let mut buf = vec![0u8; CHUNK];
     let mut phase = Phase::Running;
     let mut code = None;
@@ -329,6 +334,35 @@ mod tests {
         let done = collect(sh("exec cat /dev/zero"), stop);
         assert!(done.stdout_overflowed);
         assert_eq!(done.code, None, "killed, not exited");
+        assert!(start.elapsed() < Duration::from_secs(5));
+    }
+
+    /// Without a pidfd (Linux before 5.3) the exit is looked for on a
+    /// tick: the output, the status, the deadline and the drain time are
+    /// the same.
+    #[test]
+    fn without_a_pidfd_the_exit_is_found_by_looking() {
+        let done = collect_with(
+            sh("i=0; while [ $i -lt 100 ]; do echo $i; i=$((i+1)); done; exit 4"),
+            limits(),
+            None,
+        );
+        let want: String = (0..100).map(|i| format!("{i}\n")).collect();
+        assert_eq!(String::from_utf8(done.stdout).unwrap(), want);
+        assert_eq!(done.code, Some(4));
+        let start = Instant::now();
+        let short = Limits {
+            timeout: Duration::from_millis(100),
+            ..limits()
+        };
+        let mut group = Command::new("sh");
+        group
+            .args(["-c", "sleep 30"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        std::os::unix::process::CommandExt::process_group(&mut group, 0);
+        let done = collect_with(group.spawn().unwrap(), short, None);
+        assert_eq!(done.code, None);
         assert!(start.elapsed() < Duration::from_secs(5));
     }
 
