@@ -17,6 +17,8 @@ pub mod owed;
 pub mod report;
 pub use converge_eval::resolve;
 pub mod simulated;
+mod slots;
+pub mod source;
 mod staged;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -26,6 +28,8 @@ use std::time::Instant;
 use interactive::{Ask, Confirm};
 use operators::{Accounts, Applied, Change, Ctx, Outcome};
 use resolve::{loop_combinations, Instance, Resolver};
+use slots::{InstanceKey, Slots};
+use source::{Source, SourceFiles};
 
 use crate::backend;
 use crate::backend::packages::{Batcher, Entry};
@@ -91,7 +95,7 @@ pub struct PromiseResult {
     pub promiser: String,
     pub outcome: Outcome,
     /// `file:line` of the promise.
-    pub source: String,
+    pub source: Source,
     pub changes: Vec<Change>,
     pub output: Option<String>,
     /// In how many passes it repaired something.
@@ -222,7 +226,8 @@ fn run_with(
     // to twice the memory during each copy; issue 22, item 3).
     let expected = body.order.len().min(MAX_PASS_INSTANCES);
     let mut results: Vec<PromiseResult> = Vec::with_capacity(expected);
-    let mut slot: HashMap<(usize, Vec<String>), usize> = HashMap::with_capacity(expected);
+    let mut slot = Slots::new(body.promises.len());
+    let mut files = SourceFiles::default();
     let mut commands_run: HashSet<(usize, Vec<String>)> = HashSet::new();
     // Promises named in the `notify` of a repaired promise.
     let mut notified: HashSet<usize> = HashSet::new();
@@ -345,6 +350,7 @@ fn run_with(
                     outcome_classes: &mut outcome_classes,
                     results: &mut results,
                     slot: &mut slot,
+                    files: &mut files,
                 }
             };
         }
@@ -391,7 +397,7 @@ fn run_with(
                     failed.insert(*index);
                     record(
                         &mut results,
-                        &mut slot,
+                        (&mut slot, &mut files),
                         (*index, combo.clone()),
                         &placeholder,
                         applied,
@@ -599,7 +605,7 @@ fn run_with(
         },
         &deferred,
         &mut results,
-        &mut slot,
+        (&mut slot, &mut files),
     );
     let oscillating = if converged {
         Vec::new()
@@ -656,7 +662,8 @@ struct Books<'b, 'l> {
     repaired_any: &'b mut bool,
     outcome_classes: &'b mut Vec<String>,
     results: &'b mut Vec<PromiseResult>,
-    slot: &'b mut HashMap<(usize, Vec<String>), usize>,
+    slot: &'b mut Slots,
+    files: &'b mut SourceFiles,
 }
 
 /// Concludes a promise once its outcome is final (at once, or at the flush
@@ -745,7 +752,14 @@ fn conclude(
             }
         }
     }
-    record(books.results, books.slot, key, inst, applied, v);
+    record(
+        books.results,
+        (books.slot, books.files),
+        key,
+        inst,
+        applied,
+        v,
+    );
 }
 
 /// Per type, the promises of the run that failed or were skipped: an
@@ -772,8 +786,9 @@ fn verify_both_ways(
     run: &crate::unmanaged::Run<'_>,
     deferred: &[(InstanceKey, Instance)],
     results: &mut Vec<PromiseResult>,
-    slot: &mut HashMap<(usize, Vec<String>), usize>,
+    slot: (&mut Slots, &mut SourceFiles),
 ) -> Vec<crate::unmanaged::Extra> {
+    let (slot, files) = slot;
     let mut extra = Vec::new();
     for (key, inst) in deferred {
         let twins = deferred
@@ -788,13 +803,11 @@ fn verify_both_ways(
         } else {
             crate::unmanaged::apply(run, inst, &source_of(v, inst.index), &mut extra)
         };
-        record(results, slot, key.clone(), inst, applied, v);
+        record(results, (slot, files), key.clone(), inst, applied, v);
     }
     extra
 }
 
-/// A promise instance of a pass: its index and loop combination.
-type InstanceKey = (usize, Vec<String>);
 
 /// The notifications a promise would owe if it changed something: one per
 /// service or command it notifies that is active in this pass.
@@ -1356,14 +1369,14 @@ fn purge_one(
 
 fn record(
     results: &mut Vec<PromiseResult>,
-    slot: &mut HashMap<(usize, Vec<String>), usize>,
+    (slot, files): (&mut Slots, &mut SourceFiles),
     key: (usize, Vec<String>),
     inst: &Instance,
     applied: Applied,
     v: &Verified,
 ) {
     let repaired = applied.outcome == Outcome::Repaired;
-    match slot.get(&key).and_then(|i| results.get_mut(*i)) {
+    match slot.get(&key).and_then(|i| results.get_mut(i)) {
         Some(existing) => {
             // A dry run sees the same state in every pass: report a change once.
             for change in applied.changes {
@@ -1386,7 +1399,7 @@ fn record(
             }
         }
         None => {
-            let source = source_of(v, inst.index);
+            let source = files.of(v, inst.index);
             slot.insert(key, results.len());
             results.push(PromiseResult {
                 index: inst.index,
