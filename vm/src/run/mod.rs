@@ -17,6 +17,7 @@ pub mod owed;
 pub mod report;
 pub use converge_eval::resolve;
 pub mod simulated;
+mod recorded;
 mod slots;
 pub mod source;
 mod staged;
@@ -29,6 +30,7 @@ use interactive::{Ask, Confirm};
 use operators::{Accounts, Applied, Change, Ctx, Outcome};
 use resolve::{loop_combinations, Instance, Resolver};
 use slots::{InstanceKey, Slots};
+use recorded::Recorded;
 use source::{Source, SourceFiles};
 
 use crate::backend;
@@ -225,9 +227,10 @@ fn run_with(
     // vectors of a pass never double past it (growth by doubling held up
     // to twice the memory during each copy; issue 22, item 3).
     let expected = body.order.len().min(MAX_PASS_INSTANCES);
-    let mut results: Vec<PromiseResult> = Vec::with_capacity(expected);
+    // Each instance's result, without what the body says: made a
+    // [`PromiseResult`] after the passes ([`recorded`]).
+    let mut results: Vec<Recorded> = Vec::with_capacity(expected);
     let mut slot = Slots::new(body.promises.len());
-    let mut files = SourceFiles::default();
     let mut commands_run: HashSet<(usize, Vec<String>)> = HashSet::new();
     // Promises named in the `notify` of a repaired promise.
     let mut notified: HashSet<usize> = HashSet::new();
@@ -350,7 +353,6 @@ fn run_with(
                     outcome_classes: &mut outcome_classes,
                     results: &mut results,
                     slot: &mut slot,
-                    files: &mut files,
                 }
             };
         }
@@ -397,7 +399,7 @@ fn run_with(
                     failed.insert(*index);
                     record(
                         &mut results,
-                        (&mut slot, &mut files),
+                        &mut slot,
                         (*index, combo.clone()),
                         &placeholder,
                         applied,
@@ -601,12 +603,19 @@ fn run_with(
             fs: &fs,
             dry_run: opts.dry_run,
             managed: &managed,
-            troubled: &troubled(&results),
+            troubled: &troubled(&results, v),
         },
         &deferred,
         &mut results,
-        (&mut slot, &mut files),
+        &mut slot,
     );
+    // The report's results, made now that the pass's instances are gone.
+    drop(resolver);
+    let mut files = SourceFiles::default();
+    let mut results: Vec<PromiseResult> = results
+        .into_iter()
+        .map(|r| r.finish(v, &mut files))
+        .collect();
     let oscillating = if converged {
         Vec::new()
     } else {
@@ -661,9 +670,8 @@ struct Books<'b, 'l> {
     failed: &'b mut HashSet<usize>,
     repaired_any: &'b mut bool,
     outcome_classes: &'b mut Vec<String>,
-    results: &'b mut Vec<PromiseResult>,
+    results: &'b mut Vec<Recorded>,
     slot: &'b mut Slots,
-    files: &'b mut SourceFiles,
 }
 
 /// Concludes a promise once its outcome is final (at once, or at the flush
@@ -752,25 +760,21 @@ fn conclude(
             }
         }
     }
-    record(
-        books.results,
-        (books.slot, books.files),
-        key,
-        inst,
-        applied,
-        v,
-    );
+    record(books.results, books.slot, key, inst, applied, v);
 }
 
 /// Per type, the promises of the run that failed or were skipped: an
 /// `unmanaged` promise of that type must not remove anything.
-fn troubled(results: &[PromiseResult]) -> BTreeMap<String, Vec<String>> {
+fn troubled(results: &[Recorded], v: &Verified) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for r in results {
         if matches!(r.outcome, Outcome::Failed(_) | Outcome::Skipped(_)) {
-            out.entry(r.kind.to_owned())
-                .or_default()
-                .push(format!("{} {:?} ({})", r.kind, r.promiser, r.source));
+            out.entry(r.kind.to_owned()).or_default().push(format!(
+                "{} {:?} ({})",
+                r.kind,
+                r.promiser(&v.body),
+                source_of(v, r.index)
+            ));
         }
     }
     out
@@ -785,10 +789,9 @@ fn verify_both_ways(
     v: &Verified,
     run: &crate::unmanaged::Run<'_>,
     deferred: &[(InstanceKey, Instance)],
-    results: &mut Vec<PromiseResult>,
-    slot: (&mut Slots, &mut SourceFiles),
+    results: &mut Vec<Recorded>,
+    slot: &mut Slots,
 ) -> Vec<crate::unmanaged::Extra> {
-    let (slot, files) = slot;
     let mut extra = Vec::new();
     for (key, inst) in deferred {
         let twins = deferred
@@ -803,7 +806,7 @@ fn verify_both_ways(
         } else {
             crate::unmanaged::apply(run, inst, &source_of(v, inst.index), &mut extra)
         };
-        record(results, (slot, files), key.clone(), inst, applied, v);
+        record(results, slot, key.clone(), inst, applied, v);
     }
     extra
 }
@@ -1368,49 +1371,24 @@ fn purge_one(
 }
 
 fn record(
-    results: &mut Vec<PromiseResult>,
-    (slot, files): (&mut Slots, &mut SourceFiles),
+    results: &mut Vec<Recorded>,
+    slot: &mut Slots,
     key: (usize, Vec<String>),
     inst: &Instance,
     applied: Applied,
     v: &Verified,
 ) {
-    let repaired = applied.outcome == Outcome::Repaired;
     match slot.get(&key).and_then(|i| results.get_mut(i)) {
-        Some(existing) => {
-            // A dry run sees the same state in every pass: report a change once.
-            for change in applied.changes {
-                if !existing.changes.contains(&change) {
-                    existing.changes.push(change);
-                }
-            }
-            if repaired {
-                existing.repaired_passes = existing.repaired_passes.saturating_add(1);
-            }
-            // The final outcome: a failure stands; a repair in any pass
-            // makes the promise repaired; otherwise the latest outcome.
-            existing.outcome = match (&existing.outcome, applied.outcome) {
-                (_, Outcome::Failed(e)) => Outcome::Failed(e),
-                (Outcome::Repaired, _) => Outcome::Repaired,
-                (_, o) => o,
-            };
-            if applied.output.is_some() {
-                existing.output = applied.output;
-            }
-        }
+        Some(existing) => existing.update(applied),
         None => {
-            let source = files.of(v, inst.index);
             slot.insert(key, results.len());
-            results.push(PromiseResult {
-                index: inst.index,
-                kind: inst.kind,
-                promiser: inst.promiser.clone(),
-                outcome: applied.outcome,
-                source,
-                changes: applied.changes,
-                output: applied.output,
-                repaired_passes: u32::from(repaired),
-            });
+            results.push(Recorded::new(
+                &v.body,
+                inst.index,
+                inst.kind,
+                &inst.promiser,
+                applied,
+            ));
         }
     }
 }
