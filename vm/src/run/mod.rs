@@ -773,7 +773,7 @@ fn troubled(results: &[Recorded], v: &Verified) -> BTreeMap<String, Vec<String>>
                 "{} {:?} ({})",
                 r.kind,
                 r.promiser(&v.body),
-                source_of(v, r.index)
+                source_of(v, r.index())
             ));
         }
     }

@@ -20,7 +20,8 @@ use crate::bundle::Verified;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Recorded {
-    pub(crate) index: usize,
+    /// The promise's index (a body holds far fewer than `u32::MAX`).
+    index: u32,
     pub(crate) kind: &'static str,
     pub(crate) outcome: Outcome,
     /// In how many passes it repaired something.
@@ -69,7 +70,7 @@ impl Recorded {
                 })
             });
         Recorded {
-            index,
+            index: u32::try_from(index).unwrap_or(u32::MAX),
             kind,
             outcome: applied.outcome,
             repaired_passes: u32::from(repaired),
@@ -104,23 +105,29 @@ impl Recorded {
         }
     }
 
+    /// The index of its promise.
+    pub(crate) fn index(&self) -> usize {
+        self.index as usize
+    }
+
     /// Its promiser.
     pub(crate) fn promiser<'b>(&'b self, body: &'b Body) -> Cow<'b, str> {
         match self.more.as_ref().and_then(|m| m.promiser.as_deref()) {
             Some(own) => Cow::Borrowed(own),
-            None => Cow::Borrowed(constant_promiser(body, self.index).unwrap_or_default()),
+            None => Cow::Borrowed(constant_promiser(body, self.index()).unwrap_or_default()),
         }
     }
 
     /// The result as the report has it.
     pub(crate) fn finish(self, v: &Verified, files: &mut SourceFiles) -> PromiseResult {
         let promiser = self.promiser(&v.body).into_owned();
-        let source = files.of(v, self.index);
+        let index = self.index();
+        let source = files.of(v, index);
         let More {
             changes, output, ..
         } = self.more.map(|m| *m).unwrap_or_default();
         PromiseResult {
-            index: self.index,
+            index,
             kind: self.kind,
             promiser,
             outcome: self.outcome,
@@ -181,7 +188,7 @@ mod tests {
         // A shortened promiser is not the constant's.
         let short = Recorded::new(&body, 0, "file", "/etc", Applied::kept());
         assert_eq!(short.promiser(&body), "/etc");
-        assert!(std::mem::size_of::<Recorded>() <= 64);
+        assert!(std::mem::size_of::<Recorded>() <= 64, "{}", std::mem::size_of::<Recorded>());
     }
 
     /// Passes merge as the report always said: a failure stands, a repair
