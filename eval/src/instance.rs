@@ -124,7 +124,11 @@ mod tests {
     /// one of them (issue 22, item 3). A `Vec` and a tag is the most.
     #[test]
     fn a_value_is_no_larger_than_a_list_and_its_tag() {
-        assert!(std::mem::size_of::<Value>() <= 32, "{}", std::mem::size_of::<Value>());
+        assert!(
+            std::mem::size_of::<Value>() <= 32,
+            "{}",
+            std::mem::size_of::<Value>()
+        );
         assert_eq!(
             std::mem::size_of::<Option<Value>>(),
             std::mem::size_of::<Value>()

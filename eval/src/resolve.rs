@@ -378,7 +378,7 @@ mod tests {
                 .resolve(
                     &mut eval,
                     i,
-                    &body.promises.0[i],
+                    body.promises.get(i).unwrap(),
                     &BTreeSet::new(),
                     &[element.to_owned()],
                 )
@@ -428,7 +428,13 @@ mod tests {
         let mut eval = Evaluator::new(&body, &facts);
         let mut resolver = Resolver::new(&body);
         let inst = resolver
-            .resolve(&mut eval, 0, &body.promises.0[0], &BTreeSet::new(), &[])
+            .resolve(
+                &mut eval,
+                0,
+                body.promises.get(0).unwrap(),
+                &BTreeSet::new(),
+                &[],
+            )
             .unwrap();
         assert!(matches!(inst.get("content"), Some(Value::Str(s)) if s.len() == 1 << 20));
         assert!(resolver.constants.is_empty());

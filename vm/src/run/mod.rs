@@ -16,8 +16,8 @@ pub mod operators;
 pub mod owed;
 pub mod report;
 pub use converge_eval::resolve;
-pub mod simulated;
 mod recorded;
+pub mod simulated;
 mod slots;
 pub mod source;
 mod staged;
@@ -28,9 +28,9 @@ use std::time::Instant;
 
 use interactive::{Ask, Confirm};
 use operators::{Accounts, Applied, Change, Ctx, Outcome};
+use recorded::Recorded;
 use resolve::{loop_combinations, Instance, Resolver};
 use slots::{InstanceKey, Slots};
-use recorded::Recorded;
 use source::{Source, SourceFiles};
 
 use crate::backend;
@@ -810,7 +810,6 @@ fn verify_both_ways(
     }
     extra
 }
-
 
 /// The notifications a promise would owe if it changed something: one per
 /// service or command it notifies that is active in this pass.

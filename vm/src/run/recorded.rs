@@ -61,8 +61,8 @@ impl Recorded {
     ) -> Self {
         let repaired = applied.outcome == Outcome::Repaired;
         let own = (constant_promiser(body, index) != Some(promiser)).then(|| promiser.to_owned());
-        let more = (own.is_some() || !applied.changes.is_empty() || applied.output.is_some())
-            .then(|| {
+        let more =
+            (own.is_some() || !applied.changes.is_empty() || applied.output.is_some()).then(|| {
                 Box::new(More {
                     promiser: own,
                     changes: applied.changes,
@@ -188,7 +188,11 @@ mod tests {
         // A shortened promiser is not the constant's.
         let short = Recorded::new(&body, 0, "file", "/etc", Applied::kept());
         assert_eq!(short.promiser(&body), "/etc");
-        assert!(std::mem::size_of::<Recorded>() <= 64, "{}", std::mem::size_of::<Recorded>());
+        assert!(
+            std::mem::size_of::<Recorded>() <= 64,
+            "{}",
+            std::mem::size_of::<Recorded>()
+        );
     }
 
     /// Passes merge as the report always said: a failure stands, a repair
@@ -227,7 +231,10 @@ mod tests {
         assert_eq!(done.outcome, Outcome::Failed("no".into()));
         assert_eq!(done.promiser, "/etc/motd");
         assert_eq!(
-            done.changes.iter().map(|c| c.what.as_str()).collect::<Vec<_>>(),
+            done.changes
+                .iter()
+                .map(|c| c.what.as_str())
+                .collect::<Vec<_>>(),
             ["content", "mode"]
         );
         assert_eq!(done.output.as_deref(), Some("out"));
