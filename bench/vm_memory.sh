@@ -14,10 +14,11 @@
 # 10,000-file figure meets the target (<= 8 MB). Memory per promise is
 # constant when the per-promise figure does not grow with N.
 #
-# PEER=DIR measures DIR/policyvm too (another build of the VM, e.g. of
+# SIZES="1 1000 10000 100000" chooses the sizes (the first is the
+# baseline). PEER=DIR measures DIR/policyvm too (another build of the VM, e.g. of
 # `main`), on the same bundles and roots, interleaved run by run with this
 # one, and prints its figures and the ratios (this / peer).
-# Usage: [RUNS=5] [PEER=DIR] [CARGO_TARGET_DIR=...] bash bench/vm_memory.sh [RUNS]
+# Usage: [RUNS=5] [SIZES=...] [PEER=DIR] [CARGO_TARGET_DIR=...] bash bench/vm_memory.sh [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-${RUNS:-5}}
