@@ -9,6 +9,7 @@
 pub mod ast;
 pub mod lexer;
 pub mod parse;
+pub mod split;
 pub mod span;
 pub mod spanless;
 pub mod strings;
