@@ -506,7 +506,7 @@ pub(crate) fn dot(base: Expr, name: Ident, span: Span) -> Expr {
                     kind,
                     span: base.span,
                 }),
-                name,
+                name: Box::new(name),
             },
             span,
         },
