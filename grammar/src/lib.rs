@@ -9,9 +9,9 @@
 pub mod ast;
 pub mod lexer;
 pub mod parse;
-pub mod split;
 pub mod span;
 pub mod spanless;
+pub mod split;
 pub mod strings;
 pub mod template;
 pub mod token;

@@ -44,7 +44,15 @@ const STACK_BYTES: usize = 8 << 20;
 
 /// Top-level keywords a piece may start with (followed by a space).
 const ITEM_KEYWORDS: [&str; 9] = [
-    "bundle ", "body ", "let ", "class ", "policy ", "exclusive ", "import ", "type ", "fact ",
+    "bundle ",
+    "body ",
+    "let ",
+    "class ",
+    "policy ",
+    "exclusive ",
+    "import ",
+    "type ",
+    "fact ",
 ];
 
 /// The items of `src` parsed on as many threads as the machine has (up

@@ -13,8 +13,24 @@ use std::mem::size_of;
 #[test]
 fn the_numerous_nodes_stay_small() {
     assert_eq!(size_of::<Ident>(), 40);
-    assert!(size_of::<Expr>() <= 56, "Expr is {} bytes", size_of::<Expr>());
-    assert!(size_of::<AttrStmt>() <= 112, "AttrStmt is {} bytes", size_of::<AttrStmt>());
-    assert!(size_of::<Stmt>() <= 136, "Stmt is {} bytes", size_of::<Stmt>());
-    assert!(size_of::<Item>() <= 192, "Item is {} bytes", size_of::<Item>());
+    assert!(
+        size_of::<Expr>() <= 56,
+        "Expr is {} bytes",
+        size_of::<Expr>()
+    );
+    assert!(
+        size_of::<AttrStmt>() <= 112,
+        "AttrStmt is {} bytes",
+        size_of::<AttrStmt>()
+    );
+    assert!(
+        size_of::<Stmt>() <= 136,
+        "Stmt is {} bytes",
+        size_of::<Stmt>()
+    );
+    assert!(
+        size_of::<Item>() <= 192,
+        "Item is {} bytes",
+        size_of::<Item>()
+    );
 }

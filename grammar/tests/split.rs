@@ -11,7 +11,8 @@ const FILE: FileId = FileId(3);
 /// `n` bundles of a few promises each, with strings, heredocs, comments
 /// and interpolation, and a policy block calling them.
 fn policy(n: usize) -> String {
-    let mut src = String::from("// header\nclass web = sys.hostname =~ r\"^web\";\nlet greeting = \"hi\";\n");
+    let mut src =
+        String::from("// header\nclass web = sys.hostname =~ r\"^web\";\nlet greeting = \"hi\";\n");
     for i in 0..n {
         src.push_str(&format!(
             "/* bundle {i} */\nbundle b{i}(port: int = {i}) {{\n  file \"/etc/b{i}\" {{ content = \"listen ${{port}}\\n\"; mode = 0o644; }}\n  when web {{ service \"s{i}\" {{ state = running; }} }}\n  file \"/etc/h{i}\" {{\n    content = \"\"\"\n      {i} ${{greeting}}\n      \"\"\";\n  }}\n}}\n\n"
@@ -55,7 +56,11 @@ fn a_cut_inside_a_comment_string_heredoc_or_block_falls_back_to_one_piece() {
         let src = format!("let a = 1;\n// {}\n{decoy}", "x".repeat(200));
         let cuts = cut_points(&src, 2);
         assert_eq!(cuts.len(), 1, "{decoy:?}");
-        assert!(src[cuts[0]..].starts_with("bundle fake") || src[cuts[0]..].starts_with("bundle inner"), "{decoy:?} cut at {:?}", &src[cuts[0]..]);
+        assert!(
+            src[cuts[0]..].starts_with("bundle fake") || src[cuts[0]..].starts_with("bundle inner"),
+            "{decoy:?} cut at {:?}",
+            &src[cuts[0]..]
+        );
         assert_eq!(parse_in_pieces(FILE, &src, 2), None, "{decoy:?}");
         assert_eq!(parse(FILE, &src), parse_whole(FILE, &src), "{decoy:?}");
     }
@@ -81,7 +86,9 @@ fn parse_of_a_large_file_equals_the_sequential_parse() {
     let mut src = policy(1);
     let mut i = 0;
     while src.len() < 2 * MIN_PIECE_BYTES + 1000 {
-        src.push_str(&format!("let v{i}: list<string> = [\"a{i}\", \"b\", \"${{greeting}} {i}\"];\n"));
+        src.push_str(&format!(
+            "let v{i}: list<string> = [\"a{i}\", \"b\", \"${{greeting}} {i}\"];\n"
+        ));
         i += 1;
     }
     assert!(!cut_points(&src, 2).is_empty());
