@@ -205,7 +205,7 @@ fn promises(r: &RunReport) -> Vec<PromiseResult> {
                 kind: p.kind.to_owned(),
                 promiser: p.promiser.clone(),
                 outcome: outcome.to_owned(),
-                source: p.source.clone(),
+                source: p.source.to_string(),
                 error,
                 changes: p
                     .changes
