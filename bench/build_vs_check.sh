@@ -5,8 +5,11 @@
 # bench/generated.sh), makes a signing key, then runs `check` and `build`
 # alternately $RUNS times each under GNU time, and prints the median wall
 # time, CPU time (user + system) and peak resident memory of each, and
-# the ratios build / check. On a loaded machine the wall clock mostly
-# measures waiting for a core; the CPU ratio is then the one to read.
+# the ratios build / check, with the load average before each run. On a
+# loaded machine the wall clock mostly measures waiting for a core; the
+# CPU ratio is then the one to read. `policyc` is built in
+# $CARGO_TARGET_DIR when that is set (bench/generated.sh asks `cargo
+# metadata` where cargo builds).
 #
 # Targets (docs/performance.md): build <= 1.3x check on 100,000 promises;
 # check on 1,000,000 promises < 8 s and < 1.5 GB
@@ -32,16 +35,18 @@ source "$root/bench/generated.sh"
 echo "== check and build on $promises promises, $lines lines, $bytes bytes, $runs runs each" >&2
 "$policyc" keygen --out "$tmp/hub" > /dev/null
 
-# One timed run: prints "WALL USER SYSTEM KB" (seconds; peak resident set).
+# One timed run: prints "WALL USER SYSTEM KB LOAD1" (seconds; peak
+# resident set; the one-minute load average before the run).
 timed() {
-    local log="$tmp/time.txt" status=0
+    local log="$tmp/time.txt" status=0 load
+    load="$(cut -d ' ' -f 1 /proc/loadavg)"
     NO_COLOR=1 /usr/bin/time -f "%e %U %S %M" -o "$log" "$@" > "$tmp/out.txt" 2>&1 || status=$?
     if [[ "$status" -ne 0 ]]; then
         echo "build_vs_check.sh: '$*' failed (exit $status):" >&2
         head -n 40 "$tmp/out.txt" >&2
         exit 1
     fi
-    tail -n 1 "$log"
+    echo "$(tail -n 1 "$log") $load"
 }
 
 check_runs=()
@@ -61,7 +66,8 @@ def show(name, rs):
     cpu = statistics.median(r[1] + r[2] for r in rs)
     rss = max(r[3] for r in rs) / 1024
     walls = ", ".join(f"{r[0]:.2f}" for r in rs)
-    print(f"policyc {name:<5}  wall median {wall:6.2f} s (runs: {walls})  CPU median {cpu:6.2f} s  peak RSS {rss:7.1f} MiB")
+    loads = ", ".join(f"{r[4]:.1f}" for r in rs)
+    print(f"policyc {name:<5}  wall median {wall:6.2f} s (runs: {walls})  CPU median {cpu:6.2f} s  peak RSS {rss:7.1f} MiB  (load: {loads})")
     return wall, cpu
 print(f"promises: {promises}, bundle: {size} bytes")
 cw, cc = show("check", check)

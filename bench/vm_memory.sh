@@ -13,10 +13,16 @@
 # Prints, per N: peak RSS, (RSS - baseline) / N in bytes, and whether the
 # 10,000-file figure meets the target (<= 8 MB). Memory per promise is
 # constant when the per-promise figure does not grow with N.
-# Usage: bash bench/vm_memory.sh [RUNS]
+#
+# SIZES="1 1000 10000 100000" chooses the sizes (the first is the
+# baseline). PEER=DIR measures DIR/policyvm too (another build of the VM, e.g. of
+# `main`), on the same bundles and roots, interleaved run by run with this
+# one, and prints its figures and the ratios (this / peer).
+# Usage: [RUNS=5] [SIZES=...] [PEER=DIR] [CARGO_TARGET_DIR=...] bash bench/vm_memory.sh [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-runs=${1:-5}
+runs=${1:-${RUNS:-5}}
+peer=${PEER:-}
 if [ ! -x /usr/bin/time ]; then
   apt-get install -y -qq time >/dev/null
 fi
@@ -27,11 +33,14 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/trust"
 "$bin/policyc" keygen --out "$work/hub" >/dev/null
 cp "$work/hub.pub" "$work/trust/"
-python3 - "$work" "$runs" "$bin" <<'PY'
+python3 - "$work" "$runs" "$bin" "$peer" <<'PY'
 import os, re, statistics, subprocess, sys, time
 
-work, runs, bin_dir = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+work, runs, bin_dir, peer = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 policyc, policyvm = f"{bin_dir}/policyc", f"{bin_dir}/policyvm"
+vms = {"this": policyvm}
+if peer:
+    vms["peer"] = f"{peer}/policyvm"
 
 def content(i):
     return f"content of file {i}\n"
@@ -58,7 +67,7 @@ def prepare(n):
         with open(p, "w") as f:
             f.write(content(i))
         os.chmod(p, 0o644)
-    return [policyvm, "run", bundle, "--trust", f"{work}/trust", "--root", root]
+    return ["run", bundle, "--trust", f"{work}/trust", "--root", root]
 
 def measure(cmd):
     """Peak RSS (kB), CPU (user + system, 10 ms resolution) and wall
@@ -75,26 +84,38 @@ def measure(cmd):
     rss, user, system = proc.stderr.strip().splitlines()[-1].split()
     return int(rss), (float(user) + float(system)) * 1000, wall
 
-sizes = (1, 1000, 10000, 100000)
-cmds = {n: prepare(n) for n in sizes}
-for cmd in cmds.values():
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)  # the state directory
-samples = {n: [] for n in sizes}
-for _ in range(runs):  # interleaved: every size sees the same machine
+sizes = tuple(int(n) for n in os.environ.get("SIZES", "1 1000 10000 100000").split())
+args = {n: prepare(n) for n in sizes}
+for a in args.values():
+    subprocess.run([policyvm] + a, check=True, stdout=subprocess.DEVNULL)  # the state directory
+samples = {(vm, n): [] for vm in vms for n in sizes}
+loads = []
+for _ in range(runs):  # interleaved: every size and VM sees the same machine
+    loads.append(os.getloadavg()[0])
     for n in sizes:
-        samples[n].append(measure(cmds[n]))
+        for vm, exe in vms.items():
+            samples[(vm, n)].append(measure([exe] + args[n]))
 
-def med(n, k):
-    return statistics.median(s[k] for s in samples[n])
+def med(vm, n, k):
+    return statistics.median(s[k] for s in samples[(vm, n)])
 
-base = med(1, 0)
-print(f"converged `policyvm run` of N file promises, median of {runs}; load average {os.getloadavg()[0]:.1f}")
-print(f"{'promises':>9} {'peak RSS':>10} {'over baseline':>14} {'per promise':>12} {'cpu':>9} {'wall':>9}")
-for n in sizes:
-    rss = med(n, 0)
-    over = rss - base
-    per = f"{over * 1024 / n:>8.0f} B" if n > 1 else f"{'-':>10}"
-    print(f"{n:>9} {rss:>7.0f} kB {over:>11.0f} kB {per:>12} {med(n, 1):>6.0f} ms {med(n, 2):>6.0f} ms")
-target = med(10000, 0)
-print(f"10,000 files: {target / 1024:.1f} MB peak RSS (target <= 8 MB): {'met' if target <= 8 * 1024 else 'NOT met'}")
+print(f"converged `policyvm run` of N file promises, median of {runs}; "
+      f"load average {min(loads):.1f}-{max(loads):.1f} (1 min, at each round)")
+for vm, exe in vms.items():
+    base = med(vm, sizes[0], 0)
+    print(f"{vm}: {exe}")
+    print(f"{'promises':>9} {'peak RSS':>10} {'over baseline':>14} {'per promise':>12} {'cpu':>9} {'wall':>9}")
+    for n in sizes:
+        rss = med(vm, n, 0)
+        over = rss - base
+        per = f"{over * 1024 / n:>8.0f} B" if n > sizes[0] else f"{'-':>10}"
+        print(f"{n:>9} {rss:>7.0f} kB {over:>11.0f} kB {per:>12} {med(vm, n, 1):>6.0f} ms {med(vm, n, 2):>6.0f} ms")
+    if 10000 in sizes:
+        target = med(vm, 10000, 0)
+        print(f"10,000 files: {target / 1024:.1f} MB peak RSS (target <= 8 MB): {'met' if target <= 8 * 1024 else 'NOT met'}")
+if peer:
+    print("ratios this / peer (medians): peak RSS, CPU, wall")
+    for n in sizes:
+        r = [med("this", n, k) / max(med("peer", n, k), 1e-9) for k in range(3)]
+        print(f"{n:>9} {r[0]:>6.2f} {r[1]:>6.2f} {r[2]:>6.2f}")
 PY

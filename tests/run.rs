@@ -650,3 +650,48 @@ policy { b(); }"#,
         2 << 30
     );
 }
+
+/// The JSON report written as it is serialized (`policyvm run --format
+/// json`, `--report`) is byte for byte the pretty-printed tree of
+/// `report::json`: with changes, an error, a skip reason and output.
+#[test]
+fn the_streamed_json_report_is_the_tree_byte_for_byte() {
+    let root = root_with_etc();
+    let bundle = verified(&compile(
+        r#"bundle b {
+  file "/etc/motd" { content = "hello \"world\"\n"; mode = 0o600; }
+  report "greeting" { message = "say\thi"; }
+  file "/etc/absent" { content = "x\n"; create = false; }
+  file "/etc/owned" { content = "x\n"; owner = "no-such-user"; }
+}
+policy { b(); }"#,
+    ));
+    let r = converge(&bundle, root.path(), false);
+    let outcomes: Vec<&str> = r
+        .promises
+        .iter()
+        .map(|p| match p.outcome {
+            Outcome::Failed(_) => "failed",
+            Outcome::Skipped(_) => "skipped",
+            Outcome::Repaired => "repaired",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        ["repaired", "other", "skipped", "failed"],
+        "{r:?}"
+    );
+    assert!(r.promises.iter().any(|p| p.output.is_some()), "{r:?}");
+    let tree = serde_json::to_string_pretty(&converge_vm::run::report::json(&r)).unwrap();
+    let mut streamed = Vec::new();
+    converge_vm::run::report::write_json(&r, &mut streamed).unwrap();
+    assert_eq!(String::from_utf8(streamed).unwrap(), tree);
+    // `file:line` as the report has always written it.
+    let source = &r.promises[0].source;
+    assert_eq!(source.line(), 2);
+    assert!(
+        tree.contains(&format!("\"source\": \"{}:2\"", source.file())),
+        "{tree}"
+    );
+}

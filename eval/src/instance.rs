@@ -16,8 +16,9 @@ pub enum Value {
     Bytes(Arc<[u8]>),
     /// A file stored beside the bundle (format 2.6): its digest and size,
     /// never its bytes; the file operator streams it from the host's blob
-    /// store.
-    Blob(converge_format::bundle::format::BlobRef),
+    /// store. Boxed: its 40 bytes would make every value of every instance
+    /// 48 bytes instead of 32 (issue 22, item 3).
+    Blob(Box<converge_format::bundle::format::BlobRef>),
     List(Vec<String>),
     /// Text computed from secrets (issue 20): never a [`Value::as_str`],
     /// shown everywhere as `<secret NAME>`; only the file operator and the
@@ -111,5 +112,26 @@ impl Instance {
             Some(Value::List(l)) => Some(l),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every attribute of every instance of a pass is a `Value`, and the
+    /// resolver caches one per constant: a large variant would cost every
+    /// one of them (issue 22, item 3). A `Vec` and a tag is the most.
+    #[test]
+    fn a_value_is_no_larger_than_a_list_and_its_tag() {
+        assert!(
+            std::mem::size_of::<Value>() <= 32,
+            "{}",
+            std::mem::size_of::<Value>()
+        );
+        assert_eq!(
+            std::mem::size_of::<Option<Value>>(),
+            std::mem::size_of::<Value>()
+        );
     }
 }

@@ -7,7 +7,7 @@
 //! 4). What an instance does own (values computed on the host, lists,
 //! promisers) counts against [`MAX_PASS_TEXT`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::bundle::format::{Body, Constant, Item, Operand, Promise};
@@ -63,19 +63,48 @@ pub const MAX_PASS_TEXT: usize = 2 * crate::eval::MAX_EVAL_BYTES;
 #[derive(Debug)]
 pub struct Resolver<'b> {
     body: &'b Body,
-    /// Constant `i` as a shared value, made on first use.
-    constants: Vec<Option<Value>>,
+    /// Per constant, how many attribute values of the body's promises name
+    /// it: 0, 1, or [`SHARED`] (two or more, or one inside run-time loops,
+    /// which has an instance per loop element).
+    uses: Vec<u8>,
+    /// The constants named more than once (and secrets, opened once per
+    /// run) as shared values, made on first use. A constant named by one
+    /// promise outside loops is made for its instance and held by it alone:
+    /// a cache of every constant held each one twice (the body's and the
+    /// cache's copy) and cost a slot per constant (issue 22, item 3).
+    constants: HashMap<u32, Value>,
     /// Bytes of text the instances of this pass own.
     text: usize,
 }
 
+/// [`Resolver::uses`] of a constant its instances share.
+const SHARED: u8 = 2;
+
 impl<'b> Resolver<'b> {
     pub fn new(body: &'b Body) -> Self {
+        let mut uses = vec![0u8; body.constants.len()];
+        for p in body.promises.iter() {
+            let add = if p.loops.is_empty() { 1 } else { SHARED };
+            for a in p.attrs.iter() {
+                if let Operand::Item(Item::Const(c)) = a.value {
+                    if let Some(n) = uses.get_mut(c as usize) {
+                        *n = n.saturating_add(add).min(SHARED);
+                    }
+                }
+            }
+        }
         Resolver {
             body,
-            constants: vec![None; body.constants.len()],
+            uses,
+            constants: HashMap::new(),
             text: 0,
         }
+    }
+
+    /// Whether constant `c` is kept for the instances that name it. One
+    /// the count does not know (named by a promise outside the body) is.
+    fn shared(&self, c: u32) -> bool {
+        self.uses.get(c as usize).is_none_or(|n| *n != 1)
     }
 
     /// A new pass: its instances start from an empty [`MAX_PASS_TEXT`].
@@ -103,11 +132,7 @@ impl<'b> Resolver<'b> {
     /// Constant `c` as a shared value; a secret is opened (once per run)
     /// with the host identity the evaluator holds.
     fn constant(&mut self, eval: &mut Evaluator<'_>, c: u32) -> Result<Value, String> {
-        let slot = self
-            .constants
-            .get_mut(c as usize)
-            .ok_or_else(|| format!("cannot evaluate: constant {c}"))?;
-        if let Some(v) = slot {
+        if let Some(v) = self.constants.get(&c) {
             return Ok(v.clone());
         }
         let value = match self.body.constants.get(c as usize) {
@@ -116,7 +141,7 @@ impl<'b> Resolver<'b> {
             Some(Constant::Duration(s)) => Value::Int(i64::try_from(*s).unwrap_or(i64::MAX)),
             Some(Constant::Bool(b)) => Value::Bool(*b),
             Some(Constant::Blob(b)) => Value::Bytes(Arc::from(b.0.as_slice())),
-            Some(Constant::BlobRef(b)) => Value::Blob(*b),
+            Some(Constant::BlobRef(b)) => Value::Blob(Box::new(*b)),
             // Refused by the verifier as an attribute value; kept whole.
             Some(Constant::List(l)) => Value::List(l.0.clone()),
             // Refused by the verifier as an attribute value: only `lookup`
@@ -126,7 +151,11 @@ impl<'b> Resolver<'b> {
             }
             Some(Constant::Secret(_)) => Value::Secret(eval.reveal(c)?),
         };
-        *slot = Some(value.clone());
+        // Numbers and truth values own nothing to share.
+        let owns = !matches!(value, Value::Int(_) | Value::Bool(_));
+        if owns && (self.shared(c) || matches!(value, Value::Secret(_))) {
+            self.constants.insert(c, value.clone());
+        }
         Ok(value)
     }
 
@@ -304,10 +333,9 @@ mod tests {
         assert!(err.contains("more than 65536 instances"), "{err}");
     }
 
-    /// Two instances naming one constant share it: resolving a thousand
-    /// promises of one 1 MiB `content` holds it once.
-    #[test]
-    fn instances_share_the_constants_they_name() {
+    /// A body of `copies` file promises whose `content` is one 1 MiB
+    /// constant, each inside `loops` run-time loops.
+    fn one_content(copies: usize, loops: &[u32]) -> Body {
         use crate::bundle::format::{AttrValue, List, SourceLoc};
         let mut body = Body::with_programs(
             vec![
@@ -326,7 +354,7 @@ mod tests {
                 value: Operand::Item(Item::Const(1)),
             }]),
             guard: None,
-            loops: List(Vec::new()),
+            loops: List(loops.to_vec()),
             after: List(Vec::new()),
             notify: List(Vec::new()),
             on_repaired: None,
@@ -334,22 +362,82 @@ mod tests {
             on_failed: None,
             source: 0,
         };
+        body.promises = List(vec![promise; copies]);
         body.sources = List(vec![SourceLoc { file: 0, line: 1 }]);
+        body
+    }
+
+    /// The `content` of two instances, resolved from promises `a` and `b`
+    /// of `body` (the same promise for two loop elements when `a == b`).
+    fn two_contents(body: &Body, a: usize, b: usize) -> (Value, Value, Resolver<'_>) {
         let facts = crate::facts::web01();
-        let mut eval = Evaluator::new(&body, &facts);
-        let mut resolver = Resolver::new(&body);
-        let a = resolver
-            .resolve(&mut eval, 0, &promise, &BTreeSet::new(), &[])
-            .unwrap();
-        let b = resolver
-            .resolve(&mut eval, 1, &promise, &BTreeSet::new(), &[])
-            .unwrap();
-        match (a.get("content"), b.get("content")) {
-            (Some(Value::Str(x)), Some(Value::Str(y))) => assert!(Arc::ptr_eq(x, y)),
+        let mut eval = Evaluator::new(body, &facts);
+        let mut resolver = Resolver::new(body);
+        let mut content = |i: usize, element: &str| {
+            let inst = resolver
+                .resolve(
+                    &mut eval,
+                    i,
+                    body.promises.get(i).unwrap(),
+                    &BTreeSet::new(),
+                    &[element.to_owned()],
+                )
+                .unwrap();
+            inst.get("content").unwrap().clone()
+        };
+        let x = content(a, "eth0");
+        let y = content(b, "eth1");
+        (x, y, resolver)
+    }
+
+    /// Two instances naming one constant share it: resolving a thousand
+    /// promises of one 1 MiB `content` holds it once.
+    #[test]
+    fn instances_share_the_constants_they_name() {
+        let body = one_content(2, &[]);
+        let (x, y, resolver) = two_contents(&body, 0, 1);
+        match (x, y) {
+            (Value::Str(x), Value::Str(y)) => assert!(Arc::ptr_eq(&x, &y)),
             other => panic!("{other:?}"),
         }
         // Constants count against no pass budget; only the promisers do.
         assert_eq!(resolver.text, 4);
+    }
+
+    /// The instances of one promise inside a run-time loop share its
+    /// constants too: a 1 MiB `content` looped over 65,536 elements is
+    /// held once, not 64 GiB.
+    #[test]
+    fn loop_instances_share_their_promises_constants() {
+        let interfaces = crate::schema::fact("sys.ipv4").unwrap().id;
+        let body = one_content(1, &[u32::from(interfaces)]);
+        let (x, y, resolver) = two_contents(&body, 0, 0);
+        match (x, y) {
+            (Value::Str(x), Value::Str(y)) => assert!(Arc::ptr_eq(&x, &y)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(resolver.constants.len(), 1);
+    }
+
+    /// A constant only one promise names (outside loops) is held by its
+    /// instance alone: the resolver keeps no copy of it.
+    #[test]
+    fn a_constant_named_once_is_not_kept_by_the_resolver() {
+        let body = one_content(1, &[]);
+        let facts = crate::facts::web01();
+        let mut eval = Evaluator::new(&body, &facts);
+        let mut resolver = Resolver::new(&body);
+        let inst = resolver
+            .resolve(
+                &mut eval,
+                0,
+                body.promises.get(0).unwrap(),
+                &BTreeSet::new(),
+                &[],
+            )
+            .unwrap();
+        assert!(matches!(inst.get("content"), Some(Value::Str(s)) if s.len() == 1 << 20));
+        assert!(resolver.constants.is_empty());
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod lexer;
 pub mod parse;
 pub mod span;
 pub mod spanless;
+pub mod split;
 pub mod strings;
 pub mod template;
 pub mod token;

@@ -56,7 +56,19 @@ pub enum SyntaxErrorKind {
 }
 
 /// Parses one file. Syntax errors come back sorted by position.
+///
+/// A large file is parsed in pieces on several threads when every piece
+/// parses cleanly ([`crate::split`]); otherwise, and for every small file,
+/// in one piece: the tree and the errors are the same either way.
 pub fn parse(file: FileId, src: &str) -> (Module, Vec<SyntaxError>) {
+    if let Some(items) = crate::split::parse_in_parallel(file, src) {
+        return (Module { file, items }, Vec::new());
+    }
+    parse_whole(file, src)
+}
+
+/// [`parse`] in one piece on this thread.
+pub fn parse_whole(file: FileId, src: &str) -> (Module, Vec<SyntaxError>) {
     let mut lexer = Lexer::for_file(src, file);
     let mut recovered = Vec::new();
     let result = ModuleParser::new().parse(file, &mut recovered, lexer.by_ref());
@@ -494,7 +506,7 @@ pub(crate) fn dot(base: Expr, name: Ident, span: Span) -> Expr {
                     kind,
                     span: base.span,
                 }),
-                name,
+                name: Box::new(name),
             },
             span,
         },

@@ -134,7 +134,7 @@ impl SpanlessEq for Item {
                     source,
                     timeout,
                     span: _,
-                } = a;
+                } = &**a;
                 name.spanless_eq(&b.name)
                     && ty.spanless_eq(&b.ty)
                     && source.spanless_eq(&b.source)
@@ -231,7 +231,7 @@ impl SpanlessEq for Stmt {
                     list,
                     body,
                     span: _,
-                } = a;
+                } = &**a;
                 key.spanless_eq(&b.key)
                     && var.spanless_eq(&b.var)
                     && list.spanless_eq(&b.list)

@@ -101,10 +101,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             if args.report.is_some() || args.format == RunFormat::Json {
                 let reason = e.to_string();
                 let value = report::refused_json(&args.bundle.display().to_string(), &reason);
-                emit_json(
-                    &args,
-                    &serde_json::to_string_pretty(&value).unwrap_or_default(),
-                );
+                emit_json(&args, |out| serde_json::to_writer_pretty(out, &value));
             }
             return ExitCode::from(EXIT_REFUSED);
         }
@@ -142,11 +139,11 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_NO_INPUT);
         }
     };
-    // The JSON document is only built when asked for: on a large policy it
-    // would be most of the VM's memory.
+    // The JSON document is only written when asked for, and written as it
+    // is serialized: as a tree (or a string) it would be most of the VM's
+    // memory on a large policy.
     if args.report.is_some() || args.format == RunFormat::Json {
-        let text = serde_json::to_string_pretty(&report::json(&result)).unwrap_or_default();
-        emit_json(&args, &text);
+        emit_json(&args, |out| report::write_json(&result, out));
     }
     if args.format == RunFormat::Human {
         let streams = report::human_streams(&result);
@@ -162,11 +159,13 @@ pub fn run(args: RunArgs) -> ExitCode {
     }
 }
 
-/// Writes a JSON report to `--report FILE` and, with `--format json`, to
-/// standard output.
-fn emit_json(args: &RunArgs, text: &str) {
+/// Writes a JSON report (`write` serializes it into a writer) to
+/// `--report FILE` and, with `--format json`, to standard output,
+/// followed by a newline there.
+fn emit_json(args: &RunArgs, write: impl Fn(&mut dyn std::io::Write) -> serde_json::Result<()>) {
+    use std::io::Write as _;
     if let Some(path) = &args.report {
-        if let Err(e) = write_report(path, text) {
+        if let Err(e) = write_report(path, &write) {
             eprintln!(
                 "error: cannot write the report to `{}`: {e}",
                 path.display()
@@ -174,7 +173,12 @@ fn emit_json(args: &RunArgs, text: &str) {
         }
     }
     if args.format == RunFormat::Json {
-        out(format!("{text}\n"));
+        let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+        // Standard output closed early (`| head`): nothing more to say.
+        let _ = write(&mut stdout)
+            .map_err(std::io::Error::from)
+            .and_then(|()| stdout.write_all(b"\n"))
+            .and_then(|()| stdout.flush());
     }
 }
 
@@ -215,7 +219,10 @@ fn lock(args: &RunArgs) -> Result<Option<(RunLock, StateDir)>, u8> {
 /// `O_EXCL`, mode 0600: a report holds command output), which is then
 /// renamed over `path`. A link planted at `path` is replaced, not followed
 /// (issue 14, item 20); a reader never sees half a report.
-fn write_report(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+fn write_report(
+    path: &std::path::Path,
+    write: impl Fn(&mut dyn std::io::Write) -> serde_json::Result<()>,
+) -> std::io::Result<()> {
     use std::io::Write as _;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -224,7 +231,11 @@ fn write_report(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     let mut file = tempfile::Builder::new()
         .prefix(".report.")
         .tempfile_in(dir)?;
-    file.write_all(text.as_bytes())?;
+    {
+        let mut buffered = std::io::BufWriter::new(file.as_file_mut());
+        write(&mut buffered)?;
+        buffered.flush()?;
+    }
     file.as_file().sync_all()?;
     file.persist(path).map_err(|e| e.error)?;
     Ok(())

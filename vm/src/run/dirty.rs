@@ -378,10 +378,10 @@ mod tests {
         let mut blob = inst(0, "file", "/d/a");
         blob.attrs.push((
             "source",
-            Value::Blob(crate::bundle::format::BlobRef {
+            Value::Blob(Box::new(crate::bundle::format::BlobRef {
                 sha256: [0; 32],
                 size: 1,
-            }),
+            })),
         ));
         for (repaired_inst, applied) in [
             (inst(0, "line", "/d/a"), repaired()),

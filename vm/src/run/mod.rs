@@ -17,7 +17,10 @@ pub mod owed;
 pub mod report;
 pub use converge_eval::resolve;
 mod dirty;
+mod recorded;
 pub mod simulated;
+mod slots;
+pub mod source;
 mod staged;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -26,7 +29,10 @@ use std::time::Instant;
 
 use interactive::{Ask, Confirm};
 use operators::{Accounts, Applied, Change, Ctx, Outcome};
+use recorded::Recorded;
 use resolve::{loop_combinations, Instance, Resolver};
+use slots::{InstanceKey, Slots};
+use source::{Source, SourceFiles};
 
 use crate::backend;
 use crate::backend::packages::{Batcher, Entry};
@@ -92,7 +98,7 @@ pub struct PromiseResult {
     pub promiser: String,
     pub outcome: Outcome,
     /// `file:line` of the promise.
-    pub source: String,
+    pub source: Source,
     pub changes: Vec<Change>,
     pub output: Option<String>,
     /// In how many passes it repaired something.
@@ -235,8 +241,10 @@ fn run_with(
     // vectors of a pass never double past it (growth by doubling held up
     // to twice the memory during each copy; issue 22, item 3).
     let expected = body.order.len().min(MAX_PASS_INSTANCES);
-    let mut results: Vec<PromiseResult> = Vec::with_capacity(expected);
-    let mut slot: HashMap<(usize, Vec<String>), usize> = HashMap::with_capacity(expected);
+    // Each instance's result, without what the body says: made a
+    // [`PromiseResult`] after the passes ([`recorded`]).
+    let mut results: Vec<Recorded> = Vec::with_capacity(expected);
+    let mut slot = Slots::new(body.promises.len());
     let mut commands_run: HashSet<(usize, Vec<String>)> = HashSet::new();
     // Promises named in the `notify` of a repaired promise.
     let mut notified: HashSet<usize> = HashSet::new();
@@ -645,12 +653,19 @@ fn run_with(
             fs: &fs,
             dry_run: opts.dry_run,
             managed: &managed,
-            troubled: &troubled(&results),
+            troubled: &troubled(&results, v),
         },
         &deferred,
         &mut results,
         &mut slot,
     );
+    // The report's results, made now that the pass's instances are gone.
+    drop(resolver);
+    let mut files = SourceFiles::default();
+    let mut results: Vec<PromiseResult> = results
+        .into_iter()
+        .map(|r| r.finish(v, &mut files))
+        .collect();
     let oscillating = if converged {
         Vec::new()
     } else {
@@ -706,8 +721,8 @@ struct Books<'b, 'l> {
     failed: &'b mut HashSet<usize>,
     repaired_any: &'b mut bool,
     outcome_classes: &'b mut Vec<String>,
-    results: &'b mut Vec<PromiseResult>,
-    slot: &'b mut HashMap<(usize, Vec<String>), usize>,
+    results: &'b mut Vec<Recorded>,
+    slot: &'b mut Slots,
 }
 
 /// Concludes a promise once its outcome is final (at once, or at the flush
@@ -801,13 +816,16 @@ fn conclude(
 
 /// Per type, the promises of the run that failed or were skipped: an
 /// `unmanaged` promise of that type must not remove anything.
-fn troubled(results: &[PromiseResult]) -> BTreeMap<String, Vec<String>> {
+fn troubled(results: &[Recorded], v: &Verified) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for r in results {
         if matches!(r.outcome, Outcome::Failed(_) | Outcome::Skipped(_)) {
-            out.entry(r.kind.to_owned())
-                .or_default()
-                .push(format!("{} {:?} ({})", r.kind, r.promiser, r.source));
+            out.entry(r.kind.to_owned()).or_default().push(format!(
+                "{} {:?} ({})",
+                r.kind,
+                r.promiser(&v.body),
+                source_of(v, r.index())
+            ));
         }
     }
     out
@@ -822,8 +840,8 @@ fn verify_both_ways(
     v: &Verified,
     run: &crate::unmanaged::Run<'_>,
     deferred: &[(InstanceKey, Instance)],
-    results: &mut Vec<PromiseResult>,
-    slot: &mut HashMap<(usize, Vec<String>), usize>,
+    results: &mut Vec<Recorded>,
+    slot: &mut Slots,
 ) -> Vec<crate::unmanaged::Extra> {
     let mut extra = Vec::new();
     for (key, inst) in deferred {
@@ -843,9 +861,6 @@ fn verify_both_ways(
     }
     extra
 }
-
-/// A promise instance of a pass: its index and loop combination.
-type InstanceKey = (usize, Vec<String>);
 
 /// The notifications a promise would owe if it changed something: one per
 /// service or command it notifies that is active in this pass.
@@ -1406,49 +1421,24 @@ fn purge_one(
 }
 
 fn record(
-    results: &mut Vec<PromiseResult>,
-    slot: &mut HashMap<(usize, Vec<String>), usize>,
+    results: &mut Vec<Recorded>,
+    slot: &mut Slots,
     key: (usize, Vec<String>),
     inst: &Instance,
     applied: Applied,
     v: &Verified,
 ) {
-    let repaired = applied.outcome == Outcome::Repaired;
-    match slot.get(&key).and_then(|i| results.get_mut(*i)) {
-        Some(existing) => {
-            // A dry run sees the same state in every pass: report a change once.
-            for change in applied.changes {
-                if !existing.changes.contains(&change) {
-                    existing.changes.push(change);
-                }
-            }
-            if repaired {
-                existing.repaired_passes = existing.repaired_passes.saturating_add(1);
-            }
-            // The final outcome: a failure stands; a repair in any pass
-            // makes the promise repaired; otherwise the latest outcome.
-            existing.outcome = match (&existing.outcome, applied.outcome) {
-                (_, Outcome::Failed(e)) => Outcome::Failed(e),
-                (Outcome::Repaired, _) => Outcome::Repaired,
-                (_, o) => o,
-            };
-            if applied.output.is_some() {
-                existing.output = applied.output;
-            }
-        }
+    match slot.get(&key).and_then(|i| results.get_mut(i)) {
+        Some(existing) => existing.update(applied),
         None => {
-            let source = source_of(v, inst.index);
             slot.insert(key, results.len());
-            results.push(PromiseResult {
-                index: inst.index,
-                kind: inst.kind,
-                promiser: inst.promiser.clone(),
-                outcome: applied.outcome,
-                source,
-                changes: applied.changes,
-                output: applied.output,
-                repaired_passes: u32::from(repaired),
-            });
+            results.push(Recorded::new(
+                &v.body,
+                inst.index,
+                inst.kind,
+                &inst.promiser,
+                applied,
+            ));
         }
     }
 }

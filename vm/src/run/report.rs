@@ -64,37 +64,119 @@ pub fn refused_json(bundle: &str, reason: &str) -> Value {
     })
 }
 
+/// The JSON report: [`json_head`] with its `promises`.
 pub fn json(r: &RunReport) -> Value {
+    let mut report = json_head(r);
+    if let Some(map) = report.as_object_mut() {
+        let promises: Vec<Value> = r.promises.iter().map(promise_json).collect();
+        map.insert("promises".to_owned(), Value::Array(promises));
+    }
+    report
+}
+
+/// One promise of the JSON report.
+fn promise_json(p: &super::PromiseResult) -> Value {
+    serde_json::to_value(StreamedPromise(p)).unwrap_or(Value::Null)
+}
+
+/// The JSON report, pretty-printed into `out` as it is serialized: the
+/// bytes of `serde_json::to_writer_pretty(out, &json(r))`, without a
+/// `Value` per promise (about a kilobyte each: the tree of a large run
+/// was several times the run's own memory; issue 22, item 3). The rest of
+/// the report is small and built as a tree ([`json_head`]); the promises
+/// are written one by one where the tree has them (its keys are sorted).
+pub fn write_json(r: &RunReport, out: impl std::io::Write) -> serde_json::Result<()> {
+    let head = json_head(r);
+    serde_json::to_writer_pretty(out, &Streamed { head: &head, r })
+}
+
+/// The report's tree with the promises written in place of its `promises`.
+struct Streamed<'r> {
+    head: &'r Value,
+    r: &'r RunReport,
+}
+
+impl serde::Serialize for Streamed<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let Value::Object(head) = self.head else {
+            return self.head.serialize(s);
+        };
+        let mut map = s.serialize_map(Some(head.len()))?;
+        for (key, value) in head {
+            if key == "promises" {
+                map.serialize_entry(key, &StreamedPromises(&self.r.promises))?;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+struct StreamedPromises<'r>(&'r [super::PromiseResult]);
+
+impl serde::Serialize for StreamedPromises<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(StreamedPromise))
+    }
+}
+
+/// One promise, its keys in the order a `serde_json::Map` sorts them.
+struct StreamedPromise<'r>(&'r super::PromiseResult);
+
+impl serde::Serialize for StreamedPromise<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let p = self.0;
+        let error = match &p.outcome {
+            Outcome::Failed(e) | Outcome::Skipped(e) => Some(e),
+            _ => None,
+        };
+        let mut map = s.serialize_map(Some(7))?;
+        map.serialize_entry("changes", &StreamedChanges(&p.changes))?;
+        map.serialize_entry("error", &error)?;
+        map.serialize_entry("outcome", outcome_word(&p.outcome))?;
+        map.serialize_entry("output", &p.output)?;
+        map.serialize_entry("promiser", &p.promiser)?;
+        map.serialize_entry("source", &p.source)?;
+        map.serialize_entry("type", p.kind)?;
+        map.end()
+    }
+}
+
+struct StreamedChanges<'r>(&'r [super::operators::Change]);
+
+impl serde::Serialize for StreamedChanges<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(StreamedChange))
+    }
+}
+
+/// One change, its keys sorted as in a `serde_json::Map`.
+struct StreamedChange<'r>(&'r super::operators::Change);
+
+impl serde::Serialize for StreamedChange<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let c = self.0;
+        let mut map = s.serialize_map(Some(4))?;
+        map.serialize_entry("after", &c.after)?;
+        map.serialize_entry("before", &c.before)?;
+        map.serialize_entry("diff", &c.diff)?;
+        map.serialize_entry("what", &c.what)?;
+        map.end()
+    }
+}
+
+/// The JSON report without its `promises` (`null` in their place).
+fn json_head(r: &RunReport) -> Value {
     let count = |w: &str| {
         r.promises
             .iter()
             .filter(|p| outcome_word(&p.outcome) == w)
             .count()
     };
-    let promises: Vec<Value> = r
-        .promises
-        .iter()
-        .map(|p| {
-            let error = match &p.outcome {
-                Outcome::Failed(e) | Outcome::Skipped(e) => Value::from(e.clone()),
-                _ => Value::Null,
-            };
-            let changes: Vec<Value> = p
-                .changes
-                .iter()
-                .map(|c| json!({ "what": c.what, "before": c.before, "after": c.after, "diff": c.diff }))
-                .collect();
-            json!({
-                "type": p.kind,
-                "promiser": p.promiser,
-                "outcome": outcome_word(&p.outcome),
-                "source": p.source,
-                "changes": changes,
-                "error": error,
-                "output": p.output,
-            })
-        })
-        .collect();
     let owed: Vec<Value> = r
         .owed
         .iter()
@@ -147,7 +229,7 @@ pub fn json(r: &RunReport) -> Value {
             "owed_notifications": r.owed.len(),
         },
         "probes": probes,
-        "promises": promises,
+        "promises": Value::Null,
         "unmanaged": r.unmanaged,
         "owed_notifications": owed,
         "commands": commands,

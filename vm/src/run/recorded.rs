@@ -1,0 +1,242 @@
+//! The result of one promise instance while the run goes on, before it is
+//! a [`PromiseResult`] of the report.
+//!
+//! A run holds one result per instance from the first pass to the report,
+//! beside the bundle's body and each pass's instances: as a
+//! [`PromiseResult`] that was 160 bytes and a copy of the promiser (about
+//! 190 bytes a promise; issue 22, item 3). What the body already says (the
+//! promiser when it is a constant, `file:line`) is left out here, and what
+//! most results do not have (changes, output, a computed promiser) is
+//! boxed: a kept promise is 64 bytes. The report's results are made once,
+//! after the passes, when the pass's instances are gone.
+
+use std::borrow::Cow;
+
+use super::operators::{Applied, Change, Outcome};
+use super::source::SourceFiles;
+use super::PromiseResult;
+use crate::bundle::format::{Body, Constant, Item};
+use crate::bundle::Verified;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Recorded {
+    /// The promise's index (a body holds far fewer than `u32::MAX`).
+    index: u32,
+    pub(crate) kind: &'static str,
+    pub(crate) outcome: Outcome,
+    /// In how many passes it repaired something.
+    pub(crate) repaired_passes: u32,
+    more: Option<Box<More>>,
+}
+
+/// What a result has beyond its outcome; most have none of it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct More {
+    /// The promiser, when it is not the promise's constant (computed on
+    /// the host, or shortened for a report).
+    promiser: Option<String>,
+    changes: Vec<Change>,
+    output: Option<String>,
+}
+
+/// The promiser promise `index` names as a constant, if it does.
+fn constant_promiser(body: &Body, index: usize) -> Option<&str> {
+    match body.promises.get(index).map(|p| p.promiser) {
+        Some(Item::Const(c)) => match body.constants.get(c as usize) {
+            Some(Constant::Str(s) | Constant::Word(s)) => Some(s),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+impl Recorded {
+    /// The first result of an instance of promise `index` named `promiser`.
+    pub(crate) fn new(
+        body: &Body,
+        index: usize,
+        kind: &'static str,
+        promiser: &str,
+        applied: Applied,
+    ) -> Self {
+        let repaired = applied.outcome == Outcome::Repaired;
+        let own = (constant_promiser(body, index) != Some(promiser)).then(|| promiser.to_owned());
+        let more =
+            (own.is_some() || !applied.changes.is_empty() || applied.output.is_some()).then(|| {
+                Box::new(More {
+                    promiser: own,
+                    changes: applied.changes,
+                    output: applied.output,
+                })
+            });
+        Recorded {
+            index: u32::try_from(index).unwrap_or(u32::MAX),
+            kind,
+            outcome: applied.outcome,
+            repaired_passes: u32::from(repaired),
+            more,
+        }
+    }
+
+    /// What a later pass did to the same instance.
+    pub(crate) fn update(&mut self, applied: Applied) {
+        if applied.outcome == Outcome::Repaired {
+            self.repaired_passes = self.repaired_passes.saturating_add(1);
+        }
+        // The final outcome: a failure stands; a repair in any pass makes
+        // the promise repaired; otherwise the latest outcome.
+        self.outcome = match (&self.outcome, applied.outcome) {
+            (_, Outcome::Failed(e)) => Outcome::Failed(e),
+            (Outcome::Repaired, _) => Outcome::Repaired,
+            (_, o) => o,
+        };
+        if applied.changes.is_empty() && applied.output.is_none() {
+            return;
+        }
+        let more = self.more.get_or_insert_with(Box::default);
+        // A dry run sees the same state in every pass: report a change once.
+        for change in applied.changes {
+            if !more.changes.contains(&change) {
+                more.changes.push(change);
+            }
+        }
+        if applied.output.is_some() {
+            more.output = applied.output;
+        }
+    }
+
+    /// The index of its promise.
+    pub(crate) fn index(&self) -> usize {
+        self.index as usize
+    }
+
+    /// Its promiser.
+    pub(crate) fn promiser<'b>(&'b self, body: &'b Body) -> Cow<'b, str> {
+        match self.more.as_ref().and_then(|m| m.promiser.as_deref()) {
+            Some(own) => Cow::Borrowed(own),
+            None => Cow::Borrowed(constant_promiser(body, self.index()).unwrap_or_default()),
+        }
+    }
+
+    /// The result as the report has it.
+    pub(crate) fn finish(self, v: &Verified, files: &mut SourceFiles) -> PromiseResult {
+        let promiser = self.promiser(&v.body).into_owned();
+        let index = self.index();
+        let source = files.of(v, index);
+        let More {
+            changes, output, ..
+        } = self.more.map(|m| *m).unwrap_or_default();
+        PromiseResult {
+            index,
+            kind: self.kind,
+            promiser,
+            outcome: self.outcome,
+            source,
+            changes,
+            output,
+            repaired_passes: self.repaired_passes,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::format::{List, Promise};
+
+    fn body() -> Body {
+        let mut body = Body::with_programs(
+            vec![Constant::Str("/etc/motd".into()), Constant::Int(3)],
+            Vec::new(),
+        );
+        let promise = |promiser| Promise {
+            kind: crate::schema::promise_type("file").map_or(0, |t| t.id),
+            promiser,
+            attrs: List(Vec::new()),
+            guard: None,
+            loops: List(Vec::new()),
+            after: List(Vec::new()),
+            notify: List(Vec::new()),
+            on_repaired: None,
+            on_kept: None,
+            on_failed: None,
+            source: 0,
+        };
+        body.promises = List(vec![promise(Item::Const(0)), promise(Item::Code(0))]);
+        body
+    }
+
+    fn change(what: &str) -> Change {
+        Change {
+            what: what.into(),
+            before: "a".into(),
+            after: "b".into(),
+            diff: None,
+        }
+    }
+
+    /// A kept promise whose promiser is the body's constant holds nothing
+    /// but its outcome; one with a computed promiser keeps it.
+    #[test]
+    fn a_kept_constant_promise_holds_nothing_the_body_says() {
+        let body = body();
+        let kept = Recorded::new(&body, 0, "file", "/etc/motd", Applied::kept());
+        assert!(kept.more.is_none());
+        assert_eq!(kept.promiser(&body), "/etc/motd");
+        let computed = Recorded::new(&body, 1, "file", "/etc/web01", Applied::kept());
+        assert_eq!(computed.promiser(&body), "/etc/web01");
+        // A shortened promiser is not the constant's.
+        let short = Recorded::new(&body, 0, "file", "/etc", Applied::kept());
+        assert_eq!(short.promiser(&body), "/etc");
+        assert!(
+            std::mem::size_of::<Recorded>() <= 64,
+            "{}",
+            std::mem::size_of::<Recorded>()
+        );
+    }
+
+    /// Passes merge as the report always said: a failure stands, a repair
+    /// in any pass makes it repaired, a change is reported once, the latest
+    /// output is kept.
+    #[test]
+    fn later_passes_merge_into_one_result() {
+        let body = body();
+        let mut r = Recorded::new(
+            &body,
+            0,
+            "file",
+            "/etc/motd",
+            Applied::from_changes(vec![change("content")]),
+        );
+        r.update(Applied {
+            outcome: Outcome::Kept,
+            changes: vec![change("content"), change("mode")],
+            output: Some("out".into()),
+        });
+        assert_eq!(r.outcome, Outcome::Repaired);
+        assert_eq!(r.repaired_passes, 1);
+        r.update(Applied::failed("no"));
+        r.update(Applied::kept());
+        assert_eq!(r.outcome, Outcome::Kept);
+        r.update(Applied::failed("no"));
+        let mut files = SourceFiles::default();
+        let v = Verified {
+            body,
+            key_id: [0; 8],
+            version: (2, 6),
+            digest: [0; 32],
+            len: 0,
+        };
+        let done = r.finish(&v, &mut files);
+        assert_eq!(done.outcome, Outcome::Failed("no".into()));
+        assert_eq!(done.promiser, "/etc/motd");
+        assert_eq!(
+            done.changes
+                .iter()
+                .map(|c| c.what.as_str())
+                .collect::<Vec<_>>(),
+            ["content", "mode"]
+        );
+        assert_eq!(done.output.as_deref(), Some("out"));
+    }
+}
