@@ -941,12 +941,20 @@ fn read_regular(fd: OwnedFd, limit: u64, shown: &str) -> Result<Vec<u8>, FsError
 /// end, so no second `read` is made to see 0), and on to the end, within
 /// `limit` and one byte, if it grew. `read_to_end` made two `read`s for
 /// every file, the first into a 32-byte probe buffer (issue 22, item 2).
+///
+/// A stated size of 0 is read into a page first: the pseudo-files of
+/// `/proc` and `/sys` say 0 whatever they hold, and a `/proc/sys` file
+/// answers only the first `read` (one past offset 0 sees its end), so a
+/// one-byte first read would cut `sysctl` values to their first byte.
 fn read_sized(mut file: impl Read, len: u64, limit: u64) -> std::io::Result<Vec<u8>> {
+    /// What a file that says it is empty is first read into.
+    const PSEUDO_FILE_READ: usize = 4096;
     let bound = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
-    let first = usize::try_from(len)
-        .unwrap_or(usize::MAX)
-        .saturating_add(1)
-        .min(bound);
+    let first = match len {
+        0 => PSEUDO_FILE_READ,
+        _ => usize::try_from(len).unwrap_or(usize::MAX).saturating_add(1),
+    }
+    .min(bound);
     let mut buf = vec![0u8; first];
     let mut filled = 0usize;
     while let Some(space) = buf.get_mut(filled..) {
@@ -1107,6 +1115,19 @@ mod read_tests {
             self.data = rest;
             Ok(n)
         }
+    }
+
+    /// `/proc/sys` files state a size of 0 and answer only a read at
+    /// offset 0: the whole value must come in the first read.
+    #[test]
+    fn a_proc_sys_file_that_says_it_is_empty_is_read_whole() {
+        let file = std::fs::File::open("/proc/sys/net/ipv4/ip_local_port_range").unwrap();
+        assert_eq!(file.metadata().unwrap().len(), 0);
+        let bytes = read_sized(file, 0, 1 << 20).unwrap();
+        let text = String::from_utf8(bytes).unwrap();
+        let fields: Vec<&str> = text.split_whitespace().collect();
+        assert_eq!(fields.len(), 2, "{text:?}");
+        assert!(text.ends_with('\n'), "{text:?}");
     }
 
     #[test]
