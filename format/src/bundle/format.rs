@@ -123,6 +123,47 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
     }
 }
 
+/// A list that never changes once built, as the lists of a [`Promise`]
+/// are: a boxed slice, 16 bytes where a [`List`] is 24 (no capacity), and
+/// no allocation when empty. A body holds a few of them per promise, so
+/// the 8 bytes and the slack count (issue 22, item 3). On the wire and in
+/// its decoder (budget and all) it is a [`List`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct FixedList<T>(pub Box<[T]>);
+
+impl<T> std::ops::Deref for FixedList<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.0
+    }
+}
+
+impl<T> From<Vec<T>> for FixedList<T> {
+    fn from(v: Vec<T>) -> Self {
+        FixedList(v.into_boxed_slice())
+    }
+}
+
+impl<'a, T> IntoIterator for &'a FixedList<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl<T: Serialize> Serialize for FixedList<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for FixedList<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        List::<T>::deserialize(deserializer).map(|list| FixedList::from(list.0))
+    }
+}
+
 /// Bytes that decode without trusting their length prefix either.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Bytes(pub Vec<u8>);
@@ -237,7 +278,9 @@ pub enum Constant {
     /// constant's digest). The signature over the bundle covers the digest
     /// and the size, so a host trusts the bytes it fetches only once they
     /// hash to it; a cached blob costs no download.
-    BlobRef(BlobRef),
+    /// Boxed: 40 bytes inline made every constant of a body 48 bytes, not
+    /// 32 (issue 22, item 3).
+    BlobRef(Box<BlobRef>),
 }
 
 /// The payload of a [`Constant::BlobRef`] (format 2.6): what names a blob
@@ -460,7 +503,8 @@ pub enum Item {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Operand {
     Item(Item),
-    List(List<Item>),
+    /// A [`FixedList`], so that an operand is 16 bytes, not 24.
+    List(FixedList<Item>),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -477,17 +521,17 @@ pub struct Promise {
     /// ([`PromiseType::id`](crate::schema::PromiseType::id)).
     pub kind: u16,
     pub promiser: Item,
-    pub attrs: List<AttrValue>,
+    pub attrs: FixedList<AttrValue>,
     /// The guard program; `None` means always active.
     pub guard: Option<u32>,
     /// The facts (their [ids](crate::schema::FactSpec::id)) of the
     /// run-time loops around the promise, outermost first.
-    pub loops: List<u32>,
+    pub loops: FixedList<u32>,
     /// Promises that must be applied before this one (`after` and
     /// containment); when one fails, this one is skipped.
-    pub after: List<u32>,
+    pub after: FixedList<u32>,
     /// Promises to run when this one is repaired.
-    pub notify: List<u32>,
+    pub notify: FixedList<u32>,
     /// Class names (constant indices) set by the outcome.
     pub on_repaired: Option<u32>,
     pub on_kept: Option<u32>,
@@ -650,7 +694,7 @@ impl Body {
     /// what a host fetches and keeps, and a hub keeps for it.
     pub fn blobs(&self) -> impl Iterator<Item = &BlobRef> {
         self.constants.iter().filter_map(|c| match c {
-            Constant::BlobRef(b) => Some(b),
+            Constant::BlobRef(b) => Some(&**b),
             _ => None,
         })
     }
