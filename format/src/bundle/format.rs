@@ -727,3 +727,52 @@ impl Body {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::mem::size_of;
+
+    /// The decoded body holds one `Promise`, its attribute list and a few
+    /// constants per promise for the whole run (issue 22, item 3): these
+    /// sizes are its memory per promise, so a field that grows one of them
+    /// must be boxed or made a [`FixedList`].
+    #[test]
+    fn the_decoded_body_is_compact_per_promise() {
+        assert_eq!(size_of::<FixedList<u32>>(), 16);
+        assert_eq!(size_of::<Operand>(), 16, "an operand");
+        assert_eq!(size_of::<AttrValue>(), 24, "an attribute value");
+        assert!(size_of::<Promise>() <= 112, "{}", size_of::<Promise>());
+        assert!(size_of::<Constant>() <= 32, "{}", size_of::<Constant>());
+    }
+
+    /// A `FixedList` is a `List` on the wire: the same bytes both ways, so
+    /// the format did not change.
+    #[test]
+    fn a_fixed_list_is_a_list_on_the_wire() {
+        for items in [vec![], vec![7u32], vec![1, 300, 70_000]] {
+            let fixed = FixedList::from(items.clone());
+            let wire = postcard::to_allocvec(&fixed).unwrap();
+            assert_eq!(wire, postcard::to_allocvec(&List(items.clone())).unwrap());
+            let back: FixedList<u32> = postcard::from_bytes(&wire).unwrap();
+            assert_eq!(&*back, items.as_slice());
+        }
+    }
+
+    /// It decodes through `List`'s decoder, so it is charged against the
+    /// body's decode budget like any list: 150,000 items (1.2 MB decoded)
+    /// are over the budget of a 1-byte body (its slack, 1 MiB), and within
+    /// that of their own bytes.
+    #[test]
+    fn a_fixed_list_is_charged_to_the_decode_budget() {
+        let many: Vec<Item> = (0..150_000).map(Item::Const).collect();
+        let wire = postcard::to_allocvec(&FixedList::from(many)).unwrap();
+        let decoded = with_decode_budget(1, || postcard::from_bytes::<FixedList<Item>>(&wire));
+        assert!(decoded.is_err());
+        let decoded = with_decode_budget(wire.len(), || {
+            postcard::from_bytes::<FixedList<Item>>(&wire)
+        });
+        assert_eq!(decoded.unwrap().len(), 150_000);
+    }
+}
