@@ -128,8 +128,15 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
 /// no allocation when empty. A body holds a few of them per promise, so
 /// the 8 bytes and the slack count (issue 22, item 3). On the wire and in
 /// its decoder (budget and all) it is a [`List`].
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct FixedList<T>(pub Box<[T]>);
+
+/// Empty, for any `T` (a derived `Default` would ask `T: Default`).
+impl<T> Default for FixedList<T> {
+    fn default() -> Self {
+        FixedList(Box::new([]))
+    }
+}
 
 impl<T> std::ops::Deref for FixedList<T> {
     type Target = [T];
