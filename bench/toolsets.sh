@@ -12,13 +12,18 @@
 # times (default 21), the VM once with `--format json` and once with the
 # default human report per round; medians of wall time and of CPU time
 # (user+sys, the command's children included: the VM's own query too) and
-# their ratios are printed, with the load average. A `dnf`,
+# their ratios are printed, with the load average. Each round also runs
+# the VM on an EMPTY policy on the same root (the fixed cost of any
+# `policyvm run`: start, bundle, facts, state directory, report), shown
+# beside the query as the part of the ratio no package code can remove.
+# A `dnf`,
 # `apt-get` and `apt-cache` first in PATH log any call: a converged run
 # must start none (checked, the script fails otherwise).
 #
 # Usage: sudo bash bench/toolsets.sh   (root: `dpkg --root -i` needs it)
 # Environment: N (default 200), RUNS (default 21), PROFILE (release),
-# SKIP_BUILD=1 (measure the binaries already built).
+# SKIP_BUILD=1 (measure the binaries already built), CARGO_TARGET_DIR
+# (where the binaries are built and found; cargo's default otherwise).
 # Target (docs/performance.md, "Toolsets"): within 1.5x of the one query.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,6 +65,8 @@ done
     echo "policy { packages(); }"
 } >"$work/packages.policy"
 "$policyc" build "$work/packages.policy" -o "$work/packages.bundle" --key "$work/hub.key" --serial 1 >/dev/null
+printf 'bundle empty {\n}\npolicy { empty(); }\n' >"$work/empty.policy"
+"$policyc" build "$work/empty.policy" -o "$work/empty.bundle" --key "$work/hub.key" --serial 1 >/dev/null
 
 # The rpm root: N empty noarch packages from one spec, installed with one rpm -i.
 rpmroot="$work/rpmroot"
@@ -106,8 +113,8 @@ def timed(cmd):
     cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
     return wall, cpu, out.stdout
 
-def vm(root, fmt="json"):
-    return [policyvm, "run", f"{work}/packages.bundle", "--trust", f"{work}/trust",
+def vm(root, fmt="json", bundle="packages"):
+    return [policyvm, "run", f"{work}/{bundle}.bundle", "--trust", f"{work}/trust",
             "--root", root, "--format", fmt]
 
 def load():
@@ -124,18 +131,20 @@ rows = [
 for name, root, query in rows:
     summary = json.loads(timed(vm(root))[2])["summary"]
     assert summary["kept"] == n and summary["repaired"] == 0 and summary["failed"] == 0, summary
-    runs_json, runs_human, runs_q = [], [], []
+    runs_json, runs_human, runs_q, runs_empty = [], [], [], []
     load_before = load()
     for _ in range(runs):
         runs_json.append(timed(vm(root))[:2])
         runs_q.append(timed(query)[:2])
         runs_human.append(timed(vm(root, "human"))[:2])
         runs_q.append(timed(query)[:2])
+        runs_empty.append(timed(vm(root, "human", "empty"))[:2])
     med = lambda xs, i: statistics.median(x[i] for x in xs)
     qw, qc = med(runs_q, 0), med(runs_q, 1)
     print(f"{name}: {n} packages converged, medians over {runs} interleaved rounds "
           f"(load average {load_before} -> {load()}); one query: wall {qw:.1f} ms, CPU {qc:.1f} ms")
-    for label, runs_vm in [("--format json", runs_json), ("human report", runs_human)]:
+    for label, runs_vm in [("--format json", runs_json), ("human report", runs_human),
+                           ("EMPTY policy (fixed cost)", runs_empty)]:
         vw, vc = med(runs_vm, 0), med(runs_vm, 1)
         print(f"  policyvm run, {label}: wall {vw:.1f} ms (ratio {vw / qw:.2f}), "
               f"CPU (user+sys) {vc:.1f} ms (ratio {vc / qc:.2f})")

@@ -542,7 +542,7 @@ policy { b(); }
     // Ignored by default; run (`--include-ignored`, as `.ci/run` does) on a
     // host without one, it fails instead of passing having checked nothing.
     assert!(
-        !report.facts.ipv4.is_empty(),
+        !report.facts.ipv4.get().is_empty(),
         "this host has no IPv4 address (other than loopback) to loop over"
     );
     assert!(failed(&report).is_empty(), "{:?}", failed(&report));
@@ -554,6 +554,7 @@ policy { b(); }
     let expected: Vec<String> = report
         .facts
         .ipv4
+        .get()
         .iter()
         .map(|ip| format!("at {ip}"))
         .collect();

@@ -5,9 +5,12 @@
 //! every temporary (mode set, no fsync), make them durable together, rename
 //! each over its target, then fsync each directory once.
 //!
-//! Usage: `durable_floor DIR N [syncfs|fsync|plain]`. The files are
-//! `DIR/d{i/100}/f{i}` holding `content of file {i}\n` with mode 0644
-//! (what the benchmark's policy promises). `syncfs` (the default) makes
+//! Usage: `durable_floor DIR N [syncfs|fsync|plain] [STRIDE]`. The files
+//! are `DIR/d{i/100}/f{i}` holding `content of file {i}\n` with mode 0644
+//! (what the benchmark's policy promises), for every STRIDE-th `i` below N
+//! (default 1: all of them). A 1% drift's floor is STRIDE 100 over an
+//! existing tree: one file replaced in each of the 100 directories, as the
+//! benchmark drifts them, each rename replacing an existing file. `syncfs` (the default) makes
 //! the temporaries durable with one `syncfs` of DIR's filesystem; `fsync`
 //! syncs each temporary in turn, after all are written, so that the kernel
 //! can overlap their writeback; `plain` syncs nothing (the plain floor of
@@ -17,10 +20,10 @@ use std::io::Write as _;
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
-fn run(dir: &Path, n: usize, sync: Sync) -> std::io::Result<()> {
+fn run(dir: &Path, n: usize, sync: Sync, stride: usize) -> std::io::Result<()> {
     let mut staged: Vec<(PathBuf, PathBuf, Option<std::fs::File>)> = Vec::with_capacity(n);
     let mut dirs: Vec<PathBuf> = Vec::new();
-    for i in 0..n {
+    for i in (0..n).step_by(stride) {
         let d = dir.join(format!("d{}", i / 100));
         if dirs.last() != Some(&d) {
             std::fs::create_dir_all(&d)?;
@@ -65,7 +68,7 @@ enum Sync {
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let (Some(dir), Some(n)) = (args.get(1), args.get(2).and_then(|n| n.parse().ok())) else {
-        eprintln!("usage: durable_floor DIR N [syncfs|fsync|plain]");
+        eprintln!("usage: durable_floor DIR N [syncfs|fsync|plain] [STRIDE]");
         return std::process::ExitCode::from(64);
     };
     let sync = match args.get(3).map(String::as_str) {
@@ -77,7 +80,15 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(64);
         }
     };
-    if let Err(e) = run(Path::new(dir), n, sync) {
+    let stride = match args.get(4).map(|s| s.parse::<usize>()) {
+        None => 1,
+        Some(Ok(stride)) if stride > 0 => stride,
+        Some(_) => {
+            eprintln!("durable_floor: STRIDE must be a whole number above 0");
+            return std::process::ExitCode::from(64);
+        }
+    };
+    if let Err(e) = run(Path::new(dir), n, sync, stride) {
         eprintln!("durable_floor: {e}");
         return std::process::ExitCode::FAILURE;
     }

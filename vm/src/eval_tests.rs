@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use crate::bundle::format::{Body, Constant, Item, Operand, Promise};
 use crate::bundle::instr::Instr;
 use crate::eval::{Evaluated, Evaluator, Val};
-use crate::facts::Facts;
+use crate::facts::{Facts, Gathered};
 use crate::run::resolve::Resolver;
 use crate::secrets::Keyring;
 
@@ -24,9 +24,9 @@ fn facts() -> Facts {
         os_family: "debian".into(),
         os_release: "12".into(),
         arch: "x86_64".into(),
-        ipv4: vec!["10.0.0.1".into(), "10.0.0.2".into()],
-        cpus: 4,
-        memory_mb: 2048,
+        ipv4: Gathered::known(vec!["10.0.0.1".into(), "10.0.0.2".into()]),
+        cpus: Gathered::known(4),
+        memory_mb: Gathered::known(2048),
         weekday: "monday".into(),
         hour: 3,
     }
@@ -250,9 +250,9 @@ fn a_secret_resolves_only_where_it_may_be() {
         os_family: "debian".into(),
         os_release: "12".into(),
         arch: "x86_64".into(),
-        ipv4: Vec::new(),
-        cpus: 1,
-        memory_mb: 1,
+        ipv4: Gathered::known(Vec::new()),
+        cpus: Gathered::known(1),
+        memory_mb: Gathered::known(1),
         weekday: "monday".into(),
         hour: 0,
     };

@@ -13,8 +13,18 @@
 //! read (a FIFO hung the run while it held the lock) and no more than
 //! [`MAX_FACT_FILE`] bytes (a link to `/dev/zero` grew without bound). A
 //! file refused is a fact not found, as a missing one is.
+//!
+//! The machine facts `sys.ipv4`, `sys.cpus` and `sys.memory_mb` are read
+//! from the kernel the first time something asks for them ([`Gathered`]),
+//! once per [`Facts`]: a run whose policy never reads them does not read
+//! `/proc/net/fib_trie` (large on a router), the cgroup files behind the
+//! CPU count or `/proc/meminfo` at all. Nothing else reads them: the hard
+//! classes and the run report are made of the other facts, and `policyvm
+//! facts` and the agent's uploaded report, which show them, read them
+//! then (docs/vm.md, "Facts are read when first used").
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use crate::rootfs::{read_system_file, Kind, RootFs};
 
@@ -33,12 +43,60 @@ pub struct Facts {
     pub os_family: String,
     pub os_release: String,
     pub arch: String,
-    pub ipv4: Vec<String>,
-    pub cpus: i64,
-    pub memory_mb: i64,
+    pub ipv4: Gathered<Vec<String>>,
+    pub cpus: Gathered<i64>,
+    pub memory_mb: Gathered<i64>,
     pub weekday: String,
     pub hour: i64,
 }
+
+/// A fact read from the running kernel when it is first asked for, then
+/// kept: the same value for the rest of the run, as an eagerly gathered
+/// one would be.
+#[derive(Clone, Debug)]
+pub struct Gathered<T> {
+    value: OnceLock<T>,
+    /// `None` for a value given up front, whose cell is always full.
+    read: Option<fn() -> T>,
+}
+
+impl<T: Default> Gathered<T> {
+    /// A fact read by `read` on first use.
+    pub fn later(read: fn() -> T) -> Gathered<T> {
+        Gathered {
+            value: OnceLock::new(),
+            read: Some(read),
+        }
+    }
+
+    /// A fact already known (tests, a host described by hand).
+    pub fn known(value: T) -> Gathered<T> {
+        Gathered {
+            value: OnceLock::from(value),
+            read: None,
+        }
+    }
+
+    /// The value, read now if it has not been yet.
+    pub fn get(&self) -> &T {
+        self.value
+            .get_or_init(|| self.read.map_or_else(T::default, |read| read()))
+    }
+
+    /// Whether the value has been read (or was given).
+    pub fn is_read(&self) -> bool {
+        self.value.get().is_some()
+    }
+}
+
+/// Two facts are equal when their values are, read or not yet.
+impl<T: PartialEq + Default> PartialEq for Gathered<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl<T: Eq + Default> Eq for Gathered<T> {}
 
 impl Facts {
     /// Gathers the facts of this host, with the system image at `root`.
@@ -59,9 +117,15 @@ impl Facts {
             os_family,
             os_release: version,
             arch: std::env::consts::ARCH.to_owned(),
-            ipv4: ipv4_addresses(&kernel_text("/proc/net/fib_trie").unwrap_or_default()),
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as i64),
-            memory_mb: memory_mb(&kernel_text("/proc/meminfo").unwrap_or_default()),
+            ipv4: Gathered::later(|| {
+                ipv4_addresses(&kernel_text("/proc/net/fib_trie").unwrap_or_default())
+            }),
+            cpus: Gathered::later(|| {
+                std::thread::available_parallelism().map_or(1, |n| n.get() as i64)
+            }),
+            memory_mb: Gathered::later(|| {
+                memory_mb(&kernel_text("/proc/meminfo").unwrap_or_default())
+            }),
             weekday: weekday_name(now.weekday()).to_owned(),
             hour: i64::from(now.hour()),
         }
@@ -76,9 +140,9 @@ impl Facts {
             "sys.os_family" => FactValue::Str(self.os_family.clone()),
             "sys.os_release" => FactValue::Str(self.os_release.clone()),
             "sys.arch" => FactValue::Str(self.arch.clone()),
-            "sys.ipv4" => FactValue::List(self.ipv4.clone()),
-            "sys.cpus" => FactValue::Int(self.cpus),
-            "sys.memory_mb" => FactValue::Int(self.memory_mb),
+            "sys.ipv4" => FactValue::List(self.ipv4.get().clone()),
+            "sys.cpus" => FactValue::Int(*self.cpus.get()),
+            "sys.memory_mb" => FactValue::Int(*self.memory_mb.get()),
             "sys.time.weekday" => FactValue::Str(self.weekday.clone()),
             "sys.time.hour" => FactValue::Int(self.hour),
             _ => return None,
@@ -338,7 +402,7 @@ mod tests {
         assert_eq!(facts.fqdn, "web-01.corp");
         assert_eq!(facts.os_family, "debian");
         assert_eq!(facts.os_release, "12");
-        assert!(facts.cpus >= 1);
+        assert!(*facts.cpus.get() >= 1);
         let classes = facts.hard_classes();
         for class in ["any", "debian", "host_web_01"] {
             assert!(classes.iter().any(|c| c == class), "{class} in {classes:?}");
@@ -351,6 +415,40 @@ mod tests {
         for spec in crate::schema::FACTS {
             assert!(facts.get(spec.name).is_some(), "{}", spec.name);
         }
+    }
+
+    /// The machine facts are read when first asked for, not by `gather`:
+    /// the hard classes (every run evaluates them) leave them unread, and
+    /// the value read later is the kernel's, as an eager read gives it.
+    #[test]
+    fn machine_facts_are_read_on_first_use() {
+        let root = tempfile::tempdir().unwrap();
+        let facts = Facts::gather(root.path());
+        let classes = facts.hard_classes();
+        assert!(classes.iter().any(|c| c == "any"), "{classes:?}");
+        assert!(!facts.ipv4.is_read());
+        assert!(!facts.cpus.is_read());
+        assert!(!facts.memory_mb.is_read());
+
+        let eager_cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as i64);
+        assert_eq!(facts.get("sys.cpus"), Some(FactValue::Int(eager_cpus)));
+        assert!(facts.cpus.is_read());
+        assert!(!facts.ipv4.is_read() && !facts.memory_mb.is_read());
+
+        let eager_ipv4 = ipv4_addresses(&kernel_text("/proc/net/fib_trie").unwrap_or_default());
+        assert_eq!(facts.get("sys.ipv4"), Some(FactValue::List(eager_ipv4)));
+        let eager_mb = memory_mb(&kernel_text("/proc/meminfo").unwrap_or_default());
+        assert_eq!(facts.get("sys.memory_mb"), Some(FactValue::Int(eager_mb)));
+        assert!(facts.ipv4.is_read() && facts.memory_mb.is_read());
+    }
+
+    #[test]
+    fn a_known_machine_fact_is_never_read() {
+        let given = Gathered::known(7_i64);
+        assert!(given.is_read());
+        assert_eq!(*given.get(), 7);
+        assert_eq!(given, Gathered::later(|| 7));
+        assert_ne!(given, Gathered::later(|| 8));
     }
 
     #[test]

@@ -22,6 +22,7 @@
 //! runit's service directory inside the root).
 
 pub mod accounts;
+mod child;
 pub mod contain;
 pub mod fstab;
 pub mod kmod;

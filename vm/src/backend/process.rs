@@ -12,12 +12,10 @@
 //! means is still looked up on the VM's own `PATH` (the one its unit or
 //! cron line gives it), then the program runs with the fixed `PATH`.
 
-use std::io::Read as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The most output kept per stream, for the report.
 pub const MAX_OUTPUT: usize = 64 * 1024;
@@ -295,45 +293,24 @@ fn run_with(cmd: &Cmd, capture: bool, limit: usize) -> Result<Ran, String> {
             let _ = pipe.write_all(&bytes);
         });
     }
-    let pid = child.id();
-    let stop = cmd.stop_at_output_cap.then_some(pid);
-    let out = drain(
-        child.stdout.take().map(|s| Box::new(s) as Stream),
-        limit,
-        stop,
+    // Its exit and both pipes are awaited on this thread ([`super::child`]).
+    let done = super::child::collect(
+        child,
+        super::child::Limits {
+            timeout: cmd.timeout,
+            drain: DRAIN,
+            stdout: limit,
+            stderr: MAX_OUTPUT,
+            stop_at_stdout_limit: cmd.stop_at_output_cap,
+        },
     );
-    let err = drain(
-        child.stderr.take().map(|s| Box::new(s) as Stream),
-        MAX_OUTPUT,
-        None,
-    );
-    // A thread waits for the exit (and reaps it), so a short command is
-    // noticed at once and a long one costs no polling; at the deadline the
-    // process group is killed and the thread then sees the exit.
-    let (tx, exited) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait().ok().and_then(|s| s.code()));
-    });
-    let status = match exited.recv_timeout(cmd.timeout) {
-        Ok(code) => code,
-        Err(_) => {
-            kill_group(pid);
-            let _ = exited.recv_timeout(DRAIN);
-            None
-        }
-    };
-    let deadline = Instant::now()
-        .checked_add(DRAIN)
-        .unwrap_or_else(Instant::now);
-    let (stdout, stdout_overflowed) = out.collect(deadline);
-    let (stderr, _) = err.collect(deadline);
     Ok(Ran {
         shown,
-        code: status,
-        stdout,
-        stderr,
+        code: done.code,
+        stdout: String::from_utf8_lossy(&done.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
         timeout: cmd.timeout,
-        stdout_overflowed,
+        stdout_overflowed: done.stdout_overflowed,
     })
 }
 
@@ -389,75 +366,11 @@ fn locate(program: &str) -> Option<PathBuf> {
         })
 }
 
-type Stream = Box<dyn std::io::Read + Send>;
-
-/// The output of one stream, read on its own thread.
-struct Drain {
-    kept: Arc<Mutex<Vec<u8>>>,
-    /// Set when the stream held more than its limit.
-    overflowed: Arc<std::sync::atomic::AtomicBool>,
-    done: mpsc::Receiver<()>,
-}
-
-impl Drain {
-    /// What was read, once the stream closed or at `deadline`, whichever
-    /// comes first, and whether more than that was written.
-    fn collect(self, deadline: Instant) -> (String, bool) {
-        let _ = self
-            .done
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()));
-        let kept = self
-            .kept
-            .lock()
-            .map(|mut k| std::mem::take(&mut *k))
-            .unwrap_or_default();
-        let overflowed = self.overflowed.load(std::sync::atomic::Ordering::Relaxed);
-        (String::from_utf8_lossy(&kept).into_owned(), overflowed)
-    }
-}
-
-/// Reads a stream on a thread (so a chatty program cannot block on a full
-/// pipe while we wait for it), keeping at most `limit` bytes; past that,
-/// kills the process group `stop` when one is given.
-fn drain(stream: Option<Stream>, limit: usize, stop: Option<u32>) -> Drain {
-    let (tx, done) = mpsc::channel();
-    let kept = Arc::new(Mutex::new(Vec::new()));
-    let shared = Arc::clone(&kept);
-    let overflowed = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let over = Arc::clone(&overflowed);
-    std::thread::spawn(move || {
-        if let Some(mut s) = stream {
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = s.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                if let Ok(mut k) = shared.lock() {
-                    let room = limit.saturating_sub(k.len());
-                    if n > room {
-                        over.store(true, std::sync::atomic::Ordering::Relaxed);
-                        if let Some(pid) = stop {
-                            kill_group(pid);
-                        }
-                    }
-                    k.extend_from_slice(buf.get(..n.min(room)).unwrap_or_default());
-                }
-            }
-        }
-        let _ = tx.send(());
-    });
-    Drain {
-        kept,
-        overflowed,
-        done,
-    }
-}
-
 /// Kills the process group the command leads, and the command itself in
-/// case it left that group. Called when the deadline passed without an
-/// exit; only an exit in that same instant could let the waiting thread
-/// reap it first, and its pid is reused only after that.
-fn kill_group(pid: u32) {
+/// case it left that group. Called only before the command is reaped
+/// ([`super::child::collect`] reaps it), so its pid (a zombie's, if it
+/// exited in that instant) cannot belong to another process yet.
+pub(super) fn kill_group(pid: u32) {
     if let Some(pid) = i32::try_from(pid)
         .ok()
         .and_then(rustix::process::Pid::from_raw)
@@ -470,6 +383,7 @@ fn kill_group(pid: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     #[test]
     fn shown_quotes_what_a_shell_would_split() {

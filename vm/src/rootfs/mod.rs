@@ -22,7 +22,7 @@ mod tree;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
-use std::io::Read as _;
+use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -267,48 +267,56 @@ impl RootFs {
                 return Ok(Some(Rc::clone(fd)));
             }
         }
-        let mut current = Rc::new(
-            rfs::openat(&self.root, ".", DIR_FLAGS, Mode::empty()).map_err(io(path, "open"))?,
-        );
+        // The first component is opened from the root's own handle: a
+        // handle of the root itself is opened only for a path directly
+        // below it (one `openat` and `close` less for every other walk).
+        let mut walked: Option<Rc<OwnedFd>> = None;
         for (i, dir) in dirs.iter().enumerate() {
             let prefix = dirs.get(..=i).unwrap_or_default().join("/");
             if how == Walk::Cached {
                 if let Some(fd) = self.dirs.borrow().get(&prefix) {
-                    current = Rc::clone(fd);
+                    walked = Some(Rc::clone(fd));
                     continue;
                 }
             }
+            let current: &OwnedFd = walked.as_deref().unwrap_or(&self.root);
             let shown = || format!("/{prefix}");
-            let fd = match rfs::openat(&*current, *dir, DIR_FLAGS, Mode::empty()) {
+            let fd = match rfs::openat(current, *dir, DIR_FLAGS, Mode::empty()) {
                 Ok(fd) => fd,
                 Err(Errno::NOENT) => match create {
                     Some(mode) => {
-                        match rfs::mkdirat(&*current, *dir, Mode::from_bits_truncate(mode)) {
+                        match rfs::mkdirat(current, *dir, Mode::from_bits_truncate(mode)) {
                             Ok(()) | Err(Errno::EXIST) => {}
                             Err(e) => return Err(io(&shown(), "create directory")(e)),
                         }
-                        let fd = rfs::openat(&*current, *dir, DIR_FLAGS, Mode::empty())
+                        let fd = rfs::openat(current, *dir, DIR_FLAGS, Mode::empty())
                             .map_err(io(&shown(), "open"))?;
                         // mkdir is subject to the umask; the promise's mode is not.
-                        set_mode_at(&current, dir, mode, &shown())?;
+                        set_mode_at(current, dir, mode, &shown())?;
                         fd
                     }
                     None => return Ok(None),
                 },
                 Err(Errno::LOOP | Errno::NOTDIR) => {
-                    return Err(match kind_at(&current, dir) {
+                    return Err(match kind_at(current, dir) {
                         Some(Kind::Symlink) => FsError::Symlink(shown()),
                         _ => FsError::NotADirectory(shown()),
                     })
                 }
                 Err(e) => return Err(io(&shown(), "open")(e)),
             };
-            current = Rc::new(fd);
+            let fd = Rc::new(fd);
             if how != Walk::Check {
-                self.dirs.borrow_mut().insert(prefix, Rc::clone(&current));
+                self.dirs.borrow_mut().insert(prefix, Rc::clone(&fd));
             }
+            walked = Some(fd);
         }
-        Ok(Some(current))
+        match walked {
+            Some(dir) => Ok(Some(dir)),
+            None => Ok(Some(Rc::new(
+                rfs::openat(&self.root, ".", DIR_FLAGS, Mode::empty()).map_err(io(path, "open"))?,
+            ))),
+        }
     }
 
     /// Whether `dir` is still the directory at `dirs` below the root (same
@@ -912,11 +920,12 @@ fn read_regular(fd: OwnedFd, limit: u64, shown: &str) -> Result<Vec<u8>, FsError
         });
     }
     // Bounded even if the file grows after the size check.
-    let mut bytes = Vec::new();
-    std::fs::File::from(fd)
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| io(shown, "read")(Errno::from_io_error(&e).unwrap_or(Errno::IO)))?;
+    let bytes = read_sized(
+        std::fs::File::from(fd).take(limit.saturating_add(1)),
+        m.len,
+        limit,
+    )
+    .map_err(|e| io(shown, "read")(Errno::from_io_error(&e).unwrap_or(Errno::IO)))?;
     if bytes.len() as u64 > limit {
         return Err(FsError::TooLarge {
             path: shown.to_owned(),
@@ -924,6 +933,48 @@ fn read_regular(fd: OwnedFd, limit: u64, shown: &str) -> Result<Vec<u8>, FsError
         });
     }
     Ok(bytes)
+}
+
+/// Reads a regular file whose `fstat` gave `len` bytes, into a buffer of
+/// that size and one byte more: one `read` when the file is as the stat
+/// said (a read that stops short exactly at the stated size is the file's
+/// end, so no second `read` is made to see 0), and on to the end, within
+/// `limit` and one byte, if it grew. `read_to_end` made two `read`s for
+/// every file, the first into a 32-byte probe buffer (issue 22, item 2).
+fn read_sized(mut file: impl Read, len: u64, limit: u64) -> std::io::Result<Vec<u8>> {
+    let bound = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
+    let first = usize::try_from(len)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1)
+        .min(bound);
+    let mut buf = vec![0u8; first];
+    let mut filled = 0usize;
+    while let Some(space) = buf.get_mut(filled..) {
+        if space.is_empty() {
+            if filled >= bound {
+                break;
+            }
+            // It grew past its stated size: read on, doubling.
+            let grown = filled.saturating_add(filled.max(4096)).min(bound);
+            buf.resize(grown, 0);
+            continue;
+        }
+        let asked = space.len();
+        let n = match file.read(space) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            break;
+        }
+        filled = filled.saturating_add(n);
+        if n < asked && filled as u64 == len {
+            break;
+        }
+    }
+    buf.truncate(filled);
+    Ok(buf)
 }
 
 /// The names in the directory `fd` (opened for reading), raw.
@@ -1031,4 +1082,99 @@ fn uid_of(uid: u32) -> rfs::Uid {
 
 fn gid_of(gid: u32) -> rfs::Gid {
     rfs::Gid::from_raw(gid)
+}
+
+#[cfg(test)]
+mod read_tests {
+    use super::*;
+
+    /// A reader that hands out at most `step` bytes per call and counts
+    /// its calls.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+        calls: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.calls = self.calls.saturating_add(1);
+            let n = buf.len().min(self.step).min(self.data.len());
+            let (now, rest) = self.data.split_at(n);
+            if let Some(into) = buf.get_mut(..n) {
+                into.copy_from_slice(now);
+            }
+            self.data = rest;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_file_as_stated_is_read_in_one_call() {
+        let mut file = Trickle {
+            data: b"content of file 7\n",
+            step: usize::MAX,
+            calls: 0,
+        };
+        let bytes = read_sized(&mut file, 18, MAX_READ).unwrap();
+        assert_eq!(bytes, b"content of file 7\n");
+        assert_eq!(file.calls, 1);
+    }
+
+    #[test]
+    fn short_reads_grown_and_shrunk_files_are_read_whole() {
+        let data: Vec<u8> = (0..10_000u32)
+            .map(|i| u8::try_from(i & 0x7f).unwrap())
+            .collect();
+        for (stated, step) in [
+            (10_000, 7),
+            (10_000, 4096),
+            (100, 10_000),
+            (100, 33),
+            (20_000, 10_000),
+            (0, 1),
+        ] {
+            let bytes = read_sized(
+                Trickle {
+                    data: &data,
+                    step,
+                    calls: 0,
+                },
+                stated,
+                MAX_READ,
+            )
+            .unwrap();
+            assert_eq!(bytes, data, "stated {stated}, {step} a read");
+        }
+    }
+
+    #[test]
+    fn a_file_grown_past_the_limit_is_read_to_one_byte_more() {
+        let data = vec![1u8; 50_000];
+        let bytes = read_sized(
+            Trickle {
+                data: &data,
+                step: 1000,
+                calls: 0,
+            }
+            .take(10_001),
+            10,
+            10_000,
+        )
+        .unwrap();
+        assert_eq!(bytes.len(), 10_001);
+    }
+
+    #[test]
+    fn a_real_file_reads_back_with_its_content() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), "x".repeat(70_000)).unwrap();
+        let fs = RootFs::open(dir.path()).unwrap();
+        assert_eq!(fs.read_file("/f").unwrap().unwrap().len(), 70_000);
+        assert_eq!(fs.read_file("/missing").unwrap(), None);
+        assert!(matches!(
+            fs.read_file_limited("/f", 100),
+            Err(FsError::TooLarge { .. })
+        ));
+    }
 }

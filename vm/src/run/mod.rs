@@ -16,6 +16,7 @@ pub mod operators;
 pub mod owed;
 pub mod report;
 pub use converge_eval::resolve;
+mod dirty;
 mod recorded;
 pub mod simulated;
 mod slots;
@@ -142,10 +143,22 @@ pub struct RunReport {
     /// Two-way verification: what the `unmanaged` promises found that no
     /// promise names, and what became of each (`crate::unmanaged`).
     pub extra: Vec<crate::unmanaged::Extra>,
+    /// Instances later passes counted as kept without checking them again
+    /// (the incremental rule, docs/vm.md "Later passes"); 0 with full
+    /// passes.
+    pub checks_skipped: u64,
 }
 
 pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
-    run_with(v, opts, None)
+    run_with(v, opts, None, !dirty::Dirty::allowed())
+}
+
+/// [`run`] with every pass a full pass: each active promise checked in
+/// every pass, none counted as kept by the incremental rule of later
+/// passes ([`dirty`]). The reference the rule is tested against; `run`
+/// does the same when `CONVERGE_FULL_PASSES=1`.
+pub fn run_full_passes(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
+    run_with(v, opts, None, true)
 }
 
 /// [`run`], asking `confirm` before each repair (`policyvm run
@@ -165,13 +178,14 @@ pub fn run_interactive(
             "an interactive run cannot be a dry run: a dry run changes nothing to ask about".into(),
         );
     }
-    run_with(v, opts, Some(confirm))
+    run_with(v, opts, Some(confirm), true)
 }
 
 fn run_with(
     v: &Verified,
     opts: &RunOptions,
     mut confirm: Option<Confirm<'_>>,
+    full_passes: bool,
 ) -> Result<RunReport, String> {
     let started = Instant::now();
     let body = &v.body;
@@ -250,6 +264,14 @@ fn run_with(
     // Interactive: the repairs declined so far, by instance and by promise.
     let mut declined: HashSet<InstanceKey> = HashSet::new();
     let mut declined_promises: HashSet<usize> = HashSet::new();
+    // Later passes check again only what could have changed ([`dirty`]):
+    // in a real, non-interactive run.
+    let mut dirty = dirty::Dirty::new(!opts.dry_run && confirm.is_none() && !full_passes);
+    // The instances of the last pass: the same in the next one unless the
+    // classes changed (guards and values read no file).
+    let mut instances: Vec<(usize, Vec<String>, Result<Instance, Unresolved>)> = Vec::new();
+    let mut contradictions = HashMap::new();
+    let mut classes_changed = true;
     for pass in 1..=limit {
         passes = pass;
         let mut repaired_any = false;
@@ -261,77 +283,85 @@ fn run_with(
         // cannot be evaluated (a class over a budget) fails its promise
         // with the reason; it is neither silently inactive nor the end of
         // the run.
-        let mut instances: Vec<(usize, Vec<String>, Result<Instance, Unresolved>)> =
-            Vec::with_capacity(expected);
-        resolver.start_pass();
-        for &i in body.order.iter() {
-            let i = i as usize;
-            let Some(p) = body.promises.get(i) else {
-                continue;
-            };
-            let lists: Vec<Vec<String>> = p
-                .loops
-                .iter()
-                .map(|f| match fact_by_id(*f).and_then(|f| facts.get(f.name)) {
-                    Some(FactValue::List(l)) => l,
-                    _ => Vec::new(),
-                })
-                .collect();
-            let combos = match loop_combinations(&lists) {
-                Ok(combos) => combos,
-                Err(e) => {
-                    instances.push((i, Vec::new(), Err(Unresolved::Failed(e))));
+        if classes_changed || full_passes {
+            let mut fresh: Vec<(usize, Vec<String>, Result<Instance, Unresolved>)> =
+                Vec::with_capacity(expected);
+            resolver.start_pass();
+            for &i in body.order.iter() {
+                let i = i as usize;
+                let Some(p) = body.promises.get(i) else {
                     continue;
-                }
-            };
-            for combo in combos {
-                // A guard that needs a probe fact unknown on this host
-                // skips its promise with the reason: it is neither active
-                // nor silently false.
-                let active = match p.guard {
-                    None => Ok(true),
-                    Some(g) => match eval.run(g, &classes, &combo) {
-                        Ok(v) => Ok(v == Val::Bool(true)),
-                        Err(e) if eval.failed_on_unknown() => Err(Unresolved::Unknown(e.0)),
-                        Err(e) => Err(Unresolved::Failed(format!(
-                            "its guard could not be evaluated: {}",
-                            e.0
-                        ))),
-                    },
                 };
-                let inst = match active {
-                    Ok(false) => continue,
-                    Err(e) => Err(e),
-                    Ok(true) if instances.len() >= MAX_PASS_INSTANCES => {
-                        instances.push((
-                            i,
-                            combo,
-                            Err(Unresolved::Failed(format!(
-                                "the pass already holds {MAX_PASS_INSTANCES} promise instances, the limit (docs/bytecode.md, Limits)"
-                            ))),
-                        ));
-                        break;
+                let lists: Vec<Vec<String>> = p
+                    .loops
+                    .iter()
+                    .map(|f| match fact_by_id(*f).and_then(|f| facts.get(f.name)) {
+                        Some(FactValue::List(l)) => l,
+                        _ => Vec::new(),
+                    })
+                    .collect();
+                let combos = match loop_combinations(&lists) {
+                    Ok(combos) => combos,
+                    Err(e) => {
+                        fresh.push((i, Vec::new(), Err(Unresolved::Failed(e))));
+                        continue;
                     }
-                    Ok(true) => resolver
-                        .resolve(&mut eval, i, p, &classes, &combo)
-                        .map_err(|e| {
-                            if eval.failed_on_unknown() {
-                                Unresolved::Unknown(e)
-                            } else {
-                                Unresolved::Failed(e)
-                            }
-                        }),
                 };
-                instances.push((i, combo, inst));
+                for combo in combos {
+                    // A guard that needs a probe fact unknown on this host
+                    // skips its promise with the reason: it is neither active
+                    // nor silently false.
+                    let active = match p.guard {
+                        None => Ok(true),
+                        Some(g) => match eval.run(g, &classes, &combo) {
+                            Ok(v) => Ok(v == Val::Bool(true)),
+                            Err(e) if eval.failed_on_unknown() => Err(Unresolved::Unknown(e.0)),
+                            Err(e) => Err(Unresolved::Failed(format!(
+                                "its guard could not be evaluated: {}",
+                                e.0
+                            ))),
+                        },
+                    };
+                    let inst = match active {
+                        Ok(false) => continue,
+                        Err(e) => Err(e),
+                        Ok(true) if fresh.len() >= MAX_PASS_INSTANCES => {
+                            fresh.push((
+                                i,
+                                combo,
+                                Err(Unresolved::Failed(format!(
+                                    "the pass already holds {MAX_PASS_INSTANCES} promise instances, the limit (docs/bytecode.md, Limits)"
+                                ))),
+                            ));
+                            break;
+                        }
+                        Ok(true) => {
+                            resolver
+                                .resolve(&mut eval, i, p, &classes, &combo)
+                                .map_err(|e| {
+                                    if eval.failed_on_unknown() {
+                                        Unresolved::Unknown(e)
+                                    } else {
+                                        Unresolved::Failed(e)
+                                    }
+                                })
+                        }
+                    };
+                    fresh.push((i, combo, inst));
+                }
             }
+            dirty.new_instances(&instances, &fresh);
+            instances = fresh;
+            contradictions = runtime_contradictions(&instances);
+            for (_, _, inst) in &instances {
+                if let Ok(inst) = inst {
+                    managed.note(inst);
+                }
+            }
+        } else {
+            dirty.same_instances(instances.len());
         }
-        let contradictions = runtime_contradictions(&instances);
         deferred.clear();
-        for (_, _, inst) in &instances {
-            if let Ok(inst) = inst {
-                managed.note(inst);
-            }
-        }
         // Debts incurred for the package promises of this pass (the batch
         // converges them all when its first one comes up).
         let mut package_debts: Option<HashMap<InstanceKey, Vec<Debt>>> = None;
@@ -367,8 +397,14 @@ fn run_with(
                         inst,
                         applied,
                         incurred,
+                        position,
                         ..
                     } = done;
+                    let far = body
+                        .promises
+                        .get(inst.index)
+                        .is_some_and(|p| !p.notify.is_empty());
+                    dirty.concluded(position, inst, &applied, far);
                     conclude(&mut books!(), &ctx, key, inst, applied, &incurred, false);
                 }
             };
@@ -526,12 +562,17 @@ fn run_with(
             } else if inst.kind == "directory"
                 && (inst.bool("recurse") == Some(true) || inst.get("source").is_some())
             {
-                // The tree leaves alone what more specific promises manage.
-                let others = operators::Others::below(
-                    inst,
-                    instances.iter().filter_map(|(_, _, i)| i.as_ref().ok()),
-                );
-                operators::directory(&ctx, inst, &others)
+                if dirty.unchanged(position, inst) {
+                    Applied::kept()
+                } else {
+                    dirty.checked(position);
+                    // The tree leaves alone what more specific promises manage.
+                    let others = operators::Others::below(
+                        inst,
+                        instances.iter().filter_map(|(_, _, i)| i.as_ref().ok()),
+                    );
+                    operators::directory(&ctx, inst, &others)
+                }
             } else if inst.kind == "package" && confirm.is_none() {
                 // Every package promise of the batch this one starts is
                 // converged now; the others take their outcome from it.
@@ -541,7 +582,12 @@ fn run_with(
             } else {
                 let owed = inst.kind == "service" && ledger.deliver_now("service", &inst.promiser);
                 delivered = restart.remove(&inst.index) || owed;
-                apply(&ctx, inst, delivered)
+                if !delivered && dirty.unchanged(position, inst) {
+                    Applied::kept()
+                } else {
+                    dirty.checked(position);
+                    apply(&ctx, inst, delivered)
+                }
             };
             let applied =
                 if inst.kind == "directory" && !matches!(applied.outcome, Outcome::Failed(_)) {
@@ -565,9 +611,12 @@ fn run_with(
                     applied,
                     incurred,
                     tickets,
+                    position,
                 });
                 continue;
             }
+            let far = delivered || p.is_some_and(|p| !p.notify.is_empty());
+            dirty.concluded(position, inst, &applied, far);
             conclude(
                 &mut books!(),
                 &ctx,
@@ -586,6 +635,7 @@ fn run_with(
         let next = eval.classes(&outcome_classes).map_err(|e| e.to_string())?;
         let new_class = next != classes;
         classes = next;
+        classes_changed = new_class;
         if !repaired_any && !new_class {
             converged = true;
             break;
@@ -654,6 +704,7 @@ fn run_with(
         neighbours: ctx.neighbours.take(),
         watch,
         extra,
+        checks_skipped: dirty.skipped(),
     })
 }
 

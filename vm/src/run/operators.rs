@@ -233,20 +233,20 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
         Some(Kind::Other) => return Applied::failed(format!("`{path}` is not a regular file")),
         _ => {}
     }
-    // Wiped from memory when dropped: it may be a secret.
-    let desired: Option<Zeroizing<Vec<u8>>> = match (
+    // Borrowed from the instance, never copied: a kept file costs no
+    // allocation for its content, and a secret's text is not duplicated.
+    let desired: Option<&[u8]> = match (
         inst.get("content"),
         inst.get("source"),
         inst.get("template"),
     ) {
-        (Some(Value::Str(s)), _, _) | (_, _, Some(Value::Str(s))) => Some(s.as_bytes().to_vec()),
+        (Some(Value::Str(s)), _, _) | (_, _, Some(Value::Str(s))) => Some(s.as_bytes()),
         (Some(Value::Secret(s)), _, _) | (_, _, Some(Value::Secret(s))) => {
-            Some(s.expose().as_bytes().to_vec())
+            Some(s.expose().as_bytes())
         }
-        (_, Some(Value::Bytes(b)), _) => Some(b.to_vec()),
+        (_, Some(Value::Bytes(b)), _) => Some(b),
         _ => None,
-    }
-    .map(Zeroizing::new);
+    };
     let secret = inst.secret("content").or_else(|| inst.secret("template"));
     let promised_mode = inst.int("mode").and_then(|m| u32::try_from(m).ok());
     if let Some(secret) = secret {
@@ -291,10 +291,10 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
             (None, None) => None,
             (u, g) => Some((u.unwrap_or_else(current_uid), g.unwrap_or_else(current_gid))),
         };
-        if let Err(e) = write_validated(ctx, inst, &bytes, mode, owner, secret.is_some()) {
+        if let Err(e) = write_validated(ctx, inst, bytes, mode, owner, secret.is_some()) {
             return e;
         }
-        if let Err(e) = confirm(ctx, path, &bytes) {
+        if let Err(e) = confirm(ctx, path, bytes) {
             return e;
         }
         if secret.is_some() {
@@ -308,9 +308,9 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
         return Applied::from_changes(vec![Change {
             what: "created".into(),
             before: "absent".into(),
-            after: format!("sha256:{} mode 0o{mode:o}", digest(&bytes)),
+            after: format!("sha256:{} mode 0o{mode:o}", digest(bytes)),
             diff: if ctx.dry_run {
-                diff(b"", &bytes, path, &[mode])
+                diff(b"", bytes, path, &[mode])
             } else {
                 None
             },
@@ -322,7 +322,7 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
             Ok(c) => Zeroizing::new(c.unwrap_or_default()),
             Err(e) => return fs_failed(e),
         };
-        if *current != *want {
+        if *current != want {
             let mode = promised_mode.unwrap_or(meta.mode);
             // Never a copy of a secret in the state directory.
             let no_backup = (inst.bool("backup") == Some(true))
@@ -343,10 +343,10 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
                 }
             }
             let owner = Some((want_uid.unwrap_or(meta.uid), want_gid.unwrap_or(meta.gid)));
-            if let Err(e) = write_validated(ctx, inst, &want, mode, owner, secret.is_some()) {
+            if let Err(e) = write_validated(ctx, inst, want, mode, owner, secret.is_some()) {
                 return e;
             }
-            if let Err(e) = confirm(ctx, path, &want) {
+            if let Err(e) = confirm(ctx, path, want) {
                 return e;
             }
             changes.extend(no_backup);
@@ -357,9 +357,9 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
                 changes.push(Change {
                     what: "content".into(),
                     before: format!("sha256:{}", digest(&current)),
-                    after: format!("sha256:{}", digest(&want)),
+                    after: format!("sha256:{}", digest(want)),
                     diff: if ctx.dry_run {
-                        diff(&current, &want, path, &[meta.mode, mode])
+                        diff(&current, want, path, &[meta.mode, mode])
                     } else {
                         None
                     },

@@ -46,6 +46,8 @@ pub(super) struct Pending<'i> {
     pub incurred: Vec<Debt>,
     /// Its staged writes ([`RootFs::next_ticket`] before and after it).
     pub tickets: Range<u64>,
+    /// Its position among the instances of the pass.
+    pub position: usize,
 }
 
 /// Whether the batch must be flushed before `inst` (of promise `p`) is
@@ -173,6 +175,7 @@ mod tests {
             applied: Applied::from_changes(vec![change("created")]),
             incurred: Vec::new(),
             tickets: before..fs.next_ticket(),
+            position: 0,
         }];
         let free = promise(Vec::new());
         let waits = promise(vec![0]);
@@ -232,6 +235,7 @@ mod tests {
                 ]),
                 incurred: Vec::new(),
                 tickets: first..second,
+                position: 0,
             },
             Pending {
                 key: (1, Vec::new()),
@@ -239,6 +243,7 @@ mod tests {
                 applied: Applied::from_changes(vec![change("created")]),
                 incurred: Vec::new(),
                 tickets: second..fs.next_ticket(),
+                position: 1,
             },
         ];
         let settled = settle(&fs, &mut pending);

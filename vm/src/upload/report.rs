@@ -232,9 +232,9 @@ fn sys_facts(f: &Facts) -> BTreeMap<String, Value> {
         ("os_family", Value::from(f.os_family.clone())),
         ("os_release", Value::from(f.os_release.clone())),
         ("arch", Value::from(f.arch.clone())),
-        ("ipv4", Value::from(f.ipv4.clone())),
-        ("cpus", Value::from(f.cpus)),
-        ("memory_mb", Value::from(f.memory_mb)),
+        ("ipv4", Value::from(f.ipv4.get().clone())),
+        ("cpus", Value::from(*f.cpus.get())),
+        ("memory_mb", Value::from(*f.memory_mb.get())),
     ] {
         sys.insert(name.to_owned(), value);
     }

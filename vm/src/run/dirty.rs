@@ -1,0 +1,551 @@
+//! Incremental later passes (issue 22, item 2): which promise instances a
+//! pass after the first must check again, and which it may count as kept
+//! without reading anything.
+//!
+//! LANGUAGE.md §7 step 5 says what a pass *finds* ("repeat passes while a
+//! pass repaired something or defined a new class"), not how it finds it.
+//! A pass after the first finds, for an instance that was `kept` the last
+//! time it was checked, exactly what that check found, unless something
+//! that instance's check reads may have changed since. What a check reads
+//! is bounded for the promise types that only look at the files of one path
+//! (`file`, `line`, `setting`, `block`, `link`, `directory`):
+//! - its **instance**: the same as last pass when the classes are the same
+//!   (guards and values are a pure function of the facts, the probes, the
+//!   classes and the loop element: the evaluator reads no file), and
+//!   compared value by value when they are not;
+//! - the **files at its path**: the path itself, what is above it (a parent
+//!   created, a tree copied over it) and what is below it (a directory's
+//!   entries);
+//! - for a `directory`, the **other instances** of the pass (what a tree or
+//!   a purge leaves to more specific promises): a `directory` is checked
+//!   again whenever the set of instances changed.
+//!
+//! So an instance is counted as kept without a check when it was kept
+//! (with no change reported) at its last check, its instance is unchanged,
+//! and since that check no promise has changed (or may have changed) a
+//! path equal to, above or below its own, and nothing has run whose
+//! effects the VM cannot bound: a repaired, failed or changed `command`,
+//! `service`, `package`, `user`, `group`, `mount`, `sysctl`, `process`,
+//! `kernel_module`, `watch` or `neighbours` promise, a file repair that
+//! `notify`s or ran a `validate` command. Everything else is checked as in
+//! a full pass: an instance repaired last time (its repair is confirmed by
+//! checking it again, as a full pass does), failed or skipped, and every
+//! instance of a type not listed above. `tests/incremental_passes.rs`
+//! compares whole runs with and without this rule
+//! (`CONVERGE_FULL_PASSES=1`) on generated policies.
+//!
+//! A skip is only ever taken in a real run: a dry run reports the same
+//! repairs in every pass, an interactive one asks about them.
+
+use std::collections::HashMap;
+
+use super::operators::{Applied, Outcome};
+use super::resolve::{Instance, Value};
+
+/// The promise types whose check reads only the files at and around their
+/// path (their promiser) and their own instance.
+const PATH_BOUND: [&str; 6] = ["file", "line", "setting", "block", "link", "directory"];
+
+/// Set to `1` to make every pass a full pass (the differential tests'
+/// reference, and a way out should the rule ever be doubted on a host).
+pub const FULL_PASSES_ENV: &str = "CONVERGE_FULL_PASSES";
+
+/// What the run knows of the last check of one instance.
+#[derive(Clone, Copy, Debug)]
+struct Check {
+    /// The clock when it was checked.
+    at: u64,
+    /// Kept, with no change reported.
+    kept: bool,
+}
+
+/// The run's record of checks and changes, on one clock that ticks at
+/// every check and every change.
+#[derive(Debug, Default)]
+pub(super) struct Dirty {
+    enabled: bool,
+    clock: u64,
+    /// The last check of each instance, by its position in the pass.
+    checks: Vec<Option<Check>>,
+    /// When a path was last changed.
+    changed: HashMap<String, u64>,
+    /// When something below a path was last changed.
+    below: HashMap<String, u64>,
+    /// When a change the VM cannot bound last happened.
+    unbounded: u64,
+    /// Instances counted as kept without a check over the run.
+    skipped: u64,
+}
+
+impl Dirty {
+    /// `enabled`: a real, non-interactive run that was not asked for full
+    /// passes.
+    pub fn new(enabled: bool) -> Self {
+        Dirty {
+            enabled,
+            ..Dirty::default()
+        }
+    }
+
+    /// Whether a real run's later passes may be incremental: not when
+    /// [`FULL_PASSES_ENV`] is `1`.
+    pub fn allowed() -> bool {
+        std::env::var_os(FULL_PASSES_ENV).is_none_or(|v| v != "1")
+    }
+
+    /// How many instances were counted as kept without a check.
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    fn tick(&mut self) -> u64 {
+        self.clock = self.clock.saturating_add(1);
+        self.clock
+    }
+
+    /// A new pass whose instances are the last pass's, in the same order
+    /// (the classes did not change).
+    pub fn same_instances(&mut self, len: usize) {
+        self.checks.resize(len, None);
+    }
+
+    /// A new pass whose instances were resolved again (the classes
+    /// changed): each instance keeps its last check only if the last pass
+    /// had the same instance (same promise, loop element and values); a
+    /// `directory` keeps it only if every instance is the same.
+    pub fn new_instances<E>(
+        &mut self,
+        old: &[(usize, Vec<String>, Result<Instance, E>)],
+        new: &[(usize, Vec<String>, Result<Instance, E>)],
+    ) {
+        let mut at: HashMap<(usize, &[String]), usize> = HashMap::with_capacity(old.len());
+        for (position, (index, combo, _)) in old.iter().enumerate() {
+            at.insert((*index, combo.as_slice()), position);
+        }
+        let mut checks: Vec<Option<Check>> = Vec::with_capacity(new.len());
+        for (index, combo, inst) in new {
+            let carried = at.get(&(*index, combo.as_slice())).and_then(|&position| {
+                let (_, _, before) = old.get(position)?;
+                match (before, inst) {
+                    (Ok(before), Ok(now)) if same(before, now) => {
+                        self.checks.get(position).copied().flatten()
+                    }
+                    _ => None,
+                }
+            });
+            checks.push(carried);
+        }
+        let all_same = old.len() == new.len() && checks.iter().all(Option::is_some);
+        if !all_same {
+            for (check, (_, _, inst)) in checks.iter_mut().zip(new) {
+                if inst.as_ref().is_ok_and(|i| i.kind == "directory") {
+                    *check = None;
+                }
+            }
+        }
+        self.checks = checks;
+    }
+
+    /// Whether the instance at `position` may be counted as kept without a
+    /// check (see the module's documentation); counts it if so.
+    pub fn unchanged(&mut self, position: usize, inst: &Instance) -> bool {
+        if !self.enabled || !PATH_BOUND.contains(&inst.kind) {
+            return false;
+        }
+        let Some(Some(Check { at, kept: true })) = self.checks.get(position).copied() else {
+            return false;
+        };
+        if self.unbounded > at {
+            return false;
+        }
+        let Some(path) = normal(&inst.promiser) else {
+            return false;
+        };
+        let later = |t: Option<&u64>| t.is_some_and(|t| *t > at);
+        if later(self.changed.get(path)) || later(self.below.get(path)) {
+            return false;
+        }
+        if ancestors(path).any(|a| later(self.changed.get(a))) {
+            return false;
+        }
+        self.skipped = self.skipped.saturating_add(1);
+        // As good as a check now that found it kept.
+        let now = self.tick();
+        if let Some(slot) = self.checks.get_mut(position) {
+            *slot = Some(Check {
+                at: now,
+                kept: true,
+            });
+        }
+        true
+    }
+
+    /// The instance at `position` is being checked (applied) now.
+    pub fn checked(&mut self, position: usize) {
+        let at = self.tick();
+        if let Some(slot) = self.checks.get_mut(position) {
+            *slot = Some(Check { at, kept: false });
+        }
+    }
+
+    /// The instance at `position` is concluded with `applied` (its final
+    /// outcome, after the flush of its staged writes). `far`: what it did
+    /// may reach further than its path (its promise has a `notify` list, or
+    /// a notification was delivered to it).
+    pub fn concluded(&mut self, position: usize, inst: &Instance, applied: &Applied, far: bool) {
+        let quiet = applied.changes.is_empty();
+        let kept = quiet && applied.outcome == Outcome::Kept;
+        match self.checks.get_mut(position) {
+            Some(Some(check)) => check.kept = kept,
+            // Concluded without being applied (blocked): not kept.
+            Some(slot) => *slot = None,
+            None => {}
+        }
+        if quiet && matches!(applied.outcome, Outcome::Kept | Outcome::Skipped(_)) {
+            return;
+        }
+        let when = self.tick();
+        let path = normal(&inst.promiser);
+        match path {
+            Some(path)
+                if PATH_BOUND.contains(&inst.kind) && !far && inst.get("validate").is_none() =>
+            {
+                self.changed.insert(path.to_owned(), when);
+                for a in ancestors(path) {
+                    self.below.insert(a.to_owned(), when);
+                }
+                if confirmed(inst, applied) {
+                    // As good as a check right after its own change.
+                    if let Some(slot) = self.checks.get_mut(position) {
+                        *slot = Some(Check {
+                            at: when,
+                            kept: true,
+                        });
+                    }
+                }
+            }
+            _ => self.unbounded = when,
+        }
+    }
+}
+
+/// The changes of a `file` repair that the operator confirmed by reading
+/// the file back (LANGUAGE.md §7 step 4: the content, from the staged
+/// temporary, whose owner and mode were set before its content; the flush
+/// that renames it fails the promise if it cannot).
+const CONFIRMED_CHANGES: [&str; 3] = ["created", "content", "removed stale temporary"];
+
+/// Whether `applied` is a repair of `inst` that a check right after it
+/// would find kept: a `file` whose only changes were confirmed by reading
+/// them back (not a stored blob's streamed copy, not a mode or owner set
+/// after the content). Anything else repaired is checked again.
+fn confirmed(inst: &Instance, applied: &Applied) -> bool {
+    applied.outcome == Outcome::Repaired
+        && inst.kind == "file"
+        && !matches!(inst.get("source"), Some(Value::Blob(_)))
+        && applied
+            .changes
+            .iter()
+            .all(|c| CONFIRMED_CHANGES.contains(&c.what.as_str()))
+}
+
+/// The same instance: promise, type, promiser and every value.
+fn same(a: &Instance, b: &Instance) -> bool {
+    a.index == b.index && a.kind == b.kind && a.promiser == b.promiser && a.attrs == b.attrs
+}
+
+/// `path` if it is absolute and in normal form (no empty, `.` or `..`
+/// component, no trailing `/` but for `/` itself): only such a path can be
+/// compared with others by its prefixes. Any other promiser is never
+/// skipped, and a change to it counts as unbounded.
+fn normal(path: &str) -> Option<&str> {
+    if path == "/" {
+        return Some(path);
+    }
+    let rest = path.strip_prefix('/')?;
+    rest.split('/')
+        .all(|c| !c.is_empty() && c != "." && c != "..")
+        .then_some(path)
+}
+
+/// The directories above a normal path, nearest first, `/` last.
+fn ancestors(path: &str) -> impl Iterator<Item = &str> {
+    let cuts = path
+        .char_indices()
+        .filter(|(i, c)| *c == '/' && *i > 0)
+        .map(|(i, _)| i)
+        .collect::<Vec<_>>();
+    let parents = cuts.into_iter().rev().filter_map(move |i| path.get(..i));
+    let root = (path != "/").then_some("/");
+    parents.chain(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::operators::Change;
+
+    fn inst(index: usize, kind: &'static str, path: &str) -> Instance {
+        Instance {
+            index,
+            kind,
+            promiser: path.into(),
+            attrs: Vec::new(),
+        }
+    }
+
+    fn kept() -> Applied {
+        Applied::kept()
+    }
+
+    fn repaired() -> Applied {
+        Applied {
+            outcome: Outcome::Repaired,
+            changes: vec![Change {
+                what: "content".into(),
+                before: "a".into(),
+                after: "b".into(),
+                diff: None,
+            }],
+            output: None,
+        }
+    }
+
+    /// One pass over `insts`, each concluded with the outcome `outcome`
+    /// gives it; returns which were counted as kept without a check.
+    fn pass(
+        dirty: &mut Dirty,
+        insts: &[Instance],
+        outcome: impl Fn(usize) -> Applied,
+    ) -> Vec<bool> {
+        dirty.same_instances(insts.len());
+        insts
+            .iter()
+            .enumerate()
+            .map(|(position, i)| {
+                if dirty.unchanged(position, i) {
+                    return true;
+                }
+                dirty.checked(position);
+                dirty.concluded(position, i, &outcome(position), false);
+                false
+            })
+            .collect()
+    }
+
+    #[test]
+    fn normal_paths_and_their_ancestors() {
+        assert_eq!(normal("/a/b"), Some("/a/b"));
+        assert_eq!(normal("/"), Some("/"));
+        for odd in ["a/b", "/a//b", "/a/./b", "/a/../b", "/a/", ""] {
+            assert_eq!(normal(odd), None, "{odd}");
+        }
+        assert_eq!(ancestors("/a/b/c").collect::<Vec<_>>(), ["/a/b", "/a", "/"]);
+        assert_eq!(ancestors("/").count(), 0);
+    }
+
+    #[test]
+    fn only_a_kept_instance_untouched_since_is_skipped() {
+        let insts = [
+            inst(0, "file", "/d/a"),
+            inst(1, "file", "/d/b"),
+            inst(2, "file", "/e/c"),
+        ];
+        let mut dirty = Dirty::new(true);
+        // Pass 1: the first is repaired, the others kept.
+        let skipped = pass(
+            &mut dirty,
+            &insts,
+            |p| if p == 0 { repaired() } else { kept() },
+        );
+        assert_eq!(skipped, [false, false, false]);
+        // Pass 2: a file whose new content was read back counts as kept
+        // too; the others were kept and nothing at their paths changed.
+        let skipped = pass(&mut dirty, &insts, |_| kept());
+        assert_eq!(skipped, [true, true, true]);
+        assert_eq!(pass(&mut dirty, &insts, |_| kept()), [true, true, true]);
+    }
+
+    #[test]
+    fn a_repair_not_read_back_is_checked_again() {
+        let mut moded = repaired();
+        moded.changes.push(Change {
+            what: "mode".into(),
+            before: "0o600".into(),
+            after: "0o644".into(),
+            diff: None,
+        });
+        let mut blob = inst(0, "file", "/d/a");
+        blob.attrs.push((
+            "source",
+            Value::Blob(Box::new(crate::bundle::format::BlobRef {
+                sha256: [0; 32],
+                size: 1,
+            })),
+        ));
+        for (repaired_inst, applied) in [
+            (inst(0, "line", "/d/a"), repaired()),
+            (inst(0, "file", "/d/a"), moded),
+            (blob, repaired()),
+        ] {
+            let insts = [repaired_inst, inst(1, "file", "/d/b")];
+            let mut dirty = Dirty::new(true);
+            pass(&mut dirty, &insts, |p| {
+                if p == 0 {
+                    applied.clone()
+                } else {
+                    kept()
+                }
+            });
+            assert_eq!(
+                pass(&mut dirty, &insts, |_| kept()),
+                [false, true],
+                "{:?}",
+                insts.first()
+            );
+        }
+    }
+
+    #[test]
+    fn a_change_above_at_or_below_a_path_makes_it_checked_again() {
+        // The last instance changes in pass 1, after every other was kept.
+        for (changed, expect) in [
+            ("/d", [false, false, false, false]),
+            ("/d/a", [false, false, true, false]),
+            ("/d/a/x", [false, false, true, false]),
+            ("/", [false, false, false, false]),
+            ("/e", [true, true, true, false]),
+        ] {
+            let insts = [
+                inst(0, "directory", "/d"),
+                inst(1, "file", "/d/a"),
+                inst(2, "line", "/d/b"),
+                inst(3, "directory", changed),
+            ];
+            let mut dirty = Dirty::new(true);
+            pass(
+                &mut dirty,
+                &insts,
+                |p| if p == 3 { repaired() } else { kept() },
+            );
+            let skipped = pass(&mut dirty, &insts, |_| kept());
+            assert_eq!(skipped, expect, "a change at {changed}");
+        }
+    }
+
+    #[test]
+    fn an_unbounded_change_makes_every_instance_checked_again() {
+        for (kind, notifies, validate) in [
+            ("command", false, false),
+            ("service", false, false),
+            ("user", false, false),
+            ("file", true, false),
+            ("file", false, true),
+        ] {
+            let mut other = inst(2, kind, "/elsewhere/x");
+            if validate {
+                other
+                    .attrs
+                    .push(("validate", resolve_list(&["/bin/true", "%s"])));
+            }
+            let insts = [inst(0, "file", "/d/a"), inst(1, "file", "/d/b"), other];
+            let mut dirty = Dirty::new(true);
+            dirty.same_instances(insts.len());
+            for (position, i) in insts.iter().enumerate() {
+                dirty.checked(position);
+                let applied = if position == 2 { repaired() } else { kept() };
+                dirty.concluded(position, i, &applied, position == 2 && notifies);
+            }
+            let skipped = pass(&mut dirty, &insts, |_| kept());
+            assert_eq!(
+                skipped,
+                [false, false, false],
+                "{kind} {notifies} {validate}"
+            );
+        }
+    }
+
+    fn resolve_list(items: &[&str]) -> crate::run::resolve::Value {
+        crate::run::resolve::Value::List(items.iter().map(|s| (*s).into()).collect())
+    }
+
+    #[test]
+    fn a_failure_or_a_kept_with_changes_counts_as_a_change() {
+        let failed = Applied::failed("no");
+        let mut stale = kept();
+        stale.changes = repaired().changes;
+        for concluded in [failed, stale] {
+            // The second changes what is above the first, after the first
+            // was checked.
+            let insts = [inst(0, "file", "/d/a/b"), inst(1, "file", "/d/a")];
+            let mut dirty = Dirty::new(true);
+            pass(&mut dirty, &insts, |p| {
+                if p == 1 {
+                    concluded.clone()
+                } else {
+                    kept()
+                }
+            });
+            assert_eq!(pass(&mut dirty, &insts, |_| kept()), [false, false]);
+        }
+    }
+
+    #[test]
+    fn other_types_odd_paths_and_disabled_runs_are_always_checked() {
+        let insts = [
+            inst(0, "package", "nginx"),
+            inst(1, "file", "/d/../a"),
+            inst(2, "file", "/d/a"),
+        ];
+        let mut dirty = Dirty::new(true);
+        pass(&mut dirty, &insts, |_| kept());
+        assert_eq!(pass(&mut dirty, &insts, |_| kept()), [false, false, true]);
+        let mut full = Dirty::new(false);
+        pass(&mut full, &insts, |_| kept());
+        assert_eq!(pass(&mut full, &insts, |_| kept()), [false, false, false]);
+    }
+
+    #[test]
+    fn resolved_again_an_instance_keeps_its_check_only_if_unchanged() {
+        type Row = (usize, Vec<String>, Result<Instance, ()>);
+        let row = |i: Instance| -> Row { (i.index, Vec::new(), Ok(i)) };
+        let old: Vec<Row> = vec![
+            row(inst(0, "file", "/a")),
+            row(inst(1, "file", "/b")),
+            row(inst(2, "directory", "/c")),
+        ];
+        let mut dirty = Dirty::new(true);
+        dirty.same_instances(old.len());
+        for (position, (_, _, i)) in old.iter().enumerate() {
+            let Ok(i) = i else { continue };
+            dirty.checked(position);
+            dirty.concluded(position, i, &kept(), false);
+        }
+        // Promise 1 now resolves to another path, a new promise 3 comes
+        // first: only promise 0 keeps its check (the directory does not,
+        // the set of instances changed).
+        let new: Vec<Row> = vec![
+            row(inst(3, "file", "/z")),
+            row(inst(0, "file", "/a")),
+            row(inst(1, "file", "/b2")),
+            row(inst(2, "directory", "/c")),
+        ];
+        dirty.new_instances(&old, &new);
+        let skipped: Vec<bool> = new
+            .iter()
+            .enumerate()
+            .map(|(p, (_, _, i))| i.as_ref().is_ok_and(|i| dirty.unchanged(p, i)))
+            .collect();
+        assert_eq!(skipped, [false, true, false, false]);
+        // The same instances again: the directory keeps its check too.
+        let mut dirty = Dirty::new(true);
+        dirty.same_instances(old.len());
+        for (position, (_, _, i)) in old.iter().enumerate() {
+            let Ok(i) = i else { continue };
+            dirty.checked(position);
+            dirty.concluded(position, i, &kept(), false);
+        }
+        dirty.new_instances(&old, &old.clone());
+        assert!(dirty.unchanged(2, &inst(2, "directory", "/c")));
+    }
+}
