@@ -121,7 +121,7 @@ fn undone(change: &Change, tree: bool, paths: &[&str]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bundle::format::{FixedList, Item, List};
+    use crate::bundle::format::{FixedList, Item};
 
     fn instance(index: usize, kind: &'static str, path: &str) -> Instance {
         Instance {

@@ -272,7 +272,7 @@ fn list_items_that_differ_are_looked_up_item_by_item() {
     let Operand::List(items) = &run.value else {
         panic!("{run:?}")
     };
-    assert!(matches!(items.get(0), Some(Item::Const(_))), "{items:?}");
+    assert!(matches!(items.first(), Some(Item::Const(_))), "{items:?}");
     let second = code(&body, *items.get(1).unwrap());
     let (entries, default) = table(&body, &second);
     assert_eq!(entries.len(), 3);
