@@ -158,7 +158,7 @@ policy { b(); }
     );
     let p = body.promises.0.first_mut().unwrap();
     assert_eq!(p.loops.len(), 1);
-    p.loops = List(vec![fact("sys.ipv4"); depth]);
+    p.loops = vec![fact("sys.ipv4"); depth].into();
     sign(body)
 }
 

@@ -491,7 +491,7 @@ impl<'b> OutcomeDeps<'b> {
 mod tests {
     use super::*;
     use crate::bundle::format::{
-        AttrValue, Bytes, ClassEntry, List, Promise, Sealed, SealedSet, SourceLoc,
+        AttrValue, Bytes, ClassEntry, FixedList, List, Promise, Sealed, SealedSet, SourceLoc,
     };
     use crate::facts::FactMap;
     use crate::instance::Instance;
@@ -515,14 +515,14 @@ mod tests {
         Promise {
             kind,
             promiser,
-            attrs: List(vec![AttrValue {
+            attrs: FixedList::from(vec![AttrValue {
                 attr: attr("file", "content"),
                 value: Operand::Item(content),
             }]),
             guard,
-            loops: List(Vec::new()),
-            after: List(Vec::new()),
-            notify: List(Vec::new()),
+            loops: FixedList::default(),
+            after: FixedList::default(),
+            notify: FixedList::default(),
             on_repaired: None,
             on_kept: None,
             on_failed: None,

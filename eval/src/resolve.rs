@@ -141,7 +141,7 @@ impl<'b> Resolver<'b> {
             Some(Constant::Duration(s)) => Value::Int(i64::try_from(*s).unwrap_or(i64::MAX)),
             Some(Constant::Bool(b)) => Value::Bool(*b),
             Some(Constant::Blob(b)) => Value::Bytes(Arc::from(b.0.as_slice())),
-            Some(Constant::BlobRef(b)) => Value::Blob(Box::new(*b)),
+            Some(Constant::BlobRef(b)) => Value::Blob(b.clone()),
             // Refused by the verifier as an attribute value; kept whole.
             Some(Constant::List(l)) => Value::List(l.0.clone()),
             // Refused by the verifier as an attribute value: only `lookup`
@@ -336,7 +336,7 @@ mod tests {
     /// A body of `copies` file promises whose `content` is one 1 MiB
     /// constant, each inside `loops` run-time loops.
     fn one_content(copies: usize, loops: &[u32]) -> Body {
-        use crate::bundle::format::{AttrValue, List, SourceLoc};
+        use crate::bundle::format::{AttrValue, FixedList, List, SourceLoc};
         let mut body = Body::with_programs(
             vec![
                 Constant::Str("/f".into()),
@@ -349,14 +349,14 @@ mod tests {
         let promise = Promise {
             kind: file.id,
             promiser: Item::Const(0),
-            attrs: List(vec![AttrValue {
+            attrs: FixedList::from(vec![AttrValue {
                 attr: content.id,
                 value: Operand::Item(Item::Const(1)),
             }]),
             guard: None,
-            loops: List(loops.to_vec()),
-            after: List(Vec::new()),
-            notify: List(Vec::new()),
+            loops: FixedList::from(loops.to_vec()),
+            after: FixedList::default(),
+            notify: FixedList::default(),
             on_repaired: None,
             on_kept: None,
             on_failed: None,

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use converge_format::bundle::envelope::{signed_prefix, signing_digest};
-use converge_format::bundle::format::{Body, Constant};
+use converge_format::bundle::format::{Body, Constant, FixedList};
 use converge_format::bundle::keys::{key_id, PublicKey};
 use converge_format::bundle::wire::encode;
 use converge_format::bundle::{open, BundleError};
@@ -119,14 +119,14 @@ fn with_promise(name_key: [u8; 8]) -> Body {
     b.promises = List(vec![Promise {
         kind: converge_format::schema::promise_type("report").unwrap().id,
         promiser: Item::Const(0),
-        attrs: List(vec![AttrValue {
+        attrs: FixedList::from(vec![AttrValue {
             attr: 40,
             value: Operand::Item(Item::Const(0)),
         }]),
         guard: None,
-        loops: List(Vec::new()),
-        after: List(Vec::new()),
-        notify: List(Vec::new()),
+        loops: FixedList::default(),
+        after: FixedList::default(),
+        notify: FixedList::default(),
         on_repaired: None,
         on_kept: None,
         on_failed: None,
@@ -153,7 +153,7 @@ fn unknown_ids_are_refused_by_name() {
     let mut foreign_attr = good.clone();
     foreign_attr.promises.0[0].attrs.0[0].attr = 16; // purge, of directories
     let mut unknown_loop = good.clone();
-    unknown_loop.promises.0[0].loops.0.push(77);
+    unknown_loop.promises.0[0].loops = vec![77].into();
     let mut zero_type = good.clone();
     zero_type.promises.0[0].kind = 0;
     for (body, reason) in [

@@ -314,14 +314,14 @@ fn example_body() -> converge_format::bundle::format::Body {
     body.promises = List(vec![Promise {
         kind: 1,
         promiser: Item::Const(0),
-        attrs: List(vec![AttrValue {
+        attrs: FixedList::from(vec![AttrValue {
             attr: 12,
             value: Operand::Item(Item::Const(3)),
         }]),
         guard: Some(0),
-        loops: List(Vec::new()),
-        after: List(Vec::new()),
-        notify: List(Vec::new()),
+        loops: FixedList::default(),
+        after: FixedList::default(),
+        notify: FixedList::default(),
         on_repaired: None,
         on_kept: None,
         on_failed: None,

@@ -216,7 +216,7 @@ fn failures_never_quote_a_secret() {
 /// another attribute (a body that bypassed the verifier).
 #[test]
 fn a_secret_resolves_only_where_it_may_be() {
-    use crate::bundle::format::{AttrValue, List, SourceLoc};
+    use crate::bundle::format::{AttrValue, FixedList, List, SourceLoc};
     use crate::secrets::sealing::sealed_set;
     let dir = tempfile::tempdir().unwrap();
     let state = crate::state::StateDir::open(&dir.path().join("s")).unwrap();
@@ -230,14 +230,14 @@ fn a_secret_resolves_only_where_it_may_be() {
     let promise = |promiser: u32, name: &str| Promise {
         kind: file.id,
         promiser: Item::Const(promiser),
-        attrs: List(vec![AttrValue {
+        attrs: FixedList::from(vec![AttrValue {
             attr: attr(name),
             value: Operand::Item(Item::Const(1)),
         }]),
         guard: None,
-        loops: List(Vec::new()),
-        after: List(Vec::new()),
-        notify: List(Vec::new()),
+        loops: FixedList::default(),
+        after: FixedList::default(),
+        notify: FixedList::default(),
         on_repaired: None,
         on_kept: None,
         on_failed: None,

@@ -18,8 +18,8 @@ use std::collections::HashMap;
 use rustc_hash::FxHashMap;
 
 use converge_format::bundle::format::{
-    AttrValue, Body, Bytes, ClassEntry, Constant, Header, Item, List, Operand, Program, Promise,
-    Sealed, SourceLoc,
+    AttrValue, Body, Bytes, ClassEntry, Constant, FixedList, Header, Item, List, Operand, Program,
+    Promise, Sealed, SourceLoc,
 };
 use converge_format::bundle::functions;
 use converge_format::bundle::instr::Instr;
@@ -612,10 +612,13 @@ impl Lowerer<'_> {
                 ("source", _) => self.embed_source(p, attr)?,
                 ("rpm", _) if pt.name == "package" => self.embed_package_file(p, attr)?,
                 (_, AttrType::List(_)) => match &attr.value {
-                    Value::List(items) => {
-                        Operand::List(List(items.iter().map(|i| self.item(i, &loops)).collect()))
-                    }
-                    other => Operand::List(List(vec![self.item(other, &loops)])),
+                    Value::List(items) => Operand::List(FixedList::from(
+                        items
+                            .iter()
+                            .map(|i| self.item(i, &loops))
+                            .collect::<Vec<_>>(),
+                    )),
+                    other => Operand::List(FixedList::from(vec![self.item(other, &loops)])),
                 },
                 (_, AttrType::Class) => match attr.value.as_str() {
                     // `on_changed`: the class name as a word.
@@ -647,16 +650,16 @@ impl Lowerer<'_> {
                 Some(self.program(code))
             }
         };
-        let facts = loops.iter().map(|l| self.fact_id(&l.fact)).collect();
+        let facts: Vec<u32> = loops.iter().map(|l| self.fact_id(&l.fact)).collect();
         let [on_repaired, on_kept, on_failed] = classes;
         Some(Promise {
             kind: pt.id,
             promiser,
-            attrs: List(attrs),
+            attrs: FixedList::from(attrs),
             guard,
-            loops: List(facts),
-            after: List(after),
-            notify: List(notify),
+            loops: FixedList::from(facts),
+            after: FixedList::from(after),
+            notify: FixedList::from(notify),
             on_repaired,
             on_kept,
             on_failed,
@@ -693,7 +696,7 @@ impl Lowerer<'_> {
                 // `blob_ref` constants list all the blobs it needs.
                 for e in &entries {
                     if let Some(converge_format::tree::Content::Blob(blob)) = &e.content {
-                        self.constant(Constant::BlobRef(*blob));
+                        self.constant(Constant::BlobRef(Box::new(*blob)));
                     }
                 }
                 Some(Operand::Item(Item::Const(self.constant(Constant::Blob(
@@ -737,7 +740,7 @@ impl Lowerer<'_> {
     fn embed_source(&mut self, p: &ir::Promise, attr: &ir::Attr) -> Option<Operand> {
         let constant = match super::embed::embed(self.db, p, attr, self.blobs) {
             Ok(super::embed_blob::Embedded::Inline(bytes)) => Constant::Blob(Bytes(bytes)),
-            Ok(super::embed_blob::Embedded::Stored(blob)) => Constant::BlobRef(blob),
+            Ok(super::embed_blob::Embedded::Stored(blob)) => Constant::BlobRef(Box::new(blob)),
             Err(d) => {
                 self.diagnostics.push(d);
                 return None;

@@ -123,6 +123,54 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
     }
 }
 
+/// A list that never changes once built, as the lists of a [`Promise`]
+/// are: a boxed slice, 16 bytes where a [`List`] is 24 (no capacity), and
+/// no allocation when empty. A body holds a few of them per promise, so
+/// the 8 bytes and the slack count (issue 22, item 3). On the wire and in
+/// its decoder (budget and all) it is a [`List`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FixedList<T>(pub Box<[T]>);
+
+/// Empty, for any `T` (a derived `Default` would ask `T: Default`).
+impl<T> Default for FixedList<T> {
+    fn default() -> Self {
+        FixedList(Box::new([]))
+    }
+}
+
+impl<T> std::ops::Deref for FixedList<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.0
+    }
+}
+
+impl<T> From<Vec<T>> for FixedList<T> {
+    fn from(v: Vec<T>) -> Self {
+        FixedList(v.into_boxed_slice())
+    }
+}
+
+impl<'a, T> IntoIterator for &'a FixedList<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl<T: Serialize> Serialize for FixedList<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for FixedList<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        List::<T>::deserialize(deserializer).map(|list| FixedList::from(list.0))
+    }
+}
+
 /// Bytes that decode without trusting their length prefix either.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Bytes(pub Vec<u8>);
@@ -237,7 +285,9 @@ pub enum Constant {
     /// constant's digest). The signature over the bundle covers the digest
     /// and the size, so a host trusts the bytes it fetches only once they
     /// hash to it; a cached blob costs no download.
-    BlobRef(BlobRef),
+    /// Boxed: 40 bytes inline made every constant of a body 48 bytes, not
+    /// 32 (issue 22, item 3).
+    BlobRef(Box<BlobRef>),
 }
 
 /// The payload of a [`Constant::BlobRef`] (format 2.6): what names a blob
@@ -460,7 +510,8 @@ pub enum Item {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Operand {
     Item(Item),
-    List(List<Item>),
+    /// A [`FixedList`], so that an operand is 16 bytes, not 24.
+    List(FixedList<Item>),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -477,17 +528,17 @@ pub struct Promise {
     /// ([`PromiseType::id`](crate::schema::PromiseType::id)).
     pub kind: u16,
     pub promiser: Item,
-    pub attrs: List<AttrValue>,
+    pub attrs: FixedList<AttrValue>,
     /// The guard program; `None` means always active.
     pub guard: Option<u32>,
     /// The facts (their [ids](crate::schema::FactSpec::id)) of the
     /// run-time loops around the promise, outermost first.
-    pub loops: List<u32>,
+    pub loops: FixedList<u32>,
     /// Promises that must be applied before this one (`after` and
     /// containment); when one fails, this one is skipped.
-    pub after: List<u32>,
+    pub after: FixedList<u32>,
     /// Promises to run when this one is repaired.
-    pub notify: List<u32>,
+    pub notify: FixedList<u32>,
     /// Class names (constant indices) set by the outcome.
     pub on_repaired: Option<u32>,
     pub on_kept: Option<u32>,
@@ -650,7 +701,7 @@ impl Body {
     /// what a host fetches and keeps, and a hub keeps for it.
     pub fn blobs(&self) -> impl Iterator<Item = &BlobRef> {
         self.constants.iter().filter_map(|c| match c {
-            Constant::BlobRef(b) => Some(b),
+            Constant::BlobRef(b) => Some(&**b),
             _ => None,
         })
     }
@@ -681,5 +732,54 @@ impl Body {
             order: List(Vec::new()),
             sources: List(Vec::new()),
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::mem::size_of;
+
+    /// The decoded body holds one `Promise`, its attribute list and a few
+    /// constants per promise for the whole run (issue 22, item 3): these
+    /// sizes are its memory per promise, so a field that grows one of them
+    /// must be boxed or made a [`FixedList`].
+    #[test]
+    fn the_decoded_body_is_compact_per_promise() {
+        assert_eq!(size_of::<FixedList<u32>>(), 16);
+        assert_eq!(size_of::<Operand>(), 16, "an operand");
+        assert_eq!(size_of::<AttrValue>(), 24, "an attribute value");
+        assert!(size_of::<Promise>() <= 112, "{}", size_of::<Promise>());
+        assert!(size_of::<Constant>() <= 32, "{}", size_of::<Constant>());
+    }
+
+    /// A `FixedList` is a `List` on the wire: the same bytes both ways, so
+    /// the format did not change.
+    #[test]
+    fn a_fixed_list_is_a_list_on_the_wire() {
+        for items in [vec![], vec![7u32], vec![1, 300, 70_000]] {
+            let fixed = FixedList::from(items.clone());
+            let wire = postcard::to_allocvec(&fixed).unwrap();
+            assert_eq!(wire, postcard::to_allocvec(&List(items.clone())).unwrap());
+            let back: FixedList<u32> = postcard::from_bytes(&wire).unwrap();
+            assert_eq!(&*back, items.as_slice());
+        }
+    }
+
+    /// It decodes through `List`'s decoder, so it is charged against the
+    /// body's decode budget like any list: 150,000 items (1.2 MB decoded)
+    /// are over the budget of a 1-byte body (its slack, 1 MiB), and within
+    /// that of their own bytes.
+    #[test]
+    fn a_fixed_list_is_charged_to_the_decode_budget() {
+        let many: Vec<Item> = (0..150_000).map(Item::Const).collect();
+        let wire = postcard::to_allocvec(&FixedList::from(many)).unwrap();
+        let decoded = with_decode_budget(1, || postcard::from_bytes::<FixedList<Item>>(&wire));
+        assert!(decoded.is_err());
+        let decoded = with_decode_budget(wire.len(), || {
+            postcard::from_bytes::<FixedList<Item>>(&wire)
+        });
+        assert_eq!(decoded.unwrap().len(), 150_000);
     }
 }

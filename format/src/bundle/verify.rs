@@ -1021,7 +1021,7 @@ fn scalar(ty: &AttrType) -> Option<Ty> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bundle::format::Bytes;
+    use crate::bundle::format::{Bytes, FixedList};
 
     fn fact(name: &str) -> Instr {
         Instr::Fact(u32::from(crate::schema::fact(name).unwrap().id))
@@ -1717,24 +1717,24 @@ mod tests {
         attrs: &[(&str, Operand)],
         guard: Option<u32>,
     ) -> Promise {
-        use super::super::format::List;
+        use super::super::format::FixedList;
         let pt = promise_type(kind).unwrap();
         Promise {
             kind: pt.id,
             promiser,
-            attrs: List(
+            attrs: FixedList::from(
                 attrs
                     .iter()
                     .map(|(name, value)| AttrValue {
                         attr: pt.all_attrs().find(|a| a.name == *name).unwrap().id,
                         value: value.clone(),
                     })
-                    .collect(),
+                    .collect::<Vec<_>>(),
             ),
             guard,
-            loops: List(Vec::new()),
-            after: List(Vec::new()),
-            notify: List(Vec::new()),
+            loops: FixedList::default(),
+            after: FixedList::default(),
+            notify: FixedList::default(),
             on_repaired: None,
             on_kept: None,
             on_failed: None,
@@ -1862,7 +1862,7 @@ mod tests {
                 vec![promise_of(
                     "command",
                     Item::Const(2),
-                    &[("run", Operand::List(List(vec![Item::Code(0)])))],
+                    &[("run", Operand::List(FixedList::from(vec![Item::Code(0)])))],
                     None,
                 )],
                 Vec::new(),

@@ -133,7 +133,10 @@ mod tests {
 
     fn body_naming(blobs: &[BlobRef]) -> Body {
         Body::with_programs(
-            blobs.iter().map(|b| Constant::BlobRef(*b)).collect(),
+            blobs
+                .iter()
+                .map(|b| Constant::BlobRef(Box::new(*b)))
+                .collect(),
             Vec::new(),
         )
     }

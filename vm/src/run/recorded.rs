@@ -142,7 +142,7 @@ impl Recorded {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bundle::format::{List, Promise};
+    use crate::bundle::format::{FixedList, List, Promise};
 
     fn body() -> Body {
         let mut body = Body::with_programs(
@@ -152,11 +152,11 @@ mod tests {
         let promise = |promiser| Promise {
             kind: crate::schema::promise_type("file").map_or(0, |t| t.id),
             promiser,
-            attrs: List(Vec::new()),
+            attrs: FixedList::default(),
             guard: None,
-            loops: List(Vec::new()),
-            after: List(Vec::new()),
-            notify: List(Vec::new()),
+            loops: FixedList::default(),
+            after: FixedList::default(),
+            notify: FixedList::default(),
             on_repaired: None,
             on_kept: None,
             on_failed: None,

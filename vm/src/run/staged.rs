@@ -121,7 +121,7 @@ fn undone(change: &Change, tree: bool, paths: &[&str]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bundle::format::{Item, List};
+    use crate::bundle::format::{FixedList, Item};
 
     fn instance(index: usize, kind: &'static str, path: &str) -> Instance {
         Instance {
@@ -136,11 +136,11 @@ mod tests {
         Promise {
             kind: 0,
             promiser: Item::Const(0),
-            attrs: List(Vec::new()),
+            attrs: FixedList::default(),
             guard: None,
-            loops: List(Vec::new()),
-            after: List(after),
-            notify: List(Vec::new()),
+            loops: FixedList::default(),
+            after: FixedList::from(after),
+            notify: FixedList::default(),
             on_repaired: None,
             on_kept: None,
             on_failed: None,

@@ -3,7 +3,7 @@
 //! table constant from every key to its instance's constant, the default
 //! instance's constant as the table's default (format 2.3).
 
-use converge_format::bundle::format::{Constant, Item, List, Operand, Table};
+use converge_format::bundle::format::{Constant, FixedList, Item, Operand, Table};
 use converge_format::bundle::instr::Instr;
 use converge_format::ids::constant_kind;
 
@@ -28,7 +28,7 @@ impl Lowerer<'_> {
             .filter_map(|p| p.attrs.get(j).map(|a| &a.value))
             .collect();
         match joint {
-            Joint::List(items) => Operand::List(List(
+            Joint::List(items) => Operand::List(FixedList::from(
                 items
                     .iter()
                     .enumerate()
@@ -37,7 +37,7 @@ impl Lowerer<'_> {
                             values.iter().filter_map(|v| list_item(v, k)).collect();
                         self.joint_item(m, &column, joint.as_ref(), loops)
                     })
-                    .collect(),
+                    .collect::<Vec<_>>(),
             )),
             other => Operand::Item(self.joint_item(m, &values, Some(other), loops)),
         }

@@ -272,7 +272,7 @@ fn list_items_that_differ_are_looked_up_item_by_item() {
     let Operand::List(items) = &run.value else {
         panic!("{run:?}")
     };
-    assert!(matches!(items.get(0), Some(Item::Const(_))), "{items:?}");
+    assert!(matches!(items.first(), Some(Item::Const(_))), "{items:?}");
     let second = code(&body, *items.get(1).unwrap());
     let (entries, default) = table(&body, &second);
     assert_eq!(entries.len(), 3);
@@ -365,8 +365,8 @@ fn edges_to_the_instances_point_at_the_merged_promise() {
         .unwrap() as u32;
     let dir = body.promises.iter().position(|p| p.kind == 2).unwrap() as u32;
     let command = body.promises.iter().position(|p| p.kind == 7).unwrap();
-    assert_eq!(body.promises.get(file as usize).unwrap().after.0, [dir]);
-    assert_eq!(body.promises.get(command).unwrap().after.0, [file]);
+    assert_eq!(body.promises.get(file as usize).unwrap().after[..], [dir]);
+    assert_eq!(body.promises.get(command).unwrap().after[..], [file]);
     let mut order = body.order.0.clone();
     order.sort_unstable();
     assert_eq!(order, [0, 1, 2]);
