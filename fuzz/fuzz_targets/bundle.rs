@@ -41,9 +41,12 @@ fuzz_target!(|data: &[u8]| {
                 os_family: "debian".into(),
                 os_release: "12".into(),
                 arch: "x86_64".into(),
-                ipv4: vec!["10.0.0.1".into(), "10.0.0.2".into()],
-                cpus: 2,
-                memory_mb: 1024,
+                ipv4: converge_vm::facts::Gathered::known(vec![
+                    "10.0.0.1".into(),
+                    "10.0.0.2".into(),
+                ]),
+                cpus: converge_vm::facts::Gathered::known(2),
+                memory_mb: converge_vm::facts::Gathered::known(1024),
                 weekday: "monday".into(),
                 hour: 3,
             };
