@@ -82,9 +82,14 @@ for rnd in range(rounds):
     shutil.rmtree(root, ignore_errors=True); os.makedirs(root)
     run = [policyvm, "run", bundle, "--trust", f"{work}/trust", "--root", root]
     add(("policyvm", "first"), measure(run))
+    # Converged and drifted runs start on a settled machine: the first
+    # run's (and the drift's) writeback would otherwise be flushed during
+    # whichever program comes next, or by its syncfs.
+    os.sync()
     add(("policyvm", "converged"), measure(run))
     add(("plain floor", "converged"), measure([stathash, f"{root}/data"]))
     drift(root)
+    os.sync()
     add(("policyvm", "drift"), measure(run))
     # The floors of a 1% drift: stat+hash of the tree plus replacing the
     # drifted files (durably or not) as the VM must: one file in each of
@@ -94,6 +99,7 @@ for rnd in range(rounds):
         d = f"{work}/drift-{mode}"
         shutil.rmtree(d, ignore_errors=True); os.makedirs(d)
         measure([floor, d, str(n), "plain"])
+        os.sync()
         w, c, r = measure([stathash, f"{root}/data"])
         w2, c2, r2 = measure([floor, d, str(n), mode, "100"])
         add((name, "drift"), (w + w2, c + c2, max(r, r2)))
@@ -112,8 +118,10 @@ for rnd in range(rounds):
     os.chmod(cf, 0o600)
     agent = ["cf-agent", "-K", "-f", cf]
     add(("cf-agent", "first"), measure(agent))
+    os.sync()
     add(("cf-agent", "converged"), measure(agent))
     drift(croot)
+    os.sync()
     add(("cf-agent", "drift"), measure(agent))
 
 def med(key, i):
