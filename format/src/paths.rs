@@ -23,10 +23,13 @@ pub fn path_problem(path: &str) -> Option<&'static str> {
     if rest.is_empty() {
         return None;
     }
-    rest.split('/').find_map(|c| match c {
-        "" => Some("it has an empty component (`//`)"),
-        "." => Some("it has a `.` component"),
-        ".." => Some("it has a `..` component"),
+    // Split as bytes (`/` is one byte in UTF-8): the VM asks this of every
+    // path of every file operation, and the `char` splitter cost more than
+    // the system calls' own user time.
+    rest.as_bytes().split(|b| *b == b'/').find_map(|c| match c {
+        b"" => Some("it has an empty component (`//`)"),
+        b"." => Some("it has a `.` component"),
+        b".." => Some("it has a `..` component"),
         _ => None,
     })
 }

@@ -748,7 +748,7 @@ impl Verifier<'_> {
             let Some(p) = class.program else { continue };
             self.program_use(programs, p, Ty::Bool, 0)
                 .map_err(|e| corrupt(format!("class {i}: {e}")))?;
-            self.no_secret(programs, Item::Code(p), "a class definition")
+            self.no_secret(programs, Item::Code(p), &"a class definition")
                 .map_err(|e| corrupt(format!("class {i}: {e}")))?;
             if let Some(&Some((j, name))) = latest.get(p as usize) {
                 if j >= i {
@@ -798,7 +798,14 @@ impl Verifier<'_> {
     }
 
     /// Refuses `item` as `what` if it reads a secret, naming the secret.
-    fn no_secret(&self, programs: &[ProgramInfo], item: Item, what: &str) -> Result<(), String> {
+    /// `what` names the item in the error; it is formatted only then (a
+    /// `format!` per attribute was a tenth of a converged run's decoding).
+    fn no_secret(
+        &self,
+        programs: &[ProgramInfo],
+        item: Item,
+        what: &dyn std::fmt::Display,
+    ) -> Result<(), String> {
         let Some(c) = self.secret_in(programs, item) else {
             return Ok(());
         };
@@ -922,7 +929,7 @@ impl Verifier<'_> {
         }
         let loops = u32::try_from(p.loops.len()).map_err(|_| "too many loops".to_owned())?;
         self.item(programs, p.promiser, Ty::Str, loops)?;
-        self.no_secret(programs, p.promiser, "the promiser")?;
+        self.no_secret(programs, p.promiser, &"the promiser")?;
         let mut seen: Vec<u16> = Vec::with_capacity(p.attrs.len());
         for AttrValue { attr, value } in p.attrs.iter() {
             let spec = pt
@@ -937,7 +944,7 @@ impl Verifier<'_> {
             seen.push(*attr);
             self.attr(programs, &spec.ty, spec.name, value, loops)?;
             blob_ref_only_as_file_source(&self.body.constants, pt.name, spec.name, value)?;
-            let what = format!("attribute `{}`", spec.name);
+            let what = format_args!("attribute `{}`", spec.name);
             match value {
                 Operand::Item(item) if !is_secret_sink(p.kind, *attr) => {
                     self.no_secret(programs, *item, &what)?
@@ -945,14 +952,14 @@ impl Verifier<'_> {
                 Operand::Item(_) => {}
                 Operand::List(items) => {
                     for item in items.iter() {
-                        self.no_secret(programs, *item, &format!("an element of {what}"))?;
+                        self.no_secret(programs, *item, &format_args!("an element of {what}"))?;
                     }
                 }
             }
         }
         if let Some(g) = p.guard {
             self.program_use(programs, g, Ty::Bool, loops)?;
-            self.no_secret(programs, Item::Code(g), "the guard")?;
+            self.no_secret(programs, Item::Code(g), &"the guard")?;
         }
         let n = self.body.promises.len();
         for &other in p.after.iter().chain(p.notify.iter()) {

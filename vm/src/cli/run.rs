@@ -150,13 +150,21 @@ pub fn run(args: RunArgs) -> ExitCode {
         out(streams.out);
         eprint!("{}", streams.problems);
     }
-    if !result.converged {
+    let code = if !result.converged {
         ExitCode::from(EXIT_NOT_CONVERGED)
     } else if result.count(|o| matches!(o, Outcome::Failed(_))) > 0 {
         ExitCode::from(EXIT_FAILED)
     } else {
         ExitCode::SUCCESS
-    }
+    };
+    // The process ends now: the report and the decoded bundle are left to
+    // the exit instead of being freed piece by piece (an allocation or more
+    // per promise; a tenth of a converged run's own time at 10,000 files).
+    // They hold no file, lock or secret (secrets are opened per use and
+    // zeroized there); the state lock is released as before.
+    std::mem::forget(result);
+    std::mem::forget(verified);
+    code
 }
 
 /// Writes a JSON report (`write` serializes it into a writer) to

@@ -20,8 +20,8 @@ mod names;
 mod remove;
 mod tree;
 
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -172,9 +172,9 @@ pub struct Meta {
 pub struct RootFs {
     root: OwnedFd,
     path: PathBuf,
-    dirs: RefCell<HashMap<String, Rc<OwnedFd>>>,
+    dirs: RefCell<FxHashMap<String, Rc<OwnedFd>>>,
     /// Directories whose stale temporaries this run has removed.
-    cleaned: RefCell<HashSet<String>>,
+    cleaned: RefCell<FxHashSet<String>>,
     /// Whether [`RootFs::write_file`] stages ([`batch`]) instead of
     /// writing through at once.
     staging: Cell<bool>,
@@ -201,6 +201,31 @@ fn components(path: &str) -> Result<Vec<&str>, FsError> {
     Ok(rest.split('/').filter(|c| !c.is_empty()).collect())
 }
 
+/// A policy path's parent directory below the root, as the key of the
+/// handle cache (its components joined by `/`, empty for a path directly
+/// below the root), and its last component; `None` for the root itself.
+/// The same split as [`components`] (a valid path has no empty, `.` or
+/// `..` component), without allocating: every file promise looks its
+/// directory up several times per pass.
+fn split_parent(path: &str) -> Result<Option<(&str, &str)>, FsError> {
+    if path_problem(path).is_some() {
+        return Err(FsError::BadPath(path.to_owned()));
+    }
+    let rest = path.strip_prefix('/').unwrap_or(path);
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    if rest.is_empty() {
+        return Ok(None);
+    }
+    // By byte: `/` is one byte in UTF-8, so both sides are `str`s.
+    Ok(Some(match rest.bytes().rposition(|b| b == b'/') {
+        Some(at) => (
+            rest.get(..at).unwrap_or_default(),
+            rest.get(at.saturating_add(1)..).unwrap_or_default(),
+        ),
+        None => ("", rest),
+    }))
+}
+
 /// The largest file the VM reads (to compare or edit it): 64 MiB.
 pub const MAX_READ: u64 = 64 << 20;
 
@@ -223,8 +248,8 @@ impl RootFs {
         Ok(RootFs {
             root,
             path: path.to_path_buf(),
-            dirs: RefCell::new(HashMap::new()),
-            cleaned: RefCell::new(HashSet::new()),
+            dirs: RefCell::default(),
+            cleaned: RefCell::default(),
             staging: Cell::new(false),
             batch: RefCell::new(batch::Batch::default()),
         })
@@ -241,6 +266,14 @@ impl RootFs {
         path: &'p str,
         create: Option<u32>,
     ) -> Result<Option<(Rc<OwnedFd>, &'p str)>, FsError> {
+        // A directory walked before: its handle, without splitting the path.
+        if let Some((key, name)) = split_parent(path)? {
+            if !key.is_empty() {
+                if let Some(fd) = self.dirs.borrow().get(key) {
+                    return Ok(Some((Rc::clone(fd), name)));
+                }
+            }
+        }
         let comps = components(path)?;
         let Some((name, dirs)) = comps.split_last() else {
             return Err(FsError::BadPath(path.to_owned()));
@@ -818,6 +851,12 @@ impl RootFs {
     /// Nothing is done in a world-writable directory (nothing is changed
     /// there) or one that does not exist.
     pub fn clean_stale_temporaries(&self, path: &str) -> Result<Vec<String>, FsError> {
+        // Once per directory: every later file of it costs a lookup.
+        match split_parent(path)? {
+            None => return Ok(Vec::new()),
+            Some((key, _)) if self.cleaned.borrow().contains(key) => return Ok(Vec::new()),
+            Some(_) => {}
+        }
         let comps = components(path)?;
         let Some((_, dirs)) = comps.split_last() else {
             return Ok(Vec::new());
@@ -1197,5 +1236,39 @@ mod read_tests {
             fs.read_file_limited("/f", 100),
             Err(FsError::TooLarge { .. })
         ));
+    }
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::*;
+
+    /// `split_parent` is the split of `components`: the handle cache's key
+    /// is the directories joined, the name the last component.
+    #[test]
+    fn split_parent_agrees_with_components() {
+        for path in [
+            "/a",
+            "/a/",
+            "/a/b",
+            "/a/b/",
+            "/a/b/c",
+            "/data/d1/f1",
+            "/",
+            "a/b",
+            "/a//b",
+            "/a/./b",
+            "/a/../b",
+            "/a/b/..",
+        ] {
+            let split = split_parent(path).ok();
+            let by_components = components(path).ok().map(|comps| {
+                comps
+                    .split_last()
+                    .map(|(name, dirs)| (dirs.join("/"), name.to_string()))
+            });
+            let split = split.map(|s| s.map(|(key, name)| (key.to_owned(), name.to_owned())));
+            assert_eq!(split, by_components, "{path}");
+        }
     }
 }

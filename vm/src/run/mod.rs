@@ -581,7 +581,8 @@ fn run_with(
                 })
             } else {
                 let owed = inst.kind == "service" && ledger.deliver_now("service", &inst.promiser);
-                delivered = restart.remove(&inst.index) || owed;
+                // (Not hashed when nothing is to be restarted: most runs.)
+                delivered = (!restart.is_empty() && restart.remove(&inst.index)) || owed;
                 if !delivered && dirty.unchanged(position, inst) {
                     Applied::kept()
                 } else {
@@ -659,7 +660,17 @@ fn run_with(
         &mut results,
         &mut slot,
     );
-    // The report's results, made now that the pass's instances are gone.
+    // The report's results, made now that the pass's instances are gone:
+    // the last pass's instances, what the passes kept of them and the
+    // resolver are dropped first, so that the results and the report's
+    // copies of them are never all held at once (the run's peak memory;
+    // issue 22, item 3).
+    let checks_skipped = dirty.skipped();
+    drop(dirty);
+    drop(instances);
+    drop(deferred);
+    drop(contradictions);
+    drop(managed);
     drop(resolver);
     let mut files = SourceFiles::default();
     let mut results: Vec<PromiseResult> = results
@@ -704,7 +715,7 @@ fn run_with(
         neighbours: ctx.neighbours.take(),
         watch,
         extra,
-        checks_skipped: dirty.skipped(),
+        checks_skipped,
     })
 }
 

@@ -336,6 +336,12 @@ fn human_lines(r: &RunReport) -> Vec<(Line, String)> {
         }
     }
     for p in &r.promises {
+        // A kept promise prints nothing unless a watch or a report says
+        // something: its head is not formatted (a converged run of 10,000
+        // promises formatted 10,000 heads to print none).
+        if p.outcome == Outcome::Kept && p.kind != "watch" && p.kind != "report" {
+            continue;
+        }
         let head = format!("{} {:?} ({})", p.kind, p.promiser, p.source);
         match &p.outcome {
             Outcome::Failed(e) => {
