@@ -930,18 +930,20 @@ impl Verifier<'_> {
         let loops = u32::try_from(p.loops.len()).map_err(|_| "too many loops".to_owned())?;
         self.item(programs, p.promiser, Ty::Str, loops)?;
         self.no_secret(programs, p.promiser, &"the promiser")?;
-        let mut seen: Vec<u16> = Vec::with_capacity(p.attrs.len());
-        for AttrValue { attr, value } in p.attrs.iter() {
+        for (at, AttrValue { attr, value }) in p.attrs.iter().enumerate() {
             let spec = pt
                 .attr_by_id(*attr)
                 .ok_or_else(|| match attribute_by_id(*attr) {
                     Some(other) => format!("`{}` is not an attribute of `{}`", other.name, pt.name),
                     None => format!("unknown attribute id {attr}"),
                 })?;
-            if seen.contains(attr) {
+            // Each earlier attribute was a distinct attribute of this type,
+            // so this looks at most at the type's attributes, without an
+            // allocation per promise.
+            let earlier = p.attrs.get(..at).unwrap_or_default();
+            if earlier.iter().any(|a| a.attr == *attr) {
                 return Err(format!("attribute `{}` appears twice", spec.name));
             }
-            seen.push(*attr);
             self.attr(programs, &spec.ty, spec.name, value, loops)?;
             blob_ref_only_as_file_source(&self.body.constants, pt.name, spec.name, value)?;
             let what = format_args!("attribute `{}`", spec.name);

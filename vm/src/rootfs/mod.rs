@@ -880,8 +880,8 @@ impl RootFs {
         )
         .map_err(io(path, "open the directory of"))?;
         let mut removed = Vec::new();
-        for name in entries(&listing, path)? {
-            if is_temp_name(&name) && !is_live_temp(&name) {
+        for name in entries_where(&listing, path, is_temp_name)? {
+            if !is_live_temp(&name) {
                 let shown = format!("/{}/{}", dirs.join("/"), escape_name(&name));
                 remove_object(&dir, &name, &shown)?;
                 removed.push(shown);
@@ -1026,12 +1026,23 @@ fn read_sized(mut file: impl Read, len: u64, limit: u64) -> std::io::Result<Vec<
 
 /// The names in the directory `fd` (opened for reading), raw.
 fn entries(fd: &OwnedFd, path: &str) -> Result<Vec<Vec<u8>>, FsError> {
+    entries_where(fd, path, |_| true)
+}
+
+/// The names [`entries`] lists for which `keep` holds: only those are
+/// copied (the stale-temporary cleaning lists every directory a run
+/// touches, and keeps almost nothing of it).
+fn entries_where(
+    fd: &OwnedFd,
+    path: &str,
+    keep: impl Fn(&[u8]) -> bool,
+) -> Result<Vec<Vec<u8>>, FsError> {
     let mut dir = rfs::Dir::read_from(fd).map_err(io(path, "list"))?;
     let mut names = Vec::new();
     while let Some(entry) = dir.read() {
         let entry = entry.map_err(io(path, "list"))?;
         let name = entry.file_name().to_bytes();
-        if name != b"." && name != b".." {
+        if name != b"." && name != b".." && keep(name) {
             names.push(name.to_vec());
         }
     }
