@@ -37,7 +37,7 @@ use crate::lexer::{Lexer, MAX_INTERP_NESTING};
 use crate::parse::{parse_embedded_expr, Closer, SyntaxError, SyntaxErrorKind};
 use crate::span::{FileId, Span};
 use crate::template::{apply_line_rule, nodes, parse_tag};
-use crate::token::{LexContext, LexError, LexErrorKind, StrLit, Token};
+use crate::token::{LexContext, LexError, LexErrorKind, StrLit, StrPart, Token};
 
 /// `"..."`: called with the opening quote already consumed.
 pub(crate) fn lex_string(lex: &mut LogosLexer<'_, Token>) -> Result<StrLit, LexError> {
@@ -273,8 +273,23 @@ impl<'s> Scanner<'s> {
                     Err(Unclosed) => return self.give_up(i, end),
                 },
                 other => {
-                    self.buf.push(other);
-                    i += other.len_utf8();
+                    // Plain text runs to the next byte that may start one of
+                    // the cases above (all ASCII, so a char boundary).
+                    let run = self.src.get(i..end).and_then(|rest| {
+                        rest.bytes()
+                            .position(|b| matches!(b, b'\\' | b'"' | b'\r' | b'\n' | b'$' | b'{'))
+                    });
+                    let run_end = run.map_or(end, |n| i + n);
+                    match self.src.get(i..run_end) {
+                        Some(text) if run_end > i => {
+                            self.buf.push_str(text);
+                            i = run_end;
+                        }
+                        _ => {
+                            self.buf.push(other);
+                            i += other.len_utf8();
+                        }
+                    }
                 }
             }
         }
@@ -509,7 +524,8 @@ impl<'s> Scanner<'s> {
     /// handed to the lexer's context.
     fn finish(self, context: &mut LexContext) -> StrLit {
         let (parts, mut errors) = self.into_parts();
-        if errors.is_empty() {
+        // Only tags can be unbalanced: a string without any nests.
+        if errors.is_empty() && parts.iter().any(|p| matches!(p, StrPart::Tag(_))) {
             if let Err(structure) = nodes(&parts) {
                 errors = structure;
             }

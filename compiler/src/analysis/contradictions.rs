@@ -64,7 +64,10 @@ pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
 
     // Objects in order of their first promise, so output is deterministic.
     let mut objects: Vec<((&str, &Value), Vec<usize>)> = Vec::new();
-    let mut index: HashMap<(&str, &Value), usize> = HashMap::default();
+    // Sized for one object per promise: growing it rehashes every
+    // promiser again at each doubling.
+    let mut index: HashMap<(&str, &Value), usize> =
+        HashMap::with_capacity_and_hasher(program.promises.len(), Default::default());
     for (i, p) in program.promises.iter().enumerate() {
         let key = (p.kind, &p.promiser);
         match index.get(&key) {

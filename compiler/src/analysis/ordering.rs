@@ -78,7 +78,10 @@ pub fn ordering(program: &Program, max_passes: u32) -> Result<Ordering, Vec<Diag
 /// Every edge of the ordering graph, in a deterministic order.
 pub fn edges(program: &Program) -> Vec<Edge> {
     let promises = &program.promises;
-    let mut objects: HashMap<(&str, &Value), Vec<usize>> = HashMap::default();
+    // Sized for one object per promise: growing it rehashes every
+    // promiser again at each doubling.
+    let mut objects: HashMap<(&str, &Value), Vec<usize>> =
+        HashMap::with_capacity_and_hasher(promises.len(), Default::default());
     let mut ids: HashMap<&str, Vec<usize>> = HashMap::default();
     let mut directories: HashMap<&str, Vec<usize>> = HashMap::default();
     let mut files: HashMap<&str, Vec<usize>> = HashMap::default();

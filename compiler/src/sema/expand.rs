@@ -16,7 +16,7 @@ pub(crate) use lookups::{kind as value_kind, Kind as ValueKind};
 mod split;
 mod templates;
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 
 use converge_format::schema::{promise_type, AttrType, PromiserKind};
@@ -84,17 +84,17 @@ pub fn expand<'a>(
     checker.defaults = super::check::defaults::Defaults::default();
     let mut ex = Expander {
         db,
-        default_origins: HashMap::new(),
+        default_origins: HashMap::default(),
         symbols,
         checker,
         diagnostics: Vec::new(),
         promises: Vec::new(),
-        lets: HashMap::new(),
+        lets: HashMap::default(),
         chain: Vec::new(),
         loops: Vec::new(),
         shared_chain: Arc::from(Vec::new()),
         shared_loops: Arc::from(Vec::new()),
-        reported_recursion: HashSet::new(),
+        reported_recursion: HashSet::default(),
         instances: 0,
         budget: instance_budget(source_bytes),
         exhausted: false,
@@ -1263,6 +1263,10 @@ impl<'a> Expander<'a, '_> {
                 None => Value::Str(String::new()),
             };
         }
+        // A plain string (one piece of text) is that text.
+        if let [StrPart::Lit(text)] = lit.parts.as_slice() {
+            return Value::Str(text.to_string());
+        }
         let mut pieces = Vec::with_capacity(lit.parts.len());
         for part in &lit.parts {
             match part {
@@ -1334,8 +1338,9 @@ impl<'a> Expander<'a, '_> {
     /// Every `after`/`notify` reference with a compile-time target must name
     /// a promise of the program; `id`s must be unique.
     fn check_references(&mut self, program: &ir::Program) {
-        let mut ids: HashMap<&str, Span> = HashMap::new();
-        let mut objects: HashSet<(&str, &str)> = HashSet::new();
+        let mut ids: HashMap<&str, Span> = HashMap::default();
+        let mut objects: HashSet<(&str, &str)> =
+            HashSet::with_capacity_and_hasher(program.promises.len(), Default::default());
         for p in &program.promises {
             if let Some(text) = p.promiser.as_str() {
                 objects.insert((p.kind, text));
