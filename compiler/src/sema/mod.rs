@@ -63,12 +63,22 @@ pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
         let mut program = expansion.program;
         diagnostics.extend(analysis::missing::missing_lookups(&mut program));
         // The three analyses only read the program: run them side by side.
+        // Contradictions and ordering share the promises grouped by object,
+        // grouped while the dead-promise analysis starts.
         let (dead, contradictions, ordering) = std::thread::scope(|scope| {
             let dead = scope.spawn(|| analysis::dead::dead_promises(&program));
-            let contradictions = scope.spawn(|| analysis::contradictions::contradictions(&program));
-            let ordering =
-                analysis::ordering::ordering(&program, analysis::ordering::DEFAULT_MAX_PASSES);
-            (join(dead), join(contradictions), ordering)
+            let objects = analysis::objects::Objects::new(&program);
+            let (contradictions, ordering) = std::thread::scope(|inner| {
+                let contradictions = inner
+                    .spawn(|| analysis::contradictions::contradictions_with(&program, &objects));
+                let ordering = analysis::ordering::ordering_with(
+                    &program,
+                    analysis::ordering::DEFAULT_MAX_PASSES,
+                    &objects,
+                );
+                (join(contradictions), ordering)
+            });
+            (join(dead), contradictions, ordering)
         });
         diagnostics.extend(dead);
         diagnostics.extend(contradictions);
