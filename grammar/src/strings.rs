@@ -48,6 +48,24 @@ pub(crate) fn lex_string(lex: &mut LogosLexer<'_, Token>) -> Result<StrLit, LexE
         .get(body_start..)
         .and_then(|rest| rest.find('\n'))
         .map_or(source.len(), |n| body_start + n);
+    // Plain text up to the closing quote (no escape, interpolation, tag or
+    // comment can start before it) is the string's one part: the scan
+    // would make the same.
+    let plain = source.get(body_start..line_end).and_then(|rest| {
+        rest.bytes()
+            .position(|b| matches!(b, b'"' | b'\\' | b'$' | b'{' | b'\r'))
+            .filter(|&n| rest.as_bytes().get(n) == Some(&b'"'))
+            .and_then(|n| rest.get(..n))
+    });
+    if let Some(text) = plain {
+        lex.bump(text.len() + 1);
+        let parts = if text.is_empty() {
+            Vec::new()
+        } else {
+            vec![StrPart::Lit(text.into())]
+        };
+        return Ok(StrLit { parts, raw: false });
+    }
     let line = source.get(..line_end).unwrap_or(source);
     let mut scanner = Scanner::new(line, Mode::Str, context_of(&lex.extras));
     let Some(close) = scanner.scan(body_start, line_end) else {
@@ -189,7 +207,8 @@ pub(crate) enum Mode {
 pub(crate) enum Piece {
     Text(String),
     Interp(Expr),
-    Tag(Tag),
+    /// Boxed: a tag is several times the size of the other pieces.
+    Tag(Box<Tag>),
     /// `{# ... #}`: produces nothing, but a line holding only comments and
     /// tags disappears.
     Comment,
@@ -468,7 +487,7 @@ impl<'s> Scanner<'s> {
         if tag {
             let span = Span::new(self.file(), i as u32, close_end);
             match parse_tag(self.file(), self.src, tokens, &closer, span) {
-                Ok(tag) => self.push(Piece::Tag(tag)),
+                Ok(tag) => self.push(Piece::Tag(Box::new(tag))),
                 Err(errors) => self.errors.extend(errors),
             }
         } else {

@@ -425,7 +425,7 @@ pub(crate) fn apply_line_rule(pieces: Vec<Piece>) -> Vec<StrPart> {
                 }
                 Piece::Tag(tag) => {
                     flush(&mut text, &mut parts);
-                    parts.push(StrPart::Tag(Box::new(tag)));
+                    parts.push(StrPart::Tag(tag));
                 }
             }
         }
@@ -454,7 +454,7 @@ fn without_tags(pieces: Vec<Piece>) -> Vec<StrPart> {
             }
             Piece::Tag(tag) => {
                 flush(&mut text, &mut parts);
-                parts.push(StrPart::Tag(Box::new(tag)));
+                parts.push(StrPart::Tag(tag));
             }
             Piece::Comment => {}
         }

@@ -83,7 +83,7 @@ pub fn may_be_missing(v: &Value) -> bool {
 
 /// Whether the value contains a [`Value::Missing`] anywhere.
 pub fn has_missing(v: &Value) -> bool {
-    matches!(v, Value::Missing(_)) || v.children().into_iter().any(has_missing)
+    matches!(v, Value::Missing(_)) || v.find_child(|c| has_missing(c).then_some(())).is_some()
 }
 
 /// Applies `f` to every case of a choice (and its default).
@@ -157,7 +157,8 @@ fn assume_default(v: &Value, on: &Value, covered: &dyn Fn(&Choice) -> bool) -> V
 /// Whether `v` holds a choice on `on`.
 pub fn has_choice_on(v: &Value, on: &Value) -> bool {
     matches!(v, Value::Choice(c) if c.on == *on)
-        || v.children().into_iter().any(|c| has_choice_on(c, on))
+        || v.find_child(|c| has_choice_on(c, on).then_some(()))
+            .is_some()
 }
 
 /// `value.name`.
