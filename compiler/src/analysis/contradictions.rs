@@ -620,6 +620,14 @@ impl<'p> Finder<'p> {
 
     /// `line present X` and `line absent X` on one file.
     fn lines(&mut self, members: &[usize]) {
+        // Only an `absent` line can contradict: most files have none.
+        let any_absent = members.iter().any(|&i| {
+            self.promise(i)
+                .is_some_and(|p| p.attrs.iter().any(|a| a.name == "absent"))
+        });
+        if !any_absent {
+            return;
+        }
         let mut present: HashMap<&str, Vec<(usize, Span)>> = HashMap::default();
         for &i in members {
             let Some(p) = self.promise(i) else { continue };

@@ -422,6 +422,10 @@ fn topological(adjacency: &[Vec<usize>]) -> Vec<usize> {
 /// The longest chain of outcome edges in the (acyclic) graph, and the
 /// promises along it.
 fn feedback(edges: &[Edge], order: &[usize], n: usize) -> (u32, Vec<usize>) {
+    // Without an outcome edge every chain has length 0.
+    if !edges.iter().any(|e| e.kind == EdgeKind::Outcome) {
+        return (0, Vec::new());
+    }
     let mut incoming: Vec<Vec<(usize, u32)>> = vec![Vec::new(); n];
     for e in edges {
         if let Some(list) = incoming.get_mut(e.to) {
