@@ -8,7 +8,7 @@
 /// Iterative Tarjan, so deep graphs do not overflow the stack.
 pub fn cycles(graph: &[Vec<usize>]) -> Vec<Vec<usize>> {
     let mut out = Vec::new();
-    for component in strongly_connected(graph) {
+    for component in components(graph, false) {
         let Some(&start) = component.iter().min() else {
             continue;
         };
@@ -27,6 +27,13 @@ pub fn cycles(graph: &[Vec<usize>]) -> Vec<Vec<usize>> {
 /// Tarjan's algorithm, iteratively. Components come out in reverse
 /// topological order.
 pub fn strongly_connected(graph: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    components(graph, true)
+}
+
+/// [`strongly_connected`]; without `trivial`, only the components that
+/// hold a cycle (several nodes, or one with an edge to itself): an acyclic
+/// graph of a million nodes makes no list at all.
+fn components(graph: &[Vec<usize>], trivial: bool) -> Vec<Vec<usize>> {
     let n = graph.len();
     let mut index = vec![usize::MAX; n];
     let mut low = vec![0usize; n];
@@ -34,12 +41,14 @@ pub fn strongly_connected(graph: &[Vec<usize>]) -> Vec<Vec<usize>> {
     let mut stack: Vec<usize> = Vec::new();
     let mut components = Vec::new();
     let mut next_index = 0usize;
+    let mut work: Vec<(usize, usize)> = Vec::new();
     for root in 0..n {
         if index.get(root) != Some(&usize::MAX) {
             continue;
         }
         // (node, position in its adjacency list)
-        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
+        work.clear();
+        work.push((root, 0));
         while let Some(&(node, pos)) = work.last() {
             if pos == 0 && index.get(node) == Some(&usize::MAX) {
                 set(&mut index, node, next_index);
@@ -70,6 +79,17 @@ pub fn strongly_connected(graph: &[Vec<usize>]) -> Vec<Vec<usize>> {
                 set(&mut low, parent, l);
             }
             if get(&low, node) == get(&index, node) {
+                if stack.last() == Some(&node) {
+                    // A component of one node: a cycle only through an
+                    // edge to itself.
+                    stack.pop();
+                    set(&mut on_stack, node, false);
+                    let self_loop = graph.get(node).is_some_and(|edges| edges.contains(&node));
+                    if trivial || self_loop {
+                        components.push(vec![node]);
+                    }
+                    continue;
+                }
                 let mut component = Vec::new();
                 while let Some(member) = stack.pop() {
                     set(&mut on_stack, member, false);

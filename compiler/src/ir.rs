@@ -353,6 +353,33 @@ impl Value {
         }
     }
 
+    /// The first `Some` that `f` gives for the values directly inside this
+    /// one, in the order of [`children`](Self::children), without
+    /// collecting them first (the walks over every value of an expanded
+    /// program use it).
+    pub fn find_child<'v, T>(&'v self, mut f: impl FnMut(&'v Value) -> Option<T>) -> Option<T> {
+        match self {
+            Value::List(items) | Value::Coalesce(items) => items.iter().find_map(f),
+            Value::Map(e) | Value::Record(e) => e.iter().find_map(|(_, v)| f(v)),
+            Value::Choice(c) => c
+                .cases
+                .iter()
+                .find_map(|(_, v)| f(v))
+                .or_else(|| f(&c.default)),
+            Value::Call { args, .. } => args.iter().find_map(f),
+            Value::Template(parts) => parts.iter().find_map(|p| match p {
+                TemplatePart::Host(v) => f(v),
+                _ => None,
+            }),
+            Value::Select {
+                then, otherwise, ..
+            } => f(then).or_else(|| f(otherwise)),
+            Value::Each { list, body, .. } => f(list).or_else(|| f(body)),
+            Value::Ref { target, .. } => f(target),
+            _ => None,
+        }
+    }
+
     /// The name of the host fact this value is (`sys.hostname`,
     /// `facts.datacenter`): the analyses treat both kinds alike.
     pub fn host_fact(&self) -> Option<&str> {

@@ -74,12 +74,8 @@ pub struct LineIndex {
 impl LineIndex {
     pub fn new(text: &str) -> Self {
         let mut line_starts = vec![0];
-        line_starts.extend(
-            text.bytes()
-                .enumerate()
-                .filter(|(_, b)| *b == b'\n')
-                .map(|(i, _)| i as u32 + 1),
-        );
+        // `match_indices` finds the breaks with memchr, not byte by byte.
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| i as u32 + 1));
         LineIndex { line_starts }
     }
 

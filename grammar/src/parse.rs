@@ -138,6 +138,12 @@ pub(crate) fn parse_embedded_expr(
     tokens: Vec<Triple>,
     closer: &Closer,
 ) -> (Option<Expr>, Vec<SyntaxError>) {
+    // Most interpolations name a variable or fact (`${port}`,
+    // `${sys.hostname}`): the tree the grammar makes of those, without
+    // starting a parser for each.
+    if let Some(path) = plain_path(file, &tokens) {
+        return (Some(path), Vec::new());
+    }
     let mut recovered = Vec::new();
     let result = ExpressionParser::new().parse(file, &mut recovered, tokens.into_iter().map(Ok));
     let mut errors: Vec<SyntaxError> = recovered
@@ -163,6 +169,32 @@ pub(crate) fn parse_embedded_expr(
         }
     };
     (expr, errors)
+}
+
+/// `a` or `a.b.c` (identifiers joined by dots, nothing else): the `Path`
+/// the grammar's `Primary` and `Postfix` rules make of it (one path, each
+/// name with its own span, the whole span from the first to the last).
+fn plain_path(file: FileId, tokens: &[Triple]) -> Option<Expr> {
+    let mut path: Vec<Ident> = Vec::with_capacity(tokens.len() / 2 + 1);
+    for (n, (start, token, end)) in tokens.iter().enumerate() {
+        match (n % 2, token) {
+            (0, Token::Ident(name)) => path.push(Ident {
+                name: name.clone(),
+                span: sp(file, *start, *end),
+            }),
+            (1, Token::Dot) => {}
+            _ => return None,
+        }
+    }
+    let (first, _, _) = tokens.first()?;
+    let (_, last, end) = tokens.last()?;
+    if !matches!(last, Token::Ident(_)) {
+        return None;
+    }
+    Some(Expr {
+        kind: ExprKind::Path(path),
+        span: sp(file, *first, *end),
+    })
 }
 
 /// Drops parse errors that are only echoes of an earlier error:
@@ -547,4 +579,51 @@ pub(crate) fn number_expr(n: Number, span: Span) -> Expr {
         Number::Duration(secs) => ExprKind::Duration(secs),
     };
     Expr { kind, span }
+}
+
+#[cfg(test)]
+mod plain_path_tests {
+    use super::*;
+
+    /// The shortcut for `${a.b}` makes exactly the parser's tree, and takes
+    /// nothing else.
+    #[test]
+    fn a_plain_path_is_what_the_expression_parser_makes() {
+        let file = FileId::default();
+        for src in [
+            "a",
+            "sys.hostname",
+            "a.b.c.d",
+            "a.b[0]",
+            "a.",
+            ".a",
+            "a b",
+            "f(x)",
+            "file \"x\"",
+            "a == b",
+            "true",
+            "",
+        ] {
+            let tokens: Vec<Triple> = Lexer::new(src).filter_map(Result::ok).collect();
+            let shortcut = plain_path(file, &tokens);
+            let mut recovered = Vec::new();
+            let parsed = ExpressionParser::new()
+                .parse(file, &mut recovered, tokens.into_iter().map(Ok))
+                .ok()
+                .filter(|_| recovered.is_empty());
+            match shortcut {
+                Some(expr) => assert_eq!(Some(expr), parsed, "{src:?}"),
+                None => assert!(
+                    !matches!(
+                        &parsed,
+                        Some(Expr {
+                            kind: ExprKind::Path(_),
+                            ..
+                        })
+                    ),
+                    "{src:?} is a path the shortcut missed"
+                ),
+            }
+        }
+    }
 }

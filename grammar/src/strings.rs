@@ -37,7 +37,7 @@ use crate::lexer::{Lexer, MAX_INTERP_NESTING};
 use crate::parse::{parse_embedded_expr, Closer, SyntaxError, SyntaxErrorKind};
 use crate::span::{FileId, Span};
 use crate::template::{apply_line_rule, nodes, parse_tag};
-use crate::token::{LexContext, LexError, LexErrorKind, StrLit, Token};
+use crate::token::{LexContext, LexError, LexErrorKind, StrLit, StrPart, Token};
 
 /// `"..."`: called with the opening quote already consumed.
 pub(crate) fn lex_string(lex: &mut LogosLexer<'_, Token>) -> Result<StrLit, LexError> {
@@ -48,6 +48,24 @@ pub(crate) fn lex_string(lex: &mut LogosLexer<'_, Token>) -> Result<StrLit, LexE
         .get(body_start..)
         .and_then(|rest| rest.find('\n'))
         .map_or(source.len(), |n| body_start + n);
+    // Plain text up to the closing quote (no escape, interpolation, tag or
+    // comment can start before it) is the string's one part: the scan
+    // would make the same.
+    let plain = source.get(body_start..line_end).and_then(|rest| {
+        rest.bytes()
+            .position(|b| matches!(b, b'"' | b'\\' | b'$' | b'{' | b'\r'))
+            .filter(|&n| rest.as_bytes().get(n) == Some(&b'"'))
+            .and_then(|n| rest.get(..n))
+    });
+    if let Some(text) = plain {
+        lex.bump(text.len() + 1);
+        let parts = if text.is_empty() {
+            Vec::new()
+        } else {
+            vec![StrPart::Lit(text.into())]
+        };
+        return Ok(StrLit { parts, raw: false });
+    }
     let line = source.get(..line_end).unwrap_or(source);
     let mut scanner = Scanner::new(line, Mode::Str, context_of(&lex.extras));
     let Some(close) = scanner.scan(body_start, line_end) else {
@@ -189,7 +207,8 @@ pub(crate) enum Mode {
 pub(crate) enum Piece {
     Text(String),
     Interp(Expr),
-    Tag(Tag),
+    /// Boxed: a tag is several times the size of the other pieces.
+    Tag(Box<Tag>),
     /// `{# ... #}`: produces nothing, but a line holding only comments and
     /// tags disappears.
     Comment,
@@ -273,8 +292,23 @@ impl<'s> Scanner<'s> {
                     Err(Unclosed) => return self.give_up(i, end),
                 },
                 other => {
-                    self.buf.push(other);
-                    i += other.len_utf8();
+                    // Plain text runs to the next byte that may start one of
+                    // the cases above (all ASCII, so a char boundary).
+                    let run = self.src.get(i..end).and_then(|rest| {
+                        rest.bytes()
+                            .position(|b| matches!(b, b'\\' | b'"' | b'\r' | b'\n' | b'$' | b'{'))
+                    });
+                    let run_end = run.map_or(end, |n| i + n);
+                    match self.src.get(i..run_end) {
+                        Some(text) if run_end > i => {
+                            self.buf.push_str(text);
+                            i = run_end;
+                        }
+                        _ => {
+                            self.buf.push(other);
+                            i += other.len_utf8();
+                        }
+                    }
                 }
             }
         }
@@ -453,7 +487,7 @@ impl<'s> Scanner<'s> {
         if tag {
             let span = Span::new(self.file(), i as u32, close_end);
             match parse_tag(self.file(), self.src, tokens, &closer, span) {
-                Ok(tag) => self.push(Piece::Tag(tag)),
+                Ok(tag) => self.push(Piece::Tag(Box::new(tag))),
                 Err(errors) => self.errors.extend(errors),
             }
         } else {
@@ -509,7 +543,8 @@ impl<'s> Scanner<'s> {
     /// handed to the lexer's context.
     fn finish(self, context: &mut LexContext) -> StrLit {
         let (parts, mut errors) = self.into_parts();
-        if errors.is_empty() {
+        // Only tags can be unbalanced: a string without any nests.
+        if errors.is_empty() && parts.iter().any(|p| matches!(p, StrPart::Tag(_))) {
             if let Err(structure) = nodes(&parts) {
                 errors = structure;
             }

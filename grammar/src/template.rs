@@ -372,6 +372,15 @@ impl Line {
 /// heredoc indentation stripping). Comments disappear; adjacent text is
 /// joined.
 pub(crate) fn apply_line_rule(pieces: Vec<Piece>) -> Vec<StrPart> {
+    // Without tags and comments no line holds only tags: the rule changes
+    // nothing, and the text between interpolations is output as it is (the
+    // common case, which does not need the pieces cut into lines).
+    if !pieces
+        .iter()
+        .any(|p| matches!(p, Piece::Tag(_) | Piece::Comment))
+    {
+        return without_tags(pieces);
+    }
     let mut lines: Vec<Line> = vec![Line::default()];
     for piece in pieces {
         match piece {
@@ -416,7 +425,7 @@ pub(crate) fn apply_line_rule(pieces: Vec<Piece>) -> Vec<StrPart> {
                 }
                 Piece::Tag(tag) => {
                     flush(&mut text, &mut parts);
-                    parts.push(StrPart::Tag(Box::new(tag)));
+                    parts.push(StrPart::Tag(tag));
                 }
             }
         }
@@ -427,6 +436,30 @@ pub(crate) fn apply_line_rule(pieces: Vec<Piece>) -> Vec<StrPart> {
     flush(&mut text, &mut parts);
     // Every string literal of the tree keeps this list: without its spare
     // capacity (most strings have one or two parts).
+    parts.shrink_to_fit();
+    parts
+}
+
+/// [`apply_line_rule`] for pieces that hold no tag and no comment.
+fn without_tags(pieces: Vec<Piece>) -> Vec<StrPart> {
+    let mut parts: Vec<StrPart> = Vec::with_capacity(pieces.len());
+    let mut text = String::new();
+    for piece in pieces {
+        match piece {
+            Piece::Text(t) if text.is_empty() => text = t,
+            Piece::Text(t) => text.push_str(&t),
+            Piece::Interp(expr) => {
+                flush(&mut text, &mut parts);
+                parts.push(StrPart::Interp(Box::new(expr)));
+            }
+            Piece::Tag(tag) => {
+                flush(&mut text, &mut parts);
+                parts.push(StrPart::Tag(tag));
+            }
+            Piece::Comment => {}
+        }
+    }
+    flush(&mut text, &mut parts);
     parts.shrink_to_fit();
     parts
 }

@@ -24,7 +24,8 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use converge_format::schema;
 use converge_grammar::Span;
 
-use super::guards::GuardSpace;
+use super::guards::{GuardSpace, PromiseFormulas};
+use super::objects::Objects;
 use super::sat::{self, Constraints, Formula};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{Guard, Program, Promise, Value};
@@ -46,12 +47,14 @@ const PART_TYPES: &[(&str, &[&str])] = schema::PART_IDENTITY;
 
 /// Finds every contradiction of an expanded program.
 pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
+    contradictions_with(program, &Objects::new(program))
+}
+
+/// [`contradictions`] with the program's objects already grouped (shared
+/// with the ordering graph).
+pub fn contradictions_with(program: &Program, objects: &Objects<'_>) -> Vec<Diagnostic> {
     let mut space = GuardSpace::new(program);
-    let formulas: Vec<Formula> = program
-        .promises
-        .iter()
-        .map(|p| space.formula(&p.guard))
-        .collect();
+    let formulas = space.promise_formulas(program);
     let constraints = space.constraints();
     let mut finder = Finder {
         program,
@@ -63,23 +66,7 @@ pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
     };
 
     // Objects in order of their first promise, so output is deterministic.
-    let mut objects: Vec<((&str, &Value), Vec<usize>)> = Vec::new();
-    let mut index: HashMap<(&str, &Value), usize> = HashMap::default();
-    for (i, p) in program.promises.iter().enumerate() {
-        let key = (p.kind, &p.promiser);
-        match index.get(&key) {
-            Some(&slot) => {
-                if let Some((_, members)) = objects.get_mut(slot) {
-                    members.push(i);
-                }
-            }
-            None => {
-                index.insert(key, objects.len());
-                objects.push((key, vec![i]));
-            }
-        }
-    }
-    for (key, members) in &objects {
+    for (key, members) in objects.iter() {
         if key.0 == "line" {
             finder.lines(members);
         } else if let Some((_, identity)) = PART_TYPES.iter().find(|(k, _)| *k == key.0) {
@@ -93,10 +80,10 @@ pub fn contradictions(program: &Program) -> Vec<Diagnostic> {
         }
     }
     finder.absent();
-    finder.fixed_content_lines(&objects, &index);
+    finder.fixed_content_lines(objects);
     finder.system();
-    finder.fixed_content_parts(&objects, &index);
-    finder.absent_lines_in_blocks(&objects, &index);
+    finder.fixed_content_parts(objects);
+    finder.absent_lines_in_blocks(objects);
     finder
         .diagnostics
         .extend(super::lines::never_settling(program));
@@ -117,7 +104,7 @@ struct OnePerObject {
 struct Finder<'p> {
     program: &'p Program,
     space: &'p GuardSpace<'p>,
-    formulas: &'p [Formula],
+    formulas: &'p PromiseFormulas,
     constraints: &'p Constraints,
     diagnostics: Vec<Diagnostic>,
     /// (first statement, second statement, what) already reported: a bundle
@@ -508,18 +495,15 @@ impl<'p> Finder<'p> {
     /// `source` or `template`) is promised: the two would undo each other
     /// (the file promise rewrites the whole text, the edit changes part of
     /// it), so the part belongs in that content.
-    fn fixed_content_parts(
-        &mut self,
-        objects: &[((&str, &Value), Vec<usize>)],
-        index: &HashMap<(&str, &Value), usize>,
-    ) {
-        for ((kind, path), parts) in objects {
-            if !PART_TYPES.iter().any(|(k, _)| k == kind) {
+    fn fixed_content_parts(&mut self, objects: &Objects<'_>) {
+        for ((kind, path), parts) in objects.iter() {
+            if !PART_TYPES.iter().any(|(k, _)| *k == kind) {
                 continue;
             }
-            let Some((_, files)) = index.get(&("file", *path)).and_then(|i| objects.get(*i)) else {
+            let files = objects.promises_of("file", path);
+            if files.is_empty() {
                 continue;
-            };
+            }
             for &f in files {
                 let Some(file) = self.promise(f) else {
                     continue;
@@ -572,19 +556,15 @@ impl<'p> Finder<'p> {
 
     /// `line absent X` on a file whose `block` holds the line X: the block
     /// puts it back on every pass after the line promise removes it.
-    fn absent_lines_in_blocks(
-        &mut self,
-        objects: &[((&str, &Value), Vec<usize>)],
-        index: &HashMap<(&str, &Value), usize>,
-    ) {
-        for ((kind, path), line_promises) in objects {
-            if *kind != "line" {
+    fn absent_lines_in_blocks(&mut self, objects: &Objects<'_>) {
+        for ((kind, path), line_promises) in objects.iter() {
+            if kind != "line" {
                 continue;
             }
-            let Some((_, blocks)) = index.get(&("block", *path)).and_then(|i| objects.get(*i))
-            else {
+            let blocks = objects.promises_of("block", path);
+            if blocks.is_empty() {
                 continue;
-            };
+            }
             for &l in line_promises {
                 let Some(line) = self.promise(l) else {
                     continue;
@@ -640,6 +620,14 @@ impl<'p> Finder<'p> {
 
     /// `line present X` and `line absent X` on one file.
     fn lines(&mut self, members: &[usize]) {
+        // Only an `absent` line can contradict: most files have none.
+        let any_absent = members.iter().any(|&i| {
+            self.promise(i)
+                .is_some_and(|p| p.attrs.iter().any(|a| a.name == "absent"))
+        });
+        if !any_absent {
+            return;
+        }
         let mut present: HashMap<&str, Vec<(usize, Span)>> = HashMap::default();
         for &i in members {
             let Some(p) = self.promise(i) else { continue };
@@ -690,18 +678,15 @@ impl<'p> Finder<'p> {
 
     /// A `line` promise on a file whose whole `content` is fixed must agree
     /// with that content.
-    fn fixed_content_lines(
-        &mut self,
-        objects: &[((&str, &Value), Vec<usize>)],
-        index: &HashMap<(&str, &Value), usize>,
-    ) {
-        for ((kind, path), line_promises) in objects {
-            if *kind != "line" {
+    fn fixed_content_lines(&mut self, objects: &Objects<'_>) {
+        for ((kind, path), line_promises) in objects.iter() {
+            if kind != "line" {
                 continue;
             }
-            let Some((_, files)) = index.get(&("file", *path)).and_then(|i| objects.get(*i)) else {
+            let files = objects.promises_of("file", path);
+            if files.is_empty() {
                 continue;
-            };
+            }
             for &f in files {
                 let Some(file) = self.promise(f) else {
                     continue;
@@ -753,6 +738,17 @@ impl<'p> Finder<'p> {
     /// that path.
     fn absent(&mut self) {
         let promises = &self.program.promises;
+        let is_absent = |p: &Promise| {
+            p.attrs
+                .iter()
+                .find(|a| a.name == "ensure")
+                .is_some_and(|e| e.value.as_str() == Some("absent"))
+        };
+        // Without an `ensure = absent` there is nothing to compare: skip
+        // indexing every promise by its path.
+        if !promises.iter().any(is_absent) {
+            return;
+        }
         let mut by_path: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         let mut by_object: HashMap<(&str, &str), Vec<usize>> = HashMap::default();
         for (i, p) in promises.iter().enumerate() {

@@ -17,23 +17,26 @@ use crate::ir::{Guard, Program};
 pub fn dead_promises(program: &Program) -> Vec<Diagnostic> {
     let mut space = GuardSpace::new(program);
     // Translate every guard first, so the constraints cover all atoms.
-    let formulas: Vec<_> = program
-        .promises
-        .iter()
-        .map(|p| space.formula(&p.guard))
-        .collect();
+    let formulas = space.promise_formulas(program);
     let constraints = space.constraints();
+    // What is known of each shared guard, and of each guard by its value
+    // (equal guards of different blocks have the same answer).
+    let mut known_by_slot: Vec<Option<bool>> = vec![None; formulas.distinct()];
     let mut alive: HashMap<&Guard, bool> = HashMap::default();
     let mut live_statements: HashSet<Span> = HashSet::default();
     let mut dead: Vec<&crate::ir::Promise> = Vec::new();
     let mut too_complex_spans = Vec::new();
-    for (promise, formula) in program.promises.iter().zip(&formulas) {
+    for (i, promise) in program.promises.iter().enumerate() {
         if matches!(*promise.guard, Guard::Const(_)) {
             live_statements.insert(promise.span);
             continue;
         }
-        let is_alive = match alive.get(&*promise.guard) {
-            Some(known) => *known,
+        let (Some(formula), Some(slot)) = (formulas.get(i), formulas.slot(i)) else {
+            continue;
+        };
+        let by_slot = known_by_slot.get(slot).copied().flatten();
+        let is_alive = match by_slot.or_else(|| alive.get(&*promise.guard).copied()) {
+            Some(known) => known,
             None => {
                 let known = match space.witness(formula, &constraints) {
                     Ok(found) => found.is_some(),
@@ -48,6 +51,9 @@ pub fn dead_promises(program: &Program) -> Vec<Diagnostic> {
                 known
             }
         };
+        if let Some(entry) = known_by_slot.get_mut(slot) {
+            *entry = Some(is_alive);
+        }
         if is_alive {
             live_statements.insert(promise.span);
         } else {

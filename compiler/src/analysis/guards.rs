@@ -77,6 +77,32 @@ pub struct GuardSpace<'p> {
     definitions: HashMap<Atom, Formula>,
 }
 
+/// The formulas of a program's promises ([`GuardSpace::promise_formulas`]):
+/// one per distinct shared guard, and which one each promise has.
+#[derive(Debug, Default)]
+pub struct PromiseFormulas {
+    unique: Vec<Formula>,
+    of: Vec<u32>,
+}
+
+impl PromiseFormulas {
+    /// The formula of promise `promise`'s guard.
+    pub fn get(&self, promise: usize) -> Option<&Formula> {
+        self.unique.get(*self.of.get(promise)? as usize)
+    }
+
+    /// Which distinct formula promise `promise` has: promises with the same
+    /// slot have the same guard.
+    pub fn slot(&self, promise: usize) -> Option<usize> {
+        self.of.get(promise).map(|s| *s as usize)
+    }
+
+    /// How many distinct formulas there are.
+    pub fn distinct(&self) -> usize {
+        self.unique.len()
+    }
+}
+
 impl<'p> GuardSpace<'p> {
     pub fn new(program: &'p ir::Program) -> Self {
         let mut space = GuardSpace {
@@ -148,6 +174,34 @@ impl<'p> GuardSpace<'p> {
             }
             Guard::Compare { op, lhs, rhs } => self.compare(*op, lhs, rhs),
         }
+    }
+
+    /// The formula of every promise's guard, translated once per shared
+    /// guard (the promises of one block share theirs) and in promise order,
+    /// so atoms are numbered as translating each promise in turn would.
+    pub fn promise_formulas(&mut self, program: &ir::Program) -> PromiseFormulas {
+        let mut slots: HashMap<usize, u32> = HashMap::default();
+        let mut unique: Vec<Formula> = Vec::new();
+        let mut of: Vec<u32> = Vec::with_capacity(program.promises.len());
+        let mut last: Option<(usize, u32)> = None;
+        for p in &program.promises {
+            let key = std::sync::Arc::as_ptr(&p.guard) as usize;
+            let slot = match last {
+                Some((k, slot)) if k == key => slot,
+                _ => match slots.get(&key) {
+                    Some(&slot) => slot,
+                    None => {
+                        let slot = unique.len() as u32;
+                        unique.push(self.formula(&p.guard));
+                        slots.insert(key, slot);
+                        slot
+                    }
+                },
+            };
+            last = Some((key, slot));
+            of.push(slot);
+        }
+        PromiseFormulas { unique, of }
     }
 
     /// `formula` and the definitions of every defined class it depends on

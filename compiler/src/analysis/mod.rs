@@ -16,6 +16,7 @@ pub mod defaults;
 pub mod guards;
 pub mod lines;
 pub mod missing;
+pub mod objects;
 pub mod ordering;
 pub mod sat;
 pub mod unmanaged;

@@ -30,6 +30,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use converge_grammar::Span;
 
 use super::contradictions::describe_object;
+use super::objects::Objects;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{Edge, EdgeKind, Guard, Program, Value};
 
@@ -50,7 +51,17 @@ pub struct Ordering {
 
 /// Builds the ordering graph; reports every cycle.
 pub fn ordering(program: &Program, max_passes: u32) -> Result<Ordering, Vec<Diagnostic>> {
-    let edges = edges(program);
+    ordering_with(program, max_passes, &Objects::new(program))
+}
+
+/// [`ordering`] with the program's objects already grouped (shared with
+/// the contradiction analysis).
+pub fn ordering_with(
+    program: &Program,
+    max_passes: u32,
+    objects: &Objects<'_>,
+) -> Result<Ordering, Vec<Diagnostic>> {
+    let edges = edges_with(program, objects);
     let n = program.promises.len();
     let mut adjacency: Vec<Vec<usize>> = vec![Vec::new(); n];
     for e in &edges {
@@ -77,13 +88,16 @@ pub fn ordering(program: &Program, max_passes: u32) -> Result<Ordering, Vec<Diag
 
 /// Every edge of the ordering graph, in a deterministic order.
 pub fn edges(program: &Program) -> Vec<Edge> {
+    edges_with(program, &Objects::new(program))
+}
+
+/// [`edges`] with the program's objects already grouped.
+fn edges_with(program: &Program, objects: &Objects<'_>) -> Vec<Edge> {
     let promises = &program.promises;
-    let mut objects: HashMap<(&str, &Value), Vec<usize>> = HashMap::default();
     let mut ids: HashMap<&str, Vec<usize>> = HashMap::default();
     let mut directories: HashMap<&str, Vec<usize>> = HashMap::default();
     let mut files: HashMap<&str, Vec<usize>> = HashMap::default();
     for (i, p) in promises.iter().enumerate() {
-        objects.entry((p.kind, &p.promiser)).or_default().push(i);
         if let Some(id) = p.attr("id").and_then(Value::as_str) {
             ids.entry(id).or_default().push(i);
         }
@@ -112,9 +126,7 @@ pub fn edges(program: &Program) -> Vec<Edge> {
                                 .and_then(|t| ids.get(t))
                                 .map_or(&[], Vec::as_slice)
                         } else {
-                            objects
-                                .get(&(kind.as_str(), &**target))
-                                .map_or(&[], Vec::as_slice)
+                            objects.promises_of(kind, target)
                         };
                         for &t in targets {
                             let (from, to, kind) = if attr.name == "after" {
@@ -410,6 +422,10 @@ fn topological(adjacency: &[Vec<usize>]) -> Vec<usize> {
 /// The longest chain of outcome edges in the (acyclic) graph, and the
 /// promises along it.
 fn feedback(edges: &[Edge], order: &[usize], n: usize) -> (u32, Vec<usize>) {
+    // Without an outcome edge every chain has length 0.
+    if !edges.iter().any(|e| e.kind == EdgeKind::Outcome) {
+        return (0, Vec::new());
+    }
     let mut incoming: Vec<Vec<(usize, u32)>> = vec![Vec::new(); n];
     for e in edges {
         if let Some(list) = incoming.get_mut(e.to) {

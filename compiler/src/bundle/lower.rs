@@ -69,8 +69,11 @@ pub fn lower_storing(
         blobs,
         constants: Vec::new(),
         constant_index: FxHashMap::default(),
+        constant_next: Vec::new(),
         programs: Vec::new(),
         program_index: FxHashMap::default(),
+        program_next: Vec::new(),
+        source_files: Vec::new(),
         diagnostics: Vec::new(),
         at: Span::default(),
         elems: Vec::new(),
@@ -150,6 +153,12 @@ pub fn source_digest(db: &SourceDb, files: &[converge_grammar::FileId]) -> [u8; 
     hasher.finalize().into()
 }
 
+/// The Fx hash of an interned value (see [`Lowerer::constant`]).
+fn fx_hash<T: std::hash::Hash + ?Sized>(value: &T) -> u64 {
+    use std::hash::BuildHasher;
+    std::hash::BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(value)
+}
+
 struct Lowerer<'a> {
     db: &'a SourceDb,
     /// Where files over 4 KiB are stored (`policyc build`); `None`: inline.
@@ -160,9 +169,17 @@ struct Lowerer<'a> {
     /// SipHash: every promise interns several constants and programs, and
     /// the keys are the compiler's own values, not an attacker's choice of
     /// colliding keys in a long-running process.
-    constant_index: FxHashMap<Constant, u32>,
+    ///
+    /// Keyed by the value's hash, with the other values of one hash
+    /// chained (`*_next`): the tables hold every value once, in the `Vec`,
+    /// instead of a copy in the index too (issue 22, item 4).
+    constant_index: FxHashMap<u64, u32>,
+    constant_next: Vec<Option<u32>>,
     programs: Vec<Program>,
-    program_index: FxHashMap<Vec<Instr>, u32>,
+    program_index: FxHashMap<u64, u32>,
+    program_next: Vec<Option<u32>>,
+    /// The constant of each source file's name met so far.
+    source_files: Vec<(converge_grammar::FileId, u32)>,
     diagnostics: Vec<Diagnostic>,
     /// What is being lowered (a class or a promise), for internal errors.
     at: Span,
@@ -203,12 +220,18 @@ impl Lowerer<'_> {
     }
 
     fn constant(&mut self, c: Constant) -> u32 {
-        if let Some(&i) = self.constant_index.get(&c) {
-            return i;
+        let hash = fx_hash(&c);
+        let mut at = self.constant_index.get(&hash).copied();
+        while let Some(i) = at {
+            if self.constants.get(i as usize) == Some(&c) {
+                return i;
+            }
+            at = self.constant_next.get(i as usize).copied().flatten();
         }
         let i = self.constants.len() as u32;
-        self.constants.push(c.clone());
-        self.constant_index.insert(c, i);
+        let previous = self.constant_index.insert(hash, i);
+        self.constant_next.push(previous);
+        self.constants.push(c);
         i
     }
 
@@ -225,19 +248,22 @@ impl Lowerer<'_> {
     }
 
     fn program(&mut self, code: Vec<Instr>) -> u32 {
-        if let Some(&i) = self.program_index.get(&code) {
-            return i;
+        let hash = fx_hash(&code);
+        let mut at = self.program_index.get(&hash).copied();
+        while let Some(i) = at {
+            if self.programs.get(i as usize).map(|p| &p.code.0) == Some(&code) {
+                return i;
+            }
+            at = self.program_next.get(i as usize).copied().flatten();
         }
         let i = self.programs.len() as u32;
-        self.programs.push(Program {
-            code: List(code.clone()),
-        });
-        self.program_index.insert(code, i);
+        let previous = self.program_index.insert(hash, i);
+        self.program_next.push(previous);
+        self.programs.push(Program { code: List(code) });
         i
     }
 
     fn source_loc(&mut self, span: Span, sources: &mut sources::SourceTable) -> u32 {
-        let name = self.db.name(span.file).to_owned();
         let line = match self.db.get(span.file) {
             Some(f) => f.line_col(span.start).0 as u32,
             None => {
@@ -248,7 +274,18 @@ impl Lowerer<'_> {
                 0
             }
         };
-        let file = self.constant(Constant::Str(name));
+        // The name's constant is made where the file is first met, as
+        // before; later promises of the file reuse it without copying and
+        // hashing the name again.
+        let file = match self.source_files.iter().find(|(f, _)| *f == span.file) {
+            Some((_, constant)) => *constant,
+            None => {
+                let name = self.db.name(span.file).to_owned();
+                let constant = self.constant(Constant::Str(name));
+                self.source_files.push((span.file, constant));
+                constant
+            }
+        };
         sources.intern(SourceLoc { file, line })
     }
 

@@ -16,7 +16,7 @@ pub(crate) use lookups::{kind as value_kind, Kind as ValueKind};
 mod split;
 mod templates;
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 
 use converge_format::schema::{promise_type, AttrType, PromiserKind};
@@ -84,17 +84,17 @@ pub fn expand<'a>(
     checker.defaults = super::check::defaults::Defaults::default();
     let mut ex = Expander {
         db,
-        default_origins: HashMap::new(),
+        default_origins: HashMap::default(),
         symbols,
         checker,
         diagnostics: Vec::new(),
         promises: Vec::new(),
-        lets: HashMap::new(),
+        lets: HashMap::default(),
         chain: Vec::new(),
         loops: Vec::new(),
         shared_chain: Arc::from(Vec::new()),
         shared_loops: Arc::from(Vec::new()),
-        reported_recursion: HashSet::new(),
+        reported_recursion: HashSet::default(),
         instances: 0,
         budget: instance_budget(source_bytes),
         exhausted: false,
@@ -145,7 +145,6 @@ pub fn expand<'a>(
             .collect(),
         ..ir::Program::default()
     };
-    ex.check_references(&program);
     Expansion {
         program,
         diagnostics: ex.diagnostics,
@@ -1263,6 +1262,10 @@ impl<'a> Expander<'a, '_> {
                 None => Value::Str(String::new()),
             };
         }
+        // A plain string (one piece of text) is that text.
+        if let [StrPart::Lit(text)] = lit.parts.as_slice() {
+            return Value::Str(text.to_string());
+        }
         let mut pieces = Vec::with_capacity(lit.parts.len());
         for part in &lit.parts {
             match part {
@@ -1328,18 +1331,95 @@ impl<'a> Expander<'a, '_> {
             }
         }
     }
+}
 
-    // ------------------------------------------------------------ references
+// ------------------------------------------------------------ references
 
-    /// Every `after`/`notify` reference with a compile-time target must name
-    /// a promise of the program; `id`s must be unique.
-    fn check_references(&mut self, program: &ir::Program) {
-        let mut ids: HashMap<&str, Span> = HashMap::new();
-        let mut objects: HashSet<(&str, &str)> = HashSet::new();
-        for p in &program.promises {
-            if let Some(text) = p.promiser.as_str() {
-                objects.insert((p.kind, text));
+/// Every `after`/`notify` reference with a compile-time target must name a
+/// promise of the program; `id`s must be unique. Part of expansion's
+/// diagnostics (they follow its own), run by the caller, which may run it
+/// beside the analyses since it only reads the program.
+pub fn check_references(program: &ir::Program) -> Vec<Diagnostic> {
+    check_references_with(program, None)
+}
+
+/// [`check_references`] reading the promises grouped by object
+/// (`analysis::objects`) when the analyses have grouped them.
+pub fn check_references_with(
+    program: &ir::Program,
+    objects: Option<&crate::analysis::objects::Objects<'_>>,
+) -> Vec<Diagnostic> {
+    // A reference names a promise by the text of its promiser: the groups
+    // by promiser value are the same thing while no promiser is a bare
+    // word (whose text a string could also spell).
+    let promised = match objects {
+        Some(objects)
+            if !program
+                .promises
+                .iter()
+                .any(|p| matches!(p.promiser, Value::Word(_))) =>
+        {
+            Promised::Grouped(objects)
+        }
+        _ => {
+            let mut set: HashSet<(&str, &str)> =
+                HashSet::with_capacity_and_hasher(program.promises.len(), Default::default());
+            for p in &program.promises {
+                if let Some(text) = p.promiser.as_str() {
+                    set.insert((p.kind, text));
+                }
             }
+            Promised::Texts(set)
+        }
+    };
+    let mut checker = References {
+        diagnostics: Vec::new(),
+    };
+    checker.check_references(program, &promised);
+    checker.diagnostics
+}
+
+/// The objects promised, by promise type and promiser text.
+enum Promised<'p, 'o> {
+    Grouped(&'o crate::analysis::objects::Objects<'p>),
+    Texts(HashSet<(&'p str, &'p str)>),
+}
+
+impl<'p> Promised<'p, '_> {
+    fn contains(&self, kind: &str, text: &str) -> bool {
+        match self {
+            Promised::Grouped(objects) => {
+                objects.find(kind, &Value::Str(text.to_owned())).is_some()
+            }
+            Promised::Texts(set) => set.contains(&(kind, text)),
+        }
+    }
+
+    /// The promiser texts of every promise of type `kind`, each once.
+    fn texts(&self, kind: &str) -> Vec<&'p str> {
+        match self {
+            Promised::Grouped(objects) => objects
+                .iter()
+                .filter(|((k, _), _)| *k == kind)
+                .filter_map(|((_, promiser), _)| promiser.as_str())
+                .collect(),
+            Promised::Texts(set) => set
+                .iter()
+                .filter(|(k, _)| *k == kind)
+                .map(|(_, t)| *t)
+                .collect(),
+        }
+    }
+}
+
+struct References {
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl References {
+    fn check_references(&mut self, program: &ir::Program, objects: &Promised<'_, '_>) {
+        let mut ids: HashMap<&str, Span> = HashMap::default();
+        for p in &program.promises {
             if let Some(id) = p.attr("id").and_then(Value::as_str) {
                 let span = p
                     .attrs
@@ -1396,17 +1476,13 @@ impl<'a> Expander<'a, '_> {
                     let found = if kind == "id" {
                         ids.contains_key(target)
                     } else {
-                        objects.contains(&(kind.as_str(), target))
+                        objects.contains(kind, target)
                     };
                     if !found {
                         let candidates: Vec<&str> = if kind == "id" {
                             ids.keys().copied().collect()
                         } else {
-                            objects
-                                .iter()
-                                .filter(|(k, _)| k == kind)
-                                .map(|(_, t)| *t)
-                                .collect()
+                            objects.texts(kind)
                         };
                         let mut d = Diagnostic::new(
                             Code::UnknownReference,

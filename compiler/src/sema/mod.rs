@@ -61,15 +61,39 @@ pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
         let mut expansion = expand::expand(&ws.db, &symbols, &mut checker, policy, source_bytes);
         diagnostics.append(&mut expansion.diagnostics);
         let mut program = expansion.program;
+        // The reference check reads the program as expansion left it. The
+        // missing-lookup analysis removes marked instances; without any it
+        // changes nothing, and the reference check can run beside the
+        // analyses (its diagnostics still go right after expansion's).
+        let marked = program.promises.iter().any(|p| p.missing.is_some());
+        if marked {
+            diagnostics.extend(expand::check_references(&program));
+        }
         diagnostics.extend(analysis::missing::missing_lookups(&mut program));
-        // The three analyses only read the program: run them side by side.
-        let (dead, contradictions, ordering) = std::thread::scope(|scope| {
+        // The three analyses and the reference check only read the program:
+        // run them side by side. Contradictions, ordering and references
+        // share the promises grouped by object, grouped while the
+        // dead-promise analysis starts.
+        let (references, dead, contradictions, ordering) = std::thread::scope(|scope| {
             let dead = scope.spawn(|| analysis::dead::dead_promises(&program));
-            let contradictions = scope.spawn(|| analysis::contradictions::contradictions(&program));
-            let ordering =
-                analysis::ordering::ordering(&program, analysis::ordering::DEFAULT_MAX_PASSES);
-            (join(dead), join(contradictions), ordering)
+            let objects = analysis::objects::Objects::new(&program);
+            let (references, contradictions, ordering) = std::thread::scope(|inner| {
+                let references = (!marked).then(|| {
+                    inner.spawn(|| expand::check_references_with(&program, Some(&objects)))
+                });
+                let contradictions = inner
+                    .spawn(|| analysis::contradictions::contradictions_with(&program, &objects));
+                let ordering = analysis::ordering::ordering_with(
+                    &program,
+                    analysis::ordering::DEFAULT_MAX_PASSES,
+                    &objects,
+                );
+                let references = references.map(join).unwrap_or_default();
+                (references, join(contradictions), ordering)
+            });
+            (references, join(dead), contradictions, ordering)
         });
+        diagnostics.extend(references);
         diagnostics.extend(dead);
         diagnostics.extend(contradictions);
         diagnostics.extend(analysis::unmanaged::unmanaged(&program));

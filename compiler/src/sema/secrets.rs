@@ -40,17 +40,13 @@ pub fn is_sink(kind: &str, attr: &str) -> bool {
 pub fn secret_in(value: &Value) -> Option<&Arc<SecretRef>> {
     match value {
         Value::Secret(secret) => Some(secret),
-        Value::Choice(c) => {
-            secret_in(&c.on).or_else(|| value.children().into_iter().find_map(secret_in))
-        }
-        Value::Select { cond, .. } => {
-            secret_in_guard(cond).or_else(|| value.children().into_iter().find_map(secret_in))
-        }
+        Value::Choice(c) => secret_in(&c.on).or_else(|| value.find_child(secret_in)),
+        Value::Select { cond, .. } => secret_in_guard(cond).or_else(|| value.find_child(secret_in)),
         Value::Template(parts) => parts.iter().find_map(|p| match p {
             TemplatePart::Host(v) => secret_in(v),
             _ => None,
         }),
-        _ => value.children().into_iter().find_map(secret_in),
+        _ => value.find_child(secret_in),
     }
 }
 
@@ -74,7 +70,7 @@ pub fn secret_lookup_key(value: &Value) -> Option<&Arc<SecretRef>> {
             return Some(secret);
         }
     }
-    value.children().into_iter().find_map(secret_lookup_key)
+    value.find_child(secret_lookup_key)
 }
 
 /// Every distinct secret in `value`, in the order met.

@@ -83,7 +83,7 @@ pub fn may_be_missing(v: &Value) -> bool {
 
 /// Whether the value contains a [`Value::Missing`] anywhere.
 pub fn has_missing(v: &Value) -> bool {
-    matches!(v, Value::Missing(_)) || v.children().into_iter().any(has_missing)
+    matches!(v, Value::Missing(_)) || v.find_child(|c| has_missing(c).then_some(())).is_some()
 }
 
 /// Applies `f` to every case of a choice (and its default).
@@ -157,7 +157,8 @@ fn assume_default(v: &Value, on: &Value, covered: &dyn Fn(&Choice) -> bool) -> V
 /// Whether `v` holds a choice on `on`.
 pub fn has_choice_on(v: &Value, on: &Value) -> bool {
     matches!(v, Value::Choice(c) if c.on == *on)
-        || v.children().into_iter().any(|c| has_choice_on(c, on))
+        || v.find_child(|c| has_choice_on(c, on).then_some(()))
+            .is_some()
 }
 
 /// `value.name`.
@@ -330,22 +331,24 @@ pub fn concat(pieces: Vec<Value>) -> Value {
         return m.clone();
     }
     let mut parts: Vec<TemplatePart> = Vec::new();
-    let push_lit = |parts: &mut Vec<TemplatePart>, text: &str| match parts.last_mut() {
-        Some(TemplatePart::Lit(prev)) => prev.push_str(text),
-        _ => parts.push(TemplatePart::Lit(text.to_owned())),
+    // Text pieces are moved, not copied, into the first text part they
+    // start (the common case: a string with no host parts is one piece).
+    let push_lit = |parts: &mut Vec<TemplatePart>, text: String| match parts.last_mut() {
+        Some(TemplatePart::Lit(prev)) => prev.push_str(&text),
+        _ => parts.push(TemplatePart::Lit(text)),
     };
     for piece in pieces {
-        if let Some(text) = text_of(&piece) {
-            push_lit(&mut parts, &text);
-            continue;
-        }
         match piece {
+            Value::Str(s) | Value::Word(s) => push_lit(&mut parts, s),
+            Value::Int(i) => push_lit(&mut parts, i.to_string()),
+            Value::Bool(b) => push_lit(&mut parts, b.to_string()),
+            Value::Duration(s) => push_lit(&mut parts, s.to_string()),
             Value::Fact(f) => parts.push(TemplatePart::Fact(f)),
             Value::LoopVar(v) => parts.push(TemplatePart::LoopVar(v)),
             Value::Template(inner) => {
                 for p in inner {
                     match p {
-                        TemplatePart::Lit(t) => push_lit(&mut parts, &t),
+                        TemplatePart::Lit(t) => push_lit(&mut parts, t),
                         other => parts.push(other),
                     }
                 }
@@ -353,9 +356,15 @@ pub fn concat(pieces: Vec<Value>) -> Value {
             other => parts.push(TemplatePart::Host(other)),
         }
     }
+    if let [TemplatePart::Lit(_)] = parts.as_slice() {
+        if let Some(TemplatePart::Lit(mut text)) = parts.pop() {
+            // The program keeps it: without the room joining left.
+            text.shrink_to_fit();
+            return Value::Str(text);
+        }
+    }
     match parts.as_slice() {
         [] => Value::Str(String::new()),
-        [TemplatePart::Lit(text)] => Value::Str(text.clone()),
         _ => Value::Template(parts),
     }
 }

@@ -22,6 +22,10 @@ use crate::ir::{self, Choice, CompareOp, Guard, Value};
 /// The instances of `p`, each free of choices. `budget` counts instances
 /// made (it is the expansion's); splitting stops when it says so.
 pub fn split(p: ir::Promise, spend: &mut dyn FnMut() -> bool) -> Vec<ir::Promise> {
+    // Most promises hold no choice: one instance, without the work list.
+    if first_choice(&p).is_none() {
+        return vec![mark_missing(p)];
+    }
     let mut out = Vec::new();
     let mut pending = vec![p];
     while let Some(p) = pending.pop() {
@@ -143,7 +147,7 @@ pub fn first_missing(v: &Value) -> Option<Span> {
     match v {
         Value::Missing(span) => Some(*span),
         _ if !has_missing(v) => None,
-        _ => v.children().into_iter().find_map(first_missing),
+        _ => v.find_child(first_missing),
     }
 }
 
@@ -159,7 +163,7 @@ fn first_choice(p: &ir::Promise) -> Option<Value> {
 fn choice_key(v: &Value) -> Option<Value> {
     match v {
         Value::Choice(c) => Some(c.on.clone()),
-        _ => v.children().into_iter().find_map(choice_key),
+        _ => v.find_child(choice_key),
     }
 }
 
