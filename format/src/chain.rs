@@ -193,9 +193,7 @@ fn well_formed(now: &ChainReport) -> Result<(), String> {
 pub fn format_digest(digest: &Digest) -> String {
     let mut out = String::with_capacity(71);
     out.push_str("sha256:");
-    for b in digest {
-        out.push_str(&format!("{b:02x}"));
-    }
+    out.push_str(&crate::bundle::error::hex(digest));
     out
 }
 

@@ -42,7 +42,15 @@ impl BundleError {
 }
 
 pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    // Digests are shown in every report line of a repaired file: one
+    // String, not a `format!` per byte.
+    let mut out = String::with_capacity(bytes.len().saturating_mul(2));
+    for b in bytes {
+        for nibble in [b >> 4, b & 0x0f] {
+            out.push(char::from_digit(u32::from(nibble), 16).unwrap_or('0'));
+        }
+    }
+    out
 }
 
 impl fmt::Display for BundleError {
@@ -77,3 +85,15 @@ impl fmt::Display for BundleError {
 }
 
 impl std::error::Error for BundleError {}
+
+#[cfg(test)]
+mod hex_tests {
+    #[test]
+    fn hex_is_two_lowercase_digits_per_byte() {
+        assert_eq!(super::hex(&[0x00, 0x0f, 0xa5, 0xff, 0x10]), "000fa5ff10");
+        assert_eq!(super::hex(&[]), "");
+        let all: Vec<u8> = (0..=255).collect();
+        let by_format: String = all.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(super::hex(&all), by_format);
+    }
+}

@@ -29,7 +29,11 @@
 //! staged are final only then. Every write of one flush gets a ticket; a
 //! failure is reported by ticket ([`Batch::flush`]).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+
+// The batch is looked up for every file operation of a run; its keys are
+// the signed policy's own paths.
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
 
@@ -70,10 +74,10 @@ pub(super) struct Staged {
 pub(super) struct Batch {
     entries: Vec<Staged>,
     /// Policy path -> index in `entries`.
-    by_path: HashMap<String, usize>,
+    by_path: FxHashMap<String, usize>,
     /// Every directory above a staged path (its policy path, without a
     /// trailing `/`).
-    dirs: HashSet<String>,
+    dirs: FxHashSet<String>,
     bytes: u64,
     next_ticket: u64,
     failures: Vec<(u64, FsError)>,
@@ -142,7 +146,10 @@ impl Batch {
             return ticket;
         }
         for dir in ancestors(&staged.path) {
-            self.dirs.insert(dir.to_owned());
+            // Copied once per directory, not once per file in it.
+            if !self.dirs.contains(dir) {
+                self.dirs.insert(dir.to_owned());
+            }
         }
         self.by_path.insert(staged.path.clone(), self.entries.len());
         self.entries.push(staged);

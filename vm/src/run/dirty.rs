@@ -39,6 +39,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use super::operators::{Applied, Outcome};
 use super::resolve::{Instance, Value};
 
@@ -68,9 +70,9 @@ pub(super) struct Dirty {
     /// The last check of each instance, by its position in the pass.
     checks: Vec<Option<Check>>,
     /// When a path was last changed.
-    changed: HashMap<String, u64>,
+    changed: FxHashMap<String, u64>,
     /// When something below a path was last changed.
-    below: HashMap<String, u64>,
+    below: FxHashMap<String, u64>,
     /// When a change the VM cannot bound last happened.
     unbounded: u64,
     /// Instances counted as kept without a check over the run.
@@ -210,9 +212,9 @@ impl Dirty {
             Some(path)
                 if PATH_BOUND.contains(&inst.kind) && !far && inst.get("validate").is_none() =>
             {
-                self.changed.insert(path.to_owned(), when);
+                stamp(&mut self.changed, path, when);
                 for a in ancestors(path) {
-                    self.below.insert(a.to_owned(), when);
+                    stamp(&mut self.below, a, when);
                 }
                 if confirmed(inst, applied) {
                     // As good as a check right after its own change.
@@ -270,14 +272,33 @@ fn normal(path: &str) -> Option<&str> {
 
 /// The directories above a normal path, nearest first, `/` last.
 fn ancestors(path: &str) -> impl Iterator<Item = &str> {
-    let cuts = path
-        .char_indices()
-        .filter(|(i, c)| *c == '/' && *i > 0)
-        .map(|(i, _)| i)
-        .collect::<Vec<_>>();
-    let parents = cuts.into_iter().rev().filter_map(move |i| path.get(..i));
-    let root = (path != "/").then_some("/");
-    parents.chain(root)
+    // Without allocating: every instance of a later pass asks, and every
+    // change records its ancestors.
+    let mut rest = Some(path);
+    std::iter::from_fn(move || {
+        let current = rest?;
+        match current.bytes().rposition(|b| b == b'/') {
+            Some(at) if at > 0 => {
+                rest = current.get(..at);
+                rest
+            }
+            _ => {
+                rest = None;
+                (current != "/").then_some("/")
+            }
+        }
+    })
+}
+
+/// Records `when` for `path` in `map`, copying the path only the first
+/// time (the paths are the policy's, from the signed bundle: Fx-hashed).
+fn stamp(map: &mut FxHashMap<String, u64>, path: &str, when: u64) {
+    match map.get_mut(path) {
+        Some(at) => *at = when,
+        None => {
+            map.insert(path.to_owned(), when);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -547,5 +568,35 @@ mod tests {
         }
         dirty.new_instances(&old, &old.clone());
         assert!(dirty.unchanged(2, &inst(2, "directory", "/c")));
+    }
+
+    /// The ancestors as the prefixes ending before each `/` but the first,
+    /// longest first, then `/` (the definition the iterator replaced).
+    #[test]
+    fn ancestors_are_the_prefixes_before_each_slash() {
+        let by_prefixes = |path: &str| -> Vec<String> {
+            let mut out: Vec<String> = path
+                .char_indices()
+                .filter(|(i, c)| *c == '/' && *i > 0)
+                .filter_map(|(i, _)| path.get(..i).map(str::to_owned))
+                .collect();
+            out.reverse();
+            if path != "/" {
+                out.push("/".to_owned());
+            }
+            out
+        };
+        for path in [
+            "/",
+            "/a",
+            "/a/",
+            "/a/b",
+            "/a/b/c",
+            "/data/d12/f1234",
+            "/é/ü",
+        ] {
+            let got: Vec<String> = ancestors(path).map(str::to_owned).collect();
+            assert_eq!(got, by_prefixes(path), "{path}");
+        }
     }
 }

@@ -101,7 +101,7 @@ pub struct Ctx<'a> {
 
 fn digest(bytes: &[u8]) -> String {
     let d = Sha256::digest(bytes);
-    d.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    crate::bundle::error::hex(d.get(..8).unwrap_or_default())
 }
 
 fn fs_failed(e: FsError) -> Applied {

@@ -25,14 +25,18 @@ fn printable_lines(text: &str) -> String {
 /// `<secret NAME>` changed, never its text). The human report and
 /// `policyvm run --interactive` show repairs alike.
 pub fn repair_lines(verb: &str, head: &str, changes: &[super::operators::Change]) -> String {
+    use std::fmt::Write as _;
+    // Written in place: a first run prints a line per file it writes.
     let mut out = String::new();
     for c in changes {
-        let arrow = if c.before.is_empty() {
-            printable(&c.after).into_owned()
+        // Writing into a String cannot fail.
+        let _ = write!(out, "{verb} {head}: {} ", printable(&c.what));
+        if c.before.is_empty() {
+            out.push_str(&printable(&c.after));
         } else {
-            format!("{} -> {}", printable(&c.before), printable(&c.after))
-        };
-        out.push_str(&format!("{verb} {head}: {} {arrow}\n", printable(&c.what)));
+            let _ = write!(out, "{} -> {}", printable(&c.before), printable(&c.after));
+        }
+        out.push('\n');
         if let Some(diff) = &c.diff {
             out.push_str(&printable_lines(diff));
         }

@@ -45,11 +45,8 @@ pub fn escaped(path: &str) -> String {
     if plain.len() <= 200 {
         return plain;
     }
-    let digest: String = Sha256::digest(path.as_bytes())
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let digest =
+        crate::bundle::error::hex(Sha256::digest(path.as_bytes()).get(..8).unwrap_or_default());
     let mut cut = 150;
     while !plain.is_char_boundary(cut) {
         cut = cut.saturating_sub(1);

@@ -34,7 +34,7 @@ pub fn next(state: &StateDir) -> Result<u64, String> {
 pub fn run_id() -> Result<String, String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| format!("no randomness for a run id: {e}"))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(crate::bundle::error::hex(&bytes))
 }
 
 #[cfg(test)]

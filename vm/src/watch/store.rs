@@ -48,7 +48,7 @@ impl Store {
     /// The file name of `path`'s database.
     pub fn db_name(path: &str) -> String {
         let digest = Sha256::digest(path.as_bytes());
-        let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+        let hex = crate::bundle::error::hex(digest.get(..16).unwrap_or_default());
         format!("{DB_PREFIX}{hex}")
     }
 

@@ -224,5 +224,5 @@ fn backup(ctx: &Ctx<'_>, path: &str) -> Result<(), Applied> {
 }
 
 fn short(sha256: &[u8; 32]) -> String {
-    sha256.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    crate::bundle::error::hex(sha256.get(..8).unwrap_or_default())
 }
