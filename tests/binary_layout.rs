@@ -63,7 +63,22 @@ fn the_hot_function_patterns_carry_no_symbol_hash() {
         // pattern that kept it would match only the build it came from.
         let hash = regex_free_hash(p);
         assert!(!hash, "{p} names a symbol hash");
+        // A v0 name's crate hash (`Cs<hash>_`) is another toolchain's
+        // next time: only `Cs*_` may stand there.
+        let crate_hash = p
+            .match_indices("Cs")
+            .any(|(at, _)| !p[at + 2..].starts_with("*_") && is_v0_crate_hash(&p[at + 2..]));
+        assert!(!crate_hash, "{p} names a crate hash");
+        // callgrind's recursion mark is not part of a name.
+        assert!(!p.contains('\''), "{p}");
     }
+}
+
+/// Whether `rest` starts with a base-62 disambiguator and `_`, as after
+/// `Cs` in a v0 name (at least 6 digits: the hashes are 11 or so).
+fn is_v0_crate_hash(rest: &str) -> bool {
+    let digits = rest.bytes().take_while(u8::is_ascii_alphanumeric).count();
+    digits >= 6 && rest.as_bytes().get(digits) == Some(&b'_')
 }
 
 /// Whether `p` holds `17h` followed by 16 hex digits.
