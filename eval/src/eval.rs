@@ -318,6 +318,16 @@ impl<'b> Evaluator<'b> {
         MAX_RUN_STEPS.saturating_sub(self.steps_left)
     }
 
+    /// Steps left of [`MAX_RUN_STEPS`], to be put back by
+    /// [`Evaluator::restore_steps`]: work done again that was charged once.
+    pub(crate) fn steps_left(&self) -> u64 {
+        self.steps_left
+    }
+
+    pub(crate) fn restore_steps(&mut self, left: u64) {
+        self.steps_left = left;
+    }
+
     /// Takes `n` steps from the run's budget, or says it is spent.
     fn charge(&mut self, n: u64) -> Result<(), EvalError> {
         match self.steps_left.checked_sub(n) {

@@ -263,6 +263,27 @@ impl<'b> Resolver<'b> {
             attrs,
         })
     }
+
+    /// Resolves again an instance this pass has already resolved (a pass
+    /// keeps of each instance only its digest, and resolves it again to
+    /// apply it: issue 22, item 3). Resolution is a pure function of the
+    /// promise, the classes and the loop element, so the instance is the
+    /// one resolved before; it is charged neither to the pass's text nor to
+    /// the run's evaluation budget a second time.
+    pub fn resolve_again(
+        &mut self,
+        eval: &mut Evaluator<'_>,
+        index: usize,
+        promise: &Promise,
+        classes: &BTreeSet<String>,
+        loops: &[String],
+    ) -> Result<Instance, String> {
+        let (text, steps) = (self.text, eval.steps_left());
+        let again = self.resolve(eval, index, promise, classes, loops);
+        self.text = text;
+        eval.restore_steps(steps);
+        again
+    }
 }
 
 /// Why a secret is refused where the verifier should already have refused

@@ -42,6 +42,7 @@ use std::collections::HashMap;
 use rustc_hash::FxHashMap;
 
 use super::operators::{Applied, Outcome};
+use super::pass::Held;
 use super::resolve::{Instance, Value};
 
 /// The promise types whose check reads only the files at and around their
@@ -115,32 +116,32 @@ impl Dirty {
     /// changed): each instance keeps its last check only if the last pass
     /// had the same instance (same promise, loop element and values); a
     /// `directory` keeps it only if every instance is the same.
-    pub fn new_instances<E>(
-        &mut self,
-        old: &[(usize, Vec<String>, Result<Instance, E>)],
-        new: &[(usize, Vec<String>, Result<Instance, E>)],
-    ) {
+    pub fn new_instances(&mut self, old: &[Held], new: &[Held]) {
         let mut at: HashMap<(usize, &[String]), usize> = HashMap::with_capacity(old.len());
-        for (position, (index, combo, _)) in old.iter().enumerate() {
-            at.insert((*index, combo.as_slice()), position);
+        for (position, h) in old.iter().enumerate() {
+            at.insert((h.index, h.combo.as_slice()), position);
         }
         let mut checks: Vec<Option<Check>> = Vec::with_capacity(new.len());
-        for (index, combo, inst) in new {
-            let carried = at.get(&(*index, combo.as_slice())).and_then(|&position| {
-                let (_, _, before) = old.get(position)?;
-                match (before, inst) {
-                    (Ok(before), Ok(now)) if same(before, now) => {
-                        self.checks.get(position).copied().flatten()
+        for now in new {
+            let carried = at
+                .get(&(now.index, now.combo.as_slice()))
+                .and_then(|&position| {
+                    let before = old.get(position)?;
+                    // The same promise, loop element and digest: the same
+                    // instance ([`super::pass::digest`]).
+                    match (&before.resolved, &now.resolved) {
+                        (Ok(before), Ok(now)) if before == now => {
+                            self.checks.get(position).copied().flatten()
+                        }
+                        _ => None,
                     }
-                    _ => None,
-                }
-            });
+                });
             checks.push(carried);
         }
         let all_same = old.len() == new.len() && checks.iter().all(Option::is_some);
         if !all_same {
-            for (check, (_, _, inst)) in checks.iter_mut().zip(new) {
-                if inst.as_ref().is_ok_and(|i| i.kind == "directory") {
+            for (check, h) in checks.iter_mut().zip(new) {
+                if h.resolved.as_ref().is_ok_and(|r| r.kind == "directory") {
                     *check = None;
                 }
             }
@@ -252,10 +253,6 @@ fn confirmed(inst: &Instance, applied: &Applied) -> bool {
 }
 
 /// The same instance: promise, type, promiser and every value.
-fn same(a: &Instance, b: &Instance) -> bool {
-    a.index == b.index && a.kind == b.kind && a.promiser == b.promiser && a.attrs == b.attrs
-}
-
 /// `path` if it is absolute and in normal form (no empty, `.` or `..`
 /// component, no trailing `/` but for `/` itself): only such a path can be
 /// compared with others by its prefixes. Any other promiser is never
@@ -530,6 +527,18 @@ mod tests {
     fn resolved_again_an_instance_keeps_its_check_only_if_unchanged() {
         type Row = (usize, Vec<String>, Result<Instance, ()>);
         let row = |i: Instance| -> Row { (i.index, Vec::new(), Ok(i)) };
+        let held = |rows: &[Row]| -> Vec<Held> {
+            rows.iter()
+                .map(|(index, combo, i)| Held {
+                    index: *index,
+                    combo: combo.clone(),
+                    resolved: Ok(super::super::pass::Resolved {
+                        kind: i.as_ref().map_or("", |i| i.kind),
+                        digest: i.as_ref().map_or([0; 16], super::super::pass::digest),
+                    }),
+                })
+                .collect()
+        };
         let old: Vec<Row> = vec![
             row(inst(0, "file", "/a")),
             row(inst(1, "file", "/b")),
@@ -551,7 +560,7 @@ mod tests {
             row(inst(1, "file", "/b2")),
             row(inst(2, "directory", "/c")),
         ];
-        dirty.new_instances(&old, &new);
+        dirty.new_instances(&held(&old), &held(&new));
         let skipped: Vec<bool> = new
             .iter()
             .enumerate()
@@ -566,7 +575,7 @@ mod tests {
             dirty.checked(position);
             dirty.concluded(position, i, &kept(), false);
         }
-        dirty.new_instances(&old, &old.clone());
+        dirty.new_instances(&held(&old), &held(&old));
         assert!(dirty.unchanged(2, &inst(2, "directory", "/c")));
     }
 

@@ -17,6 +17,7 @@ pub mod owed;
 pub mod report;
 pub use converge_eval::resolve;
 mod dirty;
+mod pass;
 mod recorded;
 pub mod simulated;
 mod slots;
@@ -32,7 +33,7 @@ use operators::{Accounts, Applied, Change, Ctx, Outcome};
 use recorded::Recorded;
 use resolve::{loop_combinations, Instance, Resolver};
 use slots::{InstanceKey, Slots};
-use source::{Source, SourceFiles};
+use source::Source;
 
 use crate::backend;
 use crate::backend::packages::{Batcher, Entry};
@@ -268,8 +269,12 @@ fn run_with(
     // in a real, non-interactive run.
     let mut dirty = dirty::Dirty::new(!opts.dry_run && confirm.is_none() && !full_passes);
     // The instances of the last pass: the same in the next one unless the
-    // classes changed (guards and values read no file).
-    let mut instances: Vec<(usize, Vec<String>, Result<Instance, Unresolved>)> = Vec::new();
+    // classes changed (guards and values read no file). Held compactly
+    // ([`pass`]): each is resolved again to be applied.
+    let mut instances: Vec<pass::Held> = Vec::new();
+    // Every instance of the pass resolved, for the operators that read
+    // them all (a `directory`, a package batch): made when one comes up.
+    let mut full: Option<Vec<pass::Full>> = None;
     let mut contradictions = HashMap::new();
     let mut notify_targets = NotifyTargets::default();
     let mut classes_changed = true;
@@ -285,8 +290,8 @@ fn run_with(
         // with the reason; it is neither silently inactive nor the end of
         // the run.
         if classes_changed || full_passes {
-            let mut fresh: Vec<(usize, Vec<String>, Result<Instance, Unresolved>)> =
-                Vec::with_capacity(expected);
+            let mut fresh: Vec<pass::Held> = Vec::with_capacity(expected);
+            let mut gathered = pass::Gathered::default();
             resolver.start_pass();
             for &i in body.order.iter() {
                 let i = i as usize;
@@ -304,7 +309,11 @@ fn run_with(
                 let combos = match loop_combinations(&lists) {
                     Ok(combos) => combos,
                     Err(e) => {
-                        fresh.push((i, Vec::new(), Err(Unresolved::Failed(e))));
+                        fresh.push(pass::Held {
+                            index: i,
+                            combo: Vec::new(),
+                            resolved: Err(Unresolved::Failed(e)),
+                        });
                         continue;
                     }
                 };
@@ -327,13 +336,13 @@ fn run_with(
                         Ok(false) => continue,
                         Err(e) => Err(e),
                         Ok(true) if fresh.len() >= MAX_PASS_INSTANCES => {
-                            fresh.push((
-                                i,
+                            fresh.push(pass::Held {
+                                index: i,
                                 combo,
-                                Err(Unresolved::Failed(format!(
+                                resolved: Err(Unresolved::Failed(format!(
                                     "the pass already holds {MAX_PASS_INSTANCES} promise instances, the limit (docs/bytecode.md, Limits)"
                                 ))),
-                            ));
+                            });
                             break;
                         }
                         Ok(true) => {
@@ -348,18 +357,35 @@ fn run_with(
                                 })
                         }
                     };
-                    fresh.push((i, combo, inst));
+                    let resolved = inst.map(|inst| {
+                        gathered.note(fresh.len(), &inst);
+                        managed.note(&inst);
+                        pass::Resolved {
+                            kind: inst.kind,
+                            digest: pass::digest(&inst),
+                        }
+                    });
+                    fresh.push(pass::Held {
+                        index: i,
+                        combo,
+                        resolved,
+                    });
                 }
             }
             dirty.new_instances(&instances, &fresh);
             instances = fresh;
-            notify_targets = NotifyTargets::of(&instances);
-            contradictions = runtime_contradictions(&instances);
-            for (_, _, inst) in &instances {
-                if let Ok(inst) = inst {
-                    managed.note(inst);
-                }
-            }
+            full = None;
+            // Only the instances that may contradict another are resolved
+            // again to be compared.
+            let candidates = gathered.may_contradict(&instances);
+            let mut again = pass::Resolving {
+                body,
+                resolver: &mut resolver,
+                eval: &mut eval,
+                classes: &classes,
+            };
+            contradictions = runtime_contradictions(&again.some(&instances, &candidates));
+            notify_targets = NotifyTargets(gathered.targets);
         } else {
             dirty.same_instances(instances.len());
         }
@@ -369,7 +395,7 @@ fn run_with(
         let mut package_debts: Option<HashMap<InstanceKey, Vec<Debt>>> = None;
         packages.next_pass();
         // Promises whose new content is staged ([`staged`]).
-        let mut pending: Vec<staged::Pending<'_>> = Vec::new();
+        let mut pending: Vec<staged::Pending> = Vec::new();
         // What concluding a promise updates (see [`Books`]).
         macro_rules! books {
             () => {
@@ -406,14 +432,21 @@ fn run_with(
                         .promises
                         .get(inst.index)
                         .is_some_and(|p| !p.notify.is_empty());
-                    dirty.concluded(position, inst, &applied, far);
-                    conclude(&mut books!(), &ctx, key, inst, applied, &incurred, false);
+                    dirty.concluded(position, &inst, &applied, far);
+                    conclude(&mut books!(), &ctx, key, &inst, applied, &incurred, false);
                 }
             };
         }
 
-        for (position, (index, combo, inst)) in instances.iter().enumerate() {
-            let inst = match inst {
+        for (position, held) in instances.iter().enumerate() {
+            let (index, combo) = (&held.index, &held.combo);
+            let mut again = pass::Resolving {
+                body,
+                resolver: &mut resolver,
+                eval: &mut eval,
+                classes: &classes,
+            };
+            let inst = match again.instance(held) {
                 Ok(inst) => inst,
                 Err(e) => {
                     // A promise over a run-time budget (the evaluator's text
@@ -426,8 +459,8 @@ fn run_with(
                     settle_pending!();
                     let placeholder = unresolved(body, *index);
                     let outcome = match e {
-                        Unresolved::Failed(e) => Outcome::Failed(e.clone()),
-                        Unresolved::Unknown(e) => Outcome::Skipped(e.clone()),
+                        Unresolved::Failed(e) => Outcome::Failed(e),
+                        Unresolved::Unknown(e) => Outcome::Skipped(e),
                     };
                     let applied = Applied {
                         outcome,
@@ -448,11 +481,17 @@ fn run_with(
             };
             let key = (inst.index, combo.clone());
             if inst.kind == crate::unmanaged::KIND && !contradictions.contains_key(&key) {
-                deferred.push((key, inst.clone()));
+                deferred.push((key, inst));
                 continue;
             }
+            // What reads every instance of the pass gets them resolved,
+            // once per pass.
+            if matches!(inst.kind, "directory" | "package") && full.is_none() {
+                full = Some(pass::materialize(&mut again, &instances));
+            }
+            let everything: &[pass::Full] = full.as_deref().unwrap_or_default();
             let p = body.promises.get(inst.index);
-            if staged::flush_before(&fs, inst, p, &pending) {
+            if staged::flush_before(&fs, &inst, p, &pending) {
                 settle_pending!();
             }
             let blocked = contradictions.contains_key(&key)
@@ -465,12 +504,12 @@ fn run_with(
                 if inst.kind == "package" {
                     if package_debts.is_none() {
                         let mut all = HashMap::new();
-                        for (i, c, other) in &instances {
+                        for (i, c, other) in everything {
                             let Ok(other) = other else { continue };
                             if other.kind != "package" {
                                 continue;
                             }
-                            let debts = debts_of(v, &instances, &notify_targets, other);
+                            let debts = debts_of(v, &notify_targets, other);
                             match ledger.incur(debts) {
                                 Ok(added) => {
                                     all.insert((*i, c.clone()), added);
@@ -485,7 +524,7 @@ fn run_with(
                         .and_then(|all| all.remove(&key))
                         .unwrap_or_default();
                 } else {
-                    match ledger.incur(debts_of(v, &instances, &notify_targets, inst)) {
+                    match ledger.incur(debts_of(v, &notify_targets, &inst)) {
                         Ok(added) => incurred = added,
                         Err(e) => not_recorded = Some(e),
                     }
@@ -525,15 +564,15 @@ fn run_with(
                 }
                 let others = if inst.kind == "directory" {
                     operators::Others::below(
-                        inst,
-                        instances.iter().filter_map(|(_, _, i)| i.as_ref().ok()),
+                        &inst,
+                        everything.iter().filter_map(|(_, _, i)| i.as_ref().ok()),
                     )
                 } else {
                     operators::Others::default()
                 };
                 let ask = Ask {
                     ctx: &ctx,
-                    inst,
+                    inst: &inst,
                     others: &others,
                     notified: notified.contains(&inst.index) || restart.contains(&inst.index),
                     source: source_of(v, inst.index),
@@ -549,7 +588,7 @@ fn run_with(
                 continue;
             } else if inst.kind == "watch" {
                 watches_run.insert(key.clone());
-                watch.apply(&fs, inst)
+                watch.apply(&fs, &inst)
             } else if inst.kind == "command" && commands_run.contains(&key) {
                 // A command runs at most once per run; later passes keep
                 // its first outcome.
@@ -560,41 +599,41 @@ fn run_with(
                 // earlier run still owes a notification.
                 let owed = ledger.deliver_now("command", &inst.promiser);
                 delivered = notified.contains(&inst.index) || owed;
-                operators::command(&ctx, inst, delivered)
+                operators::command(&ctx, &inst, delivered)
             } else if inst.kind == "directory"
                 && (inst.bool("recurse") == Some(true) || inst.get("source").is_some())
             {
-                if dirty.unchanged(position, inst) {
+                if dirty.unchanged(position, &inst) {
                     Applied::kept()
                 } else {
                     dirty.checked(position);
                     // The tree leaves alone what more specific promises manage.
                     let others = operators::Others::below(
-                        inst,
-                        instances.iter().filter_map(|(_, _, i)| i.as_ref().ok()),
+                        &inst,
+                        everything.iter().filter_map(|(_, _, i)| i.as_ref().ok()),
                     );
-                    operators::directory(&ctx, inst, &others)
+                    operators::directory(&ctx, &inst, &others)
                 }
             } else if inst.kind == "package" && confirm.is_none() {
                 // Every package promise of the batch this one starts is
                 // converged now; the others take their outcome from it.
                 packages.apply(&fs, opts.dry_run, position, || {
-                    batch_entries(body, &instances, &failed, &contradictions)
+                    batch_entries(body, everything, &failed, &contradictions)
                 })
             } else {
                 let owed = inst.kind == "service" && ledger.deliver_now("service", &inst.promiser);
                 // (Not hashed when nothing is to be restarted: most runs.)
                 delivered = (!restart.is_empty() && restart.remove(&inst.index)) || owed;
-                if !delivered && dirty.unchanged(position, inst) {
+                if !delivered && dirty.unchanged(position, &inst) {
                     Applied::kept()
                 } else {
                     dirty.checked(position);
-                    apply(&ctx, inst, delivered)
+                    apply(&ctx, &inst, delivered)
                 }
             };
             let applied =
                 if inst.kind == "directory" && !matches!(applied.outcome, Outcome::Failed(_)) {
-                    purge(&ctx, inst, &instances, &mut unmanaged, applied)
+                    purge(&ctx, &inst, everything, &mut unmanaged, applied)
                 } else {
                     applied
                 };
@@ -619,12 +658,12 @@ fn run_with(
                 continue;
             }
             let far = delivered || p.is_some_and(|p| !p.notify.is_empty());
-            dirty.concluded(position, inst, &applied, far);
+            dirty.concluded(position, &inst, &applied, far);
             conclude(
                 &mut books!(),
                 &ctx,
                 key,
-                inst,
+                &inst,
                 applied,
                 &incurred,
                 delivered,
@@ -670,16 +709,13 @@ fn run_with(
     let checks_skipped = dirty.skipped();
     drop(dirty);
     drop(instances);
+    drop(full);
     drop(deferred);
     drop(contradictions);
     drop(notify_targets);
     drop(managed);
     drop(resolver);
-    let mut files = SourceFiles::default();
-    let mut results: Vec<PromiseResult> = results
-        .into_iter()
-        .map(|r| r.finish(v, &mut files))
-        .collect();
+    let mut results = recorded::finish_all(results, v);
     let oscillating = if converged {
         Vec::new()
     } else {
@@ -876,40 +912,21 @@ fn verify_both_ways(
     extra
 }
 
-/// The notifications a promise would owe if it changed something: one per
-/// service or command it notifies that is active in this pass.
-/// Where the `service` and `command` instances of a pass are, by promise:
-/// what a `notify` can name. Looked up per notifying instance instead of
-/// scanning the pass (10,000 files notifying one service scanned 10,000
-/// instances each).
+/// The services and commands of a pass, by promise: `(kind, promiser)` of
+/// each instance, in pass order ([`pass::Gathered`]).
 #[derive(Debug, Default)]
-struct NotifyTargets(rustc_hash::FxHashMap<usize, Vec<usize>>);
+struct NotifyTargets(rustc_hash::FxHashMap<usize, Vec<(&'static str, String)>>);
 
 impl NotifyTargets {
-    fn of(instances: &[(usize, Vec<String>, Result<Instance, Unresolved>)]) -> Self {
-        let mut targets = NotifyTargets::default();
-        for (position, (_, _, inst)) in instances.iter().enumerate() {
-            if let Ok(inst) = inst {
-                if matches!(inst.kind, "service" | "command") {
-                    targets.0.entry(inst.index).or_default().push(position);
-                }
-            }
-        }
-        targets
-    }
-
-    /// The positions of promise `index`'s instances, in pass order.
-    fn positions(&self, index: usize) -> &[usize] {
+    /// The instances of promise `index`, if it is a service or a command.
+    fn of(&self, index: usize) -> &[(&'static str, String)] {
         self.0.get(&index).map_or(&[], Vec::as_slice)
     }
 }
 
-fn debts_of(
-    v: &Verified,
-    instances: &[(usize, Vec<String>, Result<Instance, Unresolved>)],
-    targets: &NotifyTargets,
-    inst: &Instance,
-) -> Vec<Debt> {
+/// The notifications a promise would owe if it changed something: one per
+/// service or command it notifies that is active in this pass.
+fn debts_of(v: &Verified, targets: &NotifyTargets, inst: &Instance) -> Vec<Debt> {
     let Some(p) = v.body.promises.get(inst.index) else {
         return Vec::new();
     };
@@ -924,17 +941,11 @@ fn debts_of(
     );
     let mut debts: Vec<Debt> = Vec::new();
     for target in p.notify.iter().map(|t| *t as usize) {
-        for at in targets.positions(target) {
-            let Some((_, _, Ok(other))) = instances.get(*at) else {
-                continue;
-            };
-            if other.index != target || !matches!(other.kind, "service" | "command") {
-                continue;
-            }
-            if !debts.iter().any(|d| d.is_for(other.kind, &other.promiser)) {
+        for (kind, promiser) in targets.of(target) {
+            if !debts.iter().any(|d| d.is_for(kind, promiser)) {
                 debts.push(Debt {
-                    kind: other.kind.to_owned(),
-                    promiser: other.promiser.clone(),
+                    kind: (*kind).to_owned(),
+                    promiser: promiser.clone(),
                     by: by.clone(),
                 });
             }

@@ -38,9 +38,9 @@ const STAGED_KINDS: [&str; 4] = ["file", "line", "setting", "block"];
 /// A promise whose new content is staged: what it did, waiting for the
 /// flush to be final.
 #[derive(Debug)]
-pub(super) struct Pending<'i> {
+pub(super) struct Pending {
     pub key: InstanceKey,
-    pub inst: &'i Instance,
+    pub inst: Instance,
     pub applied: Applied,
     /// The notifications it owes if the repair holds.
     pub incurred: Vec<Debt>,
@@ -56,7 +56,7 @@ pub(super) fn flush_before(
     fs: &RootFs,
     inst: &Instance,
     p: Option<&Promise>,
-    pending: &[Pending<'_>],
+    pending: &[Pending],
 ) -> bool {
     if pending.is_empty() && !fs.has_staged() {
         return false;
@@ -74,9 +74,9 @@ pub(super) fn flush_before(
 /// outcome: a promise one of whose writes failed (the file system could
 /// not be synced, its directory was moved, the rename failed) fails with
 /// the reason, and the changes those writes were to make are dropped.
-pub(super) fn settle<'i>(fs: &RootFs, pending: &mut Vec<Pending<'i>>) -> Vec<Pending<'i>> {
+pub(super) fn settle(fs: &RootFs, pending: &mut Vec<Pending>) -> Vec<Pending> {
     let failures: HashMap<u64, FsError> = fs.flush().into_iter().collect();
-    let mut settled: Vec<Pending<'i>> = std::mem::take(pending);
+    let mut settled: Vec<Pending> = std::mem::take(pending);
     if failures.is_empty() {
         return settled;
     }
@@ -171,7 +171,7 @@ mod tests {
             .unwrap();
         let pending = vec![Pending {
             key: (0, Vec::new()),
-            inst: &staged,
+            inst: staged.clone(),
             applied: Applied::from_changes(vec![change("created")]),
             incurred: Vec::new(),
             tickets: before..fs.next_ticket(),
@@ -228,7 +228,7 @@ mod tests {
         let mut pending = vec![
             Pending {
                 key: (0, Vec::new()),
-                inst: &moved,
+                inst: moved.clone(),
                 applied: Applied::from_changes(vec![
                     change("removed stale temporary"),
                     change("created"),
@@ -239,7 +239,7 @@ mod tests {
             },
             Pending {
                 key: (1, Vec::new()),
-                inst: &fine,
+                inst: fine.clone(),
                 applied: Applied::from_changes(vec![change("created")]),
                 incurred: Vec::new(),
                 tickets: second..fs.next_ticket(),
