@@ -360,10 +360,7 @@ fn run_with(
                     let resolved = inst.map(|inst| {
                         gathered.note(fresh.len(), &inst);
                         managed.note(&inst);
-                        pass::Resolved {
-                            kind: inst.kind,
-                            digest: pass::digest(&inst),
-                        }
+                        pass::resolved(&inst, Some(p))
                     });
                     fresh.push(pass::Held {
                         index: i,

@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 
 use super::resolve::{Instance, Resolver, Value};
 use super::Unresolved;
-use crate::bundle::format::Body;
+use crate::bundle::format::{Body, Item, Operand, Promise};
 use crate::eval::Evaluator;
 
 /// One instance of the pass, as resolved: its promise's index, its
@@ -47,8 +47,30 @@ pub(super) struct Held {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Resolved {
     pub kind: &'static str,
-    /// [`digest`] of the instance.
+    /// [`digest`] of the instance, or zeros for an instance of constants
+    /// only ([`resolved`]).
     pub digest: [u8; 16],
+}
+
+/// What a pass keeps of `inst`, an instance of `promise`. The digest is
+/// taken only of an instance that computed something on the host (a
+/// promiser or value with a program): one whose promiser and values are
+/// all the bundle's constants is the same instance in every pass (what
+/// the constants resolve to depends on nothing else), so its promise and
+/// loop element already say which instance it is, and a converged run of
+/// constant promises digests nothing.
+pub(super) fn resolved(inst: &Instance, promise: Option<&Promise>) -> Resolved {
+    let constant = promise.is_some_and(|p| {
+        matches!(p.promiser, Item::Const(_))
+            && p.attrs.iter().all(|a| match &a.value {
+                Operand::Item(i) => matches!(i, Item::Const(_)),
+                Operand::List(items) => items.iter().all(|i| matches!(i, Item::Const(_))),
+            })
+    });
+    Resolved {
+        kind: inst.kind,
+        digest: if constant { [0; 16] } else { digest(inst) },
+    }
 }
 
 /// SHA-256 of everything an instance resolved to (its promise, type,
