@@ -272,7 +272,7 @@ fn used(body: &Body, into: &mut BTreeSet<(&'static str, u32)>) {
     for p in body.promises.iter() {
         into.insert(("Promise types", u32::from(p.kind)));
         item(&p.promiser, into);
-        for f in p.loops.iter() {
+        for f in p.loops().iter() {
             into.insert(("Facts", *f));
         }
         for a in p.attrs.iter() {

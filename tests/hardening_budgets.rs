@@ -157,8 +157,10 @@ policy { b(); }
 "#,
     );
     let p = body.promises.0.first_mut().unwrap();
-    assert_eq!(p.loops.len(), 1);
-    p.loops = vec![fact("sys.ipv4"); depth].into();
+    assert_eq!(p.loops().len(), 1);
+    let mut parts = converge_format::bundle::format::PromiseParts::from(p.clone());
+    parts.loops = vec![fact("sys.ipv4"); depth].into();
+    *p = parts.into();
     sign(body)
 }
 

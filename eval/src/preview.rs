@@ -189,7 +189,7 @@ impl<'b> Previewer<'b> {
                     kind: promise_type_by_id(p.kind).map_or("?", |t| t.name),
                     source: Arc::from(source_of(body, i)),
                     outcome_classes: outcome_classes.into_iter().collect(),
-                    fixed: p.loops.is_empty()
+                    fixed: p.loops().is_empty()
                         && constant(&p.promiser)
                         && p.attrs.iter().all(|a| match &a.value {
                             Operand::Item(item) => constant(item),
@@ -248,7 +248,7 @@ impl<'b> Previewer<'b> {
             let outcome_classes = &statics.outcome_classes;
             let mut lists: Vec<Vec<String>> = Vec::new();
             let mut missing: Option<String> = None;
-            for f in p.loops.iter() {
+            for f in p.loops().iter() {
                 let spec = fact_by_id(*f);
                 match spec.and_then(|s| facts.get(s.name)) {
                     Some(FactValue::List(l)) => lists.push(l),
@@ -416,7 +416,7 @@ impl<'b> OutcomeDeps<'b> {
         };
         let mut outcome: HashSet<String> = HashSet::new();
         for p in body.promises.iter() {
-            for c in [p.on_repaired, p.on_kept, p.on_failed]
+            for c in [p.on_repaired(), p.on_kept(), p.on_failed()]
                 .into_iter()
                 .flatten()
             {
@@ -512,7 +512,7 @@ mod tests {
 
     fn file(promiser: Item, content: Item, guard: Option<u32>) -> Promise {
         let kind = crate::schema::promise_type("file").unwrap().id;
-        Promise {
+        Promise::from(converge_format::bundle::format::PromiseParts {
             kind,
             promiser,
             attrs: FixedList::from(vec![AttrValue {
@@ -527,7 +527,7 @@ mod tests {
             on_kept: None,
             on_failed: None,
             source: 0,
-        }
+        })
     }
 
     /// A bundle of five file promises: one everywhere whose content is
@@ -576,8 +576,13 @@ mod tests {
             name: 13,
             program: Some(4),
         }]);
-        let mut first = file(Item::Const(1), Item::Code(0), None);
+        let mut first = converge_format::bundle::format::PromiseParts::from(file(
+            Item::Const(1),
+            Item::Code(0),
+            None,
+        ));
         first.on_repaired = Some(5);
+        let first = Promise::from(first);
         body.promises = List(vec![
             first,
             file(Item::Const(6), Item::Const(9), Some(1)),

@@ -84,7 +84,7 @@ impl<'b> Resolver<'b> {
     pub fn new(body: &'b Body) -> Self {
         let mut uses = vec![0u8; body.constants.len()];
         for p in body.promises.iter() {
-            let add = if p.loops.is_empty() { 1 } else { SHARED };
+            let add = if p.loops().is_empty() { 1 } else { SHARED };
             for a in p.attrs.iter() {
                 if let Operand::Item(Item::Const(c)) = a.value {
                     if let Some(n) = uses.get_mut(c as usize) {
@@ -367,7 +367,7 @@ mod tests {
         );
         let file = crate::schema::promise_type("file").unwrap();
         let content = file.all_attrs().find(|a| a.name == "content").unwrap();
-        let promise = Promise {
+        let promise = Promise::from(converge_format::bundle::format::PromiseParts {
             kind: file.id,
             promiser: Item::Const(0),
             attrs: FixedList::from(vec![AttrValue {
@@ -382,7 +382,7 @@ mod tests {
             on_kept: None,
             on_failed: None,
             source: 0,
-        };
+        });
         body.promises = List(vec![promise; copies]);
         body.sources = List(vec![SourceLoc { file: 0, line: 1 }]);
         body

@@ -116,22 +116,24 @@ fn with_promise(name_key: [u8; 8]) -> Body {
     use converge_format::bundle::format::{AttrValue, Item, List, Operand, Promise, SourceLoc};
     let mut b = body("site", name_key);
     b.constants = List(vec![Constant::Str("r".into()), Constant::Str("f".into())]);
-    b.promises = List(vec![Promise {
-        kind: converge_format::schema::promise_type("report").unwrap().id,
-        promiser: Item::Const(0),
-        attrs: FixedList::from(vec![AttrValue {
-            attr: 40,
-            value: Operand::Item(Item::Const(0)),
-        }]),
-        guard: None,
-        loops: FixedList::default(),
-        after: FixedList::default(),
-        notify: FixedList::default(),
-        on_repaired: None,
-        on_kept: None,
-        on_failed: None,
-        source: 0,
-    }]);
+    b.promises = List(vec![Promise::from(
+        converge_format::bundle::format::PromiseParts {
+            kind: converge_format::schema::promise_type("report").unwrap().id,
+            promiser: Item::Const(0),
+            attrs: FixedList::from(vec![AttrValue {
+                attr: 40,
+                value: Operand::Item(Item::Const(0)),
+            }]),
+            guard: None,
+            loops: FixedList::default(),
+            after: FixedList::default(),
+            notify: FixedList::default(),
+            on_repaired: None,
+            on_kept: None,
+            on_failed: None,
+            source: 0,
+        },
+    )]);
     b.order = List(vec![0]);
     b.sources = List(vec![SourceLoc { file: 1, line: 1 }]);
     b
@@ -153,7 +155,10 @@ fn unknown_ids_are_refused_by_name() {
     let mut foreign_attr = good.clone();
     foreign_attr.promises.0[0].attrs.0[0].attr = 16; // purge, of directories
     let mut unknown_loop = good.clone();
-    unknown_loop.promises.0[0].loops = vec![77].into();
+    let mut parts =
+        converge_format::bundle::format::PromiseParts::from(unknown_loop.promises.0[0].clone());
+    parts.loops = vec![77].into();
+    unknown_loop.promises.0[0] = parts.into();
     let mut zero_type = good.clone();
     zero_type.promises.0[0].kind = 0;
     for (body, reason) in [

@@ -311,22 +311,24 @@ fn example_body() -> converge_format::bundle::format::Body {
         name: 1,
         program: None,
     }]);
-    body.promises = List(vec![Promise {
-        kind: 1,
-        promiser: Item::Const(0),
-        attrs: FixedList::from(vec![AttrValue {
-            attr: 12,
-            value: Operand::Item(Item::Const(3)),
-        }]),
-        guard: Some(0),
-        loops: FixedList::default(),
-        after: FixedList::default(),
-        notify: FixedList::default(),
-        on_repaired: None,
-        on_kept: None,
-        on_failed: None,
-        source: 0,
-    }]);
+    body.promises = List(vec![Promise::from(
+        converge_format::bundle::format::PromiseParts {
+            kind: 1,
+            promiser: Item::Const(0),
+            attrs: FixedList::from(vec![AttrValue {
+                attr: 12,
+                value: Operand::Item(Item::Const(3)),
+            }]),
+            guard: Some(0),
+            loops: FixedList::default(),
+            after: FixedList::default(),
+            notify: FixedList::default(),
+            on_repaired: None,
+            on_kept: None,
+            on_failed: None,
+            source: 0,
+        },
+    )]);
     body.order = List(vec![0]);
     body.sources = List(vec![SourceLoc { file: 4, line: 3 }]);
     body

@@ -689,19 +689,21 @@ impl Lowerer<'_> {
         };
         let facts: Vec<u32> = loops.iter().map(|l| self.fact_id(&l.fact)).collect();
         let [on_repaired, on_kept, on_failed] = classes;
-        Some(Promise {
-            kind: pt.id,
-            promiser,
-            attrs: FixedList::from(attrs),
-            guard,
-            loops: FixedList::from(facts),
-            after: FixedList::from(after),
-            notify: FixedList::from(notify),
-            on_repaired,
-            on_kept,
-            on_failed,
-            source,
-        })
+        Some(Promise::from(
+            converge_format::bundle::format::PromiseParts {
+                kind: pt.id,
+                promiser,
+                attrs: FixedList::from(attrs),
+                guard,
+                loops: FixedList::from(facts),
+                after: FixedList::from(after),
+                notify: FixedList::from(notify),
+                on_repaired,
+                on_kept,
+                on_failed,
+                source,
+            },
+        ))
     }
 
     /// Reads a file named relative to the policy file that names it, from

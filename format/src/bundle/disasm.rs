@@ -89,9 +89,9 @@ pub fn disassemble(body: &Body, version: (u16, u16)) -> String {
         if let Some(g) = p.guard {
             let _ = writeln!(out, "      when {}", d.program(g));
         }
-        if !p.loops.is_empty() {
+        if !p.loops().is_empty() {
             let facts: Vec<&str> = p
-                .loops
+                .loops()
                 .iter()
                 .map(|f| fact_by_id(*f).map_or("?", |f| f.name))
                 .collect();
@@ -124,16 +124,16 @@ pub fn disassemble(body: &Body, version: (u16, u16)) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        if !p.after.is_empty() {
-            let _ = writeln!(out, "      after {}", list(&p.after));
+        if !p.after().is_empty() {
+            let _ = writeln!(out, "      after {}", list(&p.after()));
         }
-        if !p.notify.is_empty() {
-            let _ = writeln!(out, "      notify {}", list(&p.notify));
+        if !p.notify().is_empty() {
+            let _ = writeln!(out, "      notify {}", list(&p.notify()));
         }
         for (what, class) in [
-            ("repaired", p.on_repaired),
-            ("kept", p.on_kept),
-            ("failed", p.on_failed),
+            ("repaired", p.on_repaired()),
+            ("kept", p.on_kept()),
+            ("failed", p.on_failed()),
         ] {
             if let Some(c) = class {
                 let _ = writeln!(out, "      on {what} set {}", d.name(c));

@@ -522,7 +522,13 @@ pub struct AttrValue {
     pub value: Operand,
 }
 
+/// A promise of the body. What most promises do not have (run-time loops,
+/// `after`, `notify`, outcome classes) is held in one boxed block, absent
+/// when all of it is empty: 48 bytes a promise where the eleven fields
+/// inline were 112 (issue 22, item 3). On the wire it is its
+/// [`PromiseParts`], field by field, unchanged.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "PromiseParts", into = "PromiseParts")]
 pub struct Promise {
     /// The promise type's id
     /// ([`PromiseType::id`](crate::schema::PromiseType::id)).
@@ -530,6 +536,30 @@ pub struct Promise {
     pub promiser: Item,
     pub attrs: FixedList<AttrValue>,
     /// The guard program; `None` means always active.
+    pub guard: Option<u32>,
+    /// Index into [`Body::sources`].
+    pub source: u32,
+    rare: Option<Box<Rare>>,
+}
+
+/// The fields of a [`Promise`] most promises leave empty.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Rare {
+    loops: FixedList<u32>,
+    after: FixedList<u32>,
+    notify: FixedList<u32>,
+    on_repaired: Option<u32>,
+    on_kept: Option<u32>,
+    on_failed: Option<u32>,
+}
+
+/// Every field of a [`Promise`], in its order on the wire: what a promise
+/// is made from ([`Promise::from`]) and encoded as.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromiseParts {
+    pub kind: u16,
+    pub promiser: Item,
+    pub attrs: FixedList<AttrValue>,
     pub guard: Option<u32>,
     /// The facts (their [ids](crate::schema::FactSpec::id)) of the
     /// run-time loops around the promise, outermost first.
@@ -543,8 +573,81 @@ pub struct Promise {
     pub on_repaired: Option<u32>,
     pub on_kept: Option<u32>,
     pub on_failed: Option<u32>,
-    /// Index into [`Body::sources`].
     pub source: u32,
+}
+
+impl From<PromiseParts> for Promise {
+    fn from(p: PromiseParts) -> Self {
+        let rare = Rare {
+            loops: p.loops,
+            after: p.after,
+            notify: p.notify,
+            on_repaired: p.on_repaired,
+            on_kept: p.on_kept,
+            on_failed: p.on_failed,
+        };
+        Promise {
+            kind: p.kind,
+            promiser: p.promiser,
+            attrs: p.attrs,
+            guard: p.guard,
+            source: p.source,
+            rare: (rare != Rare::default()).then(|| Box::new(rare)),
+        }
+    }
+}
+
+impl From<Promise> for PromiseParts {
+    fn from(p: Promise) -> Self {
+        let rare = p.rare.map(|r| *r).unwrap_or_default();
+        PromiseParts {
+            kind: p.kind,
+            promiser: p.promiser,
+            attrs: p.attrs,
+            guard: p.guard,
+            loops: rare.loops,
+            after: rare.after,
+            notify: rare.notify,
+            on_repaired: rare.on_repaired,
+            on_kept: rare.on_kept,
+            on_failed: rare.on_failed,
+            source: p.source,
+        }
+    }
+}
+
+impl Promise {
+    /// The facts (their [ids](crate::schema::FactSpec::id)) of the
+    /// run-time loops around the promise, outermost first.
+    pub fn loops(&self) -> &[u32] {
+        self.rare.as_ref().map_or(&[], |r| &r.loops)
+    }
+
+    /// Promises that must be applied before this one (`after` and
+    /// containment); when one fails, this one is skipped.
+    pub fn after(&self) -> &[u32] {
+        self.rare.as_ref().map_or(&[], |r| &r.after)
+    }
+
+    /// Promises to run when this one is repaired.
+    pub fn notify(&self) -> &[u32] {
+        self.rare.as_ref().map_or(&[], |r| &r.notify)
+    }
+
+    /// The class (a constant index) set when it is repaired.
+    pub fn on_repaired(&self) -> Option<u32> {
+        self.rare.as_ref().and_then(|r| r.on_repaired)
+    }
+
+    /// The class (a constant index) set when it is kept.
+    pub fn on_kept(&self) -> Option<u32> {
+        self.rare.as_ref().and_then(|r| r.on_kept)
+    }
+
+    /// The class (a constant index) set when it fails.
+    pub fn on_failed(&self) -> Option<u32> {
+        self.rare.as_ref().and_then(|r| r.on_failed)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -750,8 +853,48 @@ mod tests {
         assert_eq!(size_of::<FixedList<u32>>(), 16);
         assert_eq!(size_of::<Operand>(), 16, "an operand");
         assert_eq!(size_of::<AttrValue>(), 24, "an attribute value");
-        assert!(size_of::<Promise>() <= 112, "{}", size_of::<Promise>());
+        assert!(size_of::<Promise>() <= 48, "{}", size_of::<Promise>());
         assert!(size_of::<Constant>() <= 32, "{}", size_of::<Constant>());
+    }
+
+    /// A promise is its parts on the wire, field by field: with and without
+    /// the rarely set fields, the bytes are those of the eleven fields, and
+    /// decoding them gives the promise back.
+    #[test]
+    fn a_promise_is_its_parts_on_the_wire() {
+        let plain = PromiseParts {
+            kind: 3,
+            promiser: Item::Const(1),
+            attrs: vec![AttrValue {
+                attr: 2,
+                value: Operand::Item(Item::Code(4)),
+            }]
+            .into(),
+            guard: Some(9),
+            loops: FixedList::default(),
+            after: FixedList::default(),
+            notify: FixedList::default(),
+            on_repaired: None,
+            on_kept: None,
+            on_failed: None,
+            source: 5,
+        };
+        let mut rare = plain.clone();
+        rare.loops = vec![1].into();
+        rare.after = vec![0, 2].into();
+        rare.notify = vec![7].into();
+        rare.on_failed = Some(11);
+        for parts in [plain, rare] {
+            let promise = Promise::from(parts.clone());
+            let wire = postcard::to_allocvec(&promise).unwrap();
+            assert_eq!(wire, postcard::to_allocvec(&parts).unwrap());
+            let back: Promise = postcard::from_bytes(&wire).unwrap();
+            assert_eq!(back, promise);
+            assert_eq!(back.loops(), &*parts.loops);
+            assert_eq!(back.after(), &*parts.after);
+            assert_eq!(back.notify(), &*parts.notify);
+            assert_eq!(back.on_failed(), parts.on_failed);
+        }
     }
 
     /// A `FixedList` is a `List` on the wire: the same bytes both ways, so

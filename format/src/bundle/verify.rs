@@ -188,10 +188,10 @@ fn static_limits(body: &Body) -> Result<(), BundleError> {
         }
     }
     for (i, p) in body.promises.iter().enumerate() {
-        if p.loops.len() > MAX_LOOP_DEPTH {
+        if p.loops().len() > MAX_LOOP_DEPTH {
             return Err(corrupt(format!(
                 "promise {i}: {} nested run-time loops, more than the limit of {MAX_LOOP_DEPTH}",
-                p.loops.len()
+                p.loops().len()
             )));
         }
     }
@@ -920,14 +920,14 @@ impl Verifier<'_> {
     fn promise(&self, index: usize, p: &Promise, programs: &[ProgramInfo]) -> Result<(), String> {
         let pt = promise_type_by_id(p.kind)
             .ok_or_else(|| format!("unknown promise type id {}", p.kind))?;
-        for &f in p.loops.iter() {
+        for &f in p.loops().iter() {
             match fact_by_id(f).map(|f| f.ty) {
                 Some(AttrType::List(_)) => {}
                 Some(_) => return Err(format!("loop over fact {f}, which is not a list")),
                 None => return Err(format!("loop over unknown fact id {f}")),
             }
         }
-        let loops = u32::try_from(p.loops.len()).map_err(|_| "too many loops".to_owned())?;
+        let loops = u32::try_from(p.loops().len()).map_err(|_| "too many loops".to_owned())?;
         self.item(programs, p.promiser, Ty::Str, loops)?;
         self.no_secret(programs, p.promiser, &"the promiser")?;
         for (at, AttrValue { attr, value }) in p.attrs.iter().enumerate() {
@@ -964,12 +964,12 @@ impl Verifier<'_> {
             self.no_secret(programs, Item::Code(g), &"the guard")?;
         }
         let n = self.body.promises.len();
-        for &other in p.after.iter().chain(p.notify.iter()) {
+        for &other in p.after().iter().chain(p.notify().iter()) {
             if other as usize >= n || other as usize == index {
                 return Err(format!("reference to promise {other}"));
             }
         }
-        for class in [p.on_repaired, p.on_kept, p.on_failed]
+        for class in [p.on_repaired(), p.on_kept(), p.on_failed()]
             .into_iter()
             .flatten()
         {
@@ -997,7 +997,7 @@ impl Verifier<'_> {
         }
         for (i, p) in self.body.promises.iter().enumerate() {
             let mine = position.get(i).copied().unwrap_or(usize::MAX);
-            for &before in p.after.iter() {
+            for &before in p.after().iter() {
                 if position.get(before as usize).copied().unwrap_or(usize::MAX) >= mine {
                     return Err(corrupt(format!(
                         "promise {i} is ordered before promise {before}, which it comes after"
@@ -1728,7 +1728,7 @@ mod tests {
     ) -> Promise {
         use super::super::format::FixedList;
         let pt = promise_type(kind).unwrap();
-        Promise {
+        Promise::from(crate::bundle::format::PromiseParts {
             kind: pt.id,
             promiser,
             attrs: FixedList::from(
@@ -1748,7 +1748,7 @@ mod tests {
             on_kept: None,
             on_failed: None,
             source: 0,
-        }
+        })
     }
 
     /// Format 2.4, defence in depth: a secret (pushed by a program, through

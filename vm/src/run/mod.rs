@@ -299,7 +299,7 @@ fn run_with(
                     continue;
                 };
                 let lists: Vec<Vec<String>> = p
-                    .loops
+                    .loops()
                     .iter()
                     .map(|f| match fact_by_id(*f).and_then(|f| facts.get(f.name)) {
                         Some(FactValue::List(l)) => l,
@@ -428,7 +428,7 @@ fn run_with(
                     let far = body
                         .promises
                         .get(inst.index)
-                        .is_some_and(|p| !p.notify.is_empty());
+                        .is_some_and(|p| !p.notify().is_empty());
                     dirty.concluded(position, &inst, &applied, far);
                     conclude(&mut books!(), &ctx, key, &inst, applied, &incurred, false);
                 }
@@ -492,7 +492,7 @@ fn run_with(
                 settle_pending!();
             }
             let blocked = contradictions.contains_key(&key)
-                || p.is_some_and(|p| p.after.iter().any(|a| failed.contains(&(*a as usize))))
+                || p.is_some_and(|p| p.after().iter().any(|a| failed.contains(&(*a as usize))))
                 || (inst.kind == "command" && commands_run.contains(&key));
             // Owed notifications are recorded before the change is made.
             let mut incurred: Vec<Debt> = Vec::new();
@@ -537,14 +537,14 @@ fn run_with(
                     changes: Vec::new(),
                     output: None,
                 }
-            } else if p.is_some_and(|p| p.after.iter().any(|a| failed.contains(&(*a as usize)))) {
+            } else if p.is_some_and(|p| p.after().iter().any(|a| failed.contains(&(*a as usize)))) {
                 Applied {
                     outcome: Outcome::Skipped("a promise it comes after failed".into()),
                     changes: Vec::new(),
                     output: None,
                 }
             } else if p.is_some_and(|p| {
-                p.after
+                p.after()
                     .iter()
                     .any(|a| declined_promises.contains(&(*a as usize)))
             }) {
@@ -654,7 +654,7 @@ fn run_with(
                 });
                 continue;
             }
-            let far = delivered || p.is_some_and(|p| !p.notify.is_empty());
+            let far = delivered || p.is_some_and(|p| !p.notify().is_empty());
             dirty.concluded(position, &inst, &applied, far);
             conclude(
                 &mut books!(),
@@ -815,8 +815,10 @@ fn conclude(
     }
     if applied.outcome == Outcome::Repaired {
         if let Some(p) = p {
-            books.notified.extend(p.notify.iter().map(|t| *t as usize));
-            books.restart.extend(p.notify.iter().map(|t| *t as usize));
+            books
+                .notified
+                .extend(p.notify().iter().map(|t| *t as usize));
+            books.restart.extend(p.notify().iter().map(|t| *t as usize));
         }
     }
     if matches!(applied.outcome, Outcome::Failed(_)) {
@@ -828,9 +830,9 @@ fn conclude(
     let outcome_classes = &mut *books.outcome_classes;
     if let Some(p) = p {
         let set = match applied.outcome {
-            Outcome::Repaired => p.on_repaired,
-            Outcome::Kept => p.on_kept,
-            Outcome::Failed(_) => p.on_failed,
+            Outcome::Repaired => p.on_repaired(),
+            Outcome::Kept => p.on_kept(),
+            Outcome::Failed(_) => p.on_failed(),
             Outcome::Skipped(_) | Outcome::Changed => None,
         };
         if let Some(Constant::Word(c) | Constant::Str(c)) =
@@ -927,7 +929,7 @@ fn debts_of(v: &Verified, targets: &NotifyTargets, inst: &Instance) -> Vec<Debt>
     let Some(p) = v.body.promises.get(inst.index) else {
         return Vec::new();
     };
-    if p.notify.is_empty() {
+    if p.notify().is_empty() {
         return Vec::new();
     }
     let by = format!(
@@ -937,7 +939,7 @@ fn debts_of(v: &Verified, targets: &NotifyTargets, inst: &Instance) -> Vec<Debt>
         source_of(v, inst.index)
     );
     let mut debts: Vec<Debt> = Vec::new();
-    for target in p.notify.iter().map(|t| *t as usize) {
+    for target in p.notify().iter().map(|t| *t as usize) {
         for (kind, promiser) in targets.of(target) {
             if !debts.iter().any(|d| d.is_for(kind, promiser)) {
                 debts.push(Debt {
@@ -1012,7 +1014,7 @@ fn batch_entries<'a>(
     instances
         .iter()
         .map(|(index, combo, inst)| {
-            let after: &[u32] = body.promises.get(*index).map_or(&[], |p| &p.after[..]);
+            let after: &[u32] = body.promises.get(*index).map_or(&[], |p| &p.after()[..]);
             Entry {
                 index: *index,
                 inst: inst.as_ref().ok(),

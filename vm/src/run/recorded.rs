@@ -168,18 +168,20 @@ mod tests {
             vec![Constant::Str("/etc/motd".into()), Constant::Int(3)],
             Vec::new(),
         );
-        let promise = |promiser| Promise {
-            kind: crate::schema::promise_type("file").map_or(0, |t| t.id),
-            promiser,
-            attrs: FixedList::default(),
-            guard: None,
-            loops: FixedList::default(),
-            after: FixedList::default(),
-            notify: FixedList::default(),
-            on_repaired: None,
-            on_kept: None,
-            on_failed: None,
-            source: 0,
+        let promise = |promiser| {
+            Promise::from(converge_format::bundle::format::PromiseParts {
+                kind: crate::schema::promise_type("file").map_or(0, |t| t.id),
+                promiser,
+                attrs: FixedList::default(),
+                guard: None,
+                loops: FixedList::default(),
+                after: FixedList::default(),
+                notify: FixedList::default(),
+                on_repaired: None,
+                on_kept: None,
+                on_failed: None,
+                source: 0,
+            })
         };
         body.promises = List(vec![promise(Item::Const(0)), promise(Item::Code(0))]);
         body

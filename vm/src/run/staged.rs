@@ -63,7 +63,7 @@ pub(super) fn flush_before(
     }
     !STAGED_KINDS.contains(&inst.kind)
         || p.is_some_and(|p| {
-            p.after
+            p.after()
                 .iter()
                 .any(|a| pending.iter().any(|w| w.inst.index == *a as usize))
         })
@@ -133,7 +133,7 @@ mod tests {
     }
 
     fn promise(after: Vec<u32>) -> Promise {
-        Promise {
+        Promise::from(converge_format::bundle::format::PromiseParts {
             kind: 0,
             promiser: Item::Const(0),
             attrs: FixedList::default(),
@@ -145,7 +145,7 @@ mod tests {
             on_kept: None,
             on_failed: None,
             source: 0,
-        }
+        })
     }
 
     fn change(what: &str) -> Change {

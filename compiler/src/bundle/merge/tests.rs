@@ -365,8 +365,8 @@ fn edges_to_the_instances_point_at_the_merged_promise() {
         .unwrap() as u32;
     let dir = body.promises.iter().position(|p| p.kind == 2).unwrap() as u32;
     let command = body.promises.iter().position(|p| p.kind == 7).unwrap();
-    assert_eq!(body.promises.get(file as usize).unwrap().after[..], [dir]);
-    assert_eq!(body.promises.get(command).unwrap().after[..], [file]);
+    assert_eq!(body.promises.get(file as usize).unwrap().after()[..], [dir]);
+    assert_eq!(body.promises.get(command).unwrap().after()[..], [file]);
     let mut order = body.order.0.clone();
     order.sort_unstable();
     assert_eq!(order, [0, 1, 2]);
