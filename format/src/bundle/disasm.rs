@@ -125,10 +125,10 @@ pub fn disassemble(body: &Body, version: (u16, u16)) -> String {
                 .join(", ")
         };
         if !p.after().is_empty() {
-            let _ = writeln!(out, "      after {}", list(&p.after()));
+            let _ = writeln!(out, "      after {}", list(p.after()));
         }
         if !p.notify().is_empty() {
-            let _ = writeln!(out, "      notify {}", list(&p.notify()));
+            let _ = writeln!(out, "      notify {}", list(p.notify()));
         }
         for (what, class) in [
             ("repaired", p.on_repaired()),

@@ -1014,7 +1014,7 @@ fn batch_entries<'a>(
     instances
         .iter()
         .map(|(index, combo, inst)| {
-            let after: &[u32] = body.promises.get(*index).map_or(&[], |p| &p.after()[..]);
+            let after: &[u32] = body.promises.get(*index).map_or(&[], |p| p.after());
             Entry {
                 index: *index,
                 inst: inst.as_ref().ok(),
