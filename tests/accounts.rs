@@ -94,9 +94,9 @@ fn users_and_groups_are_created_changed_and_removed_inside_a_root() {
     );
     let carol = dry.promises.iter().find(|p| p.promiser == "carol").unwrap();
     assert!(
-        carol.changes[0].after.contains("would run `useradd -R "),
+        carol.changes()[0].after.contains("would run `useradd -R "),
         "{:?}",
-        carol.changes
+        carol.changes()
     );
     assert!(
         line(&read(r, "passwd"), "carol").is_none(),
@@ -149,7 +149,7 @@ fn users_and_groups_are_created_changed_and_removed_inside_a_root() {
         .iter()
         .find(|p| p.promiser == "carol")
         .unwrap();
-    let log = carol.output.as_deref().unwrap_or_default();
+    let log = carol.output().unwrap_or_default();
     assert!(
         log.contains("usermod -R ") && log.contains(" -u 1601 -s /bin/sh -G ops -- carol"),
         "{log}"

@@ -202,7 +202,7 @@ fn debian_group_and_user_converge_in_one_run_and_the_hash_is_never_printed() {
         .iter()
         .find(|p| p.kind == "user" && p.promiser == "app")
         .unwrap()
-        .changes
+        .changes()
         .iter()
         .map(|c| c.what.as_str())
         .collect();

@@ -101,7 +101,7 @@ fn promise<'r>(r: &'r RunReport, promiser: &str) -> &'r converge_vm::run::Promis
 fn updates(r: &RunReport) -> usize {
     r.promises
         .iter()
-        .filter_map(|p| p.output.as_deref())
+        .filter_map(|p| p.output())
         .map(|o| o.matches(" -q update\n").count())
         .sum()
 }
@@ -125,14 +125,14 @@ fn a_missing_or_old_index_is_refreshed_once_per_run_before_the_batch() {
     // Dry run: no index yet; it says it would refresh it, and writes none.
     let dry = converge(&bundle, r, true);
     let fresh = promise(&dry, "cvg-fresh");
-    assert_eq!(fresh.changes[0].what, "index", "{dry:?}");
-    assert_eq!(fresh.changes[0].before, "missing");
+    assert_eq!(fresh.changes()[0].what, "index", "{dry:?}");
+    assert_eq!(fresh.changes()[0].before, "missing");
     assert!(
-        fresh.changes[0]
+        fresh.changes()[0]
             .after
             .contains(&format!("would run `apt-get -o Dir={}/ ", r.display())),
         "{:?}",
-        fresh.changes
+        fresh.changes()
     );
     assert!(lists(r).is_empty(), "a dry run wrote the index");
 
@@ -144,7 +144,7 @@ fn a_missing_or_old_index_is_refreshed_once_per_run_before_the_batch() {
     assert!(r.join("usr/share/cvg-fresh/README").exists());
     // Two batches asked (the second after a file), one update ran.
     assert_eq!(updates(&first), 1, "{first:?}");
-    assert!(promise(&first, "dpkg-later").changes.is_empty());
+    assert!(promise(&first, "dpkg-later").changes().is_empty());
 
     // Fresh: nothing to do.
     let second = converge(&bundle, r, false);
@@ -156,7 +156,7 @@ fn a_missing_or_old_index_is_refreshed_once_per_run_before_the_batch() {
     let third = converge(&bundle, r, false);
     assert!(failed(&third).is_empty(), "{:?}", failed(&third));
     assert_eq!(updates(&third), 1, "{third:?}");
-    let changes = &promise(&third, "cvg-fresh").changes;
+    let changes = &promise(&third, "cvg-fresh").changes();
     assert_eq!(changes.len(), 1, "{changes:?}");
     assert_eq!(
         (changes[0].before.as_str(), changes[0].after.as_str()),

@@ -158,7 +158,7 @@ policy { b(); }"#,
     let changes: Vec<String> = r
         .promises
         .iter()
-        .flat_map(|p| p.changes.iter().map(|c| c.what.clone()))
+        .flat_map(|p| p.changes().iter().map(|c| c.what.clone()))
         .collect();
     assert!(
         changes.contains(&"mode of /srv/www/a/b/two.js".to_owned()),

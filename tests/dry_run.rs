@@ -102,7 +102,7 @@ fn promises(r: &RunReport) -> Vec<String> {
         .iter()
         .map(|p| {
             let changes: Vec<String> = p
-                .changes
+                .changes()
                 .iter()
                 // The account tools' own wording differs between "would
                 // run" and "ran": compare what changes, from what to what.
@@ -178,7 +178,7 @@ fn a_file_owned_by_a_user_the_run_creates_would_be_repaired() {
         .iter()
         .find(|p| p.promiser == "/srv/app")
         .unwrap();
-    let owner = dir.changes.iter().find(|c| c.what == "owner").unwrap();
+    let owner = dir.changes().iter().find(|c| c.what == "owner").unwrap();
     // app: uid 1000; appgrp: gid 1000 (the first of GID_MIN).
     assert_eq!(owner.after, "1000:1000", "{dir:?}");
     let notes = dry

@@ -181,7 +181,7 @@ fn a_dry_run_shows_a_diff_and_writes_nothing() {
         .find(|p| p.kind == "setting" && p.outcome == Outcome::Repaired)
         .expect("a setting would repair");
     let diff = sshd
-        .changes
+        .changes()
         .iter()
         .find_map(|c| c.diff.clone())
         .expect("a diff");

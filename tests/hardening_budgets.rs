@@ -548,11 +548,7 @@ policy { b(); }
         "this host has no IPv4 address (other than loopback) to loop over"
     );
     assert!(failed(&report).is_empty(), "{:?}", failed(&report));
-    let messages: Vec<&str> = report
-        .promises
-        .iter()
-        .filter_map(|p| p.output.as_deref())
-        .collect();
+    let messages: Vec<&str> = report.promises.iter().filter_map(|p| p.output()).collect();
     let expected: Vec<String> = report
         .facts
         .ipv4

@@ -34,7 +34,12 @@ fn observed(r: &RunReport, root: &Path) -> String {
         .map(|p| {
             format!(
                 "{} {:?} {:?} {:?} {:?} passes={}",
-                p.kind, p.promiser, p.outcome, p.changes, p.output, p.repaired_passes
+                p.kind,
+                p.promiser,
+                p.outcome,
+                p.changes(),
+                p.output(),
+                p.repaired_passes
             )
         })
         .collect();

@@ -98,9 +98,9 @@ policy { b(); }"#,
         .find(|p| p.promiser == "cvg-alpha")
         .unwrap();
     assert!(
-        alpha.changes[0].after.contains("would run `dpkg --root="),
+        alpha.changes()[0].after.contains("would run `dpkg --root="),
         "{:?}",
-        alpha.changes
+        alpha.changes()
     );
     assert!(installed(root.path()).is_empty());
     assert!(!root.path().join("etc/after-packages").exists());
@@ -127,15 +127,15 @@ policy { b(); }"#,
         .iter()
         .find(|p| p.promiser == "cvg-alpha")
         .unwrap();
-    let log = alpha.output.as_deref().unwrap_or_default();
+    let log = alpha.output().unwrap_or_default();
     assert!(
         log.contains("--install -- ")
             && log.contains("cvg-alpha_2.0.deb")
             && log.contains("cvg-beta_1.0.deb"),
         "{log}"
     );
-    assert_eq!(alpha.changes[0].before, "absent");
-    assert_eq!(alpha.changes[0].after, "2.0");
+    assert_eq!(alpha.changes()[0].before, "absent");
+    assert_eq!(alpha.changes()[0].after, "2.0");
     // The machine itself is untouched.
     assert!(!host_has("cvg-alpha") && !host_has("cvg-beta"));
 
@@ -376,8 +376,7 @@ policy {{ b(); }}"#
         .unwrap();
     assert!(
         alpha
-            .output
-            .as_deref()
+            .output()
             .unwrap_or_default()
             .contains("apt-get -o Dir="),
         "{alpha:?}"

@@ -155,7 +155,7 @@ fn a_dry_run_changes_nothing() {
     assert!(
         r.promises
             .iter()
-            .flat_map(|p| &p.changes)
+            .flat_map(|p| p.changes())
             .any(|c| c.diff.is_some()),
         "text content comes with a diff"
     );
@@ -582,7 +582,7 @@ policy { b(); }"#,
     );
     // Output captured, timeouts enforced.
     let chatty = r.promises.iter().find(|p| p.promiser == "chatty").unwrap();
-    let output = chatty.output.as_deref().unwrap();
+    let output = chatty.output().unwrap();
     assert!(
         output.contains("to-stdout") && output.contains("to-stderr"),
         "{output}"
@@ -682,7 +682,7 @@ policy { b(); }"#,
         ["repaired", "other", "skipped", "failed"],
         "{r:?}"
     );
-    assert!(r.promises.iter().any(|p| p.output.is_some()), "{r:?}");
+    assert!(r.promises.iter().any(|p| p.output().is_some()), "{r:?}");
     let tree = serde_json::to_string_pretty(&converge_vm::run::report::json(&r)).unwrap();
     let mut streamed = Vec::new();
     converge_vm::run::report::write_json(&r, &mut streamed).unwrap();

@@ -151,8 +151,7 @@ fn runit_enable_stop_start_restart_on_notify_and_disable() {
         .find(|p| p.promiser == "cvgdemo")
         .unwrap();
     assert!(
-        stop.output
-            .as_deref()
+        stop.output()
             .unwrap_or_default()
             .contains("$ sv -v -w 30 down /"),
         "{stop:?}"
@@ -311,7 +310,7 @@ policy { b(); }"#,
         .find(|p| p.promiser == "cvgweb")
         .unwrap();
     assert!(
-        web.changes
+        web.changes()
             .iter()
             .any(|c| c.after.contains("not checked under --root")),
         "{web:?}"

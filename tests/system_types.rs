@@ -195,7 +195,7 @@ policy { procs(); }
     assert_eq!(*outcome(&dry, "process", "no ghost"), Outcome::Kept);
     let shown = |label: &str| {
         let p = dry.promises.iter().find(|p| p.promiser == label).unwrap();
-        p.changes
+        p.changes()
             .iter()
             .map(|c| c.after.clone())
             .collect::<Vec<_>>()

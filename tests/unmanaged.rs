@@ -531,7 +531,7 @@ policy { b(); }"#,
     );
     let unmanaged = dry.promises.iter().find(|p| p.kind == "unmanaged").unwrap();
     assert!(
-        unmanaged.changes.iter().any(|c| c.after.contains("dpkg")),
+        unmanaged.changes().iter().any(|c| c.after.contains("dpkg")),
         "{unmanaged:?}"
     );
     assert_eq!(

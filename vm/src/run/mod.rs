@@ -100,10 +100,54 @@ pub struct PromiseResult {
     pub outcome: Outcome,
     /// `file:line` of the promise.
     pub source: Source,
-    pub changes: Vec<Change>,
-    pub output: Option<String>,
+    /// Its changes and output, which most results do not have: boxed, a
+    /// result is 112 bytes, not 160 (a report holds one per promise, and
+    /// is made while the body is held: a converged run's peak memory;
+    /// issue 22, item 3).
+    details: Option<Box<Details>>,
     /// In how many passes it repaired something.
     pub repaired_passes: u32,
+}
+
+/// What a promise changed, and the output of its command.
+#[derive(Clone, Debug, Default)]
+struct Details {
+    changes: Vec<Change>,
+    output: Option<String>,
+}
+
+impl PromiseResult {
+    pub fn new(
+        index: usize,
+        kind: &'static str,
+        promiser: String,
+        outcome: Outcome,
+        source: Source,
+        changes: Vec<Change>,
+        output: Option<String>,
+    ) -> Self {
+        let details = (!changes.is_empty() || output.is_some())
+            .then(|| Box::new(Details { changes, output }));
+        PromiseResult {
+            index,
+            kind,
+            promiser,
+            outcome,
+            source,
+            details,
+            repaired_passes: 0,
+        }
+    }
+
+    /// What it changed, in order.
+    pub fn changes(&self) -> &[Change] {
+        self.details.as_ref().map_or(&[], |d| &d.changes)
+    }
+
+    /// The output of its command, if it ran one that printed.
+    pub fn output(&self) -> Option<&str> {
+        self.details.as_ref().and_then(|d| d.output.as_deref())
+    }
 }
 
 #[derive(Clone, Debug)]

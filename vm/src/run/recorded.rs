@@ -146,14 +146,16 @@ impl Recorded {
             changes, output, ..
         } = self.more.map(|m| *m).unwrap_or_default();
         PromiseResult {
-            index,
-            kind: self.kind,
-            promiser,
-            outcome: self.outcome,
-            source,
-            changes,
-            output,
             repaired_passes: self.repaired_passes,
+            ..PromiseResult::new(
+                index,
+                self.kind,
+                promiser,
+                self.outcome,
+                source,
+                changes,
+                output,
+            )
         }
     }
 }
@@ -252,12 +254,12 @@ mod tests {
         assert_eq!(done.outcome, Outcome::Failed("no".into()));
         assert_eq!(done.promiser, "/etc/motd");
         assert_eq!(
-            done.changes
+            done.changes()
                 .iter()
                 .map(|c| c.what.as_str())
                 .collect::<Vec<_>>(),
             ["content", "mode"]
         );
-        assert_eq!(done.output.as_deref(), Some("out"));
+        assert_eq!(done.output(), Some("out"));
     }
 }

@@ -138,10 +138,10 @@ impl serde::Serialize for StreamedPromise<'_> {
             _ => None,
         };
         let mut map = s.serialize_map(Some(7))?;
-        map.serialize_entry("changes", &StreamedChanges(&p.changes))?;
+        map.serialize_entry("changes", &StreamedChanges(p.changes()))?;
         map.serialize_entry("error", &error)?;
         map.serialize_entry("outcome", outcome_word(&p.outcome))?;
-        map.serialize_entry("output", &p.output)?;
+        map.serialize_entry("output", &p.output())?;
         map.serialize_entry("promiser", &p.promiser)?;
         map.serialize_entry("source", &p.source)?;
         map.serialize_entry("type", p.kind)?;
@@ -352,14 +352,14 @@ fn human_lines(r: &RunReport) -> Vec<(Line, String)> {
                 out.problem(format!("FAILED   {head}: {}\n", printable(e)));
             }
             Outcome::Repaired => {
-                let lines = repair_lines(verb, &head, &p.changes);
+                let lines = repair_lines(verb, &head, p.changes());
                 if !lines.is_empty() {
                     out.push_str(&lines);
                 }
                 // The commands a backend ran (their output is in the JSON
                 // report).
                 if BACKEND_TYPES.contains(&p.kind) {
-                    for line in p.output.iter().flat_map(|o| o.lines()) {
+                    for line in p.output().iter().flat_map(|o| o.lines()) {
                         if line.starts_with("$ ") {
                             out.push_str(&format!("         {}\n", printable(line)));
                         }
@@ -370,7 +370,7 @@ fn human_lines(r: &RunReport) -> Vec<(Line, String)> {
                 out.push_str(&format!("skipped  {head}: {}\n", printable(reason)));
             }
             Outcome::Changed => {
-                for c in &p.changes {
+                for c in p.changes() {
                     let arrow = match (c.before.is_empty(), c.after.is_empty()) {
                         (true, _) => printable(&c.after).into_owned(),
                         (false, true) => printable(&c.before).into_owned(),
@@ -386,12 +386,12 @@ fn human_lines(r: &RunReport) -> Vec<(Line, String)> {
         }
         // What a watch recorded or could not read.
         if p.kind == "watch" {
-            for line in p.output.iter().flat_map(|o| o.lines()) {
+            for line in p.output().iter().flat_map(|o| o.lines()) {
                 out.push_str(&format!("watch    {head}: {}\n", printable(line)));
             }
         }
         if p.kind == "report" {
-            if let Some(message) = &p.output {
+            if let Some(message) = &p.output() {
                 out.push_str(&format!("report   {}: {message}\n", p.promiser));
             }
         }

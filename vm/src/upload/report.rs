@@ -208,7 +208,7 @@ fn promises(r: &RunReport) -> Vec<PromiseResult> {
                 source: p.source.to_string(),
                 error,
                 changes: p
-                    .changes
+                    .changes()
                     .iter()
                     .map(|c| Change {
                         what: c.what.clone(),
