@@ -264,6 +264,28 @@ impl<'b> Resolver<'b> {
         })
     }
 
+    /// Charges the pass's text what [`Resolver::resolve`] would for an
+    /// instance of `promise` whose promiser and values are all constants
+    /// (its promiser and each list element), without resolving it: a pass
+    /// that holds such an instance only by its promise resolves it when it
+    /// applies it ([`Resolver::resolve_again`]).
+    pub fn charge_constants(&mut self, promise: &Promise) -> Result<(), String> {
+        let text_of = |item: &Item| match item {
+            Item::Const(c) => match self.body.constants.get(*c as usize) {
+                Some(Constant::Str(s) | Constant::Word(s)) => s.len(),
+                _ => 0,
+            },
+            Item::Code(_) => 0,
+        };
+        let mut bytes = text_of(&promise.promiser);
+        for a in promise.attrs.iter() {
+            if let Operand::List(items) = &a.value {
+                bytes = items.iter().map(text_of).fold(bytes, usize::saturating_add);
+            }
+        }
+        self.own(bytes)
+    }
+
     /// Resolves again an instance this pass has already resolved (a pass
     /// keeps of each instance only its digest, and resolves it again to
     /// apply it: issue 22, item 3). Resolution is a pure function of the

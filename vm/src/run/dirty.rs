@@ -116,32 +116,35 @@ impl Dirty {
     /// changed): each instance keeps its last check only if the last pass
     /// had the same instance (same promise, loop element and values); a
     /// `directory` keeps it only if every instance is the same.
-    pub fn new_instances(&mut self, old: &[Held], new: &[Held]) {
+    pub fn new_instances(
+        &mut self,
+        old: &[Held],
+        new: &[Held],
+        is_directory: impl Fn(usize) -> bool,
+    ) {
         let mut at: HashMap<(usize, &[String]), usize> = HashMap::with_capacity(old.len());
         for (position, h) in old.iter().enumerate() {
-            at.insert((h.index, h.combo.as_slice()), position);
+            at.insert((h.index(), h.combo()), position);
         }
         let mut checks: Vec<Option<Check>> = Vec::with_capacity(new.len());
         for now in new {
-            let carried = at
-                .get(&(now.index, now.combo.as_slice()))
-                .and_then(|&position| {
-                    let before = old.get(position)?;
-                    // The same promise, loop element and digest: the same
-                    // instance ([`super::pass::digest`]).
-                    match (&before.resolved, &now.resolved) {
-                        (Ok(before), Ok(now)) if before == now => {
-                            self.checks.get(position).copied().flatten()
-                        }
-                        _ => None,
+            let carried = at.get(&(now.index(), now.combo())).and_then(|&position| {
+                let before = old.get(position)?;
+                // The same promise, loop element and digest: the same
+                // instance ([`super::pass::resolved`]).
+                match (before.resolved(), now.resolved()) {
+                    (Ok(before), Ok(now)) if before == now => {
+                        self.checks.get(position).copied().flatten()
                     }
-                });
+                    _ => None,
+                }
+            });
             checks.push(carried);
         }
         let all_same = old.len() == new.len() && checks.iter().all(Option::is_some);
         if !all_same {
             for (check, h) in checks.iter_mut().zip(new) {
-                if h.resolved.as_ref().is_ok_and(|r| r.kind == "directory") {
+                if h.resolved().is_ok() && is_directory(h.index()) {
                     *check = None;
                 }
             }
@@ -529,14 +532,15 @@ mod tests {
         let row = |i: Instance| -> Row { (i.index, Vec::new(), Ok(i)) };
         let held = |rows: &[Row]| -> Vec<Held> {
             rows.iter()
-                .map(|(index, combo, i)| Held {
-                    index: *index,
-                    combo: combo.clone(),
-                    resolved: Ok(super::super::pass::Resolved {
-                        kind: i.as_ref().map_or("", |i| i.kind),
-                        digest: i.as_ref().map_or([0; 16], super::super::pass::digest),
-                    }),
+                .map(|(index, combo, i)| {
+                    let digest = i.as_ref().map_or([0; 16], super::super::pass::digest);
+                    Held::new(*index, combo.clone(), Ok(Some(Box::new(digest))))
                 })
+                .collect()
+        };
+        let kinds = |rows: &[Row]| -> Vec<&'static str> {
+            rows.iter()
+                .map(|(_, _, i)| i.as_ref().map_or("", |i| i.kind))
                 .collect()
         };
         let old: Vec<Row> = vec![
@@ -560,7 +564,12 @@ mod tests {
             row(inst(1, "file", "/b2")),
             row(inst(2, "directory", "/c")),
         ];
-        dirty.new_instances(&held(&old), &held(&new));
+        let new_kinds = kinds(&new);
+        dirty.new_instances(&held(&old), &held(&new), |i| {
+            new.iter()
+                .zip(&new_kinds)
+                .any(|((at, _, _), k)| *at == i && *k == "directory")
+        });
         let skipped: Vec<bool> = new
             .iter()
             .enumerate()
@@ -575,7 +584,12 @@ mod tests {
             dirty.checked(position);
             dirty.concluded(position, i, &kept(), false);
         }
-        dirty.new_instances(&held(&old), &held(&old));
+        let old_kinds = kinds(&old);
+        dirty.new_instances(&held(&old), &held(&old), |i| {
+            old.iter()
+                .zip(&old_kinds)
+                .any(|((at, _, _), k)| *at == i && *k == "directory")
+        });
         assert!(dirty.unchanged(2, &inst(2, "directory", "/c")));
     }
 

@@ -342,6 +342,7 @@ fn run_with(
                 let Some(p) = body.promises.get(i) else {
                     continue;
                 };
+                let kind = crate::schema::promise_type_by_id(p.kind).map_or("?", |t| t.name);
                 let lists: Vec<Vec<String>> = p
                     .loops()
                     .iter()
@@ -353,11 +354,7 @@ fn run_with(
                 let combos = match loop_combinations(&lists) {
                     Ok(combos) => combos,
                     Err(e) => {
-                        fresh.push(pass::Held {
-                            index: i,
-                            combo: Vec::new(),
-                            resolved: Err(Unresolved::Failed(e)),
-                        });
+                        fresh.push(pass::Held::new(i, Vec::new(), Err(Unresolved::Failed(e))));
                         continue;
                     }
                 };
@@ -380,14 +377,29 @@ fn run_with(
                         Ok(false) => continue,
                         Err(e) => Err(e),
                         Ok(true) if fresh.len() >= MAX_PASS_INSTANCES => {
-                            fresh.push(pass::Held {
-                                index: i,
+                            fresh.push(pass::Held::new(
+                                i,
                                 combo,
-                                resolved: Err(Unresolved::Failed(format!(
+                                Err(Unresolved::Failed(format!(
                                     "the pass already holds {MAX_PASS_INSTANCES} promise instances, the limit (docs/bytecode.md, Limits)"
                                 ))),
-                            });
+                            ));
                             break;
+                        }
+                        Ok(true) if pass::light(body, p, kind) => {
+                            // Held by its promise, resolved to be applied.
+                            match resolver.charge_constants(p) {
+                                Ok(()) => {
+                                    gathered.note_constants(fresh.len(), body, p, kind);
+                                    fresh.push(pass::Held::new(i, combo, Ok(None)));
+                                }
+                                Err(e) => fresh.push(pass::Held::new(
+                                    i,
+                                    combo,
+                                    Err(Unresolved::Failed(e)),
+                                )),
+                            }
+                            continue;
                         }
                         Ok(true) => {
                             resolver
@@ -406,14 +418,15 @@ fn run_with(
                         managed.note(&inst);
                         pass::resolved(&inst, Some(p))
                     });
-                    fresh.push(pass::Held {
-                        index: i,
-                        combo,
-                        resolved,
-                    });
+                    fresh.push(pass::Held::new(i, combo, resolved));
                 }
             }
-            dirty.new_instances(&instances, &fresh);
+            dirty.new_instances(&instances, &fresh, |i| {
+                body.promises
+                    .get(i)
+                    .and_then(|p| crate::schema::promise_type_by_id(p.kind))
+                    .is_some_and(|t| t.name == "directory")
+            });
             instances = fresh;
             full = None;
             // Only the instances that may contradict another are resolved
@@ -480,7 +493,7 @@ fn run_with(
         }
 
         for (position, held) in instances.iter().enumerate() {
-            let (index, combo) = (&held.index, &held.combo);
+            let (index, combo) = (&held.index(), held.combo());
             let mut again = pass::Resolving {
                 body,
                 resolver: &mut resolver,
@@ -512,7 +525,7 @@ fn run_with(
                     record(
                         &mut results,
                         &mut slot,
-                        (*index, combo.clone()),
+                        (*index, combo.to_vec()),
                         &placeholder,
                         applied,
                         v,
@@ -520,7 +533,7 @@ fn run_with(
                     continue;
                 }
             };
-            let key = (inst.index, combo.clone());
+            let key = (inst.index, combo.to_vec());
             if inst.kind == crate::unmanaged::KIND && !contradictions.contains_key(&key) {
                 deferred.push((key, inst));
                 continue;
@@ -913,9 +926,9 @@ fn troubled(results: &[Recorded], v: &Verified) -> BTreeMap<String, Vec<String>>
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for r in results {
         if matches!(r.outcome, Outcome::Failed(_) | Outcome::Skipped(_)) {
-            out.entry(r.kind.to_owned()).or_default().push(format!(
+            out.entry(r.kind().to_owned()).or_default().push(format!(
                 "{} {:?} ({})",
-                r.kind,
+                r.kind(),
                 r.promiser(&v.body),
                 source_of(v, r.index())
             ));

@@ -28,28 +28,49 @@ use sha2::{Digest, Sha256};
 
 use super::resolve::{Instance, Resolver, Value};
 use super::Unresolved;
-use crate::bundle::format::{Body, Item, Operand, Promise};
+use crate::bundle::format::{Body, Constant, Item, Operand, Promise};
 use crate::eval::Evaluator;
 
 /// One instance of the pass, as resolved: its promise's index, its
 /// run-time loop element, and what it resolved to (or why it did not).
 pub(super) type Full = (usize, Vec<String>, Result<Instance, Unresolved>);
 
-/// One instance of the pass as the pass holds it.
+/// One instance of the pass as the pass holds it: 40 bytes.
 #[derive(Debug)]
 pub(super) struct Held {
-    pub index: usize,
-    pub combo: Vec<String>,
-    pub resolved: Result<Resolved, Unresolved>,
+    /// Its promise's index (a body holds far fewer than `u32::MAX`).
+    index: u32,
+    /// Its run-time loop element.
+    combo: Box<[String]>,
+    /// What it resolved to ([`resolved`]), or why it did not.
+    resolved: Result<Resolved, Box<Unresolved>>,
 }
 
-/// What a pass keeps of a resolved instance.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Resolved {
-    pub kind: &'static str,
-    /// [`digest`] of the instance, or zeros for an instance of constants
-    /// only ([`resolved`]).
-    pub digest: [u8; 16],
+/// What a pass keeps of a resolved instance: nothing for an instance of
+/// the bundle's constants only (its promise and loop element say which
+/// instance it is), the [`digest`] of one that computed something.
+pub(super) type Resolved = Option<Box<[u8; 16]>>;
+
+impl Held {
+    pub fn new(index: usize, combo: Vec<String>, resolved: Result<Resolved, Unresolved>) -> Self {
+        Held {
+            index: u32::try_from(index).unwrap_or(u32::MAX),
+            combo: combo.into_boxed_slice(),
+            resolved: resolved.map_err(Box::new),
+        }
+    }
+
+    pub fn index(&self) -> usize {
+        self.index as usize
+    }
+
+    pub fn combo(&self) -> &[String] {
+        &self.combo
+    }
+
+    pub fn resolved(&self) -> Result<&Resolved, &Unresolved> {
+        self.resolved.as_ref().map_err(|e| &**e)
+    }
 }
 
 /// What a pass keeps of `inst`, an instance of `promise`. The digest is
@@ -67,10 +88,7 @@ pub(super) fn resolved(inst: &Instance, promise: Option<&Promise>) -> Resolved {
                 Operand::List(items) => items.iter().all(|i| matches!(i, Item::Const(_))),
             })
     });
-    Resolved {
-        kind: inst.kind,
-        digest: if constant { [0; 16] } else { digest(inst) },
-    }
+    (!constant).then(|| Box::new(digest(inst)))
 }
 
 /// SHA-256 of everything an instance resolved to (its promise, type,
@@ -145,6 +163,34 @@ fn object_hash(inst: &Instance) -> u64 {
     h.finish()
 }
 
+/// The text of constant `c`, if it is a string or a word.
+fn constant_text(body: &Body, c: u32) -> Option<&str> {
+    match body.constants.get(c as usize) {
+        Some(Constant::Str(s) | Constant::Word(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// Whether the pass may hold an instance of `promise` (of type `kind`)
+/// without resolving it before the pass is applied: its promiser and
+/// every value are the bundle's constants, its promiser and list elements
+/// strings (what [`Resolver::charge_constants`] charges), and nothing
+/// gathered from the pass's instances needs it resolved (it is not a
+/// service, command, mount or a type `unmanaged` promises look for). Its
+/// object's hash is then taken from the constants ([`Gathered::note_constants`]).
+/// Resolving it only to apply it, a converged run resolves each such
+/// instance once, as before the pass held digests.
+pub(super) fn light(body: &Body, promise: &Promise, kind: &str) -> bool {
+    let text = |i: &Item| matches!(i, Item::Const(c) if constant_text(body, *c).is_some());
+    !matches!(kind, "service" | "command" | "mount")
+        && !crate::schema::UNMANAGED_TYPES.contains(&kind)
+        && text(&promise.promiser)
+        && promise.attrs.iter().all(|a| match &a.value {
+            Operand::Item(i) => matches!(i, Item::Const(_)),
+            Operand::List(items) => items.iter().all(text),
+        })
+}
+
 /// What the pass gathers from its instances while it resolves them.
 #[derive(Debug, Default)]
 pub(super) struct Gathered {
@@ -178,12 +224,52 @@ impl Gathered {
         }
     }
 
+    /// Notes the instance at `position` of `promise`, one the pass holds
+    /// without resolving it ([`light`]): its object's hash is that of the
+    /// instance it resolves to ([`object_hash`]), from the constants.
+    pub fn note_constants(
+        &mut self,
+        position: usize,
+        body: &Body,
+        promise: &Promise,
+        kind: &'static str,
+    ) {
+        let Ok(at) = u32::try_from(position) else {
+            return;
+        };
+        if kind == "line" {
+            return;
+        }
+        let promiser = match promise.promiser {
+            Item::Const(c) => constant_text(body, c).unwrap_or_default(),
+            Item::Code(_) => "",
+        };
+        let pt = crate::schema::promise_type_by_id(promise.kind);
+        let value = |name: &str| -> Option<&str> {
+            let a = promise.attrs.iter().find(|a| {
+                pt.and_then(|t| t.attr_by_id(a.attr))
+                    .is_some_and(|spec| spec.name == name)
+            })?;
+            match a.value {
+                Operand::Item(Item::Const(c)) => constant_text(body, c),
+                _ => None,
+            }
+        };
+        let mut h = FxHasher::default();
+        kind.hash(&mut h);
+        promiser.hash(&mut h);
+        for name in crate::schema::part_identity(kind) {
+            value(name).hash(&mut h);
+        }
+        self.objects.push((h.finish(), at));
+    }
+
     /// The positions of the instances that may contradict another: those
     /// whose object hash is shared with an instance of another promise, and
     /// every `mount` (mount states are compared per mount point).
     pub fn may_contradict(&mut self, held: &[Held]) -> Vec<u32> {
         self.objects.sort_unstable();
-        let index = |at: u32| held.get(at as usize).map(|h| h.index);
+        let index = |at: u32| held.get(at as usize).map(Held::index);
         let mut out: Vec<u32> = Vec::new();
         for group in self.objects.chunk_by(|a, b| a.0 == b.0) {
             let first = group.first().and_then(|(_, at)| index(*at));
@@ -209,20 +295,18 @@ pub(super) struct Resolving<'r, 'b, 'e> {
 impl Resolving<'_, '_, '_> {
     /// Resolves `held` again: its instance, or why it did not resolve.
     pub fn instance(&mut self, held: &Held) -> Result<Instance, Unresolved> {
-        match &held.resolved {
-            Err(e) => Err(e.clone()),
-            Ok(_) => {
-                let Some(p) = self.body.promises.get(held.index) else {
-                    return Err(Unresolved::Failed(format!(
-                        "cannot evaluate: promise {}",
-                        held.index
-                    )));
-                };
-                self.resolver
-                    .resolve_again(self.eval, held.index, p, self.classes, &held.combo)
-                    .map_err(Unresolved::Failed)
-            }
+        if let Err(e) = held.resolved() {
+            return Err(e.clone());
         }
+        let Some(p) = self.body.promises.get(held.index()) else {
+            return Err(Unresolved::Failed(format!(
+                "cannot evaluate: promise {}",
+                held.index()
+            )));
+        };
+        self.resolver
+            .resolve_again(self.eval, held.index(), p, self.classes, held.combo())
+            .map_err(Unresolved::Failed)
     }
 
     /// The instances at `positions`, resolved again.
@@ -230,7 +314,7 @@ impl Resolving<'_, '_, '_> {
         positions
             .iter()
             .filter_map(|at| held.get(*at as usize))
-            .map(|h| (h.index, h.combo.clone(), self.instance(h)))
+            .map(|h| (h.index(), h.combo().to_vec(), self.instance(h)))
             .collect()
     }
 }
@@ -239,7 +323,7 @@ impl Resolving<'_, '_, '_> {
 /// operators that read them all.
 pub(super) fn materialize(r: &mut Resolving<'_, '_, '_>, held: &[Held]) -> Vec<Full> {
     held.iter()
-        .map(|h| (h.index, h.combo.clone(), r.instance(h)))
+        .map(|h| (h.index(), h.combo().to_vec(), r.instance(h)))
         .collect()
 }
 
@@ -259,14 +343,7 @@ mod tests {
     }
 
     fn held(index: usize, inst: &Instance) -> Held {
-        Held {
-            index,
-            combo: Vec::new(),
-            resolved: Ok(Resolved {
-                kind: inst.kind,
-                digest: digest(inst),
-            }),
-        }
+        Held::new(index, Vec::new(), Ok(Some(Box::new(digest(inst)))))
     }
 
     /// The digest stands for the whole instance: whatever differs, the
@@ -298,6 +375,65 @@ mod tests {
         for other in &others {
             assert_ne!(digest(&a), digest(other), "{other:?}");
         }
+    }
+
+    /// A pass holds 40 bytes per instance (it held a whole resolved
+    /// instance, about 280 bytes for a file with content and mode).
+    #[test]
+    fn a_held_instance_is_small() {
+        assert!(
+            std::mem::size_of::<Held>() <= 40,
+            "{}",
+            std::mem::size_of::<Held>()
+        );
+    }
+
+    /// An instance held without being resolved is grouped by the hash of
+    /// the object it resolves to: a `setting` by its file, section and key.
+    #[test]
+    fn an_unresolved_instance_hashes_as_the_instance_it_resolves_to() {
+        use crate::bundle::format::{AttrValue, FixedList, List, PromiseParts, SourceLoc};
+        use crate::facts::Facts;
+        let mut body = Body::with_programs(
+            vec![
+                Constant::Str("/etc/app.ini".into()),
+                Constant::Str("main".into()),
+                Constant::Str("port".into()),
+                Constant::Str("80".into()),
+            ],
+            Vec::new(),
+        );
+        let setting = crate::schema::promise_type("setting").unwrap();
+        let attr = |name: &str, c: u32| AttrValue {
+            attr: setting.all_attrs().find(|a| a.name == name).unwrap().id,
+            value: Operand::Item(Item::Const(c)),
+        };
+        let promise = Promise::from(PromiseParts {
+            kind: setting.id,
+            promiser: Item::Const(0),
+            attrs: FixedList::from(vec![attr("section", 1), attr("key", 2), attr("value", 3)]),
+            guard: None,
+            loops: FixedList::default(),
+            after: FixedList::default(),
+            notify: FixedList::default(),
+            on_repaired: None,
+            on_kept: None,
+            on_failed: None,
+            source: 0,
+        });
+        body.promises = List(vec![promise.clone()]);
+        body.sources = List(vec![SourceLoc { file: 0, line: 1 }]);
+        assert!(light(&body, &promise, "setting"));
+        let root = tempfile::tempdir().unwrap();
+        let facts = Facts::gather(root.path());
+        let mut eval = Evaluator::new(&body, &facts);
+        let mut resolver = Resolver::new(&body);
+        let inst = resolver
+            .resolve(&mut eval, 0, &promise, &BTreeSet::new(), &[])
+            .unwrap();
+        let mut gathered = Gathered::default();
+        gathered.note_constants(0, &body, &promise, "setting");
+        assert_eq!(gathered.objects, [(object_hash(&inst), 0)]);
     }
 
     /// Only objects named by more than one promise are resolved again to

@@ -22,12 +22,19 @@ use crate::bundle::Verified;
 pub(crate) struct Recorded {
     /// The promise's index (a body holds far fewer than `u32::MAX`).
     index: u32,
-    pub(crate) kind: &'static str,
+    /// Its promise type's id ([`UNKNOWN_KIND`] for none): with the
+    /// index and the passes, 8 bytes; a result is 48 bytes.
+    kind: u16,
+    /// In how many passes it repaired something (at most the bundle's
+    /// pass limit, [`MAX_PASS_LIMIT`](crate::bundle::verify::MAX_PASS_LIMIT)).
+    pub(crate) repaired_passes: u16,
     pub(crate) outcome: Outcome,
-    /// In how many passes it repaired something.
-    pub(crate) repaired_passes: u32,
     more: Option<Box<More>>,
 }
+
+/// [`Recorded::kind`] of a result whose promise type is not known (a
+/// promise the body does not have).
+const UNKNOWN_KIND: u16 = u16::MAX;
 
 /// What a result has beyond its outcome; most have none of it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -90,9 +97,9 @@ impl Recorded {
             });
         Recorded {
             index: u32::try_from(index).unwrap_or(u32::MAX),
-            kind,
+            kind: crate::schema::promise_type(kind).map_or(UNKNOWN_KIND, |t| t.id),
             outcome: applied.outcome,
-            repaired_passes: u32::from(repaired),
+            repaired_passes: u16::from(repaired),
             more,
         }
     }
@@ -124,6 +131,11 @@ impl Recorded {
         }
     }
 
+    /// Its promise type (`?` when not known, as the report says).
+    pub(crate) fn kind(&self) -> &'static str {
+        crate::schema::promise_type_by_id(self.kind).map_or("?", |t| t.name)
+    }
+
     /// The index of its promise.
     pub(crate) fn index(&self) -> usize {
         self.index as usize
@@ -141,21 +153,14 @@ impl Recorded {
     pub(crate) fn finish(self, v: &Verified, files: &mut SourceFiles) -> PromiseResult {
         let promiser = self.promiser(&v.body).into_owned();
         let index = self.index();
+        let kind = self.kind();
         let source = files.of(v, index);
         let More {
             changes, output, ..
         } = self.more.map(|m| *m).unwrap_or_default();
         PromiseResult {
-            repaired_passes: self.repaired_passes,
-            ..PromiseResult::new(
-                index,
-                self.kind,
-                promiser,
-                self.outcome,
-                source,
-                changes,
-                output,
-            )
+            repaired_passes: u32::from(self.repaired_passes),
+            ..PromiseResult::new(index, kind, promiser, self.outcome, source, changes, output)
         }
     }
 }
@@ -212,7 +217,7 @@ mod tests {
         let short = Recorded::new(&body, 0, "file", "/etc", Applied::kept());
         assert_eq!(short.promiser(&body), "/etc");
         assert!(
-            std::mem::size_of::<Recorded>() <= 64,
+            std::mem::size_of::<Recorded>() <= 48,
             "{}",
             std::mem::size_of::<Recorded>()
         );
