@@ -527,8 +527,8 @@ pub struct AttrValue {
 /// when all of it is empty: 48 bytes a promise where the eleven fields
 /// inline were 112 (issue 22, item 3). On the wire it is its
 /// [`PromiseParts`], field by field, unchanged.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "PromiseParts", into = "PromiseParts")]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(from = "PromiseParts")]
 pub struct Promise {
     /// The promise type's id
     /// ([`PromiseType::id`](crate::schema::PromiseType::id)).
@@ -594,6 +594,27 @@ impl From<PromiseParts> for Promise {
             source: p.source,
             rare: (rare != Rare::default()).then(|| Box::new(rare)),
         }
+    }
+}
+
+/// As its [`PromiseParts`], field by field, without copying them (the
+/// verifier encodes the whole body again to check it is canonical).
+impl Serialize for Promise {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = serializer.serialize_struct("PromiseParts", 11)?;
+        st.serialize_field("kind", &self.kind)?;
+        st.serialize_field("promiser", &self.promiser)?;
+        st.serialize_field("attrs", &self.attrs)?;
+        st.serialize_field("guard", &self.guard)?;
+        st.serialize_field("loops", self.loops())?;
+        st.serialize_field("after", self.after())?;
+        st.serialize_field("notify", self.notify())?;
+        st.serialize_field("on_repaired", &self.on_repaired())?;
+        st.serialize_field("on_kept", &self.on_kept())?;
+        st.serialize_field("on_failed", &self.on_failed())?;
+        st.serialize_field("source", &self.source)?;
+        st.end()
     }
 }
 
