@@ -24,7 +24,7 @@ use crate::bundle::open;
 use crate::run::interactive::Proposal;
 use crate::run::lock::{LockError, RunLock};
 use crate::run::operators::Outcome;
-use crate::run::{report, run as converge, run_interactive, RunOptions};
+use crate::run::{report, run_interactive, run_owned as converge, RunOptions};
 use crate::state::{default_dir, StateDir};
 use std::io::IsTerminal as _;
 
@@ -128,9 +128,15 @@ pub fn run(args: RunArgs) -> ExitCode {
     let result = if args.interactive {
         let mut input = std::io::stdin().lock();
         let mut confirm = |p: &Proposal<'_>| prompt::ask(p, &mut input, &mut std::io::stderr());
-        run_interactive(&verified, &opts, &mut confirm)
+        let result = run_interactive(&verified, &opts, &mut confirm);
+        // Left to the exit, as the report is below.
+        std::mem::forget(verified);
+        result
     } else {
-        converge(&verified, &opts)
+        let (result, rest) = converge(verified, &opts);
+        // Left to the exit, as the report is below.
+        std::mem::forget(rest);
+        result
     };
     let result = match result {
         Ok(r) => r,
@@ -163,7 +169,6 @@ pub fn run(args: RunArgs) -> ExitCode {
     // They hold no file, lock or secret (secrets are opened per use and
     // zeroized there); the state lock is released as before.
     std::mem::forget(result);
-    std::mem::forget(verified);
     code
 }
 

@@ -195,7 +195,65 @@ pub struct RunReport {
 }
 
 pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
-    run_with(v, opts, None, !dirty::Dirty::allowed())
+    run_with(v, opts, None, !dirty::Dirty::allowed()).map(|passed| passed.report(v))
+}
+
+/// [`run`] of a bundle the caller gives up (`policyvm run`): the decoded
+/// promises are let go before the report's results are made, which are
+/// the run's largest allocation after the passes (a converged run's peak
+/// memory was the body and the results together; issue 22, item 3). What
+/// is left of the bundle (its constants, sources and header) is handed
+/// back, for the caller to drop or leave to the process's exit.
+pub fn run_owned(mut v: Verified, opts: &RunOptions) -> (Result<RunReport, String>, Verified) {
+    let passed = match run_with(&v, opts, None, !dirty::Dirty::allowed()) {
+        Ok(passed) => passed,
+        Err(e) => return (Err(e), v),
+    };
+    // What the report still reads of the body: the constants (promisers,
+    // file names), the sources and the header; the promises' heads were
+    // taken by `run_with`.
+    v.body.promises = crate::bundle::format::List(Vec::new());
+    v.body.programs = crate::bundle::format::List(Vec::new());
+    (Ok(passed.report(&v)), v)
+}
+
+/// What the passes leave for the report: the report without its results,
+/// the run's results, and what the results read of each promise.
+struct Passed {
+    report: RunReport,
+    results: Vec<recorded::Recorded>,
+    heads: Vec<recorded::Head>,
+}
+
+impl Passed {
+    /// The report, with its results.
+    fn report(self, v: &Verified) -> RunReport {
+        let Passed {
+            mut report,
+            results,
+            heads,
+        } = self;
+        let mut results = recorded::finish_all(results, v, &heads);
+        drop(heads);
+        if !report.converged {
+            report.oscillating = results
+                .iter()
+                .filter(|r| r.repaired_passes >= report.passes)
+                .map(|r| format!("{} {:?} ({})", r.kind, r.promiser, r.source))
+                .collect();
+        }
+        if let Some(e) = &report.watch.error {
+            // The run's record could not be written: what the watches saw
+            // is not recorded, so none of them may claim it was.
+            for r in results.iter_mut().filter(|r| r.kind == "watch") {
+                if !matches!(r.outcome, Outcome::Failed(_) | Outcome::Skipped(_)) {
+                    r.outcome = Outcome::Failed(e.clone());
+                }
+            }
+        }
+        report.promises = results;
+        report
+    }
 }
 
 /// [`run`] with every pass a full pass: each active promise checked in
@@ -203,7 +261,7 @@ pub fn run(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
 /// passes ([`dirty`]). The reference the rule is tested against; `run`
 /// does the same when `CONVERGE_FULL_PASSES=1`.
 pub fn run_full_passes(v: &Verified, opts: &RunOptions) -> Result<RunReport, String> {
-    run_with(v, opts, None, true)
+    run_with(v, opts, None, true).map(|passed| passed.report(v))
 }
 
 /// [`run`], asking `confirm` before each repair (`policyvm run
@@ -223,7 +281,7 @@ pub fn run_interactive(
             "an interactive run cannot be a dry run: a dry run changes nothing to ask about".into(),
         );
     }
-    run_with(v, opts, Some(confirm), true)
+    run_with(v, opts, Some(confirm), true).map(|passed| passed.report(v))
 }
 
 fn run_with(
@@ -231,7 +289,7 @@ fn run_with(
     opts: &RunOptions,
     mut confirm: Option<Confirm<'_>>,
     full_passes: bool,
-) -> Result<RunReport, String> {
+) -> Result<Passed, String> {
     let started = Instant::now();
     let body = &v.body;
     // Absolute, so that commands (which run with the root as their working
@@ -335,7 +393,7 @@ fn run_with(
         // the run.
         if classes_changed || full_passes {
             let mut fresh: Vec<pass::Held> = Vec::with_capacity(expected);
-            let mut gathered = pass::Gathered::default();
+            let mut gathered = pass::Gathered::with_capacity(expected);
             resolver.start_pass();
             for &i in body.order.iter() {
                 let i = i as usize;
@@ -769,46 +827,31 @@ fn run_with(
     drop(notify_targets);
     drop(managed);
     drop(resolver);
-    let mut results = recorded::finish_all(results, v);
-    let oscillating = if converged {
-        Vec::new()
-    } else {
-        results
-            .iter()
-            .filter(|r| r.repaired_passes >= passes)
-            .map(|r| format!("{} {:?} ({})", r.kind, r.promiser, r.source))
-            .collect()
-    };
     let watch = watch.finish(body.header.serial);
-    if let Some(e) = &watch.error {
-        // The run's record could not be written: what the watches saw is
-        // not recorded, so none of them may claim it was.
-        for r in results.iter_mut().filter(|r| r.kind == "watch") {
-            if !matches!(r.outcome, Outcome::Failed(_) | Outcome::Skipped(_)) {
-                r.outcome = Outcome::Failed(e.clone());
-            }
-        }
-    }
-    Ok(RunReport {
-        bundle_name: body.header.name.clone(),
-        serial: body.header.serial,
-        digest: crate::bundle::error::hex(&v.digest),
-        facts: facts.clone(),
-        probes: probes.clone(),
-        classes: classes.into_iter().collect(),
-        passes,
-        converged,
-        dry_run: opts.dry_run,
-        duration_ms: started.elapsed().as_millis(),
-        promises: results,
-        unmanaged: unmanaged.into_iter().collect(),
-        oscillating,
-        owed: ledger.owed().to_vec(),
-        planned,
-        neighbours: ctx.neighbours.take(),
-        watch,
-        extra,
-        checks_skipped,
+    Ok(Passed {
+        results,
+        heads: recorded::heads(body),
+        report: RunReport {
+            bundle_name: body.header.name.clone(),
+            serial: body.header.serial,
+            digest: crate::bundle::error::hex(&v.digest),
+            facts: facts.clone(),
+            probes: probes.clone(),
+            classes: classes.into_iter().collect(),
+            passes,
+            converged,
+            dry_run: opts.dry_run,
+            duration_ms: started.elapsed().as_millis(),
+            promises: Vec::new(),
+            unmanaged: unmanaged.into_iter().collect(),
+            oscillating: Vec::new(),
+            owed: ledger.owed().to_vec(),
+            planned,
+            neighbours: ctx.neighbours.take(),
+            watch,
+            extra,
+            checks_skipped,
+        },
     })
 }
 
@@ -925,7 +968,7 @@ fn conclude(
 fn troubled(results: &[Recorded], v: &Verified) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for r in results {
-        if matches!(r.outcome, Outcome::Failed(_) | Outcome::Skipped(_)) {
+        if matches!(r.outcome(), Outcome::Failed(_) | Outcome::Skipped(_)) {
             out.entry(r.kind().to_owned()).or_default().push(format!(
                 "{} {:?} ({})",
                 r.kind(),

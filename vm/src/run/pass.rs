@@ -35,13 +35,17 @@ use crate::eval::Evaluator;
 /// run-time loop element, and what it resolved to (or why it did not).
 pub(super) type Full = (usize, Vec<String>, Result<Instance, Unresolved>);
 
-/// One instance of the pass as the pass holds it: 40 bytes.
+/// One instance of the pass as the pass holds it: 32 bytes.
 #[derive(Debug)]
 pub(super) struct Held {
     /// Its promise's index (a body holds far fewer than `u32::MAX`).
     index: u32,
-    /// Its run-time loop element.
-    combo: Box<[String]>,
+    /// Its run-time loop element, boxed: most promises have none.
+    #[allow(
+        clippy::box_collection,
+        reason = "8 bytes in every instance of a pass, where a Vec is 24 and a boxed slice 16"
+    )]
+    combo: Option<Box<Vec<String>>>,
     /// What it resolved to ([`resolved`]), or why it did not.
     resolved: Result<Resolved, Box<Unresolved>>,
 }
@@ -55,7 +59,7 @@ impl Held {
     pub fn new(index: usize, combo: Vec<String>, resolved: Result<Resolved, Unresolved>) -> Self {
         Held {
             index: u32::try_from(index).unwrap_or(u32::MAX),
-            combo: combo.into_boxed_slice(),
+            combo: (!combo.is_empty()).then(|| Box::new(combo)),
             resolved: resolved.map_err(Box::new),
         }
     }
@@ -65,7 +69,7 @@ impl Held {
     }
 
     pub fn combo(&self) -> &[String] {
-        &self.combo
+        self.combo.as_deref().map_or(&[], Vec::as_slice)
     }
 
     pub fn resolved(&self) -> Result<&Resolved, &Unresolved> {
@@ -205,6 +209,15 @@ pub(super) struct Gathered {
 }
 
 impl Gathered {
+    /// For a pass of about `instances` instances (one object each, most
+    /// often: sized once instead of doubling).
+    pub fn with_capacity(instances: usize) -> Self {
+        Gathered {
+            objects: Vec::with_capacity(instances),
+            ..Gathered::default()
+        }
+    }
+
     /// Notes the instance at `position`.
     pub fn note(&mut self, position: usize, inst: &Instance) {
         let Ok(at) = u32::try_from(position) else {

@@ -28,8 +28,53 @@ pub(crate) struct Recorded {
     /// In how many passes it repaired something (at most the bundle's
     /// pass limit, [`MAX_PASS_LIMIT`](crate::bundle::verify::MAX_PASS_LIMIT)).
     pub(crate) repaired_passes: u16,
-    pub(crate) outcome: Outcome,
+    outcome: Brief,
     more: Option<Box<More>>,
+}
+
+/// A result's outcome in 16 bytes: the outcomes without a reason inline,
+/// one with a reason (a failure, a skip) boxed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Brief {
+    Kept,
+    Repaired,
+    Changed,
+    Other(Box<Outcome>),
+}
+
+static KEPT: Outcome = Outcome::Kept;
+static REPAIRED: Outcome = Outcome::Repaired;
+static CHANGED: Outcome = Outcome::Changed;
+
+impl From<Outcome> for Brief {
+    fn from(o: Outcome) -> Self {
+        match o {
+            Outcome::Kept => Brief::Kept,
+            Outcome::Repaired => Brief::Repaired,
+            Outcome::Changed => Brief::Changed,
+            other => Brief::Other(Box::new(other)),
+        }
+    }
+}
+
+impl Brief {
+    fn get(&self) -> &Outcome {
+        match self {
+            Brief::Kept => &KEPT,
+            Brief::Repaired => &REPAIRED,
+            Brief::Changed => &CHANGED,
+            Brief::Other(o) => o,
+        }
+    }
+
+    fn into_outcome(self) -> Outcome {
+        match self {
+            Brief::Kept => Outcome::Kept,
+            Brief::Repaired => Outcome::Repaired,
+            Brief::Changed => Outcome::Changed,
+            Brief::Other(o) => *o,
+        }
+    }
 }
 
 /// [`Recorded::kind`] of a result whose promise type is not known (a
@@ -61,7 +106,11 @@ fn constant_promiser(body: &Body, index: usize) -> Option<&str> {
 /// a slice at a time, the run's vector shrinking as the report's grows, so
 /// that the two are never both whole (the report's are 160 bytes a
 /// promise, the run's 64: a converged run's peak memory; issue 22, item 3).
-pub(crate) fn finish_all(mut results: Vec<Recorded>, v: &Verified) -> Vec<PromiseResult> {
+pub(crate) fn finish_all(
+    mut results: Vec<Recorded>,
+    v: &Verified,
+    heads: &[Head],
+) -> Vec<PromiseResult> {
     /// Results per slice: each slice's freed space is given back before
     /// the next is made.
     const SLICE: usize = 4096;
@@ -69,11 +118,37 @@ pub(crate) fn finish_all(mut results: Vec<Recorded>, v: &Verified) -> Vec<Promis
     let mut out: Vec<PromiseResult> = Vec::with_capacity(results.len());
     while !results.is_empty() {
         let from = results.len().saturating_sub(SLICE);
-        out.extend(results.drain(from..).rev().map(|r| r.finish(v, &mut files)));
+        out.extend(
+            results
+                .drain(from..)
+                .rev()
+                .map(|r| r.finish(v, heads, &mut files)),
+        );
         results.shrink_to_fit();
     }
     out.reverse();
     out
+}
+
+/// What a report reads of a promise: its promiser and where it was
+/// written. Taken from the body before the report's results are made, so
+/// that a run that owns its bundle can let the decoded promises go first
+/// ([`super::run_owned`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Head {
+    promiser: Item,
+    source: u32,
+}
+
+/// The [`Head`] of every promise of `body`, by index.
+pub(crate) fn heads(body: &Body) -> Vec<Head> {
+    body.promises
+        .iter()
+        .map(|p| Head {
+            promiser: p.promiser,
+            source: p.source,
+        })
+        .collect()
 }
 
 impl Recorded {
@@ -98,7 +173,7 @@ impl Recorded {
         Recorded {
             index: u32::try_from(index).unwrap_or(u32::MAX),
             kind: crate::schema::promise_type(kind).map_or(UNKNOWN_KIND, |t| t.id),
-            outcome: applied.outcome,
+            outcome: Brief::from(applied.outcome),
             repaired_passes: u16::from(repaired),
             more,
         }
@@ -111,11 +186,11 @@ impl Recorded {
         }
         // The final outcome: a failure stands; a repair in any pass makes
         // the promise repaired; otherwise the latest outcome.
-        self.outcome = match (&self.outcome, applied.outcome) {
+        self.outcome = Brief::from(match (self.outcome.get(), applied.outcome) {
             (_, Outcome::Failed(e)) => Outcome::Failed(e),
             (Outcome::Repaired, _) => Outcome::Repaired,
             (_, o) => o,
-        };
+        });
         if applied.changes.is_empty() && applied.output.is_none() {
             return;
         }
@@ -129,6 +204,11 @@ impl Recorded {
         if applied.output.is_some() {
             more.output = applied.output;
         }
+    }
+
+    /// Its outcome so far.
+    pub(crate) fn outcome(&self) -> &Outcome {
+        self.outcome.get()
     }
 
     /// Its promise type (`?` when not known, as the report says).
@@ -149,18 +229,41 @@ impl Recorded {
         }
     }
 
-    /// The result as the report has it.
-    pub(crate) fn finish(self, v: &Verified, files: &mut SourceFiles) -> PromiseResult {
-        let promiser = self.promiser(&v.body).into_owned();
+    /// The result as the report has it (`heads` are its body's promises').
+    pub(crate) fn finish(
+        self,
+        v: &Verified,
+        heads: &[Head],
+        files: &mut SourceFiles,
+    ) -> PromiseResult {
         let index = self.index();
+        let head = heads.get(index);
+        let promiser = match self.more.as_ref().and_then(|m| m.promiser.as_deref()) {
+            Some(own) => own.to_owned(),
+            None => match head.map(|h| h.promiser) {
+                Some(Item::Const(c)) => match v.body.constants.get(c as usize) {
+                    Some(Constant::Str(s) | Constant::Word(s)) => s.clone(),
+                    _ => String::new(),
+                },
+                _ => String::new(),
+            },
+        };
         let kind = self.kind();
-        let source = files.of(v, index);
+        let source = files.of(v, head.map(|h| h.source));
         let More {
             changes, output, ..
         } = self.more.map(|m| *m).unwrap_or_default();
         PromiseResult {
             repaired_passes: u32::from(self.repaired_passes),
-            ..PromiseResult::new(index, kind, promiser, self.outcome, source, changes, output)
+            ..PromiseResult::new(
+                index,
+                kind,
+                promiser,
+                self.outcome.into_outcome(),
+                source,
+                changes,
+                output,
+            )
         }
     }
 }
@@ -217,7 +320,7 @@ mod tests {
         let short = Recorded::new(&body, 0, "file", "/etc", Applied::kept());
         assert_eq!(short.promiser(&body), "/etc");
         assert!(
-            std::mem::size_of::<Recorded>() <= 48,
+            std::mem::size_of::<Recorded>() <= 32,
             "{}",
             std::mem::size_of::<Recorded>()
         );
@@ -241,11 +344,11 @@ mod tests {
             changes: vec![change("content"), change("mode")],
             output: Some("out".into()),
         });
-        assert_eq!(r.outcome, Outcome::Repaired);
+        assert_eq!(*r.outcome(), Outcome::Repaired);
         assert_eq!(r.repaired_passes, 1);
         r.update(Applied::failed("no"));
         r.update(Applied::kept());
-        assert_eq!(r.outcome, Outcome::Kept);
+        assert_eq!(*r.outcome(), Outcome::Kept);
         r.update(Applied::failed("no"));
         let mut files = SourceFiles::default();
         let v = Verified {
@@ -255,7 +358,7 @@ mod tests {
             digest: [0; 32],
             len: 0,
         };
-        let done = r.finish(&v, &mut files);
+        let done = r.finish(&v, &heads(&v.body), &mut files);
         assert_eq!(done.outcome, Outcome::Failed("no".into()));
         assert_eq!(done.promiser, "/etc/motd");
         assert_eq!(

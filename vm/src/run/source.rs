@@ -66,15 +66,11 @@ impl PartialEq<&str> for Source {
 pub(crate) struct SourceFiles(HashMap<u32, Arc<str>>);
 
 impl SourceFiles {
-    /// Where promise `index` was written; empty for an index the body does
-    /// not have (a body that bypassed the verifier).
-    pub(crate) fn of(&mut self, v: &Verified, index: usize) -> Source {
-        let Some(loc) = v
-            .body
-            .promises
-            .get(index)
-            .and_then(|p| v.body.sources.get(p.source as usize))
-        else {
+    /// Where a promise was written, from its index into the body's
+    /// sources; empty for a promise or source the body does not have (a
+    /// body that bypassed the verifier).
+    pub(crate) fn of(&mut self, v: &Verified, source: Option<u32>) -> Source {
+        let Some(loc) = source.and_then(|at| v.body.sources.get(at as usize)) else {
             return Source::default();
         };
         let file = self
