@@ -16,7 +16,7 @@
 //! it like any unmanaged entry, and a run cleans those of every directory
 //! it manages ([`super::RootFs::clean_stale_temporaries`]).
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -47,10 +47,33 @@ fn token() -> &'static str {
     })
 }
 
-/// The temporaries this process has created and not yet renamed or removed.
-fn live() -> &'static Mutex<HashSet<String>> {
-    static LIVE: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
-    LIVE.get_or_init(|| Mutex::new(HashSet::new()))
+/// The temporaries this process has created and not yet renamed or
+/// removed, by their counter (`N` of `.converge-tmp.TOKEN.N`: the rest of
+/// the name is this process's [`token`]). A first run of 10,000 files
+/// makes 10,000 of them: a number is hashed and compared for less than a
+/// name.
+fn live() -> &'static Mutex<FxHashSet<u64>> {
+    static LIVE: OnceLock<Mutex<FxHashSet<u64>>> = OnceLock::new();
+    LIVE.get_or_init(|| Mutex::new(FxHashSet::default()))
+}
+
+/// The counter of one of this process's temporary names, if `name` is one
+/// exactly as [`next_temp`] writes it (the number in decimal, without a
+/// leading zero).
+fn own_counter(name: &[u8]) -> Option<u64> {
+    let n = name
+        .strip_prefix(TEMP_PREFIX.as_bytes())?
+        .strip_prefix(token().as_bytes())?
+        .strip_prefix(b".")?;
+    let canonical = match n {
+        [] => false,
+        [b'0'] => true,
+        [first, ..] => *first != b'0' && n.iter().all(u8::is_ascii_digit),
+    };
+    if !canonical {
+        return None;
+    }
+    std::str::from_utf8(n).ok()?.parse().ok()
 }
 
 /// Whether `name` is one of the VM's temporary names (this process's or
@@ -63,22 +86,24 @@ pub fn is_temp_name(name: &[u8]) -> bool {
 /// Whether `name` is a temporary this process is writing right now: the
 /// only entry purge and the stale-temporary cleaning leave alone.
 pub fn is_live_temp(name: &[u8]) -> bool {
-    let Ok(name) = std::str::from_utf8(name) else {
+    let Some(n) = own_counter(name) else {
         return false;
     };
-    live().lock().is_ok_and(|set| set.contains(name))
+    live().lock().is_ok_and(|set| set.contains(&n))
 }
 
 /// A temporary name in use; forgotten when dropped.
 #[derive(Debug)]
 pub(super) struct Temp {
     pub name: String,
+    /// Its counter, the key of [`live`].
+    n: u64,
 }
 
 impl Drop for Temp {
     fn drop(&mut self) {
         if let Ok(mut set) = live().lock() {
-            set.remove(&self.name);
+            set.remove(&self.n);
         }
     }
 }
@@ -87,11 +112,37 @@ impl Drop for Temp {
 fn next_temp() -> Temp {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let name = format!("{TEMP_PREFIX}{}.{n}", token());
+    let token = token();
+    let mut name = String::with_capacity(TEMP_PREFIX.len() + token.len() + 21);
+    name.push_str(TEMP_PREFIX);
+    name.push_str(token);
+    name.push('.');
+    push_decimal(&mut name, n);
     if let Ok(mut set) = live().lock() {
-        set.insert(name.clone());
+        set.insert(n);
     }
-    Temp { name }
+    Temp { name, n }
+}
+
+/// `n` in decimal, without `format!`'s machinery (a name per written file).
+fn push_decimal(out: &mut String, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at = at.saturating_sub(1);
+        if let Some(d) = digits.get_mut(at) {
+            // A digit: `rest % 10` is below 10.
+            *d = b'0' + (rest % 10) as u8;
+        }
+        rest /= 10;
+        if rest == 0 || at == 0 {
+            break;
+        }
+    }
+    for d in digits.get(at..).unwrap_or_default() {
+        out.push(char::from(*d));
+    }
 }
 
 /// Replaces (or creates) `name` in `dir` with `contents`, atomically (see
@@ -179,13 +230,16 @@ pub fn write_atomic_from_at(
 /// ([`super::batch`]): a new temporary in `dir` with `contents`, owner and
 /// mode, not yet synced; it stays registered as live (and so is neither
 /// purged nor cleaned as stale) until the returned [`Temp`] is dropped.
+/// With it, the temporary's content read back through the handle it was
+/// written with (`None` if that read failed or found more than was
+/// written: the caller reads it again by name).
 pub(super) fn stage_at(
     dir: &OwnedFd,
     contents: &[u8],
     mode: u32,
     owner: Option<(u32, u32)>,
     shown: &str,
-) -> Result<Temp, FsError> {
+) -> Result<(Temp, Option<Vec<u8>>), FsError> {
     let mut temps: Vec<Temp> = Vec::new();
     let file = NewFile {
         contents,
@@ -205,13 +259,42 @@ pub(super) fn stage_at(
         Durable::Later,
     );
     match created {
-        Ok(name) => temps
-            .into_iter()
-            .find(|t| t.name == name)
-            .ok_or_else(|| io(shown, "create a temporary file for")(Errno::NOENT)),
+        Ok((name, handle)) => {
+            let read = read_back(&handle, contents.len());
+            drop(handle);
+            temps
+                .into_iter()
+                .find(|t| t.name == name)
+                .map(|t| (t, read))
+                .ok_or_else(|| io(shown, "create a temporary file for")(Errno::NOENT))
+        }
         Err(Failure::Refused(e)) => Err(e),
         Err(Failure::Io { step, errno }) => Err(io(shown, step)(errno)),
     }
+}
+
+/// The content of a file just written with `len` bytes, read from the
+/// start through `file` (`pread`: no `open`, `fstat` or `close` of its
+/// own); `None` if a read fails or the file holds more than `len` bytes.
+fn read_back(file: &std::fs::File, len: usize) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt as _;
+    let mut buf = vec![0u8; len.checked_add(1)?];
+    let mut got = 0usize;
+    loop {
+        let rest = buf.get_mut(got..)?;
+        if rest.is_empty() {
+            // One byte more than was written: it grew.
+            return None;
+        }
+        match file.read_at(rest, got as u64) {
+            Ok(0) => break,
+            Ok(n) => got = got.checked_add(n)?,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    buf.truncate(got);
+    Some(buf)
 }
 
 /// Makes `name` in `dir` a link to `target`, replacing what is there
@@ -253,6 +336,23 @@ pub fn sync_dir(dir: &OwnedFd, shown: &str) -> Result<(), FsError> {
 mod tests {
     use super::*;
 
+    fn temp_counter(name: &str) -> u64 {
+        name.rsplit('.').next().unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn counters_are_written_in_decimal() {
+        for n in [0, 7, 10, 99, 100, 12345, u64::MAX] {
+            let mut out = String::new();
+            push_decimal(&mut out, n);
+            assert_eq!(out, n.to_string());
+            assert_eq!(
+                own_counter(format!("{TEMP_PREFIX}{}.{out}", token()).as_bytes()),
+                Some(n)
+            );
+        }
+    }
+
     #[test]
     fn temporary_names_fit_any_target_and_are_recognised() {
         let temp = next_temp();
@@ -263,6 +363,15 @@ mod tests {
         drop(temp);
         assert!(!is_live_temp(name.as_bytes()), "a finished write is stale");
         assert!(is_temp_name(b".motd.converge-tmp"), "legacy pattern");
+        // Only the name exactly as written is this process's.
+        let padded = format!("{TEMP_PREFIX}{}.0{}", token(), temp_counter(&name));
+        let live = next_temp();
+        assert!(is_live_temp(live.name.as_bytes()));
+        assert!(!is_live_temp(format!("{}x", live.name).as_bytes()));
+        assert!(!is_live_temp(padded.as_bytes()));
+        assert!(!is_live_temp(
+            format!("{TEMP_PREFIX}{}x.{}", token(), live.n).as_bytes()
+        ));
         assert!(!is_temp_name(b"motd"));
         assert!(!is_temp_name(b"converge-tmp"));
     }

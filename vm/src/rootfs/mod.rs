@@ -27,7 +27,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
+use rustix::fs::{self as rfs, AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 pub use atomic::{
@@ -179,6 +179,8 @@ pub struct RootFs {
     /// writing through at once.
     staging: Cell<bool>,
     batch: RefCell<batch::Batch>,
+    /// Whether the kernel walks a path in one call ([`RootFs::walk_at_once`]).
+    at_once: Cell<bool>,
 }
 
 fn io<'p>(path: &'p str, op: &'static str) -> impl FnOnce(Errno) -> FsError + 'p {
@@ -252,6 +254,7 @@ impl RootFs {
             cleaned: RefCell::default(),
             staging: Cell::new(false),
             batch: RefCell::new(batch::Batch::default()),
+            at_once: Cell::new(true),
         })
     }
 
@@ -299,7 +302,24 @@ impl RootFs {
             if let Some(fd) = self.dirs.borrow().get(&dirs.join("/")) {
                 return Ok(Some(Rc::clone(fd)));
             }
+        } else if dirs.len() >= 2 {
+            // A walk again from the root in one system call: every write
+            // of a run walks its directory afresh.
+            if let Some(fd) = self.walk_at_once(&dirs.join("/"), how) {
+                return Ok(Some(fd));
+            }
         }
+        self.walk_components(path, dirs, create, how)
+    }
+
+    /// [`RootFs::walk`] one component at a time.
+    fn walk_components(
+        &self,
+        path: &str,
+        dirs: &[&str],
+        create: Option<u32>,
+        how: Walk,
+    ) -> Result<Option<Rc<OwnedFd>>, FsError> {
         // The first component is opened from the root's own handle: a
         // handle of the root itself is opened only for a path directly
         // below it (one `openat` and `close` less for every other walk).
@@ -352,6 +372,45 @@ impl RootFs {
         }
     }
 
+    /// The directory `dirs` (two components or more) opened from the root
+    /// in one `openat2`, with the walk's own rules: no link followed on any
+    /// component (`RESOLVE_NO_SYMLINKS`, as `O_NOFOLLOW` on each), nothing
+    /// above the root (`RESOLVE_BENEATH`; a valid policy path has no `..`
+    /// anyway), a directory at the end. `None` for anything else: a
+    /// missing component (to create), a link or a file on the path (the
+    /// component walk says which), a kernel without `openat2` (before 5.6,
+    /// or refused by a sandbox: remembered, not asked again) or a rename
+    /// racing the lookup; the component walk then does it as before. A
+    /// path of one component gains nothing from it.
+    ///
+    /// `key` is the directory's components joined by `/`; [`Walk::Fresh`]
+    /// puts the handle in the cache under it, [`Walk::Check`] does not.
+    fn walk_at_once(&self, key: &str, how: Walk) -> Option<Rc<OwnedFd>> {
+        if !self.at_once.get() {
+            return None;
+        }
+        let resolve =
+            ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS | ResolveFlags::BENEATH;
+        let fd = match rfs::openat2(&self.root, key, DIR_FLAGS, Mode::empty(), resolve) {
+            Ok(fd) => Rc::new(fd),
+            Err(Errno::NOSYS | Errno::PERM | Errno::INVAL | Errno::TOOBIG) => {
+                self.at_once.set(false);
+                return None;
+            }
+            Err(_) => return None,
+        };
+        if how == Walk::Fresh {
+            let mut dirs = self.dirs.borrow_mut();
+            match dirs.get_mut(key) {
+                Some(held) => *held = Rc::clone(&fd),
+                None => {
+                    dirs.insert(key.to_owned(), Rc::clone(&fd));
+                }
+            }
+        }
+        Some(fd)
+    }
+
     /// Whether `dir` is still the directory at `dirs` below the root (same
     /// device and inode, reached without links): [`FsError::Moved`] if not.
     fn still_at(&self, path: &str, dirs: &[&str], dir: &OwnedFd) -> Result<(), FsError> {
@@ -381,21 +440,48 @@ impl RootFs {
         path: &'p str,
         create: Option<u32>,
     ) -> Result<Option<(Rc<OwnedFd>, &'p str)>, FsError> {
-        let comps = components(path)?;
-        let Some((name, dirs)) = comps.split_last() else {
+        Ok(self
+            .parent_to_change_on(path, create)?
+            .map(|(dir, name, _)| (dir, name)))
+    }
+
+    /// [`RootFs::parent_to_change`], with the file system (`st_dev`) of
+    /// the directory, from the same `fstat` that found it not shared.
+    fn parent_to_change_on<'p>(
+        &self,
+        path: &'p str,
+        create: Option<u32>,
+    ) -> Result<Option<(Rc<OwnedFd>, &'p str, u64)>, FsError> {
+        let Some((key, name)) = split_parent(path)? else {
             return Err(FsError::BadPath(path.to_owned()));
         };
-        let Some(dir) = self.walk(path, dirs, create, Walk::Fresh)? else {
-            return Ok(None);
+        // Two components or more: walked in one call when the kernel can.
+        let at_once = if key.contains('/') {
+            self.walk_at_once(key, Walk::Fresh)
+        } else {
+            None
         };
-        if shared(&dir, path)? {
+        let dir = match at_once {
+            Some(dir) => dir,
+            None => {
+                let comps = components(path)?;
+                let dirs = comps.split_last().map_or(&[][..], |(_, dirs)| dirs);
+                match self.walk_components(path, dirs, create, Walk::Fresh)? {
+                    Some(dir) => dir,
+                    None => return Ok(None),
+                }
+            }
+        };
+        let st = rfs::fstat(&*dir).map_err(io(path, "inspect the directory of"))?;
+        if st.st_mode & 0o002 != 0 {
             let parent = path.rsplit_once('/').map_or("/", |(d, _)| d);
             return Err(FsError::SharedDirectory {
                 path: path.to_owned(),
                 dir: if parent.is_empty() { "/" } else { parent }.to_owned(),
             });
         }
-        Ok(Some((dir, name)))
+        #[allow(clippy::useless_conversion, reason = "st_dev is u32 on some targets")]
+        Ok(Some((dir, name, u64::from(st.st_dev))))
     }
 
     /// The checks [`RootFs::parent_to_change`] makes before a change,
@@ -459,6 +545,15 @@ impl RootFs {
     /// [`RootFs::read_file`] with a smaller bound (facts read at most a
     /// few KiB of `/etc/hostname`).
     pub fn read_file_limited(&self, path: &str, limit: u64) -> Result<Option<Vec<u8>>, FsError> {
+        // A staged write just made: its content as read back through the
+        // handle that wrote it.
+        if let Some(bytes) = self
+            .batch
+            .borrow_mut()
+            .take_read_back(path.trim_end_matches('/'), limit.min(MAX_READ))
+        {
+            return Ok(Some(bytes));
+        }
         if let Some((dir, temp)) = self.staged(path) {
             return read_at(&dir, &temp, limit.min(MAX_READ), path);
         }
