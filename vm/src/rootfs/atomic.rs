@@ -275,7 +275,7 @@ pub(super) fn stage_at(
 
 /// The content of a file just written with `len` bytes, read from the
 /// start through `file` (`pread`: no `open`, `fstat` or `close` of its
-/// own); `None` if a read fails or the file holds more than `len` bytes.
+/// own); `None` if a read fails or the file turns out longer than `len`.
 fn read_back(file: &std::fs::File, len: usize) -> Option<Vec<u8>> {
     use std::os::unix::fs::FileExt as _;
     let mut buf = vec![0u8; len.checked_add(1)?];
@@ -288,6 +288,12 @@ fn read_back(file: &std::fs::File, len: usize) -> Option<Vec<u8>> {
         }
         match file.read_at(rest, got as u64) {
             Ok(0) => break,
+            // The size written read whole: as `read_sized`, a short read
+            // at the known size is the end (one `pread`, not two).
+            Ok(n) if got.checked_add(n)? == len => {
+                got = len;
+                break;
+            }
             Ok(n) => got = got.checked_add(n)?,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => return None,

@@ -39,7 +39,7 @@ use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::atomic::{stage_at, Temp};
-use super::{kind_at, split_parent, FsError, Kind, RootFs};
+use super::{kind_at, FsError, Kind, RootFs};
 
 /// A batch is flushed once it holds this many files...
 pub const MAX_STAGED_FILES: usize = 4096;
@@ -88,8 +88,11 @@ pub(super) struct Batch {
 
 /// The directories above a policy path (`/a/b/c` -> `/a`, `/a/b`).
 fn ancestors(path: &str) -> impl Iterator<Item = &str> {
-    path.match_indices('/')
-        .filter(|(i, _)| *i > 0)
+    // By byte (`/` is one byte in UTF-8): asked for every file promise
+    // while anything is staged.
+    path.bytes()
+        .enumerate()
+        .filter(|(i, b)| *b == b'/' && *i > 0)
         .filter_map(|(i, _)| path.get(..i))
 }
 
@@ -112,6 +115,10 @@ impl Batch {
 
     /// The staged temporary of `path`, if any: its directory and name.
     pub fn staged(&self, path: &str) -> Option<(&Rc<OwnedFd>, &str)> {
+        // Asked of every path a converged run reads: nothing to hash then.
+        if self.entries.is_empty() {
+            return None;
+        }
         let entry = self.entries.get(*self.by_path.get(path)?)?;
         Some((&entry.dir, entry.temp.name.as_str()))
     }
@@ -120,6 +127,7 @@ impl Batch {
     /// latest staged write and holds at most `limit` bytes: taken, so a
     /// second read opens the temporary.
     pub fn take_read_back(&mut self, path: &str, limit: u64) -> Option<Vec<u8>> {
+        self.read_back.as_ref()?;
         let latest = self
             .entries
             .get(*self.by_path.get(path)?)?
@@ -353,7 +361,7 @@ impl RootFs {
             }
             _ => {}
         }
-        let dir_key = split_parent(path)?.map_or("", |(key, _)| key).to_owned();
+        let dir_key = self.split(path)?.map_or("", |(key, _)| key).to_owned();
         let (temp, read_back) = stage_at(&dir, contents, mode, owner, path)?;
         let staged = Staged {
             path: path.trim_end_matches('/').to_owned(),

@@ -181,6 +181,8 @@ pub struct RootFs {
     batch: RefCell<batch::Batch>,
     /// Whether the kernel walks a path in one call ([`RootFs::walk_at_once`]).
     at_once: Cell<bool>,
+    /// The last path [`RootFs::split`] found valid.
+    valid: RefCell<String>,
 }
 
 fn io<'p>(path: &'p str, op: &'static str) -> impl FnOnce(Errno) -> FsError + 'p {
@@ -209,23 +211,29 @@ fn components(path: &str) -> Result<Vec<&str>, FsError> {
 /// The same split as [`components`] (a valid path has no empty, `.` or
 /// `..` component), without allocating: every file promise looks its
 /// directory up several times per pass.
+#[cfg(test)]
 fn split_parent(path: &str) -> Result<Option<(&str, &str)>, FsError> {
     if path_problem(path).is_some() {
         return Err(FsError::BadPath(path.to_owned()));
     }
+    Ok(split_valid(path))
+}
+
+/// [`split_parent`] of a path [`path_problem`] found nothing wrong with.
+fn split_valid(path: &str) -> Option<(&str, &str)> {
     let rest = path.strip_prefix('/').unwrap_or(path);
     let rest = rest.strip_suffix('/').unwrap_or(rest);
     if rest.is_empty() {
-        return Ok(None);
+        return None;
     }
     // By byte: `/` is one byte in UTF-8, so both sides are `str`s.
-    Ok(Some(match rest.bytes().rposition(|b| b == b'/') {
+    Some(match rest.bytes().rposition(|b| b == b'/') {
         Some(at) => (
             rest.get(..at).unwrap_or_default(),
             rest.get(at.saturating_add(1)..).unwrap_or_default(),
         ),
         None => ("", rest),
-    }))
+    })
 }
 
 /// The largest file the VM reads (to compare or edit it): 64 MiB.
@@ -255,11 +263,28 @@ impl RootFs {
             staging: Cell::new(false),
             batch: RefCell::new(batch::Batch::default()),
             at_once: Cell::new(true),
+            valid: RefCell::default(),
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// [`split_parent`], remembering the last path found valid: a file
+    /// promise asks it of the same path three or four times in a row
+    /// (cleaning, `lstat`, read, write), and a byte comparison costs less
+    /// than checking every component again.
+    fn split<'p>(&self, path: &'p str) -> Result<Option<(&'p str, &'p str)>, FsError> {
+        let mut valid = self.valid.borrow_mut();
+        if *valid != path {
+            if path_problem(path).is_some() {
+                return Err(FsError::BadPath(path.to_owned()));
+            }
+            valid.clear();
+            valid.push_str(path);
+        }
+        Ok(split_valid(path))
     }
 
     /// Walks to the directory holding `path`'s last component. With
@@ -270,7 +295,7 @@ impl RootFs {
         create: Option<u32>,
     ) -> Result<Option<(Rc<OwnedFd>, &'p str)>, FsError> {
         // A directory walked before: its handle, without splitting the path.
-        if let Some((key, name)) = split_parent(path)? {
+        if let Some((key, name)) = self.split(path)? {
             if !key.is_empty() {
                 if let Some(fd) = self.dirs.borrow().get(key) {
                     return Ok(Some((Rc::clone(fd), name)));
@@ -452,7 +477,7 @@ impl RootFs {
         path: &'p str,
         create: Option<u32>,
     ) -> Result<Option<(Rc<OwnedFd>, &'p str, u64)>, FsError> {
-        let Some((key, name)) = split_parent(path)? else {
+        let Some((key, name)) = self.split(path)? else {
             return Err(FsError::BadPath(path.to_owned()));
         };
         // Two components or more: walked in one call when the kernel can.
@@ -947,7 +972,7 @@ impl RootFs {
     /// there) or one that does not exist.
     pub fn clean_stale_temporaries(&self, path: &str) -> Result<Vec<String>, FsError> {
         // Once per directory: every later file of it costs a lookup.
-        match split_parent(path)? {
+        match self.split(path)? {
             None => return Ok(Vec::new()),
             Some((key, _)) if self.cleaned.borrow().contains(key) => return Ok(Vec::new()),
             Some(_) => {}
