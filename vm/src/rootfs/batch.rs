@@ -452,6 +452,59 @@ impl RootFs {
 mod tests {
     use super::*;
 
+    /// The read that confirms a staged write gets the content read back
+    /// through the handle that wrote it, once; later reads, and reads of
+    /// an older write of the same path, open the temporary; a flush ends
+    /// it.
+    #[test]
+    fn a_staged_write_is_read_back_once_then_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = RootFs::open(dir.path()).unwrap();
+        fs.set_staging(true);
+        fs.write_file("/etc/a", b"one\n", 0o644, None).unwrap();
+        assert!(fs.batch.borrow().read_back.is_some());
+        fs.write_file("/etc/b", b"two\n", 0o644, None).unwrap();
+        // Only the latest write's read-back is kept.
+        assert_eq!(
+            fs.batch
+                .borrow_mut()
+                .take_read_back("/etc/a", MAX_READ_TEST),
+            None
+        );
+        assert_eq!(
+            fs.read_file("/etc/a").unwrap().as_deref(),
+            Some(&b"one\n"[..])
+        );
+        assert_eq!(
+            fs.read_file("/etc/b").unwrap().as_deref(),
+            Some(&b"two\n"[..])
+        );
+        assert!(fs.batch.borrow().read_back.is_none(), "taken");
+        assert_eq!(
+            fs.read_file("/etc/b").unwrap().as_deref(),
+            Some(&b"two\n"[..])
+        );
+        // Written again: the new content, from its read-back.
+        fs.write_file("/etc/b", b"three\n", 0o644, None).unwrap();
+        assert_eq!(
+            fs.read_file("/etc/b/").unwrap().as_deref(),
+            Some(&b"three\n"[..])
+        );
+        // Bigger than the read asks for: read by name, refused as before.
+        fs.write_file("/etc/c", b"four\n", 0o644, None).unwrap();
+        assert!(fs.read_file_limited("/etc/c", 2).is_err());
+        fs.write_file("/etc/d", b"five\n", 0o644, None).unwrap();
+        fs.flush();
+        assert!(fs.batch.borrow().read_back.is_none(), "a flush ends it");
+        assert_eq!(std::fs::read(dir.path().join("etc/d")).unwrap(), b"five\n");
+        assert_eq!(
+            fs.read_file("/etc/d").unwrap().as_deref(),
+            Some(&b"five\n"[..])
+        );
+    }
+
+    const MAX_READ_TEST: u64 = 1 << 20;
+
     #[test]
     fn ancestors_are_the_directories_above() {
         let a: Vec<&str> = ancestors("/a/b/c").collect();
