@@ -110,39 +110,20 @@ impl Drop for Temp {
 
 /// A fresh temporary name, registered as live.
 fn next_temp() -> Temp {
+    use std::fmt::Write as _;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let token = token();
-    let mut name = String::with_capacity(TEMP_PREFIX.len() + token.len() + 21);
+    // At most 51 bytes (see the module comment); one allocation, no
+    // `format!` of the whole.
+    let mut name = String::with_capacity(64);
     name.push_str(TEMP_PREFIX);
-    name.push_str(token);
-    name.push('.');
-    push_decimal(&mut name, n);
+    name.push_str(token());
+    // Writing into a String cannot fail.
+    let _ = write!(name, ".{n}");
     if let Ok(mut set) = live().lock() {
         set.insert(n);
     }
     Temp { name, n }
-}
-
-/// `n` in decimal, without `format!`'s machinery (a name per written file).
-fn push_decimal(out: &mut String, n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = n;
-    loop {
-        at = at.saturating_sub(1);
-        if let Some(d) = digits.get_mut(at) {
-            // A digit: `rest % 10` is below 10.
-            *d = b'0' + (rest % 10) as u8;
-        }
-        rest /= 10;
-        if rest == 0 || at == 0 {
-            break;
-        }
-    }
-    for d in digits.get(at..).unwrap_or_default() {
-        out.push(char::from(*d));
-    }
 }
 
 /// Replaces (or creates) `name` in `dir` with `contents`, atomically (see
@@ -347,16 +328,26 @@ mod tests {
     }
 
     #[test]
-    fn counters_are_written_in_decimal() {
+    fn counters_are_read_back_from_names_as_written() {
         for n in [0, 7, 10, 99, 100, 12345, u64::MAX] {
-            let mut out = String::new();
-            push_decimal(&mut out, n);
-            assert_eq!(out, n.to_string());
             assert_eq!(
-                own_counter(format!("{TEMP_PREFIX}{}.{out}", token()).as_bytes()),
+                own_counter(format!("{TEMP_PREFIX}{}.{n}", token()).as_bytes()),
                 Some(n)
             );
         }
+        assert_eq!(
+            own_counter(format!("{TEMP_PREFIX}{}.", token()).as_bytes()),
+            None
+        );
+        assert_eq!(
+            own_counter(format!("{TEMP_PREFIX}{}.00", token()).as_bytes()),
+            None
+        );
+        assert_eq!(
+            own_counter(format!("{TEMP_PREFIX}{}.1a", token()).as_bytes()),
+            None
+        );
+        assert_eq!(own_counter(b".converge-tmp.other.1"), None);
     }
 
     #[test]

@@ -472,6 +472,7 @@ impl RootFs {
 
     /// [`RootFs::parent_to_change`], with the file system (`st_dev`) of
     /// the directory, from the same `fstat` that found it not shared.
+    #[allow(clippy::type_complexity)]
     fn parent_to_change_on<'p>(
         &self,
         path: &'p str,
