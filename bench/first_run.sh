@@ -12,7 +12,8 @@
 # First runs create 10,000 files each: on ext4 without a journal, file
 # creation is several times slower for minutes after many files were
 # removed nearby (ext4's `recently_deleted`), so the script removes no tree
-# before the end, and a second run of it should wait six minutes.
+# before the end, and a second run of it should start several minutes
+# later (three were not enough on this machine; ext4 says up to six).
 #
 # Usage: [ROUNDS=3] [CARGO_TARGET_DIR=...] bash bench/first_run.sh [N]
 set -euo pipefail
