@@ -315,7 +315,9 @@ impl RootFs {
     /// component at a time without following links. [`Walk::Cached`] reuses
     /// handles; [`Walk::Fresh`] opens every component again (and refreshes
     /// the cache); [`Walk::Check`] opens them again and leaves the cache
-    /// alone.
+    /// alone. A fresh or checking walk of two components or more is made in
+    /// one call when the kernel can ([`RootFs::walk_at_once`]: only the
+    /// directory itself is then refreshed in the cache).
     fn walk(
         &self,
         path: &str,
