@@ -9,6 +9,11 @@
 # interleaved within each round; wall and CPU (user+sys) time, peak RSS,
 # and policyvm's ratios to the floors and to cf-agent. The load average is
 # printed beside the figures: fsync-bound figures need a quiet machine.
+# First runs create 10,000 files each: on ext4 without a journal, file
+# creation is several times slower for minutes after many files were
+# removed nearby (ext4's `recently_deleted`), so the script removes no tree
+# before the end, and a second run of it should start several minutes
+# later (three were not enough on this machine; ext4 says up to six).
 #
 # Usage: [ROUNDS=3] [CARGO_TARGET_DIR=...] bash bench/first_run.sh [N]
 set -euo pipefail
@@ -29,7 +34,7 @@ mkdir -p "$work/trust"
 "$release/policyc" keygen --out "$work/hub" >/dev/null
 cp "$work/hub.pub" "$work/trust/"
 ROUNDS=${ROUNDS:-3} python3 - "$work" "$n" "$release" <<'PY'
-import os, shutil, statistics, subprocess, sys, time
+import os, statistics, subprocess, sys, time
 
 work, n, release = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rounds = int(os.environ["ROUNDS"])
@@ -69,22 +74,41 @@ samples = {}
 def add(key, m):
     samples.setdefault(key, []).append(m)
 
+# Every tree is new and none is removed before the end: on an ext4 file
+# system without a journal (this machine's root), the kernel skips inodes
+# freed in the last minute (six if their inode-table block is still dirty)
+# when it allocates one, looking at each in turn (ext4's
+# `recently_deleted`), so creating 10,000 files right after removing
+# 10,000 took 2-3 s instead of 0.3-0.6 s, for whichever program came after
+# the removal. The trees of all rounds take a few hundred MB until the
+# script ends.
 for rnd in range(rounds):
     load = open("/proc/loadavg").read().split()[0]
     add(("load", ""), (float(load), 0, 0))
     # The durable and plain floors of a first run, each on a fresh tree.
+    # Every first run starts on a clean page cache: a syncfs writes back
+    # the whole filesystem's dirty data, so without the sync the durable
+    # floor's would flush the round before's cf-agent runs and the
+    # removed trees, and policyvm's the plain floor's 10,000 unsynced
+    # files, written just before it.
     for mode, name in (("syncfs", "durable floor"), ("plain", "plain floor")):
-        d = f"{work}/floor-{mode}"
-        shutil.rmtree(d, ignore_errors=True); os.makedirs(d)
+        d = f"{work}/{rnd}/floor-{mode}"
+        os.makedirs(d)
+        os.sync()
         add((name, "first"), measure([floor, d, str(n), mode]))
     # policyvm
-    root = f"{work}/root-vm"
-    shutil.rmtree(root, ignore_errors=True); os.makedirs(root)
+    root = f"{work}/{rnd}/root-vm"
+    os.makedirs(root)
     run = [policyvm, "run", bundle, "--trust", f"{work}/trust", "--root", root]
+    os.sync()
     add(("policyvm", "first"), measure(run))
     # Converged and drifted runs start on a settled machine: the first
     # run's (and the drift's) writeback would otherwise be flushed during
-    # whichever program comes next, or by its syncfs.
+    # whichever program comes next, or by its syncfs. Both policyvm and
+    # the floor read with O_NOATIME (rootfs::read_at,
+    # vm/examples/stathash.rs): on a relatime mount the first reader after
+    # the writes would otherwise write every file's inode, and pay for the
+    # one that reads second.
     os.sync()
     add(("policyvm", "converged"), measure(run))
     add(("plain floor", "converged"), measure([stathash, f"{root}/data"]))
@@ -96,8 +120,8 @@ for rnd in range(rounds):
     # the N/100 directories of an existing tree (made beforehand, not
     # timed), each rename replacing a file.
     for mode, name in (("syncfs", "durable floor"), ("plain", "plain floor")):
-        d = f"{work}/drift-{mode}"
-        shutil.rmtree(d, ignore_errors=True); os.makedirs(d)
+        d = f"{work}/{rnd}/drift-{mode}"
+        os.makedirs(d)
         measure([floor, d, str(n), "plain"])
         os.sync()
         w, c, r = measure([stathash, f"{root}/data"])
@@ -105,8 +129,8 @@ for rnd in range(rounds):
         add((name, "drift"), (w + w2, c + c2, max(r, r2)))
     add(("durable floor", "converged"), samples[("plain floor", "converged")][-1])
     # cf-agent
-    croot = f"{work}/root-cf"
-    shutil.rmtree(croot, ignore_errors=True); os.makedirs(croot)
+    croot = f"{work}/{rnd}/root-cf"
+    os.makedirs(croot)
     lines = ['body common control { bundlesequence => { "main" }; }',
              'body perms p644 { mode => "644"; rxdirs => "true"; }',
              'bundle agent main {', '  files:']
@@ -117,6 +141,7 @@ for rnd in range(rounds):
     open(cf, "w").write("\n".join(lines) + "\n")
     os.chmod(cf, 0o600)
     agent = ["cf-agent", "-K", "-f", cf]
+    os.sync()
     add(("cf-agent", "first"), measure(agent))
     os.sync()
     add(("cf-agent", "converged"), measure(agent))

@@ -106,7 +106,7 @@ fn write_in_with<E>(
     write: impl FnOnce(&mut std::fs::File, &[u8]) -> std::io::Result<()>,
 ) -> Result<(), Failure<E>> {
     let io = |step| move |errno| Failure::Io { step, errno };
-    let temp = create_temp_with(dir, file, &mut temp_name, Durable::Now, write)?;
+    let (temp, _) = create_temp_with(dir, file, &mut temp_name, Durable::Now, false, write)?;
     let result = before_rename(&temp)
         .map_err(Failure::Refused)
         .and_then(|()| {
@@ -135,15 +135,17 @@ pub enum Durable {
 }
 
 /// The first half of [`write_in`]: a new temporary in `dir` with `file`'s
-/// owner, mode and content (synced or not, as `durable` says), and its
-/// name. On failure nothing is left behind.
+/// owner, mode and content (synced or not, as `durable` says), its name,
+/// and the handle it was written through, open for reading too (the
+/// caller may read the new content back without opening it again). On
+/// failure nothing is left behind.
 pub fn create_temp<E>(
     dir: &impl AsFd,
     file: &NewFile<'_>,
     temp_name: impl FnMut() -> String,
     durable: Durable,
-) -> Result<String, Failure<E>> {
-    create_temp_with(dir, file, temp_name, durable, |handle, contents| {
+) -> Result<(String, std::fs::File), Failure<E>> {
+    create_temp_with(dir, file, temp_name, durable, true, |handle, contents| {
         handle.write_all(contents)
     })
 }
@@ -153,16 +155,22 @@ fn create_temp_with<E>(
     file: &NewFile<'_>,
     mut temp_name: impl FnMut() -> String,
     durable: Durable,
+    readable: bool,
     write: impl FnOnce(&mut std::fs::File, &[u8]) -> std::io::Result<()>,
-) -> Result<String, Failure<E>> {
+) -> Result<(String, std::fs::File), Failure<E>> {
     let io = |step| move |errno| Failure::Io { step, errno };
+    let access = if readable {
+        OFlags::RDWR
+    } else {
+        OFlags::WRONLY
+    };
     let mut created = None;
     for _ in 0..TRIES {
         let temp = temp_name();
         match rfs::openat(
             dir,
             temp.as_str(),
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            access | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::from_bits_truncate(0o600),
         ) {
             Ok(fd) => {
@@ -177,11 +185,11 @@ fn create_temp_with<E>(
         return Err(io("create a temporary file for")(Errno::EXIST));
     };
     let filled = fill_with(fd, file, write).and_then(|handle| match durable {
-        Durable::Now => rfs::fsync(&handle).map_err(io("sync")),
-        Durable::Later => Ok(()),
+        Durable::Now => rfs::fsync(&handle).map_err(io("sync")).map(|()| handle),
+        Durable::Later => Ok(handle),
     });
     match filled {
-        Ok(()) => Ok(temp),
+        Ok(handle) => Ok((temp, handle)),
         Err(e) => {
             let _ = rfs::unlinkat(dir, temp.as_str(), AtFlags::empty());
             Err(e)

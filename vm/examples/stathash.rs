@@ -1,9 +1,32 @@
 //! The baseline of `bench/vm.sh`: a plain program that only stats and hashes
 //! every file under a directory, which is the least a converged run of a
 //! file policy has to do. Usage: `stathash DIR`.
+//!
+//! It opens files as the VM's reads to compare do (`rootfs::read_at`):
+//! with `O_NOATIME`, falling back to a plain open on `EPERM` (neither the
+//! owner nor `CAP_FOWNER`). On a `relatime` mount the first read of a file
+//! after it was written would otherwise write its inode, and whichever of
+//! the VM and this floor read the tree first after a change would pay for
+//! it (docs/performance.md, "Durable first runs").
 
 use std::io::Read as _;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
+
+/// Opens `path` for reading without touching its access time, as the VM does.
+fn open(path: &Path) -> std::io::Result<std::fs::File> {
+    let noatime = rustix::fs::OFlags::NOATIME.bits() as i32;
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(noatime)
+        .open(path)
+    {
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::PERM.raw_os_error()) => {
+            std::fs::File::open(path)
+        }
+        other => other,
+    }
+}
 
 use sha2::{Digest, Sha256};
 
@@ -15,7 +38,7 @@ fn walk(dir: &Path, count: &mut usize, acc: &mut [u8; 32]) -> std::io::Result<()
             walk(&path, count, acc)?;
         } else if meta.is_file() {
             let mut bytes = Vec::with_capacity(meta.len() as usize);
-            std::fs::File::open(&path)?.read_to_end(&mut bytes)?;
+            open(&path)?.read_to_end(&mut bytes)?;
             let digest = Sha256::digest(&bytes);
             for (a, b) in acc.iter_mut().zip(digest.iter()) {
                 *a ^= b;

@@ -125,6 +125,40 @@ fn a_link_in_place_of_a_parent_directory_is_refused() {
     untouched(&s);
 }
 
+/// A write walks its directory in one `openat2` when the path has two
+/// components or more; a link or a file deeper on the path is refused
+/// exactly as the walk by components refuses it, naming the component.
+#[test]
+fn a_link_or_a_file_deeper_on_the_path_is_refused_by_name() {
+    let s = sandbox();
+    std::fs::create_dir_all(s.root.join("data/real")).unwrap();
+    symlink(&s.outside, s.root.join("data/d1")).unwrap();
+    std::fs::write(s.root.join("data/file"), b"").unwrap();
+    let fs = RootFs::open(&s.root).unwrap();
+    for result in [
+        fs.write_file("/data/d1/shadow", b"pwned\n", 0o644, None),
+        fs.write_file("/data/d1/new/file", b"x", 0o644, None),
+        fs.create_dir("/data/d1/sub", 0o755),
+        fs.check_change("/data/d1/shadow"),
+    ] {
+        assert_eq!(result, Err(FsError::Symlink("/data/d1".into())));
+    }
+    assert_eq!(
+        fs.write_file("/data/file/x/y", b"x", 0o644, None),
+        Err(FsError::NotADirectory("/data/file".into()))
+    );
+    fs.set_staging(true);
+    assert_eq!(
+        fs.write_file("/data/d1/shadow", b"pwned\n", 0o644, None),
+        Err(FsError::Symlink("/data/d1".into()))
+    );
+    fs.write_file("/data/real/ok", b"ok\n", 0o644, None)
+        .unwrap();
+    assert!(fs.flush().is_empty());
+    assert_eq!(std::fs::read(s.root.join("data/real/ok")).unwrap(), b"ok\n");
+    untouched(&s);
+}
+
 #[test]
 fn removal_never_follows_links() {
     let s = sandbox();

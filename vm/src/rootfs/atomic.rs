@@ -16,7 +16,7 @@
 //! it like any unmanaged entry, and a run cleans those of every directory
 //! it manages ([`super::RootFs::clean_stale_temporaries`]).
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -47,10 +47,33 @@ fn token() -> &'static str {
     })
 }
 
-/// The temporaries this process has created and not yet renamed or removed.
-fn live() -> &'static Mutex<HashSet<String>> {
-    static LIVE: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
-    LIVE.get_or_init(|| Mutex::new(HashSet::new()))
+/// The temporaries this process has created and not yet renamed or
+/// removed, by their counter (`N` of `.converge-tmp.TOKEN.N`: the rest of
+/// the name is this process's [`token`]). A first run of 10,000 files
+/// makes 10,000 of them: a number is hashed and compared for less than a
+/// name.
+fn live() -> &'static Mutex<FxHashSet<u64>> {
+    static LIVE: OnceLock<Mutex<FxHashSet<u64>>> = OnceLock::new();
+    LIVE.get_or_init(|| Mutex::new(FxHashSet::default()))
+}
+
+/// The counter of one of this process's temporary names, if `name` is one
+/// exactly as [`next_temp`] writes it (the number in decimal, without a
+/// leading zero).
+fn own_counter(name: &[u8]) -> Option<u64> {
+    let n = name
+        .strip_prefix(TEMP_PREFIX.as_bytes())?
+        .strip_prefix(token().as_bytes())?
+        .strip_prefix(b".")?;
+    let canonical = match n {
+        [] => false,
+        [b'0'] => true,
+        [first, ..] => *first != b'0' && n.iter().all(u8::is_ascii_digit),
+    };
+    if !canonical {
+        return None;
+    }
+    std::str::from_utf8(n).ok()?.parse().ok()
 }
 
 /// Whether `name` is one of the VM's temporary names (this process's or
@@ -63,35 +86,44 @@ pub fn is_temp_name(name: &[u8]) -> bool {
 /// Whether `name` is a temporary this process is writing right now: the
 /// only entry purge and the stale-temporary cleaning leave alone.
 pub fn is_live_temp(name: &[u8]) -> bool {
-    let Ok(name) = std::str::from_utf8(name) else {
+    let Some(n) = own_counter(name) else {
         return false;
     };
-    live().lock().is_ok_and(|set| set.contains(name))
+    live().lock().is_ok_and(|set| set.contains(&n))
 }
 
 /// A temporary name in use; forgotten when dropped.
 #[derive(Debug)]
 pub(super) struct Temp {
     pub name: String,
+    /// Its counter, the key of [`live`].
+    n: u64,
 }
 
 impl Drop for Temp {
     fn drop(&mut self) {
         if let Ok(mut set) = live().lock() {
-            set.remove(&self.name);
+            set.remove(&self.n);
         }
     }
 }
 
 /// A fresh temporary name, registered as live.
 fn next_temp() -> Temp {
+    use std::fmt::Write as _;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let name = format!("{TEMP_PREFIX}{}.{n}", token());
+    // At most 51 bytes (see the module comment); one allocation, no
+    // `format!` of the whole.
+    let mut name = String::with_capacity(64);
+    name.push_str(TEMP_PREFIX);
+    name.push_str(token());
+    // Writing into a String cannot fail.
+    let _ = write!(name, ".{n}");
     if let Ok(mut set) = live().lock() {
-        set.insert(name.clone());
+        set.insert(n);
     }
-    Temp { name }
+    Temp { name, n }
 }
 
 /// Replaces (or creates) `name` in `dir` with `contents`, atomically (see
@@ -179,13 +211,16 @@ pub fn write_atomic_from_at(
 /// ([`super::batch`]): a new temporary in `dir` with `contents`, owner and
 /// mode, not yet synced; it stays registered as live (and so is neither
 /// purged nor cleaned as stale) until the returned [`Temp`] is dropped.
+/// With it, the temporary's content read back through the handle it was
+/// written with (`None` if that read failed or found more than was
+/// written: the caller reads it again by name).
 pub(super) fn stage_at(
     dir: &OwnedFd,
     contents: &[u8],
     mode: u32,
     owner: Option<(u32, u32)>,
     shown: &str,
-) -> Result<Temp, FsError> {
+) -> Result<(Temp, Option<Vec<u8>>), FsError> {
     let mut temps: Vec<Temp> = Vec::new();
     let file = NewFile {
         contents,
@@ -205,13 +240,48 @@ pub(super) fn stage_at(
         Durable::Later,
     );
     match created {
-        Ok(name) => temps
-            .into_iter()
-            .find(|t| t.name == name)
-            .ok_or_else(|| io(shown, "create a temporary file for")(Errno::NOENT)),
+        Ok((name, handle)) => {
+            let read = read_back(&handle, contents.len());
+            drop(handle);
+            temps
+                .into_iter()
+                .find(|t| t.name == name)
+                .map(|t| (t, read))
+                .ok_or_else(|| io(shown, "create a temporary file for")(Errno::NOENT))
+        }
         Err(Failure::Refused(e)) => Err(e),
         Err(Failure::Io { step, errno }) => Err(io(shown, step)(errno)),
     }
+}
+
+/// The content of a file just written with `len` bytes, read from the
+/// start through `file` (`pread`: no `open`, `fstat` or `close` of its
+/// own); `None` if a read fails or the file turns out longer than `len`.
+fn read_back(file: &std::fs::File, len: usize) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt as _;
+    let mut buf = vec![0u8; len.checked_add(1)?];
+    let mut got = 0usize;
+    loop {
+        let rest = buf.get_mut(got..)?;
+        if rest.is_empty() {
+            // One byte more than was written: it grew.
+            return None;
+        }
+        match file.read_at(rest, got as u64) {
+            Ok(0) => break,
+            // The size written read whole: as `read_sized`, a short read
+            // at the known size is the end (one `pread`, not two).
+            Ok(n) if got.checked_add(n)? == len => {
+                got = len;
+                break;
+            }
+            Ok(n) => got = got.checked_add(n)?,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    buf.truncate(got);
+    Some(buf)
 }
 
 /// Makes `name` in `dir` a link to `target`, replacing what is there
@@ -253,6 +323,33 @@ pub fn sync_dir(dir: &OwnedFd, shown: &str) -> Result<(), FsError> {
 mod tests {
     use super::*;
 
+    fn temp_counter(name: &str) -> u64 {
+        name.rsplit('.').next().unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn counters_are_read_back_from_names_as_written() {
+        for n in [0, 7, 10, 99, 100, 12345, u64::MAX] {
+            assert_eq!(
+                own_counter(format!("{TEMP_PREFIX}{}.{n}", token()).as_bytes()),
+                Some(n)
+            );
+        }
+        assert_eq!(
+            own_counter(format!("{TEMP_PREFIX}{}.", token()).as_bytes()),
+            None
+        );
+        assert_eq!(
+            own_counter(format!("{TEMP_PREFIX}{}.00", token()).as_bytes()),
+            None
+        );
+        assert_eq!(
+            own_counter(format!("{TEMP_PREFIX}{}.1a", token()).as_bytes()),
+            None
+        );
+        assert_eq!(own_counter(b".converge-tmp.other.1"), None);
+    }
+
     #[test]
     fn temporary_names_fit_any_target_and_are_recognised() {
         let temp = next_temp();
@@ -263,6 +360,15 @@ mod tests {
         drop(temp);
         assert!(!is_live_temp(name.as_bytes()), "a finished write is stale");
         assert!(is_temp_name(b".motd.converge-tmp"), "legacy pattern");
+        // Only the name exactly as written is this process's.
+        let padded = format!("{TEMP_PREFIX}{}.0{}", token(), temp_counter(&name));
+        let live = next_temp();
+        assert!(is_live_temp(live.name.as_bytes()));
+        assert!(!is_live_temp(format!("{}x", live.name).as_bytes()));
+        assert!(!is_live_temp(padded.as_bytes()));
+        assert!(!is_live_temp(
+            format!("{TEMP_PREFIX}{}x.{}", token(), live.n).as_bytes()
+        ));
         assert!(!is_temp_name(b"motd"));
         assert!(!is_temp_name(b"converge-tmp"));
     }

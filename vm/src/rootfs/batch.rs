@@ -29,8 +29,6 @@
 //! staged are final only then. Every write of one flush gets a ticket; a
 //! failure is reported by ticket ([`Batch::flush`]).
 
-use std::collections::HashMap;
-
 // The batch is looked up for every file operation of a run; its keys are
 // the signed policy's own paths.
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -41,7 +39,7 @@ use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::atomic::{stage_at, Temp};
-use super::{components, kind_at, FsError, Kind, RootFs};
+use super::{kind_at, FsError, Kind, RootFs};
 
 /// A batch is flushed once it holds this many files...
 pub const MAX_STAGED_FILES: usize = 4096;
@@ -81,12 +79,20 @@ pub(super) struct Batch {
     bytes: u64,
     next_ticket: u64,
     failures: Vec<(u64, FsError)>,
+    /// The latest staged write's content as read back through the handle
+    /// it was written with, by ticket: the read that confirms the write
+    /// (`run::operators`, `confirm`) takes it instead of opening the
+    /// temporary again. One at most, so it costs one file's bytes.
+    read_back: Option<(u64, Vec<u8>)>,
 }
 
 /// The directories above a policy path (`/a/b/c` -> `/a`, `/a/b`).
 fn ancestors(path: &str) -> impl Iterator<Item = &str> {
-    path.match_indices('/')
-        .filter(|(i, _)| *i > 0)
+    // By byte (`/` is one byte in UTF-8): asked for every file promise
+    // while anything is staged.
+    path.bytes()
+        .enumerate()
+        .filter(|(i, b)| *b == b'/' && *i > 0)
         .filter_map(|(i, _)| path.get(..i))
 }
 
@@ -109,8 +115,34 @@ impl Batch {
 
     /// The staged temporary of `path`, if any: its directory and name.
     pub fn staged(&self, path: &str) -> Option<(&Rc<OwnedFd>, &str)> {
+        // Asked of every path a converged run reads: nothing to hash then.
+        if self.entries.is_empty() {
+            return None;
+        }
         let entry = self.entries.get(*self.by_path.get(path)?)?;
         Some((&entry.dir, entry.temp.name.as_str()))
+    }
+
+    /// The read-back content of `path`'s staged temporary, if it is the
+    /// latest staged write and holds at most `limit` bytes: taken, so a
+    /// second read opens the temporary.
+    pub fn take_read_back(&mut self, path: &str, limit: u64) -> Option<Vec<u8>> {
+        self.read_back.as_ref()?;
+        let latest = self
+            .entries
+            .get(*self.by_path.get(path)?)?
+            .tickets
+            .last()
+            .copied();
+        match self.read_back.take() {
+            Some((ticket, bytes)) if Some(ticket) == latest && bytes.len() as u64 <= limit => {
+                Some(bytes)
+            }
+            other => {
+                self.read_back = other;
+                None
+            }
+        }
     }
 
     /// Whether a change at `path` could see or disturb a staged write:
@@ -128,8 +160,9 @@ impl Batch {
 
     /// Adds a staged write; returns its ticket. A path already staged
     /// gives up its older temporary (removed now) and keeps its tickets.
-    pub fn add(&mut self, mut staged: Staged, len: u64) -> u64 {
+    pub fn add(&mut self, mut staged: Staged, len: u64, read_back: Option<Vec<u8>>) -> u64 {
         let ticket = self.next_ticket;
+        self.read_back = read_back.map(|bytes| (ticket, bytes));
         self.next_ticket = self.next_ticket.saturating_add(1);
         staged.tickets.push(ticket);
         self.bytes = self.bytes.saturating_add(len);
@@ -161,6 +194,7 @@ impl Batch {
         self.by_path.clear();
         self.dirs.clear();
         self.bytes = 0;
+        self.read_back = None;
         std::mem::take(&mut self.entries)
     }
 
@@ -207,8 +241,8 @@ fn readable(dir: &OwnedFd) -> Result<OwnedFd, Errno> {
 
 /// Makes every temporary of `entries` durable: one `syncfs` per file
 /// system. Returns the file systems that could not be synced, with why.
-pub(super) fn make_durable(entries: &[Staged]) -> HashMap<u64, Errno> {
-    let mut done: HashMap<u64, Option<Errno>> = HashMap::new();
+pub(super) fn make_durable(entries: &[Staged]) -> FxHashMap<u64, Errno> {
+    let mut done: FxHashMap<u64, Option<Errno>> = FxHashMap::default();
     for e in entries {
         if done.contains_key(&e.dev) {
             continue;
@@ -313,7 +347,7 @@ impl RootFs {
         mode: u32,
         owner: Option<(u32, u32)>,
     ) -> Result<(), FsError> {
-        let Some((dir, name)) = self.parent_to_change(path, Some(0o755))? else {
+        let Some((dir, name, dev)) = self.parent_to_change_on(path, Some(0o755))? else {
             return Err(io_error(path, "write", Errno::NOENT));
         };
         match kind_at(&dir, name) {
@@ -327,27 +361,20 @@ impl RootFs {
             }
             _ => {}
         }
-        let comps = components(path)?;
-        let dir_key = comps
-            .split_last()
-            .map_or_else(String::new, |(_, dirs)| dirs.join("/"));
-        let dev = rfs::fstat(&*dir)
-            .map_err(|e| io_error(path, "stat the directory of", e))?
-            .st_dev;
-        let temp = stage_at(&dir, contents, mode, owner, path)?;
+        let dir_key = self.split(path)?.map_or("", |(key, _)| key).to_owned();
+        let (temp, read_back) = stage_at(&dir, contents, mode, owner, path)?;
         let staged = Staged {
             path: path.trim_end_matches('/').to_owned(),
             dir_key,
             name: name.to_owned(),
             dir,
             temp,
-            #[allow(clippy::useless_conversion, reason = "st_dev is u32 on some targets")]
-            dev: u64::from(dev),
+            dev,
             tickets: Vec::new(),
         };
         let full = {
             let mut batch = self.batch.borrow_mut();
-            batch.add(staged, contents.len() as u64);
+            batch.add(staged, contents.len() as u64, read_back);
             batch.full()
         };
         if full {
@@ -371,7 +398,7 @@ impl RootFs {
         // its path: checked again whenever the directory changes.
         let mut checked: Option<(&str, bool)> = None;
         let mut renamed: Vec<(&Staged, Vec<&Staged>)> = Vec::new();
-        let mut slot_of: HashMap<&str, usize> = HashMap::new();
+        let mut slot_of: FxHashMap<&str, usize> = FxHashMap::default();
         for e in &entries {
             if let Some(errno) = unsynced.get(&e.dev) {
                 discard(e);
@@ -424,6 +451,59 @@ impl RootFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The read that confirms a staged write gets the content read back
+    /// through the handle that wrote it, once; later reads, and reads of
+    /// an older write of the same path, open the temporary; a flush ends
+    /// it.
+    #[test]
+    fn a_staged_write_is_read_back_once_then_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = RootFs::open(dir.path()).unwrap();
+        fs.set_staging(true);
+        fs.write_file("/etc/a", b"one\n", 0o644, None).unwrap();
+        assert!(fs.batch.borrow().read_back.is_some());
+        fs.write_file("/etc/b", b"two\n", 0o644, None).unwrap();
+        // Only the latest write's read-back is kept.
+        assert_eq!(
+            fs.batch
+                .borrow_mut()
+                .take_read_back("/etc/a", MAX_READ_TEST),
+            None
+        );
+        assert_eq!(
+            fs.read_file("/etc/a").unwrap().as_deref(),
+            Some(&b"one\n"[..])
+        );
+        assert_eq!(
+            fs.read_file("/etc/b").unwrap().as_deref(),
+            Some(&b"two\n"[..])
+        );
+        assert!(fs.batch.borrow().read_back.is_none(), "taken");
+        assert_eq!(
+            fs.read_file("/etc/b").unwrap().as_deref(),
+            Some(&b"two\n"[..])
+        );
+        // Written again: the new content, from its read-back.
+        fs.write_file("/etc/b", b"three\n", 0o644, None).unwrap();
+        assert_eq!(
+            fs.read_file("/etc/b/").unwrap().as_deref(),
+            Some(&b"three\n"[..])
+        );
+        // Bigger than the read asks for: read by name, refused as before.
+        fs.write_file("/etc/c", b"four\n", 0o644, None).unwrap();
+        assert!(fs.read_file_limited("/etc/c", 2).is_err());
+        fs.write_file("/etc/d", b"five\n", 0o644, None).unwrap();
+        fs.flush();
+        assert!(fs.batch.borrow().read_back.is_none(), "a flush ends it");
+        assert_eq!(std::fs::read(dir.path().join("etc/d")).unwrap(), b"five\n");
+        assert_eq!(
+            fs.read_file("/etc/d").unwrap().as_deref(),
+            Some(&b"five\n"[..])
+        );
+    }
+
+    const MAX_READ_TEST: u64 = 1 << 20;
 
     #[test]
     fn ancestors_are_the_directories_above() {

@@ -27,7 +27,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
+use rustix::fs::{self as rfs, AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 pub use atomic::{
@@ -179,6 +179,10 @@ pub struct RootFs {
     /// writing through at once.
     staging: Cell<bool>,
     batch: RefCell<batch::Batch>,
+    /// Whether the kernel walks a path in one call ([`RootFs::walk_at_once`]).
+    at_once: Cell<bool>,
+    /// The last path [`RootFs::split`] found valid.
+    valid: RefCell<String>,
 }
 
 fn io<'p>(path: &'p str, op: &'static str) -> impl FnOnce(Errno) -> FsError + 'p {
@@ -207,23 +211,29 @@ fn components(path: &str) -> Result<Vec<&str>, FsError> {
 /// The same split as [`components`] (a valid path has no empty, `.` or
 /// `..` component), without allocating: every file promise looks its
 /// directory up several times per pass.
+#[cfg(test)]
 fn split_parent(path: &str) -> Result<Option<(&str, &str)>, FsError> {
     if path_problem(path).is_some() {
         return Err(FsError::BadPath(path.to_owned()));
     }
+    Ok(split_valid(path))
+}
+
+/// [`split_parent`] of a path [`path_problem`] found nothing wrong with.
+fn split_valid(path: &str) -> Option<(&str, &str)> {
     let rest = path.strip_prefix('/').unwrap_or(path);
     let rest = rest.strip_suffix('/').unwrap_or(rest);
     if rest.is_empty() {
-        return Ok(None);
+        return None;
     }
     // By byte: `/` is one byte in UTF-8, so both sides are `str`s.
-    Ok(Some(match rest.bytes().rposition(|b| b == b'/') {
+    Some(match rest.bytes().rposition(|b| b == b'/') {
         Some(at) => (
             rest.get(..at).unwrap_or_default(),
             rest.get(at.saturating_add(1)..).unwrap_or_default(),
         ),
         None => ("", rest),
-    }))
+    })
 }
 
 /// The largest file the VM reads (to compare or edit it): 64 MiB.
@@ -252,11 +262,29 @@ impl RootFs {
             cleaned: RefCell::default(),
             staging: Cell::new(false),
             batch: RefCell::new(batch::Batch::default()),
+            at_once: Cell::new(true),
+            valid: RefCell::default(),
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// [`split_parent`], remembering the last path found valid: a file
+    /// promise asks it of the same path three or four times in a row
+    /// (cleaning, `lstat`, read, write), and a byte comparison costs less
+    /// than checking every component again.
+    fn split<'p>(&self, path: &'p str) -> Result<Option<(&'p str, &'p str)>, FsError> {
+        let mut valid = self.valid.borrow_mut();
+        if *valid != path {
+            if path_problem(path).is_some() {
+                return Err(FsError::BadPath(path.to_owned()));
+            }
+            valid.clear();
+            valid.push_str(path);
+        }
+        Ok(split_valid(path))
     }
 
     /// Walks to the directory holding `path`'s last component. With
@@ -267,7 +295,7 @@ impl RootFs {
         create: Option<u32>,
     ) -> Result<Option<(Rc<OwnedFd>, &'p str)>, FsError> {
         // A directory walked before: its handle, without splitting the path.
-        if let Some((key, name)) = split_parent(path)? {
+        if let Some((key, name)) = self.split(path)? {
             if !key.is_empty() {
                 if let Some(fd) = self.dirs.borrow().get(key) {
                     return Ok(Some((Rc::clone(fd), name)));
@@ -287,7 +315,9 @@ impl RootFs {
     /// component at a time without following links. [`Walk::Cached`] reuses
     /// handles; [`Walk::Fresh`] opens every component again (and refreshes
     /// the cache); [`Walk::Check`] opens them again and leaves the cache
-    /// alone.
+    /// alone. A fresh or checking walk of two components or more is made in
+    /// one call when the kernel can ([`RootFs::walk_at_once`]: only the
+    /// directory itself is then refreshed in the cache).
     fn walk(
         &self,
         path: &str,
@@ -299,7 +329,24 @@ impl RootFs {
             if let Some(fd) = self.dirs.borrow().get(&dirs.join("/")) {
                 return Ok(Some(Rc::clone(fd)));
             }
+        } else if dirs.len() >= 2 {
+            // A walk again from the root in one system call: every write
+            // of a run walks its directory afresh.
+            if let Some(fd) = self.walk_at_once(&dirs.join("/"), how) {
+                return Ok(Some(fd));
+            }
         }
+        self.walk_components(path, dirs, create, how)
+    }
+
+    /// [`RootFs::walk`] one component at a time.
+    fn walk_components(
+        &self,
+        path: &str,
+        dirs: &[&str],
+        create: Option<u32>,
+        how: Walk,
+    ) -> Result<Option<Rc<OwnedFd>>, FsError> {
         // The first component is opened from the root's own handle: a
         // handle of the root itself is opened only for a path directly
         // below it (one `openat` and `close` less for every other walk).
@@ -352,6 +399,45 @@ impl RootFs {
         }
     }
 
+    /// The directory `dirs` (two components or more) opened from the root
+    /// in one `openat2`, with the walk's own rules: no link followed on any
+    /// component (`RESOLVE_NO_SYMLINKS`, as `O_NOFOLLOW` on each), nothing
+    /// above the root (`RESOLVE_BENEATH`; a valid policy path has no `..`
+    /// anyway), a directory at the end. `None` for anything else: a
+    /// missing component (to create), a link or a file on the path (the
+    /// component walk says which), a kernel without `openat2` (before 5.6,
+    /// or refused by a sandbox: remembered, not asked again) or a rename
+    /// racing the lookup; the component walk then does it as before. A
+    /// path of one component gains nothing from it.
+    ///
+    /// `key` is the directory's components joined by `/`; [`Walk::Fresh`]
+    /// puts the handle in the cache under it, [`Walk::Check`] does not.
+    fn walk_at_once(&self, key: &str, how: Walk) -> Option<Rc<OwnedFd>> {
+        if !self.at_once.get() {
+            return None;
+        }
+        let resolve =
+            ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS | ResolveFlags::BENEATH;
+        let fd = match rfs::openat2(&self.root, key, DIR_FLAGS, Mode::empty(), resolve) {
+            Ok(fd) => Rc::new(fd),
+            Err(Errno::NOSYS | Errno::PERM | Errno::INVAL | Errno::TOOBIG) => {
+                self.at_once.set(false);
+                return None;
+            }
+            Err(_) => return None,
+        };
+        if how == Walk::Fresh {
+            let mut dirs = self.dirs.borrow_mut();
+            match dirs.get_mut(key) {
+                Some(held) => *held = Rc::clone(&fd),
+                None => {
+                    dirs.insert(key.to_owned(), Rc::clone(&fd));
+                }
+            }
+        }
+        Some(fd)
+    }
+
     /// Whether `dir` is still the directory at `dirs` below the root (same
     /// device and inode, reached without links): [`FsError::Moved`] if not.
     fn still_at(&self, path: &str, dirs: &[&str], dir: &OwnedFd) -> Result<(), FsError> {
@@ -381,21 +467,49 @@ impl RootFs {
         path: &'p str,
         create: Option<u32>,
     ) -> Result<Option<(Rc<OwnedFd>, &'p str)>, FsError> {
-        let comps = components(path)?;
-        let Some((name, dirs)) = comps.split_last() else {
+        Ok(self
+            .parent_to_change_on(path, create)?
+            .map(|(dir, name, _)| (dir, name)))
+    }
+
+    /// [`RootFs::parent_to_change`], with the file system (`st_dev`) of
+    /// the directory, from the same `fstat` that found it not shared.
+    #[allow(clippy::type_complexity)]
+    fn parent_to_change_on<'p>(
+        &self,
+        path: &'p str,
+        create: Option<u32>,
+    ) -> Result<Option<(Rc<OwnedFd>, &'p str, u64)>, FsError> {
+        let Some((key, name)) = self.split(path)? else {
             return Err(FsError::BadPath(path.to_owned()));
         };
-        let Some(dir) = self.walk(path, dirs, create, Walk::Fresh)? else {
-            return Ok(None);
+        // Two components or more: walked in one call when the kernel can.
+        let at_once = if key.contains('/') {
+            self.walk_at_once(key, Walk::Fresh)
+        } else {
+            None
         };
-        if shared(&dir, path)? {
+        let dir = match at_once {
+            Some(dir) => dir,
+            None => {
+                let comps = components(path)?;
+                let dirs = comps.split_last().map_or(&[][..], |(_, dirs)| dirs);
+                match self.walk_components(path, dirs, create, Walk::Fresh)? {
+                    Some(dir) => dir,
+                    None => return Ok(None),
+                }
+            }
+        };
+        let st = rfs::fstat(&*dir).map_err(io(path, "inspect the directory of"))?;
+        if st.st_mode & 0o002 != 0 {
             let parent = path.rsplit_once('/').map_or("/", |(d, _)| d);
             return Err(FsError::SharedDirectory {
                 path: path.to_owned(),
                 dir: if parent.is_empty() { "/" } else { parent }.to_owned(),
             });
         }
-        Ok(Some((dir, name)))
+        #[allow(clippy::useless_conversion, reason = "st_dev is u32 on some targets")]
+        Ok(Some((dir, name, u64::from(st.st_dev))))
     }
 
     /// The checks [`RootFs::parent_to_change`] makes before a change,
@@ -459,6 +573,15 @@ impl RootFs {
     /// [`RootFs::read_file`] with a smaller bound (facts read at most a
     /// few KiB of `/etc/hostname`).
     pub fn read_file_limited(&self, path: &str, limit: u64) -> Result<Option<Vec<u8>>, FsError> {
+        // A staged write just made: its content as read back through the
+        // handle that wrote it.
+        if let Some(bytes) = self
+            .batch
+            .borrow_mut()
+            .take_read_back(path.trim_end_matches('/'), limit.min(MAX_READ))
+        {
+            return Ok(Some(bytes));
+        }
         if let Some((dir, temp)) = self.staged(path) {
             return read_at(&dir, &temp, limit.min(MAX_READ), path);
         }
@@ -852,7 +975,7 @@ impl RootFs {
     /// there) or one that does not exist.
     pub fn clean_stale_temporaries(&self, path: &str) -> Result<Vec<String>, FsError> {
         // Once per directory: every later file of it costs a lookup.
-        match split_parent(path)? {
+        match self.split(path)? {
             None => return Ok(Vec::new()),
             Some((key, _)) if self.cleaned.borrow().contains(key) => return Ok(Vec::new()),
             Some(_) => {}

@@ -33,7 +33,9 @@ pub fn escape_name(bytes: &[u8]) -> String {
 /// escaped; backslashes are left as they are, so text that went through
 /// [`escape_name`] is unchanged.
 pub fn printable(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(needs_escape) {
+    // Printable ASCII (nearly every path, hash and message) needs nothing:
+    // seen a byte at a time, without decoding characters.
+    if text.bytes().all(|b| (0x20..0x7f).contains(&b)) || !text.chars().any(needs_escape) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());

@@ -265,8 +265,10 @@ fn normal(path: &str) -> Option<&str> {
         return Some(path);
     }
     let rest = path.strip_prefix('/')?;
-    rest.split('/')
-        .all(|c| !c.is_empty() && c != "." && c != "..")
+    // By byte: asked three times per instance and pass.
+    rest.as_bytes()
+        .split(|b| *b == b'/')
+        .all(|c| !matches!(c, b"" | b"." | b".."))
         .then_some(path)
 }
 

@@ -104,6 +104,21 @@ fn digest(bytes: &[u8]) -> String {
     crate::bundle::error::hex(d.get(..8).unwrap_or_default())
 }
 
+/// `sha256:DIGEST` (the first 8 bytes, [`digest`]), as the reports show a
+/// content; with `mode`, ` mode 0oMODE` after it (a created file). Built
+/// in one string: a first run makes one per file it writes.
+fn content_label(bytes: &[u8], mode: Option<u32>) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(40);
+    out.push_str("sha256:");
+    out.push_str(&digest(bytes));
+    if let Some(mode) = mode {
+        // Writing into a String cannot fail.
+        let _ = write!(out, " mode 0o{mode:o}");
+    }
+    out
+}
+
 fn fs_failed(e: FsError) -> Applied {
     Applied::failed(e.to_string())
 }
@@ -308,7 +323,7 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
         return Applied::from_changes(vec![Change {
             what: "created".into(),
             before: "absent".into(),
-            after: format!("sha256:{} mode 0o{mode:o}", digest(bytes)),
+            after: content_label(bytes, Some(mode)),
             diff: if ctx.dry_run {
                 diff(b"", bytes, path, &[mode])
             } else {
@@ -356,8 +371,8 @@ fn converge_file(ctx: &Ctx<'_>, inst: &Instance) -> Applied {
             } else {
                 changes.push(Change {
                     what: "content".into(),
-                    before: format!("sha256:{}", digest(&current)),
-                    after: format!("sha256:{}", digest(want)),
+                    before: content_label(&current, None),
+                    after: content_label(want, None),
                     diff: if ctx.dry_run {
                         diff(&current, want, path, &[meta.mode, mode])
                     } else {
@@ -793,8 +808,8 @@ fn converge_text(ctx: &Ctx<'_>, inst: &Instance, edit: TextEdit<'_>) -> Applied 
     }
     Applied::from_changes(vec![Change {
         what,
-        before: format!("sha256:{}", digest(&bytes)),
-        after: format!("sha256:{}", digest(&new_bytes)),
+        before: content_label(&bytes, None),
+        after: content_label(&new_bytes, None),
         diff: if ctx.dry_run {
             diff(&bytes, &new_bytes, path, &[meta.mode])
         } else {

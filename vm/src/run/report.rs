@@ -25,23 +25,63 @@ fn printable_lines(text: &str) -> String {
 /// `<secret NAME>` changed, never its text). The human report and
 /// `policyvm run --interactive` show repairs alike.
 pub fn repair_lines(verb: &str, head: &str, changes: &[super::operators::Change]) -> String {
-    use std::fmt::Write as _;
-    // Written in place: a first run prints a line per file it writes.
     let mut out = String::new();
+    push_repair_lines(&mut out, verb, head, changes);
+    out
+}
+
+/// [`repair_lines`], written at the end of `out`: a first run prints a
+/// line per file it writes, each from a few pieces, without `format!`.
+fn push_repair_lines(
+    out: &mut String,
+    verb: &str,
+    head: &str,
+    changes: &[super::operators::Change],
+) {
     for c in changes {
-        // Writing into a String cannot fail.
-        let _ = write!(out, "{verb} {head}: {} ", printable(&c.what));
-        if c.before.is_empty() {
-            out.push_str(&printable(&c.after));
-        } else {
-            let _ = write!(out, "{} -> {}", printable(&c.before), printable(&c.after));
+        out.push_str(verb);
+        out.push(' ');
+        out.push_str(head);
+        out.push_str(": ");
+        out.push_str(&printable(&c.what));
+        out.push(' ');
+        if !c.before.is_empty() {
+            out.push_str(&printable(&c.before));
+            out.push_str(" -> ");
         }
+        out.push_str(&printable(&c.after));
         out.push('\n');
         if let Some(diff) = &c.diff {
             out.push_str(&printable_lines(diff));
         }
     }
-    out
+}
+
+/// A promise's head in the human report, `TYPE "PROMISER" (FILE:LINE)`
+/// (`format!("{} {:?} ({})", ...)`), written into `out` after clearing it:
+/// one buffer serves every line of a report.
+fn write_head(out: &mut String, p: &super::PromiseResult) {
+    use std::fmt::Write as _;
+    out.clear();
+    out.push_str(p.kind);
+    out.push(' ');
+    // `{:?}` leaves printable ASCII but `"` and `\\` as it is: such a
+    // promiser (nearly all) is copied between quotes; any other is
+    // formatted (escapes and all) as before.
+    if p.promiser
+        .bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
+        out.push('"');
+        out.push_str(&p.promiser);
+        out.push('"');
+    } else {
+        // Writing into a String cannot fail.
+        let _ = write!(out, "{:?}", p.promiser);
+    }
+    out.push_str(" (");
+    p.source.push_to(out);
+    out.push(')');
 }
 
 fn outcome_word(o: &Outcome) -> &'static str {
@@ -286,7 +326,15 @@ const BACKEND_TYPES: &[&str] = &[
 /// One line per change, failure or report message, then the summary line:
 /// `142 kept, 3 repaired, 0 failed in 2 passes, 18 ms`.
 pub fn human(r: &RunReport) -> String {
-    human_lines(r).into_iter().map(|(_, line)| line).collect()
+    let mut out = String::new();
+    human_lines(
+        r,
+        &mut Lines {
+            out: &mut out,
+            problems: None,
+        },
+    );
+    out
 }
 
 /// The human report split for a terminal, cron or a journal: the lines
@@ -303,26 +351,19 @@ pub struct HumanStreams {
 /// [`human`], split into [`HumanStreams`] (each keeps the report's order).
 pub fn human_streams(r: &RunReport) -> HumanStreams {
     let mut streams = HumanStreams::default();
-    for (line_kind, line) in human_lines(r) {
-        match line_kind {
-            Line::Problem => streams.problems.push_str(&line),
-            Line::Info => streams.out.push_str(&line),
-        }
-    }
+    let HumanStreams { out, problems } = &mut streams;
+    human_lines(
+        r,
+        &mut Lines {
+            out,
+            problems: Some(problems),
+        },
+    );
     streams
 }
 
-/// Whether a line of the human report is a problem (standard error) or not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Line {
-    Info,
-    Problem,
-}
-
-/// The lines of the human report, in order, each with its kind.
-fn human_lines(r: &RunReport) -> Vec<(Line, String)> {
-    let mut lines = Vec::new();
-    let mut out = Lines(&mut lines);
+/// The lines of the human report, in order, written into `out`.
+fn human_lines(r: &RunReport, out: &mut Lines<'_>) {
     let verb = if r.dry_run {
         "would repair"
     } else {
@@ -339,6 +380,7 @@ fn human_lines(r: &RunReport) -> Vec<(Line, String)> {
             ));
         }
     }
+    let mut head = String::new();
     for p in &r.promises {
         // A kept promise prints nothing unless a watch or a report says
         // something: its head is not formatted (a converged run of 10,000
@@ -346,16 +388,13 @@ fn human_lines(r: &RunReport) -> Vec<(Line, String)> {
         if p.outcome == Outcome::Kept && p.kind != "watch" && p.kind != "report" {
             continue;
         }
-        let head = format!("{} {:?} ({})", p.kind, p.promiser, p.source);
+        write_head(&mut head, p);
         match &p.outcome {
             Outcome::Failed(e) => {
                 out.problem(format!("FAILED   {head}: {}\n", printable(e)));
             }
             Outcome::Repaired => {
-                let lines = repair_lines(verb, &head, p.changes());
-                if !lines.is_empty() {
-                    out.push_str(&lines);
-                }
+                push_repair_lines(out.out, verb, &head, p.changes());
                 // The commands a backend ran (their output is in the JSON
                 // report).
                 if BACKEND_TYPES.contains(&p.kind) {
@@ -475,19 +514,71 @@ fn human_lines(r: &RunReport) -> Vec<(Line, String)> {
         if r.passes == 1 { "" } else { "es" },
         r.duration_ms
     ));
-    lines
 }
 
-/// Collects the lines of [`human_lines`]: `push_str` for information,
-/// `problem` for what goes to standard error.
-struct Lines<'a>(&'a mut Vec<(Line, String)>);
+/// Where [`human_lines`] writes: `push_str` for information, `problem`
+/// for what goes to standard error, into `problems` if the report is
+/// split ([`human_streams`]), else in order with the rest ([`human`]).
+struct Lines<'a> {
+    out: &'a mut String,
+    problems: Option<&'a mut String>,
+}
 
 impl Lines<'_> {
     fn push_str(&mut self, line: &str) {
-        self.0.push((Line::Info, line.to_owned()));
+        self.out.push_str(line);
     }
 
     fn problem(&mut self, line: String) {
-        self.0.push((Line::Problem, line));
+        match self.problems.as_deref_mut() {
+            Some(problems) => problems.push_str(&line),
+            None => self.out.push_str(&line),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::source::Source;
+    use crate::run::PromiseResult;
+
+    fn result(promiser: &str, source: Source) -> PromiseResult {
+        PromiseResult {
+            repaired_passes: 1,
+            ..PromiseResult::new(
+                0,
+                "file",
+                promiser.into(),
+                Outcome::Repaired,
+                source,
+                Vec::new(),
+                None,
+            )
+        }
+    }
+
+    /// The head written in place is the `format!` it replaced, for every
+    /// kind of promiser: plain, quoted, escaped, not ASCII.
+    #[test]
+    fn heads_are_written_as_formatted() {
+        let mut head = String::from("left over");
+        for promiser in [
+            "/etc/motd",
+            "/a b/c'd",
+            "/q\"uote",
+            "/back\\slash",
+            "/new\nline\t\r",
+            "/\u{1b}[2J",
+            "/caf\u{e9}/\u{202e}x",
+            "/del\u{7f}",
+            "",
+        ] {
+            for source in [Source::default(), Source::for_test("p.policy", 12)] {
+                let p = result(promiser, source);
+                write_head(&mut head, &p);
+                assert_eq!(head, format!("{} {:?} ({})", p.kind, p.promiser, p.source));
+            }
+        }
     }
 }

@@ -30,6 +30,29 @@ impl Source {
     }
 }
 
+impl Source {
+    /// `file:line`, for tests elsewhere in the crate.
+    #[cfg(test)]
+    pub(crate) fn for_test(file: &str, line: u32) -> Source {
+        Source {
+            file: Arc::from(file),
+            line,
+        }
+    }
+
+    /// Its text ([`fmt::Display`]) at the end of `out`: the human report
+    /// writes one per line, into one buffer.
+    pub fn push_to(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        if self.file.is_empty() && self.line == 0 {
+            return;
+        }
+        out.push_str(&self.file);
+        // Writing into a String cannot fail.
+        let _ = write!(out, ":{}", self.line);
+    }
+}
+
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.file.is_empty() && self.line == 0 {
