@@ -513,20 +513,12 @@ mod tests {
     fn file(promiser: Item, content: Item, guard: Option<u32>) -> Promise {
         let kind = crate::schema::promise_type("file").unwrap().id;
         Promise::from(converge_format::bundle::format::PromiseParts {
-            kind,
-            promiser,
             attrs: FixedList::from(vec![AttrValue {
                 attr: attr("file", "content"),
                 value: Operand::Item(content),
             }]),
             guard,
-            loops: FixedList::default(),
-            after: FixedList::default(),
-            notify: FixedList::default(),
-            on_repaired: None,
-            on_kept: None,
-            on_failed: None,
-            source: 0,
+            ..converge_format::bundle::format::PromiseParts::new(kind, promiser)
         })
     }
 

@@ -390,20 +390,12 @@ mod tests {
         let file = crate::schema::promise_type("file").unwrap();
         let content = file.all_attrs().find(|a| a.name == "content").unwrap();
         let promise = Promise::from(converge_format::bundle::format::PromiseParts {
-            kind: file.id,
-            promiser: Item::Const(0),
             attrs: FixedList::from(vec![AttrValue {
                 attr: content.id,
                 value: Operand::Item(Item::Const(1)),
             }]),
-            guard: None,
             loops: FixedList::from(loops.to_vec()),
-            after: FixedList::default(),
-            notify: FixedList::default(),
-            on_repaired: None,
-            on_kept: None,
-            on_failed: None,
-            source: 0,
+            ..converge_format::bundle::format::PromiseParts::new(file.id, Item::Const(0))
         });
         body.promises = List(vec![promise; copies]);
         body.sources = List(vec![SourceLoc { file: 0, line: 1 }]);

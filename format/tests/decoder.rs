@@ -118,20 +118,14 @@ fn with_promise(name_key: [u8; 8]) -> Body {
     b.constants = List(vec![Constant::Str("r".into()), Constant::Str("f".into())]);
     b.promises = List(vec![Promise::from(
         converge_format::bundle::format::PromiseParts {
-            kind: converge_format::schema::promise_type("report").unwrap().id,
-            promiser: Item::Const(0),
             attrs: FixedList::from(vec![AttrValue {
                 attr: 40,
                 value: Operand::Item(Item::Const(0)),
             }]),
-            guard: None,
-            loops: FixedList::default(),
-            after: FixedList::default(),
-            notify: FixedList::default(),
-            on_repaired: None,
-            on_kept: None,
-            on_failed: None,
-            source: 0,
+            ..converge_format::bundle::format::PromiseParts::new(
+                converge_format::schema::promise_type("report").unwrap().id,
+                Item::Const(0),
+            )
         },
     )]);
     b.order = List(vec![0]);

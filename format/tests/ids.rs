@@ -313,20 +313,12 @@ fn example_body() -> converge_format::bundle::format::Body {
     }]);
     body.promises = List(vec![Promise::from(
         converge_format::bundle::format::PromiseParts {
-            kind: 1,
-            promiser: Item::Const(0),
             attrs: FixedList::from(vec![AttrValue {
                 attr: 12,
                 value: Operand::Item(Item::Const(3)),
             }]),
             guard: Some(0),
-            loops: FixedList::default(),
-            after: FixedList::default(),
-            notify: FixedList::default(),
-            on_repaired: None,
-            on_kept: None,
-            on_failed: None,
-            source: 0,
+            ..converge_format::bundle::format::PromiseParts::new(1, Item::Const(0))
         },
     )]);
     body.order = List(vec![0]);

@@ -229,20 +229,11 @@ fn a_secret_resolves_only_where_it_may_be() {
     let attr = |name: &str| file.all_attrs().find(|a| a.name == name).unwrap().id;
     let promise = |promiser: u32, name: &str| {
         Promise::from(converge_format::bundle::format::PromiseParts {
-            kind: file.id,
-            promiser: Item::Const(promiser),
             attrs: FixedList::from(vec![AttrValue {
                 attr: attr(name),
                 value: Operand::Item(Item::Const(1)),
             }]),
-            guard: None,
-            loops: FixedList::default(),
-            after: FixedList::default(),
-            notify: FixedList::default(),
-            on_repaired: None,
-            on_kept: None,
-            on_failed: None,
-            source: 0,
+            ..converge_format::bundle::format::PromiseParts::new(file.id, Item::Const(promiser))
         })
     };
     let facts = Facts {

@@ -576,6 +576,27 @@ pub struct PromiseParts {
     pub source: u32,
 }
 
+impl PromiseParts {
+    /// A promise of type `kind` naming `promiser`, with nothing else: no
+    /// attribute, guard, loop, order, notification or outcome class, and
+    /// the body's first source.
+    pub fn new(kind: u16, promiser: Item) -> Self {
+        PromiseParts {
+            kind,
+            promiser,
+            attrs: FixedList::default(),
+            guard: None,
+            loops: FixedList::default(),
+            after: FixedList::default(),
+            notify: FixedList::default(),
+            on_repaired: None,
+            on_kept: None,
+            on_failed: None,
+            source: 0,
+        }
+    }
+}
+
 impl From<PromiseParts> for Promise {
     fn from(p: PromiseParts) -> Self {
         let rare = Rare {

@@ -1729,8 +1729,6 @@ mod tests {
         use super::super::format::FixedList;
         let pt = promise_type(kind).unwrap();
         Promise::from(crate::bundle::format::PromiseParts {
-            kind: pt.id,
-            promiser,
             attrs: FixedList::from(
                 attrs
                     .iter()
@@ -1741,13 +1739,7 @@ mod tests {
                     .collect::<Vec<_>>(),
             ),
             guard,
-            loops: FixedList::default(),
-            after: FixedList::default(),
-            notify: FixedList::default(),
-            on_repaired: None,
-            on_kept: None,
-            on_failed: None,
-            source: 0,
+            ..crate::bundle::format::PromiseParts::new(pt.id, promiser)
         })
     }
 

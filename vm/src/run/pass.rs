@@ -422,17 +422,8 @@ mod tests {
             value: Operand::Item(Item::Const(c)),
         };
         let promise = Promise::from(PromiseParts {
-            kind: setting.id,
-            promiser: Item::Const(0),
             attrs: FixedList::from(vec![attr("section", 1), attr("key", 2), attr("value", 3)]),
-            guard: None,
-            loops: FixedList::default(),
-            after: FixedList::default(),
-            notify: FixedList::default(),
-            on_repaired: None,
-            on_kept: None,
-            on_failed: None,
-            source: 0,
+            ..PromiseParts::new(setting.id, Item::Const(0))
         });
         body.promises = List(vec![promise.clone()]);
         body.sources = List(vec![SourceLoc { file: 0, line: 1 }]);

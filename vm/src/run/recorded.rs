@@ -271,7 +271,7 @@ impl Recorded {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bundle::format::{FixedList, List, Promise};
+    use crate::bundle::format::{List, Promise};
 
     fn body() -> Body {
         let mut body = Body::with_programs(
@@ -280,17 +280,10 @@ mod tests {
         );
         let promise = |promiser| {
             Promise::from(converge_format::bundle::format::PromiseParts {
-                kind: crate::schema::promise_type("file").map_or(0, |t| t.id),
-                promiser,
-                attrs: FixedList::default(),
-                guard: None,
-                loops: FixedList::default(),
-                after: FixedList::default(),
-                notify: FixedList::default(),
-                on_repaired: None,
-                on_kept: None,
-                on_failed: None,
-                source: 0,
+                ..converge_format::bundle::format::PromiseParts::new(
+                    crate::schema::promise_type("file").map_or(0, |t| t.id),
+                    promiser,
+                )
             })
         };
         body.promises = List(vec![promise(Item::Const(0)), promise(Item::Code(0))]);

@@ -134,17 +134,8 @@ mod tests {
 
     fn promise(after: Vec<u32>) -> Promise {
         Promise::from(converge_format::bundle::format::PromiseParts {
-            kind: 0,
-            promiser: Item::Const(0),
-            attrs: FixedList::default(),
-            guard: None,
-            loops: FixedList::default(),
             after: FixedList::from(after),
-            notify: FixedList::default(),
-            on_repaired: None,
-            on_kept: None,
-            on_failed: None,
-            source: 0,
+            ..converge_format::bundle::format::PromiseParts::new(0, Item::Const(0))
         })
     }
 
