@@ -905,21 +905,14 @@ mod tests {
     #[test]
     fn a_promise_is_its_parts_on_the_wire() {
         let plain = PromiseParts {
-            kind: 3,
-            promiser: Item::Const(1),
             attrs: vec![AttrValue {
                 attr: 2,
                 value: Operand::Item(Item::Code(4)),
             }]
             .into(),
             guard: Some(9),
-            loops: FixedList::default(),
-            after: FixedList::default(),
-            notify: FixedList::default(),
-            on_repaired: None,
-            on_kept: None,
-            on_failed: None,
             source: 5,
+            ..PromiseParts::new(3, Item::Const(1))
         };
         let mut rare = plain.clone();
         rare.loops = vec![1].into();
