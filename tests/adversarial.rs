@@ -77,7 +77,7 @@ fn t15_path_grammar_is_enforced_by_both_policyc_and_policyvm() {
         let mut forged = body(GOOD);
         for c in forged.constants.0.iter_mut() {
             if *c == Constant::Str("/etc/motd".into()) {
-                *c = Constant::Str(path.clone());
+                *c = Constant::Str(path.clone().into());
             }
         }
         let bundle = verified(&seal(&forged, &secret).unwrap());
@@ -575,7 +575,7 @@ fn t21_option_and_shell_injection_in_names_is_refused_by_both() {
             let mut forged = body(&good);
             for c in forged.constants.0.iter_mut() {
                 if *c == Constant::Str("nginx".into()) || *c == Constant::Word("nginx".into()) {
-                    *c = Constant::Str(name.to_owned());
+                    *c = Constant::Str(name.to_owned().into());
                 }
             }
             let bundle = verified(&seal(&forged, &secret).unwrap());

@@ -136,7 +136,7 @@ fn item04_a_regex_over_the_size_limit_is_refused_with_the_limit() {
 #[test]
 fn item04_more_distinct_regexes_than_the_limit_are_refused() {
     let constants: Vec<Constant> = (0..1025)
-        .map(|i| Constant::Str(format!("^h{i}$")))
+        .map(|i| Constant::Str(format!("^h{i}$").into()))
         .collect();
     let programs: Vec<Vec<Instr>> = (0..1025)
         .map(|i| vec![Instr::Fact(fact("sys.hostname")), Instr::Match(i)])
@@ -240,7 +240,7 @@ bundle b {
 policy { b(); }
 "#,
     );
-    let mib = constant(&mut body, Constant::Str("x".repeat(1 << 20)));
+    let mib = constant(&mut body, Constant::Str("x".repeat(1 << 20).into()));
     let mut heavy = vec![Instr::Const(mib), Instr::Const(mib), Instr::Eq];
     for _ in 0..124 {
         heavy.extend([Instr::Const(mib), Instr::Const(mib), Instr::Eq, Instr::And]);
@@ -249,7 +249,7 @@ policy { b(); }
     let last = body.classes.0.pop().unwrap();
     let template = body.classes.get(0).unwrap().clone();
     for i in 0..200 {
-        let name = constant(&mut body, Constant::Word(format!("heavy{i}")));
+        let name = constant(&mut body, Constant::Word(format!("heavy{i}").into()));
         let mut class = template.clone();
         class.name = name;
         class.program = Some(heavy);
@@ -313,7 +313,7 @@ policy { b(); }
 "#,
     );
     let c = find_str(&body, "PLACEHOLDER");
-    *body.constants.0.get_mut(c as usize).unwrap() = Constant::Str("y".repeat(4 << 20));
+    *body.constants.0.get_mut(c as usize).unwrap() = Constant::Str("y".repeat(4 << 20).into());
     let one = body.promises.get(0).unwrap().clone();
     for _ in 0..299 {
         body.promises.0.push(one.clone());
@@ -361,7 +361,7 @@ fn line_bundle(attrs: &str, placeholders: &[(&str, &str)]) -> converge_vm::bundl
     ));
     for (placeholder, value) in placeholders {
         let c = find_str(&body, placeholder);
-        *body.constants.0.get_mut(c as usize).unwrap() = Constant::Str((*value).to_owned());
+        *body.constants.0.get_mut(c as usize).unwrap() = Constant::Str((*value).to_owned().into());
     }
     support::verified(&sign(body))
 }
@@ -491,7 +491,7 @@ bundle b {
 policy { b(); }
 "#,
     );
-    let mib = constant(&mut body, Constant::Str("x".repeat(1 << 20)));
+    let mib = constant(&mut body, Constant::Str("x".repeat(1 << 20).into()));
     let mut bomb = vec![Instr::Const(mib)];
     for _ in 0..300 {
         bomb.extend([Instr::Const(mib), Instr::Concat(2)]);
@@ -578,14 +578,14 @@ policy { b(); }
 "#,
     );
     let func = |name| Instr::Func(converge_vm::bundle::functions::function(name).unwrap().id);
-    let mib = constant(&mut body, Constant::Str("x".repeat(1 << 20)));
+    let mib = constant(&mut body, Constant::Str("x".repeat(1 << 20).into()));
     let three_hundred = constant(&mut body, Constant::List(vec![String::new(); 300].into()));
     let mib_each = program(&mut body, vec![Instr::Const(mib)]);
     let text = program(
         &mut body,
         vec![Instr::Const(three_hundred), Instr::Each(mib_each)],
     );
-    let empty = constant(&mut body, Constant::Str(String::new()));
+    let empty = constant(&mut body, Constant::Str(String::new().into()));
     let a_b = constant(&mut body, Constant::Str("a,b".into()));
     let split = program(
         &mut body,

@@ -282,7 +282,7 @@ policy { b(); }"#;
     let mut forged = body(good);
     for c in forged.constants.0.iter_mut() {
         if *c == Constant::Str("/placeholder".into()) {
-            *c = Constant::Str(cwd.to_owned());
+            *c = Constant::Str(cwd.to_owned().into());
         }
     }
     seal(&forged, &keys().0).unwrap()

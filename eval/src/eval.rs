@@ -286,7 +286,7 @@ impl<'b> Evaluator<'b> {
             match self.run(program, &set, &[]) {
                 Ok(value) => {
                     if value == Val::Bool(true) {
-                        set.insert(name);
+                        set.insert(name.to_string());
                     }
                 }
                 Err(e) => {
@@ -298,9 +298,9 @@ impl<'b> Evaluator<'b> {
                         None => format!("class `{name}` cannot be evaluated: {}", e.0),
                     };
                     if self.unknown {
-                        self.unknown_classes.insert(name.clone());
+                        self.unknown_classes.insert(name.to_string());
                     }
-                    self.failed_classes.insert(name, reason);
+                    self.failed_classes.insert(name.to_string(), reason);
                 }
             }
         }
@@ -500,11 +500,11 @@ impl<'b> Evaluator<'b> {
                 )),
                 Instr::Class(c) => match body.constants.get(c as usize) {
                     Some(Constant::Word(n) | Constant::Str(n)) => {
-                        if let Some(reason) = self.failed_classes.get(n) {
-                            self.unknown = self.unknown_classes.contains(n);
+                        if let Some(reason) = self.failed_classes.get(n.as_str()) {
+                            self.unknown = self.unknown_classes.contains(n.as_str());
                             return Err(EvalError(reason.clone()));
                         }
-                        let set = st.classes.contains(n);
+                        let set = st.classes.contains(n.as_str());
                         if !set {
                             // A hard class from a fact not given (a
                             // preview): neither true nor false.
@@ -725,7 +725,7 @@ impl<'b> Evaluator<'b> {
 /// seconds) or bool; anything else is not a scalar.
 fn scalar_constant(body: &Body, c: u32) -> Result<Val, EvalError> {
     Ok(match body.constants.get(c as usize) {
-        Some(Constant::Str(s) | Constant::Word(s)) => Val::Str(s.clone()),
+        Some(Constant::Str(s) | Constant::Word(s)) => Val::Str(s.to_string()),
         Some(Constant::Int(i)) => Val::Int(*i),
         Some(Constant::Duration(s)) => Val::Int(i64::try_from(*s).unwrap_or(i64::MAX)),
         Some(Constant::Bool(b)) => Val::Bool(*b),
@@ -898,7 +898,7 @@ mod tests {
         for _ in 0..9 {
             fine.extend([Instr::Const(0), Instr::Concat(2)]);
         }
-        let body = body(vec![Constant::Str(mib)], vec![bomb, fine]);
+        let body = body(vec![Constant::Str(mib.into())], vec![bomb, fine]);
         crate::bundle::verify::verify_body(&body).unwrap();
         let facts = facts();
         let mut eval = Evaluator::new(&body, &facts);
@@ -948,7 +948,7 @@ mod tests {
         bomb.extend([Instr::Const(0), Instr::Eq]);
         let mut body = body(
             vec![
-                Constant::Str("x".repeat(1 << 20)),
+                Constant::Str("x".repeat(1 << 20).into()),
                 Constant::Word("big".into()),
                 Constant::Word("dep".into()),
                 Constant::Word("fine".into()),
@@ -1273,7 +1273,7 @@ mod tests {
         let items = vec![""; 300];
         let results = run_all(
             vec![
-                Constant::Str("x".repeat(1 << 20)),
+                Constant::Str("x".repeat(1 << 20).into()),
                 list(&items),
                 list(&items[..100]),
             ],

@@ -370,7 +370,7 @@ fn promiser_text(
 ) -> Option<String> {
     match item {
         Item::Const(c) => match body.constants.get(c as usize) {
-            Some(Constant::Str(s) | Constant::Word(s)) => Some(s.clone()),
+            Some(Constant::Str(s) | Constant::Word(s)) => Some(s.to_string()),
             _ => None,
         },
         Item::Code(program) => match eval.run(program, classes, loops) {
@@ -387,8 +387,8 @@ pub fn source_of(body: &Body, index: usize) -> String {
         .and_then(|p| body.sources.get(p.source as usize))
         .map(|s| {
             let file = match body.constants.get(s.file as usize) {
-                Some(Constant::Str(f)) => f.clone(),
-                _ => String::new(),
+                Some(Constant::Str(f)) => f.as_str(),
+                _ => "",
             };
             format!("{file}:{}", s.line)
         })
@@ -411,7 +411,7 @@ struct OutcomeDeps<'b> {
 impl<'b> OutcomeDeps<'b> {
     fn new(body: &'b Body) -> Self {
         let word = |c: u32| match body.constants.get(c as usize) {
-            Some(Constant::Word(n) | Constant::Str(n)) => Some(n.clone()),
+            Some(Constant::Word(n) | Constant::Str(n)) => Some(n.to_string()),
             _ => None,
         };
         let mut outcome: HashSet<String> = HashSet::new();
@@ -470,10 +470,10 @@ impl<'b> OutcomeDeps<'b> {
                     else {
                         continue;
                     };
-                    if self.outcome.contains(n) {
-                        found.insert(n.clone());
+                    if self.outcome.contains(n.as_str()) {
+                        found.insert(n.to_string());
                     }
-                    if let Some(&defining) = self.defined.get(n) {
+                    if let Some(&defining) = self.defined.get(n.as_str()) {
                         found.extend(self.of_program(defining));
                     }
                 }

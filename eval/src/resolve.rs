@@ -205,7 +205,7 @@ impl<'b> Resolver<'b> {
             if let Some(Constant::Str(s) | Constant::Word(s)) = self.body.constants.get(c as usize)
             {
                 self.own(s.len())?;
-                return Ok(s.clone());
+                return Ok(s.to_string());
             }
         }
         let text = match self.item(eval, item, classes, loops)? {
@@ -383,7 +383,7 @@ mod tests {
         let mut body = Body::with_programs(
             vec![
                 Constant::Str("/f".into()),
-                Constant::Str("y".repeat(1 << 20)),
+                Constant::Str("y".repeat(1 << 20).into()),
             ],
             Vec::new(),
         );

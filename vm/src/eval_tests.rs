@@ -120,7 +120,7 @@ fn secret_body(
         Constant::Str("password=".into()),
         Constant::List(crate::bundle::format::List(vec!["a".into(), "b".into()])),
         Constant::Str("x".into()),
-        Constant::Str(String::new()),
+        Constant::Str(String::new().into()),
     ]);
     let body = body(constants, programs);
     (dir, state, body)

@@ -91,7 +91,7 @@ pub fn lower_storing(
         .map(|g| {
             List(
                 g.iter()
-                    .map(|c| l.constant(Constant::Word(c.clone())))
+                    .map(|c| l.constant(Constant::Word(c.clone().into())))
                     .collect(),
             )
         })
@@ -242,7 +242,7 @@ impl Lowerer<'_> {
             Some(c) => self.constant(c),
             None => {
                 self.internal(format!("`{}` is not a single value", v.display()));
-                self.constant(Constant::Str(String::new()))
+                self.constant(Constant::Str(String::new().into()))
             }
         }
     }
@@ -281,7 +281,7 @@ impl Lowerer<'_> {
             Some((_, constant)) => *constant,
             None => {
                 let name = self.db.name(span.file).to_owned();
-                let constant = self.constant(Constant::Str(name));
+                let constant = self.constant(Constant::Str(name.into()));
                 self.source_files.push((span.file, constant));
                 constant
             }
@@ -327,7 +327,7 @@ impl Lowerer<'_> {
             }
         }
         self.at = class.span;
-        let name = self.constant(Constant::Word(class.name.clone()));
+        let name = self.constant(Constant::Word(class.name.clone().into()));
         let program = class.expr.as_ref().map(|g| {
             let mut code = Vec::new();
             self.guard(g, &[], &mut code);
@@ -343,7 +343,7 @@ impl Lowerer<'_> {
                 code.push(Instr::Const(c));
             }
             Guard::Class(name) => {
-                let c = self.constant(Constant::Word(name.clone()));
+                let c = self.constant(Constant::Word(name.clone().into()));
                 code.push(Instr::Class(c));
             }
             Guard::Not(inner) => {
@@ -389,7 +389,7 @@ impl Lowerer<'_> {
                             String::new()
                         }
                     };
-                    let c = self.constant(Constant::Str(pattern));
+                    let c = self.constant(Constant::Str(pattern.into()));
                     code.push(Instr::Match(c));
                 }
                 CompareOp::In => match rhs {
@@ -442,7 +442,7 @@ impl Lowerer<'_> {
             }
             Value::Probe { name, .. } => {
                 let path = name.strip_prefix("facts.").unwrap_or(name).to_owned();
-                let c = self.constant(Constant::Str(path));
+                let c = self.constant(Constant::Str(path.into()));
                 code.push(Instr::Probe(c));
             }
             Value::LoopVar(var) => {
@@ -485,7 +485,7 @@ impl Lowerer<'_> {
                     }
                     match part {
                         TemplatePart::Lit(text) => {
-                            let c = self.constant(Constant::Str(text.clone()));
+                            let c = self.constant(Constant::Str(text.clone().into()));
                             code.push(Instr::Const(c));
                         }
                         TemplatePart::Fact(name) => {
@@ -499,7 +499,7 @@ impl Lowerer<'_> {
                 }
                 code.push(Instr::Concat(parts.len().max(1) as u32));
                 if parts.is_empty() {
-                    let c = self.constant(Constant::Str(String::new()));
+                    let c = self.constant(Constant::Str(String::new().into()));
                     code.insert(code.len() - 1, Instr::Const(c));
                 }
             }
@@ -623,7 +623,7 @@ impl Lowerer<'_> {
                 if let Some(slot) = slot {
                     match (attr.value.as_str(), classes.get_mut(slot)) {
                         (Some(name), Some(s)) => {
-                            *s = Some(self.constant(Constant::Word(name.to_owned())))
+                            *s = Some(self.constant(Constant::Word(name.to_owned().into())))
                         }
                         _ => self.internal(format!(
                             "`{}` does not name a class: {}",
@@ -659,9 +659,9 @@ impl Lowerer<'_> {
                 },
                 (_, AttrType::Class) => match attr.value.as_str() {
                     // `on_changed`: the class name as a word.
-                    Some(name) => {
-                        Operand::Item(Item::Const(self.constant(Constant::Word(name.to_owned()))))
-                    }
+                    Some(name) => Operand::Item(Item::Const(
+                        self.constant(Constant::Word(name.to_owned().into())),
+                    )),
                     None => {
                         self.internal(format!(
                             "`{}` does not name a class: {}",
@@ -808,8 +808,8 @@ fn string_list(items: &[Value]) -> Option<Vec<String>> {
 /// reference, which are never one value.
 fn constant_of(v: &Value) -> Option<Constant> {
     Some(match v {
-        Value::Str(s) => Constant::Str(s.clone()),
-        Value::Word(w) => Constant::Word(w.clone()),
+        Value::Str(s) => Constant::Str(s.clone().into()),
+        Value::Word(w) => Constant::Word(w.clone().into()),
         Value::Int(i) => Constant::Int(*i),
         Value::Bool(b) => Constant::Bool(*b),
         Value::Duration(s) => Constant::Duration(*s),

@@ -132,14 +132,14 @@ impl Disjunction {
                         return None;
                     };
                     depth = depth.checked_add(1)?;
-                    if first.contains_key(name) {
+                    if first.contains_key(name.as_str()) {
                         continue;
                     }
-                    first.insert(name.clone(), at);
+                    first.insert(name.to_string(), at);
                     if let Some(fact) = hard_class_fact(name) {
                         match by_fact.iter_mut().find(|(f, _)| *f == fact) {
-                            Some((_, terms)) => terms.push((at, name.clone())),
-                            None => by_fact.push((fact, vec![(at, name.clone())])),
+                            Some((_, terms)) => terms.push((at, name.to_string())),
+                            None => by_fact.push((fact, vec![(at, name.to_string())])),
                         }
                     }
                 }
@@ -242,7 +242,7 @@ mod tests {
         use Instr::*;
         let mut constants: Vec<Constant> =
             NAMES.iter().map(|n| Constant::Word((*n).into())).collect();
-        constants.push(Constant::Str("x".repeat(1 << 20)));
+        constants.push(Constant::Str("x".repeat(1 << 20).into()));
         let mut bomb = vec![Const(MIB)];
         for _ in 0..300 {
             bomb.extend([Const(MIB), Concat(2)]);

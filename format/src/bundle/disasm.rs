@@ -201,7 +201,7 @@ impl Disasm<'_> {
     fn constant(&self, c: u32) -> String {
         match self.body.constants.get(c as usize) {
             Some(Constant::Str(s)) => format!("{s:?}"),
-            Some(Constant::Word(w)) => w.clone(),
+            Some(Constant::Word(w)) => w.to_string(),
             Some(Constant::Int(i)) => i.to_string(),
             Some(Constant::Bool(b)) => b.to_string(),
             Some(Constant::Duration(s)) => format!("{s}s"),
@@ -221,7 +221,7 @@ impl Disasm<'_> {
 
     fn name(&self, c: u32) -> String {
         match self.body.constants.get(c as usize) {
-            Some(Constant::Str(s) | Constant::Word(s)) => s.clone(),
+            Some(Constant::Str(s) | Constant::Word(s)) => s.to_string(),
             _ => self.constant(c),
         }
     }

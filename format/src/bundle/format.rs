@@ -171,6 +171,13 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for FixedList<T> {
     }
 }
 
+/// The text of a string or word constant. Short texts (up to 24 bytes:
+/// most paths, names and words of a policy) are held inline, without an
+/// allocation of their own: a body of 10,000 file promises holds 20,000
+/// such texts, and a `String` each cost its 24 bytes plus a heap block
+/// (issue 22, item 3). On the wire it is a string, as before.
+pub type Text = compact_str::CompactString;
+
 /// Bytes that decode without trusting their length prefix either.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Bytes(pub Vec<u8>);
@@ -243,9 +250,9 @@ pub struct Header {
 /// On the wire: its kind's tag ([`constant_kind`]), then its value.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Constant {
-    Str(String),
+    Str(Text),
     /// An enum value or class name.
-    Word(String),
+    Word(Text),
     Int(i64),
     Bool(bool),
     /// Seconds.

@@ -1218,7 +1218,7 @@ mod tests {
                 name: constants.len() as u32,
                 program: Some(p),
             });
-            constants.push(Constant::Word(format!("c{n}")));
+            constants.push(Constant::Word(format!("c{n}").into()));
         }
         let mut body = Body::with_programs(constants, programs);
         body.classes = List(classes);

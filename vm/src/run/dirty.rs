@@ -53,13 +53,30 @@ const PATH_BOUND: [&str; 6] = ["file", "line", "setting", "block", "link", "dire
 /// reference, and a way out should the rule ever be doubted on a host).
 pub const FULL_PASSES_ENV: &str = "CONVERGE_FULL_PASSES";
 
-/// What the run knows of the last check of one instance.
-#[derive(Clone, Copy, Debug)]
-struct Check {
+/// What the run knows of the last check of one instance: when (the clock,
+/// which starts at 1) and whether it was kept with no change reported,
+/// packed in one non-zero word so that a pass's record of checks is 8
+/// bytes an instance, `None` included (issue 22, item 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Check(std::num::NonZeroU64);
+
+impl Check {
+    fn new(at: u64, kept: bool) -> Self {
+        let packed = (at << 1) | u64::from(kept);
+        // The clock starts at 1, so `at << 1` is never 0; a clock past
+        // 2^63 ticks (never reached) saturates instead of wrapping to 0.
+        Check(std::num::NonZeroU64::new(packed).unwrap_or(std::num::NonZeroU64::MAX))
+    }
+
     /// The clock when it was checked.
-    at: u64,
+    fn at(self) -> u64 {
+        self.0.get() >> 1
+    }
+
     /// Kept, with no change reported.
-    kept: bool,
+    fn kept(self) -> bool {
+        self.0.get() & 1 == 1
+    }
 }
 
 /// The run's record of checks and changes, on one clock that ticks at
@@ -158,9 +175,13 @@ impl Dirty {
         if !self.enabled || !PATH_BOUND.contains(&inst.kind) {
             return false;
         }
-        let Some(Some(Check { at, kept: true })) = self.checks.get(position).copied() else {
+        let Some(Some(check)) = self.checks.get(position).copied() else {
             return false;
         };
+        if !check.kept() {
+            return false;
+        }
+        let at = check.at();
         if self.unbounded > at {
             return false;
         }
@@ -178,10 +199,7 @@ impl Dirty {
         // As good as a check now that found it kept.
         let now = self.tick();
         if let Some(slot) = self.checks.get_mut(position) {
-            *slot = Some(Check {
-                at: now,
-                kept: true,
-            });
+            *slot = Some(Check::new(now, true));
         }
         true
     }
@@ -190,7 +208,7 @@ impl Dirty {
     pub fn checked(&mut self, position: usize) {
         let at = self.tick();
         if let Some(slot) = self.checks.get_mut(position) {
-            *slot = Some(Check { at, kept: false });
+            *slot = Some(Check::new(at, false));
         }
     }
 
@@ -202,7 +220,7 @@ impl Dirty {
         let quiet = applied.changes.is_empty();
         let kept = quiet && applied.outcome == Outcome::Kept;
         match self.checks.get_mut(position) {
-            Some(Some(check)) => check.kept = kept,
+            Some(Some(check)) => *check = Check::new(check.at(), kept),
             // Concluded without being applied (blocked): not kept.
             Some(slot) => *slot = None,
             None => {}
@@ -223,10 +241,7 @@ impl Dirty {
                 if confirmed(inst, applied) {
                     // As good as a check right after its own change.
                     if let Some(slot) = self.checks.get_mut(position) {
-                        *slot = Some(Check {
-                            at: when,
-                            kept: true,
-                        });
+                        *slot = Some(Check::new(when, true));
                     }
                 }
             }
@@ -319,6 +334,18 @@ mod tests {
 
     fn kept() -> Applied {
         Applied::kept()
+    }
+
+    /// A check is one word, and its absence costs nothing more.
+    #[test]
+    fn a_check_packs_its_clock_and_outcome_in_8_bytes() {
+        assert_eq!(std::mem::size_of::<Option<Check>>(), 8);
+        for at in [1, 2, 41, u64::MAX >> 1] {
+            for kept in [false, true] {
+                let check = Check::new(at, kept);
+                assert_eq!((check.at(), check.kept()), (at, kept));
+            }
+        }
     }
 
     fn repaired() -> Applied {
@@ -536,7 +563,7 @@ mod tests {
             rows.iter()
                 .map(|(index, combo, i)| {
                     let digest = i.as_ref().map_or([0; 16], super::super::pass::digest);
-                    Held::new(*index, combo.clone(), Ok(Some(Box::new(digest))))
+                    Held::new(*index, combo.clone(), Ok(Some(digest)))
                 })
                 .collect()
         };

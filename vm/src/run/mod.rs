@@ -82,7 +82,7 @@ pub struct PlannedCommand {
 }
 
 /// Why a promise instance could not be resolved on this host.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 enum Unresolved {
     /// Over a budget, or a body that bypassed the verifier: it fails.
     Failed(String),
@@ -938,8 +938,8 @@ fn conclude(
         if let Some(Constant::Word(c) | Constant::Str(c)) =
             set.and_then(|c| body.constants.get(c as usize))
         {
-            if !outcome_classes.contains(c) {
-                outcome_classes.push(c.clone());
+            if !outcome_classes.iter().any(|o| o == c) {
+                outcome_classes.push(c.to_string());
             }
         }
         // `on_changed` is carried as an attribute value.
@@ -1097,7 +1097,7 @@ fn source_of(v: &Verified, index: usize) -> String {
         .map(|s| {
             let file = match v.body.constants.get(s.file as usize) {
                 Some(Constant::Str(f)) => f.clone(),
-                _ => String::new(),
+                _ => String::new().into(),
             };
             format!("{file}:{}", s.line)
         })

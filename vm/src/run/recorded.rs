@@ -243,10 +243,11 @@ impl Recorded {
             None => match head.map(|h| h.promiser) {
                 Some(Item::Const(c)) => match v.body.constants.get(c as usize) {
                     Some(Constant::Str(s) | Constant::Word(s)) => s.clone(),
-                    _ => String::new(),
+                    _ => String::new().into(),
                 },
-                _ => String::new(),
-            },
+                _ => String::new().into(),
+            }
+            .to_string(),
         };
         let kind = self.kind();
         let source = files.of(v, head.map(|h| h.source));

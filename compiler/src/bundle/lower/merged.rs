@@ -86,7 +86,7 @@ impl Lowerer<'_> {
                                 .iter()
                                 .map(|part| match part {
                                     Some(TemplatePart::Lit(text)) => {
-                                        Some(Constant::Str(text.clone()))
+                                        Some(Constant::Str(text.clone().into()))
                                     }
                                     _ => None,
                                 })
@@ -95,7 +95,7 @@ impl Lowerer<'_> {
                             pushed = pushed.saturating_add(n).saturating_sub(1);
                         }
                         Some(TemplatePart::Lit(text)) => {
-                            let c = self.constant(Constant::Str(text.clone()));
+                            let c = self.constant(Constant::Str(text.clone().into()));
                             code.push(Instr::Const(c));
                         }
                         Some(TemplatePart::Fact(name)) => {
@@ -132,7 +132,9 @@ impl Lowerer<'_> {
                             let constants = parts
                                 .iter()
                                 .map(|p| match p {
-                                    TemplatePart::Lit(text) => Some(Constant::Str(text.clone())),
+                                    TemplatePart::Lit(text) => {
+                                        Some(Constant::Str(text.clone().into()))
+                                    }
                                     _ => None,
                                 })
                                 .collect();
@@ -199,20 +201,20 @@ impl Lowerer<'_> {
                 .map(|c| match c {
                     Some(Constant::Str(s)) => s
                         .get(prefix..s.len().saturating_sub(suffix))
-                        .map(|middle| Constant::Str(middle.to_owned())),
+                        .map(|middle| Constant::Str(middle.to_owned().into())),
                     other => other,
                 })
                 .collect()
         };
         let mut pushed = 1;
         if !ends.0.is_empty() {
-            let c = self.constant(Constant::Str(ends.0));
+            let c = self.constant(Constant::Str(ends.0.into()));
             code.push(Instr::Const(c));
             pushed += 1;
         }
         self.table_lookup(m, constants, loops, code);
         if !ends.1.is_empty() {
-            let c = self.constant(Constant::Str(ends.1));
+            let c = self.constant(Constant::Str(ends.1.into()));
             code.push(Instr::Const(c));
             pushed += 1;
         }
@@ -271,7 +273,7 @@ pub(super) fn address<T>(node: &T) -> usize {
 /// A scalar constant as a table holds it: its kind and its text.
 fn table_text(c: &Constant) -> Option<(u8, String)> {
     Some(match c {
-        Constant::Str(s) | Constant::Word(s) => (constant_kind::STR, s.clone()),
+        Constant::Str(s) | Constant::Word(s) => (constant_kind::STR, s.to_string()),
         Constant::Int(i) => (constant_kind::INT, i.to_string()),
         Constant::Duration(d) => (constant_kind::INT, d.to_string()),
         Constant::Bool(b) => (constant_kind::BOOL, b.to_string()),

@@ -70,7 +70,7 @@ fn table(body: &Body, code: &[Instr]) -> (Vec<(String, Constant)>, Option<Consta
         })
         .expect("a lookup");
     let value = |kind: u8, text: &str| match kind {
-        converge_format::ids::constant_kind::STR => Constant::Str(text.to_owned()),
+        converge_format::ids::constant_kind::STR => Constant::Str(text.to_owned().into()),
         converge_format::ids::constant_kind::INT => Constant::Int(text.parse().unwrap()),
         _ => Constant::Bool(text == "true"),
     };
