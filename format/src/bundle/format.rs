@@ -906,6 +906,28 @@ mod tests {
         assert!(size_of::<Constant>() <= 32, "{}", size_of::<Constant>());
     }
 
+    /// A string or word constant is a string on the wire, as when it was a
+    /// `String`; decoded, a text of up to 24 bytes (a path, a name, a
+    /// word) is held inline, without a heap block of its own.
+    #[test]
+    fn a_short_text_constant_decodes_inline_and_encodes_as_a_string() {
+        for (text, inline) in [
+            ("/etc/motd", true),
+            ("x".repeat(24).as_str(), true),
+            ("y".repeat(25).as_str(), false),
+        ] {
+            let constant = Constant::Str(text.into());
+            let wire = postcard::to_allocvec(&constant).unwrap();
+            let as_string = postcard::to_allocvec(&(constant_kind::STR, text.to_owned())).unwrap();
+            assert_eq!(wire, as_string);
+            let Constant::Str(back) = postcard::from_bytes(&wire).unwrap() else {
+                panic!("not a string constant");
+            };
+            assert_eq!(back, text);
+            assert_eq!(back.is_heap_allocated(), !inline, "{text}");
+        }
+    }
+
     /// A promise is its parts on the wire, field by field: with and without
     /// the rarely set fields, the bytes are those of the eleven fields, and
     /// decoding them gives the promise back.
