@@ -175,7 +175,7 @@ fn differing_attr(p: &Promise, group: &[&Promise]) -> Option<String> {
 /// The lookup keys an instance split by host stands for.
 fn lookup_cases(p: &Promise) -> Option<String> {
     let cases: Vec<String> = p
-        .lookups
+        .lookups()
         .iter()
         .map(|case| {
             if case.keys.is_empty() {

@@ -122,11 +122,7 @@ pub fn embed(
 pub fn check_embeds(db: &SourceDb, program: &ir::Program) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = Vec::new();
     for p in &program.promises {
-        for attr in p
-            .attrs
-            .iter()
-            .filter(|a| EMBEDDED.contains(&a.name.as_str()))
-        {
+        for attr in p.attrs.iter().filter(|a| EMBEDDED.contains(&a.name)) {
             if !matches!(attr.value, Value::Str(_)) {
                 continue;
             }

@@ -120,7 +120,7 @@ fn analyze_program(mut program: ir::Program, diagnostics: &mut Vec<Diagnostic>) 
     // missing-lookup analysis removes marked instances; without any it
     // changes nothing, and the reference check can run beside the
     // analyses (its diagnostics still go right after expansion's).
-    let marked = program.promises.iter().any(|p| p.missing.is_some());
+    let marked = program.promises.iter().any(|p| p.missing().is_some());
     if marked {
         diagnostics.extend(expand::check_references(&program));
     }

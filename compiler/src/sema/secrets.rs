@@ -206,7 +206,7 @@ mod tests {
         }))
     }
 
-    fn promise(kind: &'static str, attrs: Vec<(&str, Value)>) -> Promise {
+    fn promise(kind: &'static str, attrs: Vec<(&'static str, Value)>) -> Promise {
         Promise {
             kind,
             promiser: Value::Str("/etc/x".into()),
@@ -222,18 +222,13 @@ mod tests {
             guard: Arc::new(Guard::Const(true)),
             span: Span::default(),
             chain: Arc::from(Vec::new()),
-            runtime_loops: Arc::from(Vec::new()),
-            missing: None,
-            lookups: Vec::new(),
+            rare: None,
         }
     }
 
     #[test]
     fn a_secret_is_found_anywhere_a_value_can_hold_it() {
-        let upper = Value::Call {
-            func: "upper",
-            args: vec![secret()],
-        };
+        let upper = Value::call("upper", vec![secret()]);
         let in_template = Value::Template(vec![
             TemplatePart::Lit("pw=".into()),
             TemplatePart::Host(upper),
