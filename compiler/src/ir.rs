@@ -635,7 +635,7 @@ mod tests {
     #[test]
     fn the_types_of_an_expanded_program_stay_small() {
         assert_eq!(std::mem::size_of::<Value>(), 32);
-        assert_eq!(std::mem::size_of::<Attr>(), 80);
+        assert_eq!(std::mem::size_of::<Attr>(), 72);
         assert_eq!(std::mem::size_of::<Promise>(), 120);
     }
 }
