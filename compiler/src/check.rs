@@ -60,6 +60,11 @@ pub fn check(ws: &Workspace) -> CheckOutcome {
 /// expanded, before its analyses, whose peak would otherwise stack on
 /// them (about 1 GB of trees at 1,000,000 promises, issue 22, item 4), and
 /// [`CheckOutcome::names`] stays empty. The outcome is otherwise the same.
+///
+/// Only after the last expansion: the analyses of one program can find
+/// errors in a file it shares with the next, which then is not analysed,
+/// so every program is analysed before the next is expanded, as in
+/// [`check`].
 pub fn check_releasing_syntax(ws: &mut Workspace) -> CheckOutcome {
     let mut outcome = start(ws);
     let mut programs = ws.programs();
