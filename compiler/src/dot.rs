@@ -166,7 +166,7 @@ fn differing_attr(p: &Promise, group: &[&Promise]) -> Option<String> {
         .filter(|attr| {
             group
                 .iter()
-                .any(|other| other.attr(&attr.name) != Some(&attr.value))
+                .any(|other| other.attr(attr.name) != Some(&attr.value))
         })
         .map(|attr| attr.display())
         .min_by_key(String::len)

@@ -163,7 +163,7 @@ impl Promise {
 impl Attr {
     /// `name = value` as a policy author would write it (modes in octal).
     pub fn display(&self) -> String {
-        match (&*self.name, &self.value) {
+        match (self.name, &self.value) {
             ("mode", Value::Int(m)) if *m >= 0 => format!("mode = 0o{m:o}"),
             (name, value) => format!("{name} = {}", value.display()),
         }

@@ -605,7 +605,7 @@ impl Lowerer<'_> {
         let mut attrs = Vec::new();
         let mut classes = [None, None, None];
         for (j, attr) in p.attrs.iter().enumerate() {
-            let Some(spec) = pt.attr(&attr.name) else {
+            let Some(spec) = pt.attr(attr.name) else {
                 self.internal(format!(
                     "`{}` is not an attribute of `{}`",
                     attr.name, pt.name
@@ -861,7 +861,7 @@ mod tests {
             attrs: attrs
                 .into_iter()
                 .map(|(name, value)| ir::Attr {
-                    name: name.into(),
+                    name,
                     value,
                     span,
                     default: None,

@@ -299,7 +299,7 @@ fn merge_run(program: &ir::Program, run: &[usize]) -> Option<Merge> {
     let pt = schema::promise_type(first.kind)?;
     let mut attrs = Vec::with_capacity(first.attrs.len());
     for (j, attr) in first.attrs.iter().enumerate() {
-        let spec = pt.attr(&attr.name)?;
+        let spec = pt.attr(attr.name)?;
         let values: Vec<&Value> = members
             .iter()
             .filter_map(|p| p.attrs.get(j).map(|a| &a.value))

@@ -122,7 +122,7 @@ pub fn check_promise(p: &Promise, promiser: Span) -> Vec<Diagnostic> {
             out.push(flow(key, attr.span, "the key of a lookup"));
             continue;
         }
-        if is_sink(p.kind, &attr.name) {
+        if is_sink(p.kind, attr.name) {
             if p.kind == "file" {
                 secret_content.get_or_insert(secret);
             }
@@ -213,7 +213,7 @@ mod tests {
             attrs: attrs
                 .into_iter()
                 .map(|(name, value)| Attr {
-                    name: name.into(),
+                    name,
                     value,
                     span: Span::default(),
                     default: None,
