@@ -237,8 +237,7 @@ fn examples_round_trip() {
                 .attrs
                 .iter()
                 .filter(|a| {
-                    !["after", "notify", "on_repaired", "on_kept", "on_failed"]
-                        .contains(&a.name.as_str())
+                    !["after", "notify", "on_repaired", "on_kept", "on_failed"].contains(&a.name)
                 })
                 .count();
             assert_eq!(p.attrs.len(), carried, "{} {:?}", q.kind, q.promiser);

@@ -166,7 +166,7 @@ fn differing_attr(p: &Promise, group: &[&Promise]) -> Option<String> {
         .filter(|attr| {
             group
                 .iter()
-                .any(|other| other.attr(&attr.name) != Some(&attr.value))
+                .any(|other| other.attr(attr.name) != Some(&attr.value))
         })
         .map(|attr| attr.display())
         .min_by_key(String::len)
@@ -175,7 +175,7 @@ fn differing_attr(p: &Promise, group: &[&Promise]) -> Option<String> {
 /// The lookup keys an instance split by host stands for.
 fn lookup_cases(p: &Promise) -> Option<String> {
     let cases: Vec<String> = p
-        .lookups
+        .lookups()
         .iter()
         .map(|case| {
             if case.keys.is_empty() {

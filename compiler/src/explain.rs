@@ -83,8 +83,12 @@ pub fn explain(db: &SourceDb, program: &Program, host: &HostFacts) -> String {
             if !attrs.is_empty() {
                 let _ = writeln!(out, "           {}", attrs.join("; "));
             }
-            for case in &p.lookups {
-                let _ = writeln!(out, "           {}", lookup_case(case, p.missing.is_some()));
+            for case in p.lookups() {
+                let _ = writeln!(
+                    out,
+                    "           {}",
+                    lookup_case(case, p.missing().is_some())
+                );
             }
             if let Some(call) = p.chain.last() {
                 let chain: Vec<&str> = p.chain.iter().map(|c| c.bundle.as_str()).collect();

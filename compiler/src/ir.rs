@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 pub use converge_grammar::ast::CompareOp;
 use converge_grammar::Span;
-use smol_str::SmolStr;
 
 #[derive(Clone, Debug, Default)]
 pub struct Program {
@@ -84,6 +83,17 @@ pub struct Promise {
     /// The bundle calls that led here, outermost first (shared by the
     /// promises of one call).
     pub chain: Arc<[CallSite]>,
+    /// What few promises have, boxed so that the others do not carry its
+    /// 56 bytes (an expanded program has millions of promises; issue 22,
+    /// item 4): read it through [`runtime_loops`](Self::runtime_loops),
+    /// [`missing`](Self::missing) and [`lookups`](Self::lookups). `None`
+    /// when all three are empty.
+    pub rare: Option<Box<Rare>>,
+}
+
+/// The rarely set fields of a [`Promise`].
+#[derive(Clone, Debug, Default)]
+pub struct Rare {
     /// Loops over run-time lists (`for ip in sys.ipv4`) enclosing the
     /// promise, outermost first: the VM repeats the promise per element.
     pub runtime_loops: Arc<[RuntimeLoop]>,
@@ -96,6 +106,38 @@ pub struct Promise {
     /// stands for, or that it is the case of every other host. `policyc
     /// explain` shows them.
     pub lookups: Vec<LookupCase>,
+}
+
+impl Rare {
+    /// The fields of a promise in no run-time loop, without missing
+    /// lookups or lookup cases, as `None` (see [`Promise::rare`]).
+    pub fn boxed_unless_empty(self) -> Option<Box<Rare>> {
+        let empty =
+            self.runtime_loops.is_empty() && self.missing.is_none() && self.lookups.is_empty();
+        (!empty).then(|| Box::new(self))
+    }
+}
+
+impl Promise {
+    /// See [`Rare::runtime_loops`].
+    pub fn runtime_loops(&self) -> &[RuntimeLoop] {
+        self.rare.as_ref().map_or(&[], |r| &r.runtime_loops)
+    }
+
+    /// See [`Rare::missing`].
+    pub fn missing(&self) -> Option<Span> {
+        self.rare.as_ref().and_then(|r| r.missing)
+    }
+
+    /// See [`Rare::lookups`].
+    pub fn lookups(&self) -> &[LookupCase] {
+        self.rare.as_ref().map_or(&[], |r| &r.lookups)
+    }
+
+    /// The rare fields, to change (boxed on first use).
+    pub fn rare_mut(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
 }
 
 /// One case of a lookup keyed by a value only the host knows
@@ -121,7 +163,7 @@ impl Promise {
 impl Attr {
     /// `name = value` as a policy author would write it (modes in octal).
     pub fn display(&self) -> String {
-        match (&*self.name, &self.value) {
+        match (self.name, &self.value) {
             ("mode", Value::Int(m)) if *m >= 0 => format!("mode = 0o{m:o}"),
             (name, value) => format!("{name} = {}", value.display()),
         }
@@ -130,10 +172,11 @@ impl Attr {
 
 #[derive(Clone, Debug)]
 pub struct Attr {
-    /// Inline (attribute names are short): an expanded program has several
-    /// attributes per promise, and a `String` each was a heap allocation
-    /// apiece (issue 22, item 4).
-    pub name: SmolStr,
+    /// The schema's name of the attribute (`converge_format::schema`): an
+    /// expanded program has several attributes per promise, and a `String`
+    /// each was a heap allocation apiece, a `SmolStr` 8 bytes more than
+    /// this (issue 22, item 4).
+    pub name: &'static str,
     pub value: Value,
     pub span: Span,
     /// Set when the promise does not set this attribute itself and takes
@@ -194,8 +237,11 @@ pub enum Value {
     /// (omitted fields already given their defaults).
     Record(Vec<(String, Value)>),
     /// A reference to a promise: `file "/x"` (kind `file`) or `id "h"`.
+    /// `kind` is a `Box<str>` so that the variant fits the 24 bytes of a
+    /// `Vec`: the largest variant sets the size of every value of an
+    /// expanded program (32 bytes; issue 22, item 4).
     Ref {
-        kind: String,
+        kind: Box<str>,
         target: Box<Value>,
     },
     /// A string with run-time parts.
@@ -223,12 +269,9 @@ pub enum Value {
     /// wherever a host can reach it. The span is the lookup.
     Missing(Span),
     /// A built-in function applied on the host to values only the host
-    /// knows; `func` is the VM's function name
-    /// (`converge_format::bundle::functions`).
-    Call {
-        func: &'static str,
-        args: Vec<Value>,
-    },
+    /// knows. Boxed, as [`Each`](Value::Each): a rare variant, which inline
+    /// would make every value larger.
+    Call(Box<Call>),
     /// `a ?? b ?? c` where the host decides which is present.
     Coalesce(Vec<Value>),
     /// `{% if c %}a{% else %}b{% endif %}` where the host decides `c`.
@@ -238,13 +281,8 @@ pub enum Value {
         otherwise: Box<Value>,
     },
     /// `{% for x in LIST %}body{% endfor %}` over a list only the host
-    /// knows: `body` once per element, concatenated; inside it,
-    /// `Elem(var)` is the current element.
-    Each {
-        list: Box<Value>,
-        var: String,
-        body: Box<Value>,
-    },
+    /// knows (boxed, as [`Call`](Value::Call)).
+    Each(Box<Each>),
     Elem(String),
     /// The value of `secret("x.age")` (LANGUAGE.md section 14): which file,
     /// never its plaintext, which only the bundle writer reads (and seals
@@ -253,6 +291,30 @@ pub enum Value {
     /// the taint check (`sema::secrets`) sees every flow. It shows as
     /// `<secret NAME>` everywhere.
     Secret(Arc<SecretRef>),
+}
+
+/// See [`Value::Call`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Call {
+    /// The VM's function name (`converge_format::bundle::functions`).
+    pub func: &'static str,
+    pub args: Vec<Value>,
+}
+
+/// See [`Value::Each`]: `body` once per element of `list`, concatenated;
+/// inside it, `Elem(var)` is the current element.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Each {
+    pub list: Value,
+    pub var: String,
+    pub body: Value,
+}
+
+impl Value {
+    /// `func(args)`, computed on the host.
+    pub fn call(func: &'static str, args: Vec<Value>) -> Value {
+        Value::Call(Box::new(Call { func, args }))
+    }
 }
 
 /// Where a secret comes from: see [`Value::Secret`].
@@ -307,10 +369,10 @@ impl Value {
             | Value::LoopVar(_)
             | Value::Choice(_)
             | Value::Missing(_)
-            | Value::Call { .. }
+            | Value::Call(_)
             | Value::Coalesce(_)
             | Value::Select { .. }
-            | Value::Each { .. }
+            | Value::Each(_)
             | Value::Elem(_)
             | Value::Secret(_) => false,
             Value::List(items) => items.iter().all(Value::is_constant),
@@ -336,7 +398,7 @@ impl Value {
                 .map(|(_, v)| v)
                 .chain(std::iter::once(&c.default))
                 .collect(),
-            Value::Call { args, .. } => args.iter().collect(),
+            Value::Call(call) => call.args.iter().collect(),
             Value::Template(parts) => parts
                 .iter()
                 .filter_map(|p| match p {
@@ -347,7 +409,7 @@ impl Value {
             Value::Select {
                 then, otherwise, ..
             } => vec![then, otherwise],
-            Value::Each { list, body, .. } => vec![list, body],
+            Value::Each(each) => vec![&each.list, &each.body],
             Value::Ref { target, .. } => vec![target],
             _ => Vec::new(),
         }
@@ -366,7 +428,7 @@ impl Value {
                 .iter()
                 .find_map(|(_, v)| f(v))
                 .or_else(|| f(&c.default)),
-            Value::Call { args, .. } => args.iter().find_map(f),
+            Value::Call(call) => call.args.iter().find_map(f),
             Value::Template(parts) => parts.iter().find_map(|p| match p {
                 TemplatePart::Host(v) => f(v),
                 _ => None,
@@ -374,7 +436,7 @@ impl Value {
             Value::Select {
                 then, otherwise, ..
             } => f(then).or_else(|| f(otherwise)),
-            Value::Each { list, body, .. } => f(list).or_else(|| f(body)),
+            Value::Each(each) => f(&each.list).or_else(|| f(&each.body)),
             Value::Ref { target, .. } => f(target),
             _ => None,
         }
@@ -453,9 +515,9 @@ impl Value {
             }
             Value::Missing(_) => "(missing)".to_owned(),
             Value::Secret(secret) => format!("<secret {}>", secret.name),
-            Value::Call { func, args } => {
-                let args: Vec<String> = args.iter().map(Value::display).collect();
-                format!("{func}({})", args.join(", "))
+            Value::Call(call) => {
+                let args: Vec<String> = call.args.iter().map(Value::display).collect();
+                format!("{}({})", call.func, args.join(", "))
             }
             Value::Coalesce(items) => {
                 let items: Vec<String> = items.iter().map(Value::display).collect();
@@ -471,8 +533,13 @@ impl Value {
                 then.display(),
                 otherwise.display()
             ),
-            Value::Each { list, var, body } => {
-                format!("(for {var} in {}: {})", list.display(), body.display())
+            Value::Each(each) => {
+                format!(
+                    "(for {} in {}: {})",
+                    each.var,
+                    each.list.display(),
+                    each.body.display()
+                )
             }
         }
     }
@@ -555,5 +622,20 @@ impl Guard {
             }
             (a, b) => Guard::And(vec![a, b]),
         }
+    }
+}
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod tests {
+    use super::*;
+
+    /// An expanded program holds millions of values, attributes and
+    /// promises: a variant or field that makes them larger costs its size
+    /// times millions (issue 22, item 4).
+    #[test]
+    fn the_types_of_an_expanded_program_stay_small() {
+        assert_eq!(std::mem::size_of::<Value>(), 32);
+        assert_eq!(std::mem::size_of::<Attr>(), 72);
+        assert_eq!(std::mem::size_of::<Promise>(), 120);
     }
 }

@@ -444,6 +444,17 @@ impl Workspace {
         &self.roots
     }
 
+    /// Takes every file's syntax tree out, leaving its module empty: for a
+    /// caller that needs only the expanded programs from here on
+    /// (`check::check_releasing_syntax`). The files, imports and
+    /// documents stay.
+    pub fn take_syntax(&mut self) -> Vec<Vec<Item>> {
+        self.modules
+            .iter_mut()
+            .map(|module| std::mem::take(&mut module.items))
+            .collect()
+    }
+
     pub fn module(&self, file: FileId) -> Option<&Module> {
         self.modules.get(file.0 as usize)
     }

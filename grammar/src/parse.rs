@@ -526,6 +526,8 @@ pub(crate) fn coalesce(left: Expr, right: Expr, span: Span) -> Expr {
 pub(crate) fn dot(base: Expr, name: Ident, span: Span) -> Expr {
     match base.kind {
         ExprKind::Path(mut path) if base.span.start == span.start => {
+            // One name more, not room for twice as many (issue 22, item 4).
+            path.reserve_exact(1);
             path.push(name);
             Expr {
                 kind: ExprKind::Path(path),

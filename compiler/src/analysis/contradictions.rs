@@ -165,7 +165,7 @@ impl<'p> Finder<'p> {
         for &i in members {
             let Some(p) = self.promise(i) else { continue };
             for attr in &p.attrs {
-                let name = attr.name.as_str();
+                let name = attr.name;
                 // Relations and annotations (the schema's attribute roles)
                 // never contradict; `ensure` has its own rule.
                 if !schema::describes_state_in(p.kind, name) || name == "ensure" {
@@ -508,10 +508,7 @@ impl<'p> Finder<'p> {
                 let Some(file) = self.promise(f) else {
                     continue;
                 };
-                let Some(content_attr) = file
-                    .attrs
-                    .iter()
-                    .find(|a| CONTENT.contains(&a.name.as_str()))
+                let Some(content_attr) = file.attrs.iter().find(|a| CONTENT.contains(&a.name))
                 else {
                     continue;
                 };
@@ -1024,7 +1021,7 @@ fn fixed_content_conflict<'p>(
 ) -> Option<(&'p crate::ir::Attr, String)> {
     let path = path.display();
     for a in &line.attrs {
-        match (a.name.as_str(), a.value.as_str()) {
+        match (a.name, a.value.as_str()) {
             ("present", Some(t)) if !content_lines.contains(t) => {
                 return Some((
                     a,

@@ -358,7 +358,7 @@ fn host_term(v: &Value) -> Option<String> {
     fn per_host(v: &Value) -> bool {
         match v {
             Value::Fact(_) | Value::Probe { .. } => true,
-            Value::Call { args, .. } => args.iter().all(|a| per_host(a) || a.is_constant()),
+            Value::Call(call) => call.args.iter().all(|a| per_host(a) || a.is_constant()),
             Value::Coalesce(items) => items.iter().all(|a| per_host(a) || a.is_constant()),
             _ => false,
         }

@@ -16,7 +16,7 @@ use crate::ir::Program;
 
 /// Reports reachable missing lookups and removes every marked instance.
 pub fn missing_lookups(program: &mut Program) -> Vec<Diagnostic> {
-    if program.promises.iter().all(|p| p.missing.is_none()) {
+    if program.promises.iter().all(|p| p.missing().is_none()) {
         return Vec::new();
     }
     let mut out = Vec::new();
@@ -26,7 +26,7 @@ pub fn missing_lookups(program: &mut Program) -> Vec<Diagnostic> {
             .promises
             .iter()
             .enumerate()
-            .filter_map(|(i, p)| p.missing.map(|s| (i, s)))
+            .filter_map(|(i, p)| p.missing().map(|s| (i, s)))
             .collect();
         let formulas: Vec<_> = marked
             .iter()
@@ -69,6 +69,6 @@ pub fn missing_lookups(program: &mut Program) -> Vec<Diagnostic> {
             }
         }
     }
-    program.promises.retain(|p| p.missing.is_none());
+    program.promises.retain(|p| p.missing().is_none());
     out
 }

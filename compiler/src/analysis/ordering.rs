@@ -111,7 +111,7 @@ fn edges_with(program: &Program, objects: &Objects<'_>) -> Vec<Edge> {
     let mut edges = Vec::new();
     for (i, p) in promises.iter().enumerate() {
         for attr in &p.attrs {
-            match attr.name.as_str() {
+            match attr.name {
                 "after" | "notify" => {
                     let Value::List(refs) = &attr.value else {
                         continue;
@@ -120,7 +120,7 @@ fn edges_with(program: &Program, objects: &Objects<'_>) -> Vec<Edge> {
                         let Value::Ref { kind, target } = r else {
                             continue;
                         };
-                        let targets: &[usize] = if kind == "id" {
+                        let targets: &[usize] = if &**kind == "id" {
                             target
                                 .as_str()
                                 .and_then(|t| ids.get(t))
@@ -253,7 +253,7 @@ fn account_edges<'p>(program: &'p Program, edges: &mut Vec<Edge>) {
         for attr in p
             .attrs
             .iter()
-            .filter(|a| matches!(a.name.as_str(), "group" | "groups" | "gid"))
+            .filter(|a| matches!(a.name, "group" | "groups" | "gid"))
         {
             let mut groups: Vec<usize> = Vec::new();
             if let Value::Int(gid) = attr.value {

@@ -76,7 +76,7 @@ fn promise_problems(p: &Promise) -> Vec<Diagnostic> {
         ),
     }
     for attr in &p.attrs {
-        match (attr.name.as_str(), &attr.value) {
+        match (attr.name, &attr.value) {
             ("max_remove", Value::Int(n)) if *n < 0 => out.push(
                 Diagnostic::new(
                     Code::UnmanagedMaxRemove,

@@ -51,14 +51,14 @@ pub(super) fn resolve(
     };
     match tree.resolve(&from, name) {
         Ok(path) => Ok((path, tree)),
-        Err(err) => Err(outside_tree(&attr.name, name, &err, &tree, attr.span)),
+        Err(err) => Err(outside_tree(attr.name, name, &err, &tree, attr.span)),
     }
 }
 
 /// The error of a package file (`rpm = "..."`) whose content is no
 /// package of that kind (`schema::package_file_problem`).
 pub fn package_file_diagnostic(attr: &ir::Attr, bytes: &[u8]) -> Option<Diagnostic> {
-    let why = package_file_problem(&attr.name, bytes)?;
+    let why = package_file_problem(attr.name, bytes)?;
     let name = attr.value.as_str().unwrap_or_default();
     Some(
         Diagnostic::new(
@@ -102,7 +102,7 @@ pub fn embed(
     let name = attr.value.as_str().unwrap_or_default();
     embed_file(&tree, &path, sink, MAX_BUNDLE_LEN).map_err(|err| {
         if err.is_escape() {
-            return outside_tree(&attr.name, name, &err, &tree, attr.span);
+            return outside_tree(attr.name, name, &err, &tree, attr.span);
         }
         Diagnostic::new(
             Code::EmbedFailed,
@@ -122,11 +122,7 @@ pub fn embed(
 pub fn check_embeds(db: &SourceDb, program: &ir::Program) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = Vec::new();
     for p in &program.promises {
-        for attr in p
-            .attrs
-            .iter()
-            .filter(|a| EMBEDDED.contains(&a.name.as_str()))
-        {
+        for attr in p.attrs.iter().filter(|a| EMBEDDED.contains(&a.name)) {
             if !matches!(attr.value, Value::Str(_)) {
                 continue;
             }
@@ -138,7 +134,7 @@ pub fn check_embeds(db: &SourceDb, program: &ir::Program) -> Vec<Diagnostic> {
                 }
                 // A package file is read now for its magic: a file that is
                 // no package is an error before anyone builds.
-                Ok((path, tree)) if package_file_problem(&attr.name, &[]).is_some() => {
+                Ok((path, tree)) if package_file_problem(attr.name, &[]).is_some() => {
                     if let Some(d) = tree
                         .read(&path, MAX_BUNDLE_LEN)
                         .ok()

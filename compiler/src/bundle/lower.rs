@@ -513,13 +513,13 @@ impl Lowerer<'_> {
                     v.display()
                 )),
             },
-            Value::Call { func, args } => {
-                for arg in args {
+            Value::Call(call) => {
+                for arg in &call.args {
                     self.scalar(arg, loops, code);
                 }
-                match functions::function(func) {
+                match functions::function(call.func) {
                     Some(f) => code.push(Instr::Func(f.id)),
-                    None => self.internal(format!("the VM has no function `{func}`")),
+                    None => self.internal(format!("the VM has no function `{}`", call.func)),
                 }
             }
             Value::Coalesce(items) => {
@@ -540,11 +540,11 @@ impl Lowerer<'_> {
                 self.scalar(otherwise, loops, code);
                 code.push(Instr::Select);
             }
-            Value::Each { list, var, body } => {
-                self.scalar(list, loops, code);
-                self.elems.push(var.clone());
+            Value::Each(each) => {
+                self.scalar(&each.list, loops, code);
+                self.elems.push(each.var.clone());
                 let mut inner = Vec::new();
-                self.scalar(body, loops, &mut inner);
+                self.scalar(&each.body, loops, &mut inner);
                 self.elems.pop();
                 let p = self.program(inner);
                 code.push(Instr::Each(p));
@@ -600,21 +600,19 @@ impl Lowerer<'_> {
             self.internal(format!("unknown promise type `{}`", p.kind));
             return None;
         };
-        let loops: Vec<ir::RuntimeLoop> = p.runtime_loops.to_vec();
+        let loops: Vec<ir::RuntimeLoop> = p.runtime_loops().to_vec();
         let promiser = self.item(&p.promiser, &loops);
         let mut attrs = Vec::new();
         let mut classes = [None, None, None];
         for (j, attr) in p.attrs.iter().enumerate() {
-            let Some(spec) = pt.attr(&attr.name) else {
+            let Some(spec) = pt.attr(attr.name) else {
                 self.internal(format!(
                     "`{}` is not an attribute of `{}`",
                     attr.name, pt.name
                 ));
                 continue;
             };
-            if spec.role == AttrRole::Relation
-                && !schema::CLASS_ATTRIBUTES.contains(&attr.name.as_str())
-            {
+            if spec.role == AttrRole::Relation && !schema::CLASS_ATTRIBUTES.contains(&attr.name) {
                 // `after` and `notify` are the promise's edges; the outcome
                 // classes are fields of their own.
                 let slot = ["on_repaired", "on_kept", "on_failed"]
@@ -640,7 +638,7 @@ impl Lowerer<'_> {
                     .and_then(Option::as_ref)
                     .map(|joint| (m, program, joint))
             });
-            let value = match (attr.name.as_str(), &spec.ty) {
+            let value = match (attr.name, &spec.ty) {
                 _ if joint.is_some() => {
                     let (m, program, joint) = joint?;
                     self.joint_operand(m, program, j, joint, &loops)
@@ -849,7 +847,7 @@ mod tests {
 
     fn promise(
         kind: &'static str,
-        attrs: Vec<(&str, Value)>,
+        attrs: Vec<(&'static str, Value)>,
         loops: &[(&str, &str)],
     ) -> ir::Promise {
         let span = Span {
@@ -863,7 +861,7 @@ mod tests {
             attrs: attrs
                 .into_iter()
                 .map(|(name, value)| ir::Attr {
-                    name: name.into(),
+                    name,
                     value,
                     span,
                     default: None,
@@ -872,15 +870,17 @@ mod tests {
             guard: Arc::new(Guard::Const(true)),
             span,
             chain: Arc::from(Vec::new()),
-            runtime_loops: loops
-                .iter()
-                .map(|(var, fact)| ir::RuntimeLoop {
-                    var: (*var).into(),
-                    fact: (*fact).into(),
-                })
-                .collect(),
-            missing: None,
-            lookups: Vec::new(),
+            rare: ir::Rare {
+                runtime_loops: loops
+                    .iter()
+                    .map(|(var, fact)| ir::RuntimeLoop {
+                        var: (*var).into(),
+                        fact: (*fact).into(),
+                    })
+                    .collect(),
+                ..ir::Rare::default()
+            }
+            .boxed_unless_empty(),
         }
     }
 

@@ -176,10 +176,10 @@ pub fn leaves<'v>(values: &[&'v Value], out: &mut Vec<Leaf<'v>>) -> bool {
 /// arity); `None` otherwise.
 fn same_operation<'v>(shape: &Value, v: &'v Value) -> Option<Vec<&'v Value>> {
     match (shape, v) {
-        (Value::Call { func: f, args: a }, Value::Call { func, args })
-            if f == func && a.len() == args.len() =>
+        (Value::Call(a), Value::Call(call))
+            if a.func == call.func && a.args.len() == call.args.len() =>
         {
-            Some(args.iter().collect())
+            Some(call.args.iter().collect())
         }
         (Value::Coalesce(a), Value::Coalesce(items)) if a.len() == items.len() => {
             Some(items.iter().collect())
@@ -192,8 +192,8 @@ fn same_operation<'v>(shape: &Value, v: &'v Value) -> Option<Vec<&'v Value>> {
                 otherwise,
             },
         ) if c == cond => Some(vec![then, otherwise]),
-        (Value::Each { var: x, .. }, Value::Each { list, var, body }) if x == var => {
-            Some(vec![list, body])
+        (Value::Each(a), Value::Each(each)) if a.var == each.var => {
+            Some(vec![&each.list, &each.body])
         }
         _ => None,
     }
@@ -221,7 +221,7 @@ pub fn plan(program: &ir::Program) -> Vec<Merge> {
             out.extend(merge_run(program, &run));
             run.clear();
         }
-        if !p.lookups.is_empty() {
+        if !p.lookups().is_empty() {
             run.push(i);
         }
     }
@@ -232,7 +232,7 @@ pub fn plan(program: &ir::Program) -> Vec<Merge> {
 /// Whether `b` is another instance of the split promise `a` is one of.
 fn same_origin(a: &ir::Promise, b: &ir::Promise) -> bool {
     let (Some((last_a, rest_a)), Some((last_b, rest_b))) =
-        (a.lookups.split_last(), b.lookups.split_last())
+        (a.lookups().split_last(), b.lookups().split_last())
     else {
         return false;
     };
@@ -240,9 +240,9 @@ fn same_origin(a: &ir::Promise, b: &ir::Promise) -> bool {
         && a.span == b.span
         && a.chain == b.chain
         && a.promiser == b.promiser
-        && a.runtime_loops == b.runtime_loops
-        && a.missing.is_none()
-        && b.missing.is_none()
+        && a.runtime_loops() == b.runtime_loops()
+        && a.missing().is_none()
+        && b.missing().is_none()
         && rest_a == rest_b
         && last_a.on == last_b.on
         && last_a.of == last_b.of
@@ -260,12 +260,12 @@ fn merge_run(program: &ir::Program, run: &[usize]) -> Option<Merge> {
         .filter_map(|&i| program.promises.get(i))
         .collect();
     let first = members.first()?;
-    let case: &LookupCase = first.lookups.last()?;
+    let case: &LookupCase = first.lookups().last()?;
     let on = case.on.clone();
     let (base, _) = split_guard(&first.guard);
     let mut keys: Vec<Vec<String>> = Vec::with_capacity(members.len());
     for p in &members {
-        let case = p.lookups.last()?;
+        let case = p.lookups().last()?;
         let (b, last) = split_guard(&p.guard);
         if b != base {
             return None;
@@ -299,7 +299,7 @@ fn merge_run(program: &ir::Program, run: &[usize]) -> Option<Merge> {
     let pt = schema::promise_type(first.kind)?;
     let mut attrs = Vec::with_capacity(first.attrs.len());
     for (j, attr) in first.attrs.iter().enumerate() {
-        let spec = pt.attr(&attr.name)?;
+        let spec = pt.attr(attr.name)?;
         let values: Vec<&Value> = members
             .iter()
             .filter_map(|p| p.attrs.get(j).map(|a| &a.value))

@@ -13,7 +13,7 @@ use crate::bundle::keys::{keygen, read_secret_key, SecretKey};
 use crate::bundle::lower::{lower_storing, BuildInfo};
 use crate::bundle::seal;
 use crate::bundle::secrets::{read_secret, seal_secrets, Identities};
-use crate::check::{check, summary};
+use crate::check::{check_releasing_syntax, summary};
 use crate::diagnostic::Severity;
 use crate::render::render_human;
 use converge_format::bundle::error::hex;
@@ -196,8 +196,8 @@ pub(super) fn build_bundle(
             format!("`{name}` cannot name a bundle: {why}; pass `--name` with a name like `site`"),
         ));
     }
-    let ws = inputs::load(&[file.to_path_buf()], tree).map_err(fail)?;
-    let mut outcome = check(&ws);
+    let mut ws = inputs::load(&[file.to_path_buf()], tree).map_err(fail)?;
+    let mut outcome = check_releasing_syntax(&mut ws);
     if !outcome.diagnostics.is_empty() {
         eprint!(
             "{}",

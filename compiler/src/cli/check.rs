@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{fail, inputs, out, use_color, EXIT_ERRORS};
-use crate::check::{check, summary};
+use crate::check::{check_releasing_syntax, summary};
 use crate::diagnostic::Severity;
 use crate::render::{
     render_human, render_json, render_sarif, render_sarif_failure, Format, SarifRoot,
@@ -47,7 +47,7 @@ fn sarif_root(args: &CheckArgs) -> SarifRoot {
 }
 
 pub fn run(args: CheckArgs) -> ExitCode {
-    let ws = match inputs::load(&args.files, &args.tree) {
+    let mut ws = match inputs::load(&args.files, &args.tree) {
         Ok(ws) => ws,
         Err(err) => {
             // A dashboard reading the SARIF log must learn why it is
@@ -61,7 +61,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
             return fail(err);
         }
     };
-    let outcome = check(&ws);
+    let outcome = check_releasing_syntax(&mut ws);
     let db = &ws.db;
     match args.format {
         Format::Human => {

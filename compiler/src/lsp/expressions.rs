@@ -239,7 +239,7 @@ fn known_let<'a>(analysis: &'a Analysis, name: &str, hops: usize) -> Option<Know
     let (file, def) = find_let(analysis, name)?;
     if let ExprKind::Call { func, args } = &def.value.kind {
         if func.name == "data" {
-            let [arg] = args.as_slice() else { return None };
+            let [arg] = &args[..] else { return None };
             let ExprKind::Str(lit) = &arg.kind else {
                 return None;
             };

@@ -162,8 +162,8 @@ fn without_self(value: Value, kind: &str, promiser: &Value, own: &[ir::Attr]) ->
         items
             .into_iter()
             .filter(|item| match item {
-                Value::Ref { kind: k, target } if k == "id" => id != Some(&**target),
-                Value::Ref { kind: k, target } => !(k == kind && **target == *promiser),
+                Value::Ref { kind: k, target } if &**k == "id" => id != Some(&**target),
+                Value::Ref { kind: k, target } => !(&**k == kind && **target == *promiser),
                 _ => true,
             })
             .collect(),
@@ -532,7 +532,7 @@ impl<'a> Expander<'a, '_> {
             if let Some(first) = self.promises.get(start) {
                 let mut marked = first.clone();
                 marked.guard = Arc::new(Guard::clone(outer).and(region));
-                marked.missing = Some(span);
+                marked.rare_mut().missing = Some(span);
                 self.promises.push(marked);
             }
         }
@@ -705,7 +705,7 @@ impl<'a> Expander<'a, '_> {
                 }
             }
             attrs.push(ir::Attr {
-                name: source.name.name.clone(),
+                name: spec.name,
                 value,
                 span: source.value.span,
                 default,
@@ -718,9 +718,11 @@ impl<'a> Expander<'a, '_> {
             guard: Arc::clone(guard),
             span,
             chain: Arc::clone(&self.shared_chain),
-            runtime_loops: Arc::clone(&self.shared_loops),
-            missing: None,
-            lookups: Vec::new(),
+            rare: ir::Rare {
+                runtime_loops: Arc::clone(&self.shared_loops),
+                ..ir::Rare::default()
+            }
+            .boxed_unless_empty(),
         };
         let taint = secrets::check_promise(&promise, p.promiser.span);
         let tainted = !taint.is_empty();
@@ -1044,7 +1046,7 @@ impl<'a> Expander<'a, '_> {
                 Value::Map(entries)
             }
             ExprKind::Ref(r) => Value::Ref {
-                kind: r.kind.name.to_string(),
+                kind: r.kind.name.as_str().into(),
                 target: Box::new(self.string(&r.target, expr.span, env)),
             },
             ExprKind::Record(fields) => self.record(fields, expr.span, env),
@@ -1473,13 +1475,13 @@ impl References {
                         );
                         continue;
                     };
-                    let found = if kind == "id" {
+                    let found = if &**kind == "id" {
                         ids.contains_key(target)
                     } else {
                         objects.contains(kind, target)
                     };
                     if !found {
-                        let candidates: Vec<&str> = if kind == "id" {
+                        let candidates: Vec<&str> = if &**kind == "id" {
                             ids.keys().copied().collect()
                         } else {
                             objects.texts(kind)

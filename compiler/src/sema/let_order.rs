@@ -113,9 +113,11 @@ fn dependencies<'a>(symbols: &Symbols<'a>, name: &str) -> Vec<&'a str> {
             ExprKind::List(items)
             | ExprKind::And(items)
             | ExprKind::Or(items)
-            | ExprKind::Coalesce(items)
-            | ExprKind::Call { args: items, .. } => {
+            | ExprKind::Coalesce(items) => {
                 stack.extend(items.iter().rev());
+            }
+            ExprKind::Call { args, .. } => {
+                stack.extend(args.iter().rev());
             }
             ExprKind::Map(entries) => {
                 for (k, v) in entries.iter().rev() {

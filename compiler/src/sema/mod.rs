@@ -34,8 +34,32 @@ pub struct Analysis {
     pub names: names::Names,
 }
 
+/// A program after the first half of its analysis ([`expand_program`]):
+/// nothing here borrows the workspace, so that a caller that owns it may
+/// free the syntax trees before the second half ([`analyze_expanded`]),
+/// whose analyses read only the expanded program. At 1,000,000 promises
+/// the trees are about 1 GB, and the analyses' peak would stack on them
+/// (issue 22, item 4).
+#[derive(Debug, Default)]
+pub struct Expanded {
+    /// The diagnostics of the symbols, the checker and expansion.
+    diagnostics: Vec<Diagnostic>,
+    /// The expanded program, when there is a `policy` block and no errors.
+    program: Option<ir::Program>,
+    /// Promise statements, counted for a program without an expansion.
+    promise_statements: usize,
+    /// What every name of the program refers to.
+    pub names: names::Names,
+}
+
 /// Analyses the program made of `files` (a root and its imports).
 pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
+    analyze_expanded(expand_program(ws, files))
+}
+
+/// The half of [`analyze`] that reads the syntax trees: global names, name
+/// resolution and type checking, and expansion.
+pub fn expand_program(ws: &Workspace, files: &[FileId]) -> Expanded {
     let mut diagnostics = Vec::new();
     let symbols = symbols::Symbols::collect(ws, files, &mut diagnostics);
     let mut checker = check::Checker::new(&symbols);
@@ -46,11 +70,7 @@ pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
     if !diagnostics.iter().any(Diagnostic::is_error) {
         unused_warnings(&symbols, &checker, &mut diagnostics);
     }
-
-    let mut analysis = Analysis {
-        promises: checker.promise_statements,
-        ..Analysis::default()
-    };
+    let mut program = None;
     let has_errors = diagnostics.iter().any(Diagnostic::is_error);
     if let (Some(policy), false) = (symbols.policy, has_errors) {
         let source_bytes = files
@@ -60,58 +80,87 @@ pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
             .sum();
         let mut expansion = expand::expand(&ws.db, &symbols, &mut checker, policy, source_bytes);
         diagnostics.append(&mut expansion.diagnostics);
-        let mut program = expansion.program;
-        // The reference check reads the program as expansion left it. The
-        // missing-lookup analysis removes marked instances; without any it
-        // changes nothing, and the reference check can run beside the
-        // analyses (its diagnostics still go right after expansion's).
-        let marked = program.promises.iter().any(|p| p.missing.is_some());
-        if marked {
-            diagnostics.extend(expand::check_references(&program));
-        }
-        diagnostics.extend(analysis::missing::missing_lookups(&mut program));
-        // The three analyses and the reference check only read the program:
-        // run them side by side. Contradictions, ordering and references
-        // share the promises grouped by object, grouped while the
-        // dead-promise analysis starts.
-        let (references, dead, contradictions, ordering) = std::thread::scope(|scope| {
-            let dead = scope.spawn(|| analysis::dead::dead_promises(&program));
-            let objects = analysis::objects::Objects::new(&program);
-            let (references, contradictions, ordering) = std::thread::scope(|inner| {
-                let references = (!marked).then(|| {
-                    inner.spawn(|| expand::check_references_with(&program, Some(&objects)))
-                });
-                let contradictions = inner
-                    .spawn(|| analysis::contradictions::contradictions_with(&program, &objects));
-                let ordering = analysis::ordering::ordering_with(
-                    &program,
-                    analysis::ordering::DEFAULT_MAX_PASSES,
-                    &objects,
-                );
-                let references = references.map(join).unwrap_or_default();
-                (references, join(contradictions), ordering)
-            });
-            (references, join(dead), contradictions, ordering)
-        });
-        diagnostics.extend(references);
-        diagnostics.extend(dead);
-        diagnostics.extend(contradictions);
-        diagnostics.extend(analysis::unmanaged::unmanaged(&program));
-        match ordering {
-            Ok(ordering) => {
-                program.edges = ordering.edges;
-                program.order = ordering.order;
-                program.pass_limit = ordering.pass_limit;
-                program.feedback_chain = ordering.feedback_chain;
-            }
-            Err(cycles) => diagnostics.extend(cycles),
-        }
-        analysis.promises = program.promises.len();
-        analysis.program = Some(program);
+        program = Some(expansion.program);
     }
-    analysis.diagnostics = diagnostics;
-    analysis.names = std::mem::take(&mut checker.names);
-    analysis
+    Expanded {
+        diagnostics,
+        program,
+        promise_statements: checker.promise_statements,
+        names: std::mem::take(&mut checker.names),
+    }
+}
+
+/// The half of [`analyze`] that reads only the expanded program: missing
+/// lookups, references, dead promises, contradictions, unmanaged objects
+/// and ordering. Without a program (no `policy` block, or errors) there is
+/// nothing to add.
+pub fn analyze_expanded(expanded: Expanded) -> Analysis {
+    let Expanded {
+        mut diagnostics,
+        program,
+        promise_statements,
+        names,
+    } = expanded;
+    let program = program.map(|program| analyze_program(program, &mut diagnostics));
+    Analysis {
+        promises: program
+            .as_ref()
+            .map_or(promise_statements, |p| p.promises.len()),
+        diagnostics,
+        program,
+        names,
+    }
+}
+
+/// Runs the analyses of an expanded program, adding their diagnostics to
+/// `diagnostics` (which holds expansion's), and returns the program with
+/// its ordering.
+fn analyze_program(mut program: ir::Program, diagnostics: &mut Vec<Diagnostic>) -> ir::Program {
+    // The reference check reads the program as expansion left it. The
+    // missing-lookup analysis removes marked instances; without any it
+    // changes nothing, and the reference check can run beside the
+    // analyses (its diagnostics still go right after expansion's).
+    let marked = program.promises.iter().any(|p| p.missing().is_some());
+    if marked {
+        diagnostics.extend(expand::check_references(&program));
+    }
+    diagnostics.extend(analysis::missing::missing_lookups(&mut program));
+    // The three analyses and the reference check only read the program:
+    // run them side by side. Contradictions, ordering and references
+    // share the promises grouped by object, grouped while the
+    // dead-promise analysis starts.
+    let (references, dead, contradictions, ordering) = std::thread::scope(|scope| {
+        let dead = scope.spawn(|| analysis::dead::dead_promises(&program));
+        let objects = analysis::objects::Objects::new(&program);
+        let (references, contradictions, ordering) = std::thread::scope(|inner| {
+            let references = (!marked)
+                .then(|| inner.spawn(|| expand::check_references_with(&program, Some(&objects))));
+            let contradictions =
+                inner.spawn(|| analysis::contradictions::contradictions_with(&program, &objects));
+            let ordering = analysis::ordering::ordering_with(
+                &program,
+                analysis::ordering::DEFAULT_MAX_PASSES,
+                &objects,
+            );
+            let references = references.map(join).unwrap_or_default();
+            (references, join(contradictions), ordering)
+        });
+        (references, join(dead), contradictions, ordering)
+    });
+    diagnostics.extend(references);
+    diagnostics.extend(dead);
+    diagnostics.extend(contradictions);
+    diagnostics.extend(analysis::unmanaged::unmanaged(&program));
+    match ordering {
+        Ok(ordering) => {
+            program.edges = ordering.edges;
+            program.order = ordering.order;
+            program.pass_limit = ordering.pass_limit;
+            program.feedback_chain = ordering.feedback_chain;
+        }
+        Err(cycles) => diagnostics.extend(cycles),
+    }
+    program
 }
 
 /// The name table of a program that is not analysed (it has syntax

@@ -174,7 +174,7 @@ pub fn report_keys(
     }
     if errors.is_empty() {
         promise.attrs.push(ir::Attr {
-            name: NEIGHBOUR_KEYS_ATTR.into(),
+            name: NEIGHBOUR_KEYS_ATTR,
             value: Value::List(lines),
             span: promise.span,
             default: None,

@@ -122,7 +122,7 @@ pub fn check_promise(p: &Promise, promiser: Span) -> Vec<Diagnostic> {
             out.push(flow(key, attr.span, "the key of a lookup"));
             continue;
         }
-        if is_sink(p.kind, &attr.name) {
+        if is_sink(p.kind, attr.name) {
             if p.kind == "file" {
                 secret_content.get_or_insert(secret);
             }
@@ -206,14 +206,14 @@ mod tests {
         }))
     }
 
-    fn promise(kind: &'static str, attrs: Vec<(&str, Value)>) -> Promise {
+    fn promise(kind: &'static str, attrs: Vec<(&'static str, Value)>) -> Promise {
         Promise {
             kind,
             promiser: Value::Str("/etc/x".into()),
             attrs: attrs
                 .into_iter()
                 .map(|(name, value)| Attr {
-                    name: name.into(),
+                    name,
                     value,
                     span: Span::default(),
                     default: None,
@@ -222,18 +222,13 @@ mod tests {
             guard: Arc::new(Guard::Const(true)),
             span: Span::default(),
             chain: Arc::from(Vec::new()),
-            runtime_loops: Arc::from(Vec::new()),
-            missing: None,
-            lookups: Vec::new(),
+            rare: None,
         }
     }
 
     #[test]
     fn a_secret_is_found_anywhere_a_value_can_hold_it() {
-        let upper = Value::Call {
-            func: "upper",
-            args: vec![secret()],
-        };
+        let upper = Value::call("upper", vec![secret()]);
         let in_template = Value::Template(vec![
             TemplatePart::Lit("pw=".into()),
             TemplatePart::Host(upper),

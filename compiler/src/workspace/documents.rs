@@ -59,7 +59,7 @@ pub fn requests(module: &Module) -> Vec<DocumentRequest> {
             Item::Let(def) => {
                 if let ExprKind::Call { func, args } = &def.value.kind {
                     if func.name == "data" {
-                        if let [arg] = args.as_slice() {
+                        if let [arg] = &args[..] {
                             literal(DocumentKind::Data, arg, &mut out);
                         }
                     }

@@ -417,7 +417,7 @@ fn data_path(value: &Expr) -> Option<Option<String>> {
     if func.name != "data" {
         return None;
     }
-    Some(match args.as_slice() {
+    Some(match &args[..] {
         [Expr {
             kind: ExprKind::Str(lit),
             ..

@@ -183,10 +183,7 @@ fn host(name: &str, args: Vec<Value>) -> Result<Value, String> {
                 }
                 _ => Vec::new(),
             };
-            return Ok(Value::Call {
-                func: "contains_list",
-                args: vec![Value::List(keys), key],
-            });
+            return Ok(Value::call("contains_list", vec![Value::List(keys), key]));
         }
         ("upper", _) => "upper",
         ("lower", _) => "lower",
@@ -214,7 +211,7 @@ fn host(name: &str, args: Vec<Value>) -> Result<Value, String> {
             }
         }
     }
-    Ok(Value::Call { func, args })
+    Ok(Value::call(func, args))
 }
 
 #[cfg(test)]
@@ -279,17 +276,14 @@ mod tests {
         let host = Value::Fact("sys.hostname".into());
         assert_eq!(
             apply("upper", vec![host.clone()]),
-            Ok(Value::Call {
-                func: "upper",
-                args: vec![host.clone()]
-            })
+            Ok(Value::call("upper", vec![host.clone()]))
         );
         assert_eq!(
             apply("len", vec![Value::Fact("sys.ipv4".into())]),
-            Ok(Value::Call {
-                func: "len_list",
-                args: vec![Value::Fact("sys.ipv4".into())]
-            })
+            Ok(Value::call(
+                "len_list",
+                vec![Value::Fact("sys.ipv4".into())]
+            ))
         );
         assert!(apply("keys", vec![host]).is_err());
     }

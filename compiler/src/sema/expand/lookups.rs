@@ -29,7 +29,7 @@ pub fn kind(v: &Value) -> Kind {
     match v {
         Value::Str(_) | Value::Word(_) | Value::Template(_) | Value::LoopVar(_) => Kind::Str,
         Value::Secret(_) => Kind::Str,
-        Value::Elem(_) | Value::Each { .. } => Kind::Str,
+        Value::Elem(_) | Value::Each(_) => Kind::Str,
         Value::Int(_) | Value::Duration(_) => Kind::Int,
         Value::Bool(_) => Kind::Bool,
         Value::List(_) => Kind::List,
@@ -46,12 +46,12 @@ pub fn kind(v: &Value) -> Kind {
             Ty::Bool => Kind::Bool,
             Ty::Str => Kind::Str,
         },
-        Value::Call { func, args } => match *func {
+        Value::Call(call) => match call.func {
             "split" | "concat" | "sort" | "unique" => Kind::List,
             "len_str" | "len_list" => Kind::Int,
             "contains_list" | "contains_str" => Kind::Bool,
             "index" | "join" | "upper" | "lower" | "trim" | "replace" | "to_string" => Kind::Str,
-            _ => args.first().map_or(Kind::Other, kind),
+            _ => call.args.first().map_or(Kind::Other, kind),
         },
         Value::Coalesce(items) => items.first().map_or(Kind::Other, kind),
         Value::Select { then, .. } => kind(then),
@@ -67,7 +67,7 @@ pub fn kind(v: &Value) -> Kind {
 /// under a `??`).
 pub fn may_be_missing(v: &Value) -> bool {
     match v {
-        Value::Call { func, args } => *func == "index" || args.iter().any(may_be_missing),
+        Value::Call(call) => call.func == "index" || call.args.iter().any(may_be_missing),
         Value::Template(parts) => parts.iter().any(|p| match p {
             TemplatePart::Host(v) => may_be_missing(v),
             _ => false,
@@ -76,7 +76,7 @@ pub fn may_be_missing(v: &Value) -> bool {
         Value::Select {
             then, otherwise, ..
         } => may_be_missing(then) || may_be_missing(otherwise),
-        Value::Each { list, body, .. } => may_be_missing(list) || may_be_missing(body),
+        Value::Each(each) => may_be_missing(&each.list) || may_be_missing(&each.body),
         _ => false,
     }
 }
@@ -229,16 +229,10 @@ pub fn index(base: Value, idx: Value, span: Span) -> Indexed {
             {
                 return Indexed::Unsupported;
             }
-            Value::Call {
-                func: "index",
-                args: vec![Value::List(items), on],
-            }
+            Value::call("index", vec![Value::List(items), on])
         }
         // A list only the host knows (`split(sys.hostname, "-")[1]`).
-        (list, idx) => Value::Call {
-            func: "index",
-            args: vec![list, idx],
-        },
+        (list, idx) => Value::call("index", vec![list, idx]),
     })
 }
 

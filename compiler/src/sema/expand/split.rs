@@ -17,7 +17,7 @@ use converge_grammar::Span;
 
 use super::functions;
 use super::lookups::{self, coalesce, has_missing, may_be_missing};
-use crate::ir::{self, Choice, CompareOp, Guard, Value};
+use crate::ir::{self, Choice, CompareOp, Each, Guard, Value};
 
 /// The instances of `p`, each free of choices. `budget` counts instances
 /// made (it is the expansion's); splitting stops when it says so.
@@ -80,7 +80,7 @@ pub fn split(p: ir::Promise, spend: &mut dyn FnMut() -> bool) -> Vec<ir::Promise
             of,
         };
         for (mut instance, group) in groups {
-            instance.lookups.push(case(group.clone()));
+            instance.rare_mut().lookups.push(case(group.clone()));
             instance.guard = Arc::new(Guard::clone(&p.guard).and(member(&on, group)));
             pending.push(instance);
         }
@@ -88,7 +88,7 @@ pub fn split(p: ir::Promise, spend: &mut dyn FnMut() -> bool) -> Vec<ir::Promise
             continue;
         }
         let mut other = substitute_promise(&p, &on, None);
-        other.lookups.push(case(Vec::new()));
+        other.rare_mut().lookups.push(case(Vec::new()));
         other.guard = Arc::new(Guard::clone(&p.guard).and(Guard::Not(Box::new(member(&on, keys)))));
         pending.push(other);
     }
@@ -136,9 +136,11 @@ fn member(on: &Value, mut keys: Vec<String>) -> Guard {
 /// A promise whose values still hold a missing lookup: the analyses
 /// report it where a host can reach it (`analysis::missing`).
 fn mark_missing(mut p: ir::Promise) -> ir::Promise {
-    if p.missing.is_none() {
+    if p.missing().is_none() {
         let found = values(&p).find_map(first_missing);
-        p.missing = found;
+        if let Some(found) = found {
+            p.rare_mut().missing = Some(found);
+        }
     }
     p
 }
@@ -189,7 +191,7 @@ fn substitute_promise(p: &ir::Promise, on: &Value, key: Option<&str>) -> ir::Pro
             .attrs
             .iter()
             .map(|a| ir::Attr {
-                name: a.name.clone(),
+                name: a.name,
                 value: substitute(&a.value, on, key),
                 span: a.span,
                 default: a.default.clone(),
@@ -198,9 +200,7 @@ fn substitute_promise(p: &ir::Promise, on: &Value, key: Option<&str>) -> ir::Pro
         guard: Arc::clone(&p.guard),
         span: p.span,
         chain: Arc::clone(&p.chain),
-        runtime_loops: Arc::clone(&p.runtime_loops),
-        missing: p.missing,
-        lookups: p.lookups.clone(),
+        rare: p.rare.clone(),
     }
 }
 
@@ -233,12 +233,13 @@ pub fn substitute(v: &Value, on: &Value, key: Option<&str>) -> Value {
             let first = items.next().unwrap_or(Value::Str(String::new()));
             items.fold(first, coalesce)
         }
-        Value::Call { func, args } => {
-            let args: Vec<Value> = args.iter().map(sub).collect();
+        Value::Call(call) => {
+            let func = call.func;
+            let args: Vec<Value> = call.args.iter().map(sub).collect();
             if args.iter().all(Value::is_constant) {
                 // A VM function of constants: compute it now, under the
                 // language's name for it.
-                let name = match *func {
+                let name = match func {
                     "len_str" | "len_list" => "len",
                     "contains_list" | "contains_str" => "contains",
                     "index" => {
@@ -256,9 +257,10 @@ pub fn substitute(v: &Value, on: &Value, key: Option<&str>) -> Value {
                     }
                     other => other,
                 };
-                return functions::apply(name, args.clone()).unwrap_or(Value::Call { func, args });
+                return functions::apply(name, args.clone())
+                    .unwrap_or_else(|_| Value::call(func, args));
             }
-            Value::Call { func, args }
+            Value::call(func, args)
         }
         Value::Template(parts) => lookups::map_parts(parts, sub),
         Value::Select {
@@ -270,11 +272,11 @@ pub fn substitute(v: &Value, on: &Value, key: Option<&str>) -> Value {
             then: Box::new(sub(then)),
             otherwise: Box::new(sub(otherwise)),
         },
-        Value::Each { list, var, body } => Value::Each {
-            list: Box::new(sub(list)),
-            var: var.clone(),
-            body: Box::new(sub(body)),
-        },
+        Value::Each(each) => Value::Each(Box::new(Each {
+            list: sub(&each.list),
+            var: each.var.clone(),
+            body: sub(&each.body),
+        })),
         Value::Ref { kind, target } => Value::Ref {
             kind: kind.clone(),
             target: Box::new(sub(target)),

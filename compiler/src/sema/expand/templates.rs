@@ -9,7 +9,7 @@ use converge_grammar::template::Node;
 
 use super::lookups::{self, map_choice_keyed};
 use super::{Env, Expander};
-use crate::ir::{Guard, Value};
+use crate::ir::{Each, Guard, Value};
 use crate::sema::names::DefId;
 
 impl<'a> Expander<'a, '_> {
@@ -136,11 +136,11 @@ impl<'a> Expander<'a, '_> {
                 env.push((def, &var.name, Value::Elem(var.name.to_string())));
                 let rendered = self.render(body, env);
                 env.pop();
-                Value::Each {
-                    list: Box::new(host),
+                Value::Each(Box::new(Each {
+                    list: host,
                     var: var.name.to_string(),
-                    body: Box::new(rendered),
-                }
+                    body: rendered,
+                }))
             }
         }
     }
