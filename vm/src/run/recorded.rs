@@ -6,8 +6,9 @@
 //! [`PromiseResult`] that was 160 bytes and a copy of the promiser (about
 //! 190 bytes a promise; issue 22, item 3). What the body already says (the
 //! promiser when it is a constant, `file:line`) is left out here, and what
-//! most results do not have (changes, output, a computed promiser) is
-//! boxed: a kept promise is 64 bytes. The report's results are made once,
+//! most results do not have (changes, output, a computed promiser, an
+//! outcome with a reason, repairs) is boxed: a kept promise is 16 bytes.
+//! The report's results are made once,
 //! after the passes, when the pass's instances are gone.
 
 use std::borrow::Cow;
@@ -22,60 +23,31 @@ use crate::bundle::Verified;
 pub(crate) struct Recorded {
     /// The promise's index (a body holds far fewer than `u32::MAX`).
     index: u32,
-    /// Its promise type's id ([`UNKNOWN_KIND`] for none): with the
-    /// index and the passes, 8 bytes; a result is 48 bytes.
+    /// Its promise type's id ([`UNKNOWN_KIND`] for none).
     kind: u16,
-    /// In how many passes it repaired something (at most the bundle's
-    /// pass limit, [`MAX_PASS_LIMIT`](crate::bundle::verify::MAX_PASS_LIMIT)).
-    pub(crate) repaired_passes: u16,
-    outcome: Brief,
+    /// Its outcome, when that is all there is to it.
+    mark: Mark,
+    /// Everything else, absent for a kept promise of the body's constant
+    /// promiser: with it, a result is 16 bytes.
     more: Option<Box<More>>,
 }
 
-/// A result's outcome in 16 bytes: the outcomes without a reason inline,
-/// one with a reason (a failure, a skip) boxed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Brief {
+/// A result's outcome when it has no reason; one with a reason (a
+/// failure, a skip) is [`Mark::Other`], its outcome in [`More::outcome`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mark {
     Kept,
     Repaired,
     Changed,
-    Other(Box<Outcome>),
+    Other,
 }
 
 static KEPT: Outcome = Outcome::Kept;
 static REPAIRED: Outcome = Outcome::Repaired;
 static CHANGED: Outcome = Outcome::Changed;
-
-impl From<Outcome> for Brief {
-    fn from(o: Outcome) -> Self {
-        match o {
-            Outcome::Kept => Brief::Kept,
-            Outcome::Repaired => Brief::Repaired,
-            Outcome::Changed => Brief::Changed,
-            other => Brief::Other(Box::new(other)),
-        }
-    }
-}
-
-impl Brief {
-    fn get(&self) -> &Outcome {
-        match self {
-            Brief::Kept => &KEPT,
-            Brief::Repaired => &REPAIRED,
-            Brief::Changed => &CHANGED,
-            Brief::Other(o) => o,
-        }
-    }
-
-    fn into_outcome(self) -> Outcome {
-        match self {
-            Brief::Kept => Outcome::Kept,
-            Brief::Repaired => Outcome::Repaired,
-            Brief::Changed => Outcome::Changed,
-            Brief::Other(o) => *o,
-        }
-    }
-}
+/// What [`Mark::Other`] reads without its outcome (never made: the
+/// outcome is set with the mark).
+static UNRECORDED: Outcome = Outcome::Failed(String::new());
 
 /// [`Recorded::kind`] of a result whose promise type is not known (a
 /// promise the body does not have).
@@ -89,6 +61,11 @@ struct More {
     promiser: Option<String>,
     changes: Vec<Change>,
     output: Option<String>,
+    /// The outcome of [`Mark::Other`]: one with a reason.
+    outcome: Option<Outcome>,
+    /// In how many passes it repaired something (at most the bundle's
+    /// pass limit, [`MAX_PASS_LIMIT`](crate::bundle::verify::MAX_PASS_LIMIT)).
+    repaired_passes: u16,
 }
 
 /// The promiser promise `index` names as a constant, if it does.
@@ -163,34 +140,40 @@ impl Recorded {
         let repaired = applied.outcome == Outcome::Repaired;
         let own = (constant_promiser(body, index) != Some(promiser)).then(|| promiser.to_owned());
         let more =
-            (own.is_some() || !applied.changes.is_empty() || applied.output.is_some()).then(|| {
-                Box::new(More {
-                    promiser: own,
-                    changes: applied.changes,
-                    output: applied.output,
-                })
-            });
-        Recorded {
+            (own.is_some() || repaired || !applied.changes.is_empty() || applied.output.is_some())
+                .then(|| {
+                    Box::new(More {
+                        promiser: own,
+                        changes: applied.changes,
+                        output: applied.output,
+                        outcome: None,
+                        repaired_passes: u16::from(repaired),
+                    })
+                });
+        let mut recorded = Recorded {
             index: u32::try_from(index).unwrap_or(u32::MAX),
             kind: crate::schema::promise_type(kind).map_or(UNKNOWN_KIND, |t| t.id),
-            outcome: Brief::from(applied.outcome),
-            repaired_passes: u16::from(repaired),
+            mark: Mark::Kept,
             more,
-        }
+        };
+        recorded.set_outcome(applied.outcome);
+        recorded
     }
 
     /// What a later pass did to the same instance.
     pub(crate) fn update(&mut self, applied: Applied) {
         if applied.outcome == Outcome::Repaired {
-            self.repaired_passes = self.repaired_passes.saturating_add(1);
+            let more = self.more.get_or_insert_with(Box::default);
+            more.repaired_passes = more.repaired_passes.saturating_add(1);
         }
         // The final outcome: a failure stands; a repair in any pass makes
         // the promise repaired; otherwise the latest outcome.
-        self.outcome = Brief::from(match (self.outcome.get(), applied.outcome) {
+        let outcome = match (self.outcome(), applied.outcome) {
             (_, Outcome::Failed(e)) => Outcome::Failed(e),
             (Outcome::Repaired, _) => Outcome::Repaired,
             (_, o) => o,
-        });
+        };
+        self.set_outcome(outcome);
         if applied.changes.is_empty() && applied.output.is_none() {
             return;
         }
@@ -208,7 +191,38 @@ impl Recorded {
 
     /// Its outcome so far.
     pub(crate) fn outcome(&self) -> &Outcome {
-        self.outcome.get()
+        match self.mark {
+            Mark::Kept => &KEPT,
+            Mark::Repaired => &REPAIRED,
+            Mark::Changed => &CHANGED,
+            Mark::Other => self
+                .more
+                .as_ref()
+                .and_then(|m| m.outcome.as_ref())
+                .unwrap_or(&UNRECORDED),
+        }
+    }
+
+    /// Sets its outcome: a mark, and one with a reason in [`More`].
+    fn set_outcome(&mut self, outcome: Outcome) {
+        let (mark, reasoned) = match outcome {
+            Outcome::Kept => (Mark::Kept, None),
+            Outcome::Repaired => (Mark::Repaired, None),
+            Outcome::Changed => (Mark::Changed, None),
+            other => (Mark::Other, Some(other)),
+        };
+        self.mark = mark;
+        if let Some(outcome) = reasoned {
+            self.more.get_or_insert_with(Box::default).outcome = Some(outcome);
+        } else if let Some(more) = self.more.as_mut() {
+            more.outcome = None;
+        }
+    }
+
+    /// In how many passes it repaired something.
+    #[cfg(test)]
+    fn repaired_passes(&self) -> u16 {
+        self.more.as_ref().map_or(0, |m| m.repaired_passes)
     }
 
     /// Its promise type (`?` when not known, as the report says).
@@ -242,29 +256,31 @@ impl Recorded {
             Some(own) => own.to_owned(),
             None => match head.map(|h| h.promiser) {
                 Some(Item::Const(c)) => match v.body.constants.get(c as usize) {
-                    Some(Constant::Str(s) | Constant::Word(s)) => s.clone(),
-                    _ => String::new().into(),
+                    Some(Constant::Str(s) | Constant::Word(s)) => s.to_string(),
+                    _ => String::new(),
                 },
-                _ => String::new().into(),
-            }
-            .to_string(),
+                _ => String::new(),
+            },
         };
         let kind = self.kind();
         let source = files.of(v, head.map(|h| h.source));
+        let mark = self.mark;
         let More {
-            changes, output, ..
+            changes,
+            output,
+            outcome,
+            repaired_passes,
+            ..
         } = self.more.map(|m| *m).unwrap_or_default();
+        let outcome = match mark {
+            Mark::Kept => Outcome::Kept,
+            Mark::Repaired => Outcome::Repaired,
+            Mark::Changed => Outcome::Changed,
+            Mark::Other => outcome.unwrap_or_else(|| UNRECORDED.clone()),
+        };
         PromiseResult {
-            repaired_passes: u32::from(self.repaired_passes),
-            ..PromiseResult::new(
-                index,
-                kind,
-                promiser,
-                self.outcome.into_outcome(),
-                source,
-                changes,
-                output,
-            )
+            repaired_passes: u32::from(repaired_passes),
+            ..PromiseResult::new(index, kind, promiser, outcome, source, changes, output)
         }
     }
 }
@@ -313,11 +329,7 @@ mod tests {
         // A shortened promiser is not the constant's.
         let short = Recorded::new(&body, 0, "file", "/etc", Applied::kept());
         assert_eq!(short.promiser(&body), "/etc");
-        assert!(
-            std::mem::size_of::<Recorded>() <= 32,
-            "{}",
-            std::mem::size_of::<Recorded>()
-        );
+        assert_eq!(std::mem::size_of::<Recorded>(), 16);
     }
 
     /// Passes merge as the report always said: a failure stands, a repair
@@ -339,7 +351,7 @@ mod tests {
             output: Some("out".into()),
         });
         assert_eq!(*r.outcome(), Outcome::Repaired);
-        assert_eq!(r.repaired_passes, 1);
+        assert_eq!(r.repaired_passes(), 1);
         r.update(Applied::failed("no"));
         r.update(Applied::kept());
         assert_eq!(*r.outcome(), Outcome::Kept);
