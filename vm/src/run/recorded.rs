@@ -8,8 +8,8 @@
 //! promiser when it is a constant, `file:line`) is left out here, and what
 //! most results do not have (changes, output, a computed promiser, an
 //! outcome with a reason, repairs) is boxed: a kept promise is 16 bytes.
-//! The report's results are made once,
-//! after the passes, when the pass's instances are gone.
+//! The report's results are made once, after the passes, when the pass's
+//! instances are gone.
 
 use std::borrow::Cow;
 
