@@ -39,13 +39,21 @@ use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::atomic::{stage_at, Temp};
-use super::{kind_at, FsError, Kind, RootFs};
+use super::{kind_at, DirId, FsError, Kind, RootFs};
 
 /// A batch is flushed once it holds this many files...
 pub const MAX_STAGED_FILES: usize = 4096;
 /// ... or this many bytes (they are on disk, in the temporaries, not in
-/// memory: the bound keeps the one `syncfs` from growing without limit).
+/// memory: the bound keeps the one `syncfs` from growing without limit)...
 pub const MAX_STAGED_BYTES: u64 = 256 << 20;
+/// ... or holds open handles on this many directories. A staged write
+/// keeps the handle of its directory until the flush renames it there;
+/// the writes of one directory share one handle (while it is the same
+/// directory), so a batch holds a few hundred descriptors at most, well
+/// within the 1,024 a process may have open by default (`ulimit -n`):
+/// with a handle per write, a first run of 10,000 files failed with
+/// "Too many open files" under that limit.
+pub const MAX_STAGED_DIRS: usize = 256;
 
 /// One staged write: the temporary `temp` in `dir`, to be renamed to
 /// `name`.
@@ -59,8 +67,8 @@ pub(super) struct Staged {
     pub dir: Rc<OwnedFd>,
     pub name: String,
     pub temp: Temp,
-    /// The file system (`st_dev`) of the directory.
-    pub dev: u64,
+    /// The directory's identity (`st_dev`, `st_ino`) when it was walked.
+    pub dir_id: DirId,
     /// The writes this one answers for (a path written twice before a
     /// flush keeps one temporary, the latest).
     pub tickets: Vec<u64>,
@@ -84,6 +92,12 @@ pub(super) struct Batch {
     /// (`run::operators`, `confirm`) takes it instead of opening the
     /// temporary again. One at most, so it costs one file's bytes.
     read_back: Option<(u64, Vec<u8>)>,
+    /// The directory handle staged writes share, by directory key: a
+    /// fresh walk that finds the same directory (same identity) keeps
+    /// this one instead of its own.
+    handles: FxHashMap<String, (DirId, Rc<OwnedFd>)>,
+    /// How many distinct directory handles the staged writes hold.
+    open_dirs: usize,
 }
 
 /// The directories above a policy path (`/a/b/c` -> `/a`, `/a/b`).
@@ -110,7 +124,23 @@ impl Batch {
     /// Whether the batch is at its bound ([`MAX_STAGED_FILES`],
     /// [`MAX_STAGED_BYTES`]).
     pub fn full(&self) -> bool {
-        self.entries.len() >= MAX_STAGED_FILES || self.bytes >= MAX_STAGED_BYTES
+        self.entries.len() >= MAX_STAGED_FILES
+            || self.bytes >= MAX_STAGED_BYTES
+            || self.open_dirs >= MAX_STAGED_DIRS
+    }
+
+    /// The handle a staged write in directory `key` keeps: the one the
+    /// batch already holds for it if `fresh` (just walked) is open on the
+    /// same directory, else `fresh`, which then becomes the shared one.
+    pub fn share_dir(&mut self, key: &str, id: DirId, fresh: Rc<OwnedFd>) -> Rc<OwnedFd> {
+        if let Some((held, dir)) = self.handles.get(key) {
+            if *held == id {
+                return Rc::clone(dir);
+            }
+        }
+        self.open_dirs = self.open_dirs.saturating_add(1);
+        self.handles.insert(key.to_owned(), (id, Rc::clone(&fresh)));
+        fresh
     }
 
     /// The staged temporary of `path`, if any: its directory and name.
@@ -193,6 +223,8 @@ impl Batch {
     pub fn take(&mut self) -> Vec<Staged> {
         self.by_path.clear();
         self.dirs.clear();
+        self.handles.clear();
+        self.open_dirs = 0;
         self.bytes = 0;
         self.read_back = None;
         std::mem::take(&mut self.entries)
@@ -244,11 +276,11 @@ fn readable(dir: &OwnedFd) -> Result<OwnedFd, Errno> {
 pub(super) fn make_durable(entries: &[Staged]) -> FxHashMap<u64, Errno> {
     let mut done: FxHashMap<u64, Option<Errno>> = FxHashMap::default();
     for e in entries {
-        if done.contains_key(&e.dev) {
+        if done.contains_key(&e.dir_id.dev) {
             continue;
         }
         let result = readable(&e.dir).and_then(rfs::syncfs);
-        done.insert(e.dev, result.err());
+        done.insert(e.dir_id.dev, result.err());
     }
     done.into_iter()
         .filter_map(|(dev, e)| e.map(|e| (dev, e)))
@@ -347,7 +379,7 @@ impl RootFs {
         mode: u32,
         owner: Option<(u32, u32)>,
     ) -> Result<(), FsError> {
-        let Some((dir, name, dev)) = self.parent_to_change_on(path, Some(0o755))? else {
+        let Some((dir, name, dir_id)) = self.parent_to_change_on(path, Some(0o755))? else {
             return Err(io_error(path, "write", Errno::NOENT));
         };
         match kind_at(&dir, name) {
@@ -363,13 +395,14 @@ impl RootFs {
         }
         let dir_key = self.split(path)?.map_or("", |(key, _)| key).to_owned();
         let (temp, read_back) = stage_at(&dir, contents, mode, owner, path)?;
+        let dir = self.batch.borrow_mut().share_dir(&dir_key, dir_id, dir);
         let staged = Staged {
             path: path.trim_end_matches('/').to_owned(),
             dir_key,
             name: name.to_owned(),
             dir,
             temp,
-            dev,
+            dir_id,
             tickets: Vec::new(),
         };
         let full = {
@@ -400,7 +433,7 @@ impl RootFs {
         let mut renamed: Vec<(&Staged, Vec<&Staged>)> = Vec::new();
         let mut slot_of: FxHashMap<&str, usize> = FxHashMap::default();
         for e in &entries {
-            if let Some(errno) = unsynced.get(&e.dev) {
+            if let Some(errno) = unsynced.get(&e.dir_id.dev) {
                 discard(e);
                 failures.push((e, not_durable(&e.path, *errno)));
                 continue;

@@ -33,7 +33,14 @@ use rustix::io::Errno;
 pub use atomic::{
     is_live_temp, is_temp_name, symlink_atomic_at, sync_dir, write_atomic_at, TEMP_PREFIX,
 };
-pub use batch::{MAX_STAGED_BYTES, MAX_STAGED_FILES};
+pub use batch::{MAX_STAGED_BYTES, MAX_STAGED_DIRS, MAX_STAGED_FILES};
+
+/// Which directory a handle is open on: its file system and inode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DirId {
+    pub dev: u64,
+    pub ino: u64,
+}
 pub use names::{escape_name, printable};
 pub use tree::{TreeEntry, Visit};
 
@@ -472,14 +479,15 @@ impl RootFs {
             .map(|(dir, name, _)| (dir, name)))
     }
 
-    /// [`RootFs::parent_to_change`], with the file system (`st_dev`) of
-    /// the directory, from the same `fstat` that found it not shared.
+    /// [`RootFs::parent_to_change`], with the identity of the directory
+    /// (`st_dev`, `st_ino`), from the same `fstat` that found it not
+    /// shared.
     #[allow(clippy::type_complexity)]
     fn parent_to_change_on<'p>(
         &self,
         path: &'p str,
         create: Option<u32>,
-    ) -> Result<Option<(Rc<OwnedFd>, &'p str, u64)>, FsError> {
+    ) -> Result<Option<(Rc<OwnedFd>, &'p str, DirId)>, FsError> {
         let Some((key, name)) = self.split(path)? else {
             return Err(FsError::BadPath(path.to_owned()));
         };
@@ -509,7 +517,11 @@ impl RootFs {
             });
         }
         #[allow(clippy::useless_conversion, reason = "st_dev is u32 on some targets")]
-        Ok(Some((dir, name, u64::from(st.st_dev))))
+        let id = DirId {
+            dev: u64::from(st.st_dev),
+            ino: st.st_ino,
+        };
+        Ok(Some((dir, name, id)))
     }
 
     /// The checks [`RootFs::parent_to_change`] makes before a change,
