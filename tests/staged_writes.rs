@@ -73,6 +73,17 @@ fn many_files(n: usize) -> String {
     policy
 }
 
+/// The bundle of `many_files(n)`, signed, and the trust directory that
+/// accepts it, in a temporary directory (returned, to be kept alive).
+fn signed_many_files(n: usize) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let work = tempfile::tempdir().unwrap();
+    let trust = work.path().join("trust");
+    write_trust(&trust);
+    let bundle = work.path().join("many.bundle");
+    std::fs::write(&bundle, compile(&many_files(n))).unwrap();
+    (work, trust, bundle)
+}
+
 /// 200 runs killed with SIGKILL at random instants, of a 1,000-file first
 /// run and then of drift runs (5% of the files changed or removed before
 /// each): every file is at every kill absent, its drifted content or its
@@ -80,12 +91,8 @@ fn many_files(n: usize) -> String {
 /// and leaves no temporary.
 #[test]
 fn kill_9_during_batched_runs_never_leaves_a_partial_file() {
-    let work = tempfile::tempdir().unwrap();
-    let trust = work.path().join("trust");
-    write_trust(&trust);
     let n = 1000;
-    let bundle = work.path().join("many.bundle");
-    std::fs::write(&bundle, compile(&many_files(n))).unwrap();
+    let (_work, trust, bundle) = signed_many_files(n);
     let root = tempfile::tempdir().unwrap();
     let run = || {
         std::process::Command::new(binary("policyvm"))
@@ -205,12 +212,8 @@ fn kill_9_during_batched_runs_never_leaves_a_partial_file() {
 /// 10,000-file first run failed with "Too many open files" under 1,024.
 #[test]
 fn a_first_run_of_many_files_stays_within_a_small_descriptor_limit() {
-    let work = tempfile::tempdir().unwrap();
-    let trust = work.path().join("trust");
-    write_trust(&trust);
     let n = 2000;
-    let bundle = work.path().join("many.bundle");
-    std::fs::write(&bundle, compile(&many_files(n))).unwrap();
+    let (_work, trust, bundle) = signed_many_files(n);
     let root = tempfile::tempdir().unwrap();
     let out = std::process::Command::new("/bin/sh")
         .arg("-c")
