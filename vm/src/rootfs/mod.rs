@@ -35,14 +35,15 @@ pub use atomic::{
 };
 pub use batch::{MAX_STAGED_BYTES, MAX_STAGED_DIRS, MAX_STAGED_FILES};
 
+pub use names::{escape_name, printable};
+pub use tree::{TreeEntry, Visit};
+
 /// Which directory a handle is open on: its file system and inode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct DirId {
     pub dev: u64,
     pub ino: u64,
 }
-pub use names::{escape_name, printable};
-pub use tree::{TreeEntry, Visit};
 
 /// Why a filesystem operation was refused or failed, with the policy path.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,7 +18,8 @@
 //! - at the end of every pass, before the outcome classes are evaluated.
 //!
 //! The batch also flushes itself at its bound
-//! ([`crate::rootfs::MAX_STAGED_FILES`], [`crate::rootfs::MAX_STAGED_BYTES`])
+//! ([`crate::rootfs::MAX_STAGED_FILES`], [`crate::rootfs::MAX_STAGED_BYTES`],
+//! [`crate::rootfs::MAX_STAGED_DIRS`])
 //! and before a change that could disturb a staged write; the failures of
 //! those flushes wait, by ticket, for the next [`settle`].
 
