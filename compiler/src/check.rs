@@ -8,6 +8,7 @@ use converge_grammar::FileId;
 use crate::diagnostic::{self, Diagnostic, Severity};
 use crate::ir;
 use crate::sema;
+use crate::sema::bodies::Bodies;
 use crate::source::SourceDb;
 use crate::workspace::Workspace;
 
@@ -47,7 +48,7 @@ impl CheckOutcome {
 pub fn check(ws: &Workspace) -> CheckOutcome {
     let mut outcome = start(ws);
     for files in ws.programs() {
-        if let Some(expanded) = expand(ws, &files, &mut outcome) {
+        if let Some(expanded) = expand(ws, &files, Bodies::default(), &mut outcome) {
             analyze(&ws.db, files, expanded, &mut outcome);
         }
     }
@@ -70,12 +71,15 @@ pub fn check_releasing_syntax(ws: &mut Workspace) -> CheckOutcome {
     let mut programs = ws.programs();
     let last = programs.pop();
     for files in programs {
-        if let Some(expanded) = expand(ws, &files, &mut outcome) {
+        if let Some(expanded) = expand(ws, &files, Bodies::default(), &mut outcome) {
             analyze(&ws.db, files, expanded, &mut outcome);
         }
     }
     if let Some(files) = last {
-        let mut expanded = expand(ws, &files, &mut outcome);
+        // Expansion frees each bundle's statements after its last call
+        // once they are out of the trees (`sema::bodies`).
+        let bodies = Bodies::moved(ws.take_bundle_bodies(&files));
+        let mut expanded = expand(ws, &files, bodies, &mut outcome);
         let mut names = std::mem::take(&mut outcome.names);
         names.extend(expanded.as_mut().map(|e| std::mem::take(&mut e.names)));
         free(ws.take_syntax(), names);
@@ -117,16 +121,21 @@ fn start(ws: &Workspace) -> CheckOutcome {
 /// with errors in its files (syntax errors, or errors that the analyses
 /// of an earlier program found in a shared file) only has its names
 /// resolved, and `None` is returned.
-fn expand(ws: &Workspace, files: &[FileId], outcome: &mut CheckOutcome) -> Option<sema::Expanded> {
+fn expand(
+    ws: &Workspace,
+    files: &[FileId],
+    bodies: Bodies,
+    outcome: &mut CheckOutcome,
+) -> Option<sema::Expanded> {
     let broken = outcome
         .diagnostics
         .iter()
         .any(|d| d.is_error() && d.primary_span().is_some_and(|s| files.contains(&s.file)));
     if broken {
-        outcome.names.push(sema::resolve_names(ws, files));
+        outcome.names.push(sema::resolve_names(ws, files, &bodies));
         return None;
     }
-    Some(sema::expand_program(ws, files))
+    Some(sema::expand_program(ws, files, bodies))
 }
 
 /// The half of a program's check that reads only its expanded program.

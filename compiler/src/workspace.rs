@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use converge_grammar::ast::{Item, Module};
+use converge_grammar::ast::{Item, Module, Stmt};
 use converge_grammar::{FileId, Span};
 
 use crate::diagnostic::{Code, Diagnostic};
@@ -453,6 +453,25 @@ impl Workspace {
             .iter_mut()
             .map(|module| std::mem::take(&mut module.items))
             .collect()
+    }
+
+    /// Moves the statements of every bundle defined in `files` out of the
+    /// syntax trees, each with its bundle's span (the bundles stay, with
+    /// empty bodies): for `check::check_releasing_syntax`, whose expansion
+    /// frees them as it goes (`sema::bodies`).
+    pub fn take_bundle_bodies(&mut self, files: &[FileId]) -> Vec<(Span, Vec<Stmt>)> {
+        let mut bodies = Vec::new();
+        for file in files {
+            let Some(module) = self.modules.get_mut(file.0 as usize) else {
+                continue;
+            };
+            for item in &mut module.items {
+                if let Item::Bundle(def) = item {
+                    bodies.push((def.span, std::mem::take(&mut def.body)));
+                }
+            }
+        }
+        bodies
     }
 
     pub fn module(&self, file: FileId) -> Option<&Module> {

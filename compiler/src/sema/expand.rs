@@ -17,10 +17,11 @@ mod split;
 mod templates;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use converge_format::schema::{promise_type, AttrType, PromiserKind};
-use converge_grammar::ast::{self, ClassDef, Expr, ExprKind, PolicyDef, Stmt};
+use converge_grammar::ast::{self, ClassDef, Expr, ExprKind, PolicyDef, SmolStr, Stmt};
 use converge_grammar::token::{StrLit, StrPart};
 use converge_grammar::Span;
 
@@ -77,6 +78,7 @@ pub fn expand<'a>(
     db: &crate::source::SourceDb,
     symbols: &'a Symbols<'a>,
     checker: &mut Checker<'a>,
+    bodies: super::bodies::Bodies,
     policy: &'a PolicyDef,
     source_bytes: usize,
 ) -> Expansion {
@@ -87,6 +89,7 @@ pub fn expand<'a>(
         default_origins: HashMap::default(),
         symbols,
         checker,
+        bodies,
         diagnostics: Vec::new(),
         promises: Vec::new(),
         lets: HashMap::default(),
@@ -172,7 +175,7 @@ fn without_self(value: Value, kind: &str, promiser: &Value, own: &[ir::Attr]) ->
 
 /// The values of the variables in scope, by their definition in the
 /// checker's name table (and by name, for templates).
-type Env<'a> = Vec<(DefId, &'a str, Value)>;
+type Env = Vec<(DefId, SmolStr, Value)>;
 
 struct Expander<'a, 'c> {
     /// The sources, for the `file:line:col` of a `defaults` block.
@@ -181,6 +184,9 @@ struct Expander<'a, 'c> {
     default_origins: HashMap<Span, Arc<ir::DefaultOrigin>>,
     symbols: &'a Symbols<'a>,
     checker: &'c mut Checker<'a>,
+    /// The bundles' statements: taken for each call, freed after the last
+    /// one when they were moved out of the trees (`sema::bodies`).
+    bodies: super::bodies::Bodies,
     diagnostics: Vec<Diagnostic>,
     promises: Vec<ir::Promise>,
     lets: HashMap<&'a str, Value>,
@@ -199,7 +205,7 @@ struct Expander<'a, 'c> {
     exhausted: bool,
     /// The compile-time loops being unrolled (variable, list length), for
     /// the message when the budget runs out.
-    compile_loops: Vec<(&'a str, usize)>,
+    compile_loops: Vec<(SmolStr, usize)>,
     /// Where in the checker's name table the last name was found (names
     /// are read mostly in source order).
     name_hint: usize,
@@ -298,7 +304,7 @@ impl<'a> Expander<'a, '_> {
 
     /// When `expr` is the bare name of a `let`: its span, the span of the
     /// let's name, and the name.
-    fn let_named(&mut self, expr: &'a Expr) -> Option<(Span, Span, String)> {
+    fn let_named(&mut self, expr: &Expr) -> Option<(Span, Span, String)> {
         let ExprKind::Path(path) = &expr.kind else {
             return None;
         };
@@ -327,7 +333,7 @@ impl<'a> Expander<'a, '_> {
         }
     }
 
-    fn stmts(&mut self, stmts: &'a [Stmt], env: &mut Env<'a>, guard: &Arc<Guard>) {
+    fn stmts(&mut self, stmts: &[Stmt], env: &mut Env, guard: &Arc<Guard>) {
         for stmt in stmts {
             if self.exhausted {
                 return;
@@ -361,19 +367,19 @@ impl<'a> Expander<'a, '_> {
     /// A `for` statement over `list`: unrolled over a compile-time list or
     /// map, repeated by the VM over a fact, and split per key over a list
     /// looked up by a value only the host knows.
-    fn for_loop(&mut self, f: &'a ast::For, list: Value, env: &mut Env<'a>, guard: &Arc<Guard>) {
+    fn for_loop(&mut self, f: &ast::For, list: Value, env: &mut Env, guard: &Arc<Guard>) {
         match list {
             Value::List(items) => {
                 let Some(def) = self.resolve(f.var.span) else {
                     self.unresolved(f.var.span, &f.var.name);
                     return;
                 };
-                self.compile_loops.push((&f.var.name, items.len()));
+                self.compile_loops.push((f.var.name.clone(), items.len()));
                 for item in items {
                     if !self.spend(f.span) {
                         break;
                     }
-                    env.push((def, &f.var.name, item));
+                    env.push((def, f.var.name.clone(), item));
                     self.stmts(&f.body, env, guard);
                     env.pop();
                 }
@@ -388,14 +394,14 @@ impl<'a> Expander<'a, '_> {
                     self.unresolved(key.span, &key.name);
                     return;
                 };
-                self.compile_loops.push((&f.var.name, entries.len()));
+                self.compile_loops.push((f.var.name.clone(), entries.len()));
                 // Maps are kept sorted by key: the loop runs in key order.
                 for (k, v) in entries {
                     if !self.spend(f.span) {
                         break;
                     }
-                    env.push((key_def, &key.name, Value::Str(k)));
-                    env.push((def, &f.var.name, v));
+                    env.push((key_def, key.name.clone(), Value::Str(k)));
+                    env.push((def, f.var.name.clone(), v));
                     self.stmts(&f.body, env, guard);
                     env.pop();
                     env.pop();
@@ -459,7 +465,11 @@ impl<'a> Expander<'a, '_> {
                     fact,
                 });
                 self.shared_loops = Arc::from(self.loops.as_slice());
-                env.push((def, &f.var.name, Value::LoopVar(f.var.name.to_string())));
+                env.push((
+                    def,
+                    f.var.name.clone(),
+                    Value::LoopVar(f.var.name.to_string()),
+                ));
                 self.stmts(&f.body, env, guard);
                 env.pop();
                 self.loops.pop();
@@ -555,7 +565,7 @@ impl<'a> Expander<'a, '_> {
         );
     }
 
-    fn call(&mut self, call: &'a ast::Call, env: &mut Env<'a>, guard: &Arc<Guard>) {
+    fn call(&mut self, call: &ast::Call, env: &mut Env, guard: &Arc<Guard>) {
         let Some(bundle) = self.symbols.bundles.get(&call.bundle.name) else {
             return;
         };
@@ -606,7 +616,7 @@ impl<'a> Expander<'a, '_> {
         let Ok(bound) = bind_arguments(bundle, &call.args) else {
             return;
         };
-        let mut inner: Env<'a> = Vec::with_capacity(bundle.params.len());
+        let mut inner: Env = Vec::with_capacity(bundle.params.len());
         for (param, arg) in bundle.params.iter().zip(bound) {
             let value = match (arg, &param.default) {
                 (Some(arg), _) => self.eval(&arg.value, env),
@@ -617,7 +627,7 @@ impl<'a> Expander<'a, '_> {
                 self.unresolved(param.name.span, &param.name.name);
                 continue;
             };
-            inner.push((def, &param.name.name, value));
+            inner.push((def, param.name.name.clone(), value));
         }
         self.chain.push(CallSite {
             bundle: bundle.name.name.to_string(),
@@ -632,13 +642,32 @@ impl<'a> Expander<'a, '_> {
             .cloned()
             .unwrap_or_default();
         let caller = std::mem::replace(&mut self.checker.defaults, callee);
-        self.stmts(&bundle.body, &mut inner, guard);
+        match self.bodies.take(bundle) {
+            Some(body) => {
+                self.stmts(&body, &mut inner, guard);
+                self.bodies.expanded(bundle, body);
+            }
+            None => self.diagnostics.push(
+                Diagnostic::new(
+                    Code::InternalError,
+                    format!(
+                        "internal error: bundle `{}` expanded again after its statements were freed",
+                        bundle.name.name
+                    ),
+                    call.span,
+                    "this call",
+                )
+                .with_note(
+                    "this is a bug in policyc; please report it with the policy that triggers it",
+                ),
+            ),
+        }
         self.checker.defaults = caller;
         self.chain.pop();
         self.shared_chain = Arc::from(self.chain.as_slice());
     }
 
-    fn promise(&mut self, p: &'a ast::Promise, env: &mut Env<'a>, guard: &Arc<Guard>) {
+    fn promise(&mut self, p: &ast::Promise, env: &mut Env, guard: &Arc<Guard>) {
         let Some(pt) = promise_type(&p.kind.name) else {
             return;
         };
@@ -666,7 +695,8 @@ impl<'a> Expander<'a, '_> {
             }
             _ => {}
         }
-        let sources = self.checker.promise_attrs(p);
+        let defaults = Rc::clone(&self.checker.defaults);
+        let sources = self.checker.promise_attrs(p, &defaults);
         let mut attrs = Vec::with_capacity(sources.len());
         // Values written as the name of a `let`: a taint error there names
         // the let too (the flow's intermediate step).
@@ -675,7 +705,7 @@ impl<'a> Expander<'a, '_> {
             via_lets.push(via);
         }
         // A body's values see the `let`s only (as the checker resolved them).
-        let body_env: Env<'a> = Vec::new();
+        let body_env: Env = Vec::new();
         for source in sources {
             let Some(spec) = pt.attr(&source.name.name) else {
                 continue;
@@ -784,7 +814,7 @@ impl<'a> Expander<'a, '_> {
 
     /// Evaluates an attribute value; bare words stand for themselves where
     /// the attribute takes enum values or class names.
-    fn attr_value(&mut self, ty: &AttrType, expr: &'a Expr, env: &Env<'a>) -> Value {
+    fn attr_value(&mut self, ty: &AttrType, expr: &Expr, env: &Env) -> Value {
         match (ty, &expr.kind) {
             // A bare word, unless the checker resolved it to a variable.
             (AttrType::Enum(_) | AttrType::Class, ExprKind::Path(path)) if path.len() == 1 => {
@@ -862,7 +892,7 @@ impl<'a> Expander<'a, '_> {
     /// The value of a global `let`, computed on first use. The lets it
     /// reads are computed first, in dependency order, so that a long chain
     /// does not recurse (`super::let_order`).
-    fn let_value(&mut self, name: &'a str) -> Value {
+    fn let_value(&mut self, name: &str) -> Value {
         if let Some(v) = self.lets.get(name) {
             return v.clone();
         }
@@ -876,13 +906,14 @@ impl<'a> Expander<'a, '_> {
         }
     }
 
-    fn compute_let(&mut self, name: &'a str) -> Value {
+    fn compute_let(&mut self, name: &str) -> Value {
         if let Some(v) = self.lets.get(name) {
             return v.clone();
         }
         let Some(def) = self.symbols.lets.get(name) else {
             return Value::Str(String::new());
         };
+        let name: &'a str = &def.name.name;
         // Insert a placeholder first: a let cycle was already reported by
         // the checker, and this keeps evaluation finite.
         self.lets.insert(name, Value::Str(String::new()));
@@ -910,21 +941,21 @@ impl<'a> Expander<'a, '_> {
     /// The value of the variable named at `span`, as the checker resolved
     /// it: a parameter or loop variable from `env`, or a `let`. `None` when
     /// the name is not a variable (a class, a fact, a word).
-    fn lookup(&mut self, name: &'a str, span: Span, env: &Env<'a>) -> Option<Value> {
+    fn lookup(&mut self, name: &str, span: Span, env: &Env) -> Option<Value> {
         let value = self.lookup_unassumed(name, span, env)?;
         Some(self.under_assumptions(value))
     }
 
     /// `LET[key]` with a known key, read in place: a 10,000-host map is not
     /// copied to read one host (per key of a choice, that was quadratic).
-    fn let_entry(&mut self, base: &'a Expr, index: &Value, env: &Env<'a>) -> Option<Value> {
+    fn let_entry(&mut self, base: &Expr, index: &Value, env: &Env) -> Option<Value> {
         let ExprKind::Path(path) = &base.kind else {
             return None;
         };
         let [first] = path.as_slice() else {
             return None;
         };
-        let name: &'a str = &first.name;
+        let name: &str = &first.name;
         let is_let = if self.by_name {
             !env.iter().any(|(_, n, _)| *n == name) && self.symbols.lets.get(name).is_some()
         } else {
@@ -966,7 +997,7 @@ impl<'a> Expander<'a, '_> {
         value
     }
 
-    fn lookup_unassumed(&mut self, name: &'a str, span: Span, env: &Env<'a>) -> Option<Value> {
+    fn lookup_unassumed(&mut self, name: &str, span: Span, env: &Env) -> Option<Value> {
         if self.by_name {
             if let Some((_, _, v)) = env.iter().rev().find(|(_, n, _)| *n == name) {
                 return Some(v.clone());
@@ -1013,7 +1044,7 @@ impl<'a> Expander<'a, '_> {
         );
     }
 
-    fn eval(&mut self, expr: &'a Expr, env: &Env<'a>) -> Value {
+    fn eval(&mut self, expr: &Expr, env: &Env) -> Value {
         match &expr.kind {
             ExprKind::Str(lit) => self.string(lit, expr.span, env),
             ExprKind::Int { value, .. } => Value::Int(*value),
@@ -1124,9 +1155,9 @@ impl<'a> Expander<'a, '_> {
     /// declaration order.
     fn record(
         &mut self,
-        fields: &'a [(converge_grammar::ast::Ident, Expr)],
+        fields: &[(converge_grammar::ast::Ident, Expr)],
         span: Span,
-        env: &Env<'a>,
+        env: &Env,
     ) -> Value {
         let given: Vec<(&str, Value)> = fields
             .iter()
@@ -1153,7 +1184,7 @@ impl<'a> Expander<'a, '_> {
     }
 
     /// `a ?? b ?? c`.
-    fn coalesce(&mut self, items: &'a [Expr], env: &Env<'a>) -> Value {
+    fn coalesce(&mut self, items: &[Expr], env: &Env) -> Value {
         let Some((last, firsts)) = items.split_last() else {
             return Value::Str(String::new());
         };
@@ -1207,7 +1238,7 @@ impl<'a> Expander<'a, '_> {
         }
     }
 
-    fn path(&mut self, path: &'a [ast::Ident], env: &Env<'a>) -> Value {
+    fn path(&mut self, path: &[ast::Ident], env: &Env) -> Value {
         let Some(first) = path.first() else {
             return Value::Str(String::new());
         };
@@ -1230,7 +1261,7 @@ impl<'a> Expander<'a, '_> {
 
     /// `facts.NAME...`: a probe fact's value, typed by what the VM pushes
     /// for the declared type at that path (the checker refused any other).
-    fn probe_read(&mut self, path: &'a [ast::Ident]) -> Value {
+    fn probe_read(&mut self, path: &[ast::Ident]) -> Value {
         let names: Vec<&str> = path.iter().map(|i| i.name.as_str()).collect();
         let declared = names.get(1).and_then(|n| {
             self.checker
@@ -1253,7 +1284,7 @@ impl<'a> Expander<'a, '_> {
     /// spliced in as text, values only the host knows stay parts of a
     /// template, and a string with template tags is rendered
     /// (`templates.rs`).
-    fn string(&mut self, lit: &'a StrLit, span: Span, env: &Env<'a>) -> Value {
+    fn string(&mut self, lit: &StrLit, span: Span, env: &Env) -> Value {
         if lit.parts.iter().any(|p| matches!(p, StrPart::Tag(_))) {
             let nodes = self.symbols.ws.and_then(|ws| ws.string_nodes(span));
             return match nodes {
@@ -1279,7 +1310,7 @@ impl<'a> Expander<'a, '_> {
         lookups::concat(pieces)
     }
 
-    fn guard(&mut self, expr: &'a Expr, env: &Env<'a>) -> Guard {
+    fn guard(&mut self, expr: &Expr, env: &Env) -> Guard {
         match &expr.kind {
             ExprKind::Bool(b) => Guard::Const(*b),
             // A class, or a `bool` variable, as the checker resolved it.

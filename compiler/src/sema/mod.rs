@@ -3,6 +3,7 @@
 //! refers to ([`names`]), and expansion into the flat promise list that the
 //! analyses and the bundle writer read ([`expand`]).
 
+pub mod bodies;
 pub mod check;
 pub mod expand;
 pub mod functions;
@@ -54,16 +55,18 @@ pub struct Expanded {
 
 /// Analyses the program made of `files` (a root and its imports).
 pub fn analyze(ws: &Workspace, files: &[FileId]) -> Analysis {
-    analyze_expanded(expand_program(ws, files))
+    analyze_expanded(expand_program(ws, files, bodies::Bodies::default()))
 }
 
 /// The half of [`analyze`] that reads the syntax trees: global names, name
-/// resolution and type checking, and expansion.
-pub fn expand_program(ws: &Workspace, files: &[FileId]) -> Expanded {
+/// resolution and type checking, and expansion. The bundles' statements
+/// are in the trees, or in `bodies` when the caller moved them out, and
+/// then expansion frees them as it goes ([`bodies`]).
+pub fn expand_program(ws: &Workspace, files: &[FileId], mut bodies: bodies::Bodies) -> Expanded {
     let mut diagnostics = Vec::new();
     let symbols = symbols::Symbols::collect(ws, files, &mut diagnostics);
     let mut checker = check::Checker::new(&symbols);
-    checker.check_program();
+    checker.check_program(&bodies);
     diagnostics.append(&mut checker.diagnostics);
     // After an error, "unused" is often an echo of it (a misspelt call
     // leaves its bundle unused): report unused definitions on clean programs.
@@ -78,7 +81,9 @@ pub fn expand_program(ws: &Workspace, files: &[FileId]) -> Expanded {
             .filter_map(|f| ws.db.get(*f))
             .map(|f| f.text.len())
             .sum();
-        let mut expansion = expand::expand(&ws.db, &symbols, &mut checker, policy, source_bytes);
+        bodies.plan_release(&symbols);
+        let mut expansion =
+            expand::expand(&ws.db, &symbols, &mut checker, bodies, policy, source_bytes);
         diagnostics.append(&mut expansion.diagnostics);
         program = Some(expansion.program);
     }
@@ -167,10 +172,10 @@ fn analyze_program(mut program: ir::Program, diagnostics: &mut Vec<Diagnostic>) 
 /// errors): the checker resolves what the parser recovered, and its
 /// diagnostics, echoes of the syntax errors, are dropped. The language
 /// server navigates a file that is being typed with it.
-pub fn resolve_names(ws: &Workspace, files: &[FileId]) -> names::Names {
+pub fn resolve_names(ws: &Workspace, files: &[FileId], bodies: &bodies::Bodies) -> names::Names {
     let symbols = symbols::Symbols::collect(ws, files, &mut Vec::new());
     let mut checker = check::Checker::new(&symbols);
-    checker.check_program();
+    checker.check_program(bodies);
     checker.names
 }
 

@@ -36,6 +36,15 @@ impl<'a, T> Table<'a, T> {
             .map(|(_, def)| *def)
     }
 
+    /// The name of the definition `name`, as the table holds it (it lives
+    /// as long as the definitions).
+    pub fn key(&self, name: &str) -> Option<&'a str> {
+        self.index
+            .get(name)
+            .and_then(|i| self.defs.get(*i))
+            .map(|(key, _)| *key)
+    }
+
     pub fn names(&self) -> impl Iterator<Item = &'a str> + '_ {
         self.defs.iter().map(|(name, _)| *name)
     }

@@ -14,7 +14,7 @@ impl<'a> Checker<'a> {
     pub(super) fn load_data(
         &mut self,
         name: &'a str,
-        value: &'a Expr,
+        value: &Expr,
         path: Option<String>,
         ty: &Type,
     ) {

@@ -33,40 +33,59 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::sema::names::DefKind;
 use crate::suggest::{did_you_mean, one_of};
 
-/// One attribute of a bundle's defaults.
-#[derive(Clone, Copy, Debug)]
-pub struct DefaultAttr<'a> {
+/// One attribute of a bundle's defaults. Owned (defaults are few), so that
+/// the checked defaults of a bundle outlive its statements, which
+/// expansion frees (`sema::bodies`).
+#[derive(Clone, Debug)]
+pub struct DefaultAttr {
     /// `Some("file")` in `defaults file { ... }`; `None` for every type
     /// that has the attribute.
-    pub kind: Option<&'a str>,
-    /// The attribute, with `default` set to the block's head.
-    pub source: AttrSource<'a>,
+    pub kind: Option<&'static str>,
+    pub name: ast::Ident,
+    pub value: ast::Expr,
+    /// The `use` statement that brought it in, if it came from a body.
+    pub via: Option<Span>,
+    /// The head of its `defaults` block.
+    pub block: Span,
+}
+
+impl DefaultAttr {
+    /// The attribute as a promise takes it.
+    pub fn source(&self) -> AttrSource<'_> {
+        AttrSource {
+            name: &self.name,
+            value: &self.value,
+            via: self.via,
+            default: Some(self.block),
+        }
+    }
 }
 
 /// The checked defaults of one bundle, typed blocks first (they win over
 /// the untyped one). Shared: expansion switches to it at every call.
-pub type Defaults<'a> = Rc<[DefaultAttr<'a>]>;
+pub type Defaults = Rc<[DefaultAttr]>;
 
 impl<'a> Checker<'a> {
-    /// Checks the `defaults` blocks at the top of `bundle` and records them
-    /// as the bundle's defaults (and the current ones). Returns how many
-    /// statements they are: the checker reads the rest as the body.
+    /// Checks the `defaults` blocks at the top of `bundle`, whose
+    /// statements are `body`, and records them as the bundle's defaults
+    /// (and the current ones). Returns how many statements they are: the
+    /// checker reads the rest as the body.
     pub(super) fn check_bundle_defaults(
         &mut self,
         bundle: &'a BundleDef,
-        scope: &Scope<'a>,
+        body: &[Stmt],
+        scope: &Scope,
     ) -> usize {
-        let leading = bundle
-            .body
+        let leading = body
             .iter()
             .take_while(|s| matches!(s, Stmt::Defaults(_)))
             .count();
-        let mut kinds: Vec<&'a str> = Vec::new();
-        promise_kinds(&bundle.body, &mut kinds);
-        let mut seen: Vec<(Option<&'a str>, Span)> = Vec::new();
-        let mut typed: Vec<DefaultAttr<'a>> = Vec::new();
-        let mut untyped: Vec<DefaultAttr<'a>> = Vec::new();
-        for stmt in bundle.body.iter().take(leading) {
+        let mut kinds: Vec<&str> = Vec::new();
+        promise_kinds(body, &mut kinds);
+        let mut seen: Vec<(Option<&str>, Span)> = Vec::new();
+        let mut typed: Vec<DefaultAttr> = Vec::new();
+        let mut untyped: Vec<DefaultAttr> = Vec::new();
+        for stmt in body.iter().take(leading) {
             let Stmt::Defaults(block) = stmt else {
                 continue;
             };
@@ -115,7 +134,10 @@ impl<'a> Checker<'a> {
                 }
                 let attr = DefaultAttr {
                     kind: pt.map(|t| t.name),
-                    source,
+                    name: source.name.clone(),
+                    value: source.value.clone(),
+                    via: source.via,
+                    block: block.head(),
                 };
                 match pt {
                     Some(_) => typed.push(attr),
@@ -124,7 +146,7 @@ impl<'a> Checker<'a> {
             }
         }
         typed.extend(untyped);
-        let defaults: Defaults<'a> = Rc::from(typed);
+        let defaults: Defaults = Rc::from(typed);
         self.bundle_defaults
             .insert(&bundle.name.name, Rc::clone(&defaults));
         self.defaults = defaults;
@@ -133,9 +155,12 @@ impl<'a> Checker<'a> {
 
     /// The attributes of one block: its own, then those of the bodies it
     /// `use`s (its own win), each marked as coming from the block.
-    fn block_attrs(&mut self, block: &'a ast::Defaults) -> Vec<AttrSource<'a>> {
-        let mut own: Vec<AttrSource<'a>> = Vec::new();
-        let mut spliced: Vec<AttrSource<'a>> = Vec::new();
+    fn block_attrs<'b>(&mut self, block: &'b ast::Defaults) -> Vec<AttrSource<'b>>
+    where
+        'a: 'b,
+    {
+        let mut own: Vec<AttrSource<'b>> = Vec::new();
+        let mut spliced: Vec<AttrSource<'b>> = Vec::new();
         for stmt in &block.attrs {
             match stmt {
                 AttrStmt::Set(attr) => {
@@ -175,8 +200,8 @@ impl<'a> Checker<'a> {
     fn check_typed_default(
         &mut self,
         pt: &'static PromiseType,
-        a: &AttrSource<'a>,
-        scope: &Scope<'a>,
+        a: &AttrSource<'_>,
+        scope: &Scope,
     ) -> bool {
         let Some(spec) = pt.attr(&a.name.name) else {
             let names: Vec<&str> = pt.all_attrs().map(|s| s.name).collect();
@@ -225,9 +250,9 @@ impl<'a> Checker<'a> {
     fn check_untyped_default(
         &mut self,
         bundle: &'a BundleDef,
-        kinds: &[&'a str],
-        a: &AttrSource<'a>,
-        scope: &Scope<'a>,
+        kinds: &[&str],
+        a: &AttrSource<'_>,
+        scope: &Scope,
     ) -> bool {
         let types: Vec<&'static PromiseType> = kinds
             .iter()
@@ -294,8 +319,8 @@ impl<'a> Checker<'a> {
 
     /// A default's value, checked once where it is written: a body's
     /// values see the `let`s only, the block's own the bundle's parameters.
-    fn check_default_value(&mut self, ty: &AttrType, a: &AttrSource<'a>, scope: &Scope<'a>) {
-        let empty: Scope<'a> = Vec::new();
+    fn check_default_value(&mut self, ty: &AttrType, a: &AttrSource<'_>, scope: &Scope) {
+        let empty: Scope = Vec::new();
         let scope = if a.via.is_some() { &empty } else { scope };
         self.check_attr_value(ty, a.value, scope);
         match a.name.name.as_str() {
@@ -325,7 +350,7 @@ impl<'a> Checker<'a> {
 
     /// The values of a block that is not used (reported already), read for
     /// the names they use only.
-    fn loose_values(&mut self, block: &'a ast::Defaults) {
+    fn loose_values(&mut self, block: &ast::Defaults) {
         for stmt in &block.attrs {
             if let AttrStmt::Set(attr) = stmt {
                 self.value_type_or_word(&attr.value, &Vec::new());
@@ -334,7 +359,7 @@ impl<'a> Checker<'a> {
     }
 
     /// A `defaults` block anywhere but at the top of a bundle.
-    pub(super) fn misplaced_defaults(&mut self, block: &'a ast::Defaults) {
+    pub(super) fn misplaced_defaults(&mut self, block: &ast::Defaults) {
         self.push(
             Diagnostic::new(
                 Code::MisplacedDefaults,
@@ -347,19 +372,23 @@ impl<'a> Checker<'a> {
         );
         self.loose_values(block);
     }
+}
 
-    /// The defaults that apply to a promise of type `pt` whose own
-    /// attributes (written or spliced) are `own`, appended to it.
-    pub(super) fn add_defaults(&self, pt: Option<&PromiseType>, own: &mut Vec<AttrSource<'a>>) {
-        let Some(pt) = pt else { return };
-        if self.defaults.is_empty() {
-            return;
-        }
-        let mut taker = Taker::new(pt, own.iter().map(|a| a.name.name.as_str()));
-        for d in self.defaults.iter() {
-            if taker.take(d.kind, &d.source.name.name) {
-                own.push(d.source);
-            }
+/// The `defaults` that apply to a promise of type `pt` whose own
+/// attributes (written or spliced) are `own`, appended to it.
+pub(super) fn add_defaults<'p>(
+    defaults: &'p [DefaultAttr],
+    pt: Option<&PromiseType>,
+    own: &mut Vec<AttrSource<'p>>,
+) {
+    let Some(pt) = pt else { return };
+    if defaults.is_empty() {
+        return;
+    }
+    let mut taker = Taker::new(pt, own.iter().map(|a| a.name.name.as_str()));
+    for d in defaults {
+        if taker.take(d.kind, &d.name.name) {
+            own.push(d.source());
         }
     }
 }
@@ -418,7 +447,7 @@ pub fn applied<'a>(
         AttrStmt::Error(_) => Vec::new(),
     });
     let mut taker = Taker::new(pt, own);
-    let blocks: Vec<&'a ast::Defaults> = bundle
+    let blocks: Vec<&ast::Defaults> = bundle
         .body
         .iter()
         .map_while(|s| match s {
@@ -444,7 +473,7 @@ pub fn applied<'a>(
 
 /// The promise types of the promises written in `stmts` (inside `when` and
 /// `for` too; not those of called bundles), each once.
-fn promise_kinds<'a>(stmts: &'a [Stmt], out: &mut Vec<&'a str>) {
+fn promise_kinds<'b>(stmts: &'b [Stmt], out: &mut Vec<&'b str>) {
     for stmt in stmts {
         match stmt {
             Stmt::Promise(p) => {

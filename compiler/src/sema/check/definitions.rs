@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use converge_format::schema::{self, is_hard_class, AttrType};
-use converge_grammar::ast::{AttrStmt, BodyDef, BundleDef, Expr, ExprKind, Ident, LetDef};
+use converge_grammar::ast::{AttrStmt, BodyDef, BundleDef, Expr, ExprKind, Ident, LetDef, Stmt};
 use converge_grammar::Span;
 
 use super::*;
@@ -26,7 +26,7 @@ impl<'a> Checker<'a> {
             self.check_guard(expr, &Vec::new());
             let refs = self.class_refs.take().unwrap_or_default();
             for (name, span) in refs {
-                if let Some(&j) = index.get(name) {
+                if let Some(&j) = index.get(name.as_str()) {
                     if let Some(edges) = graph.get_mut(i) {
                         edges.push(j);
                     }
@@ -239,10 +239,10 @@ impl<'a> Checker<'a> {
         self.names.record(name.span, id);
     }
 
-    pub(super) fn lookup_body(&mut self, name: &'a Ident) -> Option<&'a BodyDef> {
+    pub(super) fn lookup_body(&mut self, name: &Ident) -> Option<&'a BodyDef> {
         match self.symbols.bodies.get(&name.name) {
             Some(body) => {
-                self.used_bodies.insert(&name.name);
+                self.used_bodies.insert(&body.name.name);
                 if let Some(id) = self.names.find(DefKind::Body, &name.name) {
                     self.names.record(name.span, id);
                 }
@@ -362,9 +362,10 @@ impl<'a> Checker<'a> {
         types
     }
 
-    pub(super) fn check_bundle(&mut self, bundle: &'a BundleDef) {
+    /// Checks `bundle`, whose statements are `body`.
+    pub(super) fn check_bundle(&mut self, bundle: &'a BundleDef, body: &[Stmt]) {
         let types = self.param_types(bundle);
-        let mut scope: Scope<'a> = Vec::new();
+        let mut scope: Scope = Vec::new();
         for (param, ty) in bundle.params.iter().zip(types) {
             if let Some(prev) = scope.iter().find(|v| v.name == param.name.name) {
                 self.push(
@@ -387,14 +388,14 @@ impl<'a> Checker<'a> {
             };
             self.names.set_type(def, ty.clone());
             scope.push(Var {
-                name: &param.name.name,
+                name: param.name.name.clone(),
                 ty,
                 span: param.name.span,
                 def,
             });
         }
-        let leading = self.check_bundle_defaults(bundle, &scope);
-        self.check_stmts(bundle.body.get(leading..).unwrap_or_default(), &mut scope);
+        let leading = self.check_bundle_defaults(bundle, body, &scope);
+        self.check_stmts(body.get(leading..).unwrap_or_default(), &mut scope);
         self.defaults = defaults::Defaults::default();
     }
 }

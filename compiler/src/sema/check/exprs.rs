@@ -157,14 +157,14 @@ impl<'a> Checker<'a> {
     /// Checks a record literal against the record type it stands for.
     pub(super) fn check_record_literal(
         &mut self,
-        fields: &'a [(Ident, Expr)],
+        fields: &[(Ident, Expr)],
         record: &Arc<RecordType>,
         span: Span,
-        scope: &Scope<'a>,
+        scope: &Scope,
     ) {
         self.record_literals.insert(span, Arc::clone(record));
         let type_id = self.names.find(DefKind::Type, &record.name);
-        let mut seen: Vec<&'a Ident> = Vec::new();
+        let mut seen: Vec<&Ident> = Vec::new();
         for (name, value) in fields {
             if let Some(first) = seen.iter().find(|i| i.name == name.name) {
                 self.push(
@@ -270,12 +270,7 @@ impl<'a> Checker<'a> {
     }
 
     /// `base[index]`.
-    pub(super) fn index_type(
-        &mut self,
-        base: &'a Expr,
-        index: &'a Expr,
-        scope: &Scope<'a>,
-    ) -> Type {
+    pub(super) fn index_type(&mut self, base: &Expr, index: &Expr, scope: &Scope) -> Type {
         let base_ty = self.value_type(base, scope);
         let index_ty = self.value_type(index, scope);
         let (want, result) = match base_ty {
@@ -303,7 +298,7 @@ impl<'a> Checker<'a> {
 
     /// `a ?? b ?? c`: every alternative has the first one's type (so a
     /// record literal after `??` takes the type of what it replaces).
-    pub(super) fn coalesce_type(&mut self, items: &'a [Expr], scope: &Scope<'a>) -> Type {
+    pub(super) fn coalesce_type(&mut self, items: &[Expr], scope: &Scope) -> Type {
         let mut result = Type::Any;
         for item in items {
             if result == Type::Any {
@@ -319,10 +314,10 @@ impl<'a> Checker<'a> {
     /// A function call in an expression.
     pub(super) fn call_type(
         &mut self,
-        func: &'a Ident,
-        args: &'a [Expr],
+        func: &Ident,
+        args: &[Expr],
         span: Span,
-        scope: &Scope<'a>,
+        scope: &Scope,
     ) -> Type {
         let Some(f) = functions::function(&func.name) else {
             let names = functions::FUNCTIONS.iter().map(|f| f.name);

@@ -11,7 +11,7 @@ use crate::sema::types::Type;
 
 impl<'a> Checker<'a> {
     /// Checks a class expression (a `when` guard or a class definition).
-    pub fn check_guard(&mut self, expr: &'a Expr, scope: &Scope<'a>) {
+    pub fn check_guard(&mut self, expr: &Expr, scope: &Scope) {
         match &expr.kind {
             ExprKind::Bool(_) => {}
             ExprKind::Path(path) => match path.as_slice() {
@@ -61,9 +61,9 @@ impl<'a> Checker<'a> {
         }
     }
 
-    pub(super) fn check_class_name(&mut self, name: &'a Ident, scope: &Scope<'a>) {
+    pub(super) fn check_class_name(&mut self, name: &Ident, scope: &Scope) {
         if let Some(refs) = &mut self.class_refs {
-            refs.push((&name.name, name.span));
+            refs.push((name.name.clone(), name.span));
         }
         // A class first, then a boolean loop variable, parameter or let.
         if let Some(id) = self.names.find(DefKind::Class, &name.name) {
@@ -86,12 +86,14 @@ impl<'a> Checker<'a> {
                 self.names.record(name.span, def);
                 Some(t)
             }
-            None if self.symbols.lets.get(&name.name).is_some() => {
-                self.used_lets.insert(&name.name);
-                self.record_let(&name.name, name.span);
-                self.let_type(&name.name)
-            }
-            None => None,
+            None => match self.symbols.lets.key(&name.name) {
+                Some(key) => {
+                    self.used_lets.insert(key);
+                    self.record_let(key, name.span);
+                    self.let_type(key)
+                }
+                None => None,
+            },
         };
         match ty {
             Some(t) if Type::Bool.accepts(&t) => {}
@@ -109,13 +111,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    pub(super) fn check_compare(
-        &mut self,
-        op: CompareOp,
-        lhs: &'a Expr,
-        rhs: &'a Expr,
-        scope: &Scope<'a>,
-    ) {
+    pub(super) fn check_compare(&mut self, op: CompareOp, lhs: &Expr, rhs: &Expr, scope: &Scope) {
         match op {
             CompareOp::Eq | CompareOp::NotEq => {
                 let l = self.value_type(lhs, scope);

@@ -33,9 +33,10 @@ pub use statements::{promiser_problem, promiser_text, relative_path};
 
 use std::collections::{HashMap, HashSet};
 
-use converge_grammar::ast::{BundleDef, Expr, Ident};
+use converge_grammar::ast::{BundleDef, Expr, Ident, SmolStr};
 use converge_grammar::Span;
 
+use super::bodies::Bodies;
 use super::names::{DefId, DefKind, Definition, Names};
 use super::symbols::Symbols;
 use super::types::Type;
@@ -43,15 +44,18 @@ use crate::diagnostic::Diagnostic;
 
 /// A variable in scope: a bundle parameter or a loop variable.
 #[derive(Clone, Debug)]
-pub struct Var<'a> {
-    pub name: &'a str,
+pub struct Var {
+    /// Owned (inline when short), so that a scope does not borrow the
+    /// statements that declare its loop variables: expansion frees a
+    /// bundle's statements once its last call is expanded (`sema::bodies`).
+    pub name: SmolStr,
     pub ty: Type,
     pub span: Span,
     /// Its definition in the name table.
     pub def: DefId,
 }
 
-pub type Scope<'a> = Vec<Var<'a>>;
+pub type Scope = Vec<Var>;
 
 #[derive(Clone, Debug)]
 pub(super) enum LetState {
@@ -82,7 +86,7 @@ pub struct Checker<'a> {
     pub(super) let_states: HashMap<&'a str, LetState>,
     pub(super) param_types: HashMap<&'a str, Vec<Type>>,
     /// While checking a class definition: the classes its expression names.
-    pub(super) class_refs: Option<Vec<(&'a str, Span)>>,
+    pub(super) class_refs: Option<Vec<(SmolStr, Span)>>,
     /// Number of promise statements checked (the summary line counts them
     /// when there is no `policy` block to expand).
     pub promise_statements: usize,
@@ -106,10 +110,10 @@ pub struct Checker<'a> {
     /// The checked defaults of every bundle, by bundle name
     /// ([`defaults`]); expansion switches [`Checker::defaults`] to a
     /// bundle's set when it enters a call of it.
-    pub bundle_defaults: HashMap<&'a str, defaults::Defaults<'a>>,
+    pub bundle_defaults: HashMap<&'a str, defaults::Defaults>,
     /// The defaults of the bundle being checked or expanded: what
     /// [`Checker::promise_attrs`] adds to a promise.
-    pub defaults: defaults::Defaults<'a>,
+    pub defaults: defaults::Defaults,
 }
 
 impl<'a> Checker<'a> {
@@ -136,13 +140,13 @@ impl<'a> Checker<'a> {
     }
 
     /// Checks every definition of the program, and completes the name
-    /// table.
-    pub fn check_program(&mut self) {
-        self.check_definitions();
+    /// table. The bundles' statements are read in `bodies`.
+    pub fn check_program(&mut self, bodies: &Bodies) {
+        self.check_definitions(bodies);
         self.names.finish();
     }
 
-    fn check_definitions(&mut self) {
+    fn check_definitions(&mut self, bodies: &Bodies) {
         // First: classes, lets and promises read them.
         self.check_facts();
         self.check_classes();
@@ -160,7 +164,7 @@ impl<'a> Checker<'a> {
             self.check_body(body);
         }
         for (_, bundle) in self.symbols.bundles.defs.clone() {
-            self.check_bundle(bundle);
+            self.check_bundle(bundle, bodies.get(bundle));
         }
         if let Some(policy) = self.symbols.policy {
             self.check_stmts(&policy.body, &mut Vec::new());

@@ -12,12 +12,7 @@ use crate::sema::neighbours::without_inventory;
 use crate::sema::types::Type;
 
 impl<'a> Checker<'a> {
-    pub(super) fn neighbours_call(
-        &mut self,
-        args: &'a [Expr],
-        span: Span,
-        scope: &Scope<'a>,
-    ) -> Type {
+    pub(super) fn neighbours_call(&mut self, args: &[Expr], span: Span, scope: &Scope) -> Type {
         let result = Type::List(Box::new(Type::String));
         let [source, k] = args else {
             self.push(

@@ -40,7 +40,7 @@ pub fn is_secret_name(name: &str) -> bool {
 
 impl<'a> Checker<'a> {
     /// Checks a `secret(...)` call and records the file it reads.
-    pub(super) fn secret_call(&mut self, args: &'a [Expr], span: Span) -> Type {
+    pub(super) fn secret_call(&mut self, args: &[Expr], span: Span) -> Type {
         let written = match args {
             [Expr {
                 kind: ExprKind::Str(lit),

@@ -6,7 +6,9 @@ use converge_grammar::ast::{AttrStmt, Call, Expr, ExprKind, Promise, Stmt};
 use converge_grammar::token::StrPart;
 use converge_grammar::Span;
 
-use super::defaults::DefaultsLabel;
+use std::rc::Rc;
+
+use super::defaults::{self, DefaultsLabel};
 use super::*;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::sema::names::DefKind;
@@ -14,7 +16,7 @@ use crate::sema::types::Type;
 use crate::suggest::{did_you_mean, one_of};
 
 impl<'a> Checker<'a> {
-    pub fn check_stmts(&mut self, stmts: &'a [Stmt], scope: &mut Scope<'a>) {
+    pub fn check_stmts(&mut self, stmts: &[Stmt], scope: &mut Scope) {
         for stmt in stmts {
             match stmt {
                 Stmt::Promise(p) => self.check_promise(p, scope),
@@ -71,7 +73,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    pub(super) fn check_call(&mut self, call: &'a Call, scope: &Scope<'a>) {
+    pub(super) fn check_call(&mut self, call: &Call, scope: &Scope) {
         let Some(bundle) = self.symbols.bundles.get(&call.bundle.name) else {
             let mut d = Diagnostic::new(
                 Code::UndefinedBundle,
@@ -121,7 +123,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    pub(super) fn check_promise(&mut self, p: &'a Promise, scope: &Scope<'a>) {
+    pub(super) fn check_promise(&mut self, p: &Promise, scope: &Scope) {
         self.promise_statements += 1;
         let Some(pt) = promise_type(&p.kind.name) else {
             let names: Vec<&str> = schema::PROMISE_TYPES.iter().map(|t| t.name).collect();
@@ -142,10 +144,11 @@ impl<'a> Checker<'a> {
         let id = self.names.builtin(DefKind::PromiseType, pt.name);
         self.names.record(p.kind.span, id);
         self.check_promiser(pt, &p.promiser, scope);
-        let attrs = self.promise_attrs(p);
+        let defaults = Rc::clone(&self.defaults);
+        let attrs = self.promise_attrs(p, &defaults);
         // A body's values are read where the body is written: they see the
         // `let`s, never the variables of the bundle that uses the body.
-        let body_scope: Scope<'a> = Vec::new();
+        let body_scope: Scope = Vec::new();
         for a in attrs.iter().filter(|a| a.default.is_none()) {
             // A default's value was checked once, where it is written.
             match pt.attr(&a.name.name) {
@@ -303,9 +306,18 @@ impl<'a> Checker<'a> {
     /// The attributes of a promise: its own, then those of the bodies it
     /// `use`s (an attribute set by the promise itself wins over a body's),
     /// then its bundle's defaults for what neither sets.
-    pub fn promise_attrs(&mut self, p: &'a Promise) -> Vec<AttrSource<'a>> {
-        let mut own: Vec<AttrSource<'a>> = Vec::new();
-        let mut spliced: Vec<AttrSource<'a>> = Vec::new();
+    /// `defaults` are those of the promise's bundle ([`Checker::defaults`]
+    /// while the bundle is checked or expanded).
+    pub fn promise_attrs<'p>(
+        &mut self,
+        p: &'p Promise,
+        defaults: &'p [defaults::DefaultAttr],
+    ) -> Vec<AttrSource<'p>>
+    where
+        'a: 'p,
+    {
+        let mut own: Vec<AttrSource<'p>> = Vec::new();
+        let mut spliced: Vec<AttrSource<'p>> = Vec::new();
         for stmt in &p.attrs {
             match stmt {
                 AttrStmt::Set(attr) => {
@@ -336,11 +348,11 @@ impl<'a> Checker<'a> {
                 own.push(a);
             }
         }
-        self.add_defaults(promise_type(&p.kind.name), &mut own);
+        defaults::add_defaults(defaults, promise_type(&p.kind.name), &mut own);
         own
     }
 
-    pub(super) fn unknown_attr(&mut self, pt: &PromiseType, a: &AttrSource<'a>) {
+    pub(super) fn unknown_attr(&mut self, pt: &PromiseType, a: &AttrSource<'_>) {
         let names: Vec<&str> = pt.all_attrs().map(|s| s.name).collect();
         let (span, message) = match a.via {
             None => (
@@ -367,7 +379,7 @@ impl<'a> Checker<'a> {
         self.value_type_or_word(a.value, &Vec::new());
     }
 
-    pub(super) fn check_rules(&mut self, pt: &PromiseType, p: &Promise, attrs: &[AttrSource<'a>]) {
+    pub(super) fn check_rules(&mut self, pt: &PromiseType, p: &Promise, attrs: &[AttrSource<'_>]) {
         let find = |name: &str| attrs.iter().find(|a| a.name.name == name);
         let head = p.kind.span.to(p.promiser.span);
         let absent = find("ensure").is_some_and(|a| is_word(a.value, "absent"));
@@ -463,12 +475,7 @@ impl<'a> Checker<'a> {
         );
     }
 
-    pub(super) fn check_promiser(
-        &mut self,
-        pt: &PromiseType,
-        promiser: &'a Expr,
-        scope: &Scope<'a>,
-    ) {
+    pub(super) fn check_promiser(&mut self, pt: &PromiseType, promiser: &Expr, scope: &Scope) {
         let ty = self.value_type(promiser, scope);
         if !Type::String.accepts(&ty) {
             self.mismatch(promiser.span, &Type::String, &ty, "the promiser");

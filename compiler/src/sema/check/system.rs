@@ -32,7 +32,7 @@ impl<'a> Checker<'a> {
         &mut self,
         pt: &PromiseType,
         p: &Promise,
-        attrs: &[AttrSource<'a>],
+        attrs: &[AttrSource<'_>],
     ) {
         let find = |name: &str| attrs.iter().find(|a| a.name.name == name);
         match pt.name {

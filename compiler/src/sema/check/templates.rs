@@ -17,7 +17,7 @@ use crate::sema::types::Type;
 impl<'a> Checker<'a> {
     /// Checks a string literal: its interpolations, and its tags when it
     /// has any (then the workspace has its nested form).
-    pub(super) fn check_string(&mut self, lit: &'a StrLit, span: Span, scope: &Scope<'a>) {
+    pub(super) fn check_string(&mut self, lit: &StrLit, span: Span, scope: &Scope) {
         if lit.parts.iter().any(|p| matches!(p, StrPart::Tag(_))) {
             let nodes = self.symbols.ws.and_then(|ws| ws.string_nodes(span));
             if let Some(nodes) = nodes {
@@ -34,7 +34,7 @@ impl<'a> Checker<'a> {
     }
 
     /// Checks template nodes (of a string or a template file).
-    pub(crate) fn check_nodes(&mut self, nodes: &'a [Node], scope: &mut Scope<'a>) {
+    pub(crate) fn check_nodes(&mut self, nodes: &[Node], scope: &mut Scope) {
         for node in nodes {
             match node {
                 Node::Text(_) => {}
@@ -114,13 +114,7 @@ impl<'a> Checker<'a> {
     }
 
     /// Defines a loop variable (of a `for` statement or tag) in scope.
-    pub(super) fn loop_var(
-        &mut self,
-        name: &'a Ident,
-        ty: Type,
-        item: Span,
-        scope: &mut Scope<'a>,
-    ) {
+    pub(super) fn loop_var(&mut self, name: &Ident, ty: Type, item: Span, scope: &mut Scope) {
         let def = self.names.define(
             Definition {
                 kind: DefKind::LoopVar,
@@ -133,7 +127,7 @@ impl<'a> Checker<'a> {
         );
         self.names.set_type(def, ty.clone());
         scope.push(Var {
-            name: &name.name,
+            name: name.name.clone(),
             ty,
             span: name.span,
             def,
@@ -141,7 +135,7 @@ impl<'a> Checker<'a> {
     }
 
     /// `${expr}`: any expression of a single-value type.
-    fn check_interp(&mut self, expr: &'a Expr, scope: &Scope<'a>) {
+    fn check_interp(&mut self, expr: &Expr, scope: &Scope) {
         let ty = self.value_type(expr, scope);
         if !ty.is_scalar() {
             let help = match ty {
@@ -162,7 +156,7 @@ impl<'a> Checker<'a> {
     }
 
     /// An `{% if %}` condition: a class expression, or any bool value.
-    pub(super) fn check_condition(&mut self, cond: &'a Expr, scope: &Scope<'a>) {
+    pub(super) fn check_condition(&mut self, cond: &Expr, scope: &Scope) {
         match &cond.kind {
             ExprKind::Path(path) if path.len() == 1 => self.check_guard(cond, scope),
             ExprKind::Not(_) | ExprKind::And(_) | ExprKind::Or(_) | ExprKind::Compare { .. } => {
@@ -187,7 +181,7 @@ impl<'a> Checker<'a> {
 
     /// A `template = "..."` attribute: the template file, checked in the
     /// promise's scope.
-    pub(super) fn check_template_attr(&mut self, value: &'a Expr, scope: &Scope<'a>) {
+    pub(super) fn check_template_attr(&mut self, value: &Expr, scope: &Scope) {
         let ExprKind::Str(lit) = &value.kind else {
             return self.template_not_literal(value.span);
         };
@@ -209,7 +203,7 @@ impl<'a> Checker<'a> {
 
     /// A literal `source` path the workspace refused (outside the policy
     /// tree): reported here, so every other problem is reported too.
-    pub(super) fn check_source_path(&mut self, value: &'a Expr) {
+    pub(super) fn check_source_path(&mut self, value: &Expr) {
         let ExprKind::Str(lit) = &value.kind else {
             return;
         };

@@ -14,7 +14,7 @@ use crate::suggest::{did_you_mean, one_of};
 impl<'a> Checker<'a> {
     /// Checks a value against an attribute's type, with the special forms
     /// attributes allow (enum words, class names, octal modes, refs).
-    pub fn check_attr_value(&mut self, ty: &AttrType, expr: &'a Expr, scope: &Scope<'a>) {
+    pub fn check_attr_value(&mut self, ty: &AttrType, expr: &Expr, scope: &Scope) {
         match ty {
             AttrType::Enum(words) => self.check_enum(words, expr, scope),
             AttrType::Class => self.check_outcome_class(expr),
@@ -40,7 +40,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    pub(super) fn check_enum(&mut self, words: &[&str], expr: &'a Expr, scope: &Scope<'a>) {
+    pub(super) fn check_enum(&mut self, words: &[&str], expr: &Expr, scope: &Scope) {
         let word = match &expr.kind {
             ExprKind::Path(path) if path.len() == 1 && !self.is_variable(&path[0].name, scope) => {
                 path.first().map(|i| i.name.to_string())
@@ -158,7 +158,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    pub(super) fn check_mode(&mut self, expr: &'a Expr, scope: &Scope<'a>) {
+    pub(super) fn check_mode(&mut self, expr: &Expr, scope: &Scope) {
         if let ExprKind::Int { value, octal } = expr.kind {
             if !(0..=0o7777).contains(&value) {
                 self.push(
@@ -192,7 +192,7 @@ impl<'a> Checker<'a> {
     }
 
     /// Checks that a value has (or is accepted as) the expected type.
-    pub fn check_against(&mut self, expr: &'a Expr, expected: &Type, scope: &Scope<'a>) {
+    pub fn check_against(&mut self, expr: &Expr, expected: &Type, scope: &Scope) {
         match (&expr.kind, expected) {
             (ExprKind::Int { .. }, Type::Mode) => {
                 if let Some(attr) = mode_attr() {
@@ -245,7 +245,7 @@ impl<'a> Checker<'a> {
 
     /// Like [`value_type`](Self::value_type), but a bare word that is not a
     /// variable is accepted (its meaning depends on where it is used).
-    pub(super) fn value_type_or_word(&mut self, expr: &'a Expr, scope: &Scope<'a>) -> Type {
+    pub(super) fn value_type_or_word(&mut self, expr: &Expr, scope: &Scope) -> Type {
         if let ExprKind::Path(path) = &expr.kind {
             if let [one] = path.as_slice() {
                 if !self.is_variable(&one.name, scope) {
@@ -257,7 +257,7 @@ impl<'a> Checker<'a> {
     }
 
     /// The type of a value expression, reporting what is wrong inside it.
-    pub fn value_type(&mut self, expr: &'a Expr, scope: &Scope<'a>) -> Type {
+    pub fn value_type(&mut self, expr: &Expr, scope: &Scope) -> Type {
         match &expr.kind {
             ExprKind::Str(lit) => {
                 self.check_string(lit, expr.span, scope);
@@ -360,13 +360,13 @@ impl<'a> Checker<'a> {
         }
     }
 
-    pub(super) fn lookup_var<'s>(&self, name: &str, scope: &'s Scope<'a>) -> Option<&'s Var<'a>> {
+    pub(super) fn lookup_var<'s>(&self, name: &str, scope: &'s Scope) -> Option<&'s Var> {
         scope.iter().rev().find(|v| v.name == name)
     }
 
     /// Whether `name` is a variable here: a loop variable, a parameter or a
     /// `let` (where a bare word could also be an enum word).
-    pub(super) fn is_variable(&self, name: &str, scope: &Scope<'a>) -> bool {
+    pub(super) fn is_variable(&self, name: &str, scope: &Scope) -> bool {
         self.lookup_var(name, scope).is_some() || self.symbols.lets.get(name).is_some()
     }
 
@@ -387,7 +387,12 @@ impl<'a> Checker<'a> {
     /// `ports.http`), or a fact `sys.x`.
     /// The type of a `let` read at `span`, marking it used; reading a let
     /// inside its own definition is a cycle.
-    fn let_reference(&mut self, name: &'a str, span: Span) -> Type {
+    fn let_reference(&mut self, name: &str, span: Span) -> Type {
+        // The let's own name: the checker's tables outlive the statements
+        // that read it.
+        let Some(name) = self.symbols.lets.key(name) else {
+            return Type::Any;
+        };
         self.used_lets.insert(name);
         if let Some(t) = self.let_type(name) {
             return t;
@@ -405,7 +410,7 @@ impl<'a> Checker<'a> {
         Type::Any
     }
 
-    pub(super) fn path_type(&mut self, path: &'a [Ident], span: Span, scope: &Scope<'a>) -> Type {
+    pub(super) fn path_type(&mut self, path: &[Ident], span: Span, scope: &Scope) -> Type {
         let Some(first) = path.first() else {
             return Type::Any;
         };
@@ -496,8 +501,8 @@ impl<'a> Checker<'a> {
         }
     }
 
-    pub(super) fn undefined_variable(&mut self, name: &str, span: Span, scope: &Scope<'a>) {
-        let mut candidates: Vec<&str> = scope.iter().map(|v| v.name).collect();
+    pub(super) fn undefined_variable(&mut self, name: &str, span: Span, scope: &Scope) {
+        let mut candidates: Vec<&str> = scope.iter().map(|v| v.name.as_str()).collect();
         candidates.extend(self.symbols.lets.names());
         let mut d = Diagnostic::new(
             Code::UndefinedVariable,

@@ -16,7 +16,7 @@ const MAX_K: i64 = 64;
 impl<'a> Expander<'a, '_> {
     /// `neighbours(inventory, k)`; the checker reported a wrong call or a
     /// missing inventory already, so those expand to an empty list.
-    pub(super) fn neighbours_call(&mut self, args: &'a [Expr], env: &Env<'a>, span: Span) -> Value {
+    pub(super) fn neighbours_call(&mut self, args: &[Expr], env: &Env, span: Span) -> Value {
         let empty = Value::List(Vec::new());
         let (Some(inventory), [_, k]) = (&self.symbols.inventory, args) else {
             return empty;

@@ -14,7 +14,7 @@ use crate::sema::names::DefId;
 
 impl<'a> Expander<'a, '_> {
     /// The content a `template = "..."` attribute gives its file.
-    pub(super) fn template_attr(&mut self, value: &'a Expr, env: &Env<'a>) -> Value {
+    pub(super) fn template_attr(&mut self, value: &Expr, env: &Env) -> Value {
         let converge_grammar::ast::ExprKind::Str(lit) = &value.kind else {
             return Value::Str(String::new());
         };
@@ -40,7 +40,7 @@ impl<'a> Expander<'a, '_> {
     }
 
     /// Renders template nodes to one string value.
-    pub(super) fn render(&mut self, nodes: &'a [Node], env: &mut Env<'a>) -> Value {
+    pub(super) fn render(&mut self, nodes: &[Node], env: &mut Env) -> Value {
         let mut pieces = Vec::with_capacity(nodes.len());
         for node in nodes {
             pieces.push(self.render_node(node, env));
@@ -48,7 +48,7 @@ impl<'a> Expander<'a, '_> {
         lookups::concat(pieces)
     }
 
-    fn render_node(&mut self, node: &'a Node, env: &mut Env<'a>) -> Value {
+    fn render_node(&mut self, node: &Node, env: &mut Env) -> Value {
         match node {
             Node::Text(text) => Value::Str(text.clone()),
             Node::Interp(expr) => self.eval(expr, env),
@@ -92,18 +92,18 @@ impl<'a> Expander<'a, '_> {
 
     fn render_loop(
         &mut self,
-        key: Option<&'a Ident>,
-        var: &'a Ident,
+        key: Option<&Ident>,
+        var: &Ident,
         list: Value,
-        body: &'a [Node],
-        env: &mut Env<'a>,
+        body: &[Node],
+        env: &mut Env,
     ) -> Value {
         match list {
             Value::List(items) => {
                 let def = self.var_def(var);
                 let mut pieces = Vec::with_capacity(items.len());
                 for item in items {
-                    env.push((def, &var.name, item));
+                    env.push((def, var.name.clone(), item));
                     pieces.push(self.render(body, env));
                     env.pop();
                 }
@@ -115,9 +115,9 @@ impl<'a> Expander<'a, '_> {
                 let mut pieces = Vec::with_capacity(entries.len());
                 for (k, v) in entries {
                     if let Some((kd, k_ident)) = key_def {
-                        env.push((kd, &k_ident.name, Value::Str(k)));
+                        env.push((kd, k_ident.name.clone(), Value::Str(k)));
                     }
-                    env.push((def, &var.name, v));
+                    env.push((def, var.name.clone(), v));
                     pieces.push(self.render(body, env));
                     env.pop();
                     if key_def.is_some() {
@@ -133,7 +133,7 @@ impl<'a> Expander<'a, '_> {
             // A list only the host knows: the VM repeats the body.
             host => {
                 let def = self.var_def(var);
-                env.push((def, &var.name, Value::Elem(var.name.to_string())));
+                env.push((def, var.name.clone(), Value::Elem(var.name.to_string())));
                 let rendered = self.render(body, env);
                 env.pop();
                 Value::Each(Box::new(Each {
@@ -147,9 +147,9 @@ impl<'a> Expander<'a, '_> {
 
     fn render_if(
         &mut self,
-        branches: &'a [(Expr, Vec<Node>)],
-        otherwise: Option<&'a [Node]>,
-        env: &mut Env<'a>,
+        branches: &[(Expr, Vec<Node>)],
+        otherwise: Option<&[Node]>,
+        env: &mut Env,
     ) -> Value {
         let Some(((cond, body), rest)) = branches.split_first() else {
             return match otherwise {
@@ -185,10 +185,10 @@ impl<'a> Expander<'a, '_> {
     fn branch(
         &mut self,
         cond: Value,
-        body: &'a [Node],
-        rest: &'a [(Expr, Vec<Node>)],
-        otherwise: Option<&'a [Node]>,
-        env: &mut Env<'a>,
+        body: &[Node],
+        rest: &[(Expr, Vec<Node>)],
+        otherwise: Option<&[Node]>,
+        env: &mut Env,
     ) -> Value {
         match cond {
             Value::Bool(true) => self.render(body, env),
