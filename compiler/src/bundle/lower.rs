@@ -220,14 +220,26 @@ impl Lowerer<'_> {
     }
 
     fn constant(&mut self, c: Constant) -> u32 {
-        let hash = fx_hash(&c);
+        let hash = constant_hash(&c);
+        if let Some(i) = self.find_constant(hash, |known| *known == c) {
+            return i;
+        }
+        self.push_constant(hash, c)
+    }
+
+    /// The index of the constant of hash `hash` that `is` accepts.
+    fn find_constant(&self, hash: u64, is: impl Fn(&Constant) -> bool) -> Option<u32> {
         let mut at = self.constant_index.get(&hash).copied();
         while let Some(i) = at {
-            if self.constants.get(i as usize) == Some(&c) {
-                return i;
+            if self.constants.get(i as usize).is_some_and(&is) {
+                return Some(i);
             }
             at = self.constant_next.get(i as usize).copied().flatten();
         }
+        None
+    }
+
+    fn push_constant(&mut self, hash: u64, c: Constant) -> u32 {
         let i = self.constants.len() as u32;
         let previous = self.constant_index.insert(hash, i);
         self.constant_next.push(previous);
@@ -237,14 +249,18 @@ impl Lowerer<'_> {
 
     /// The constant index of a compile-time scalar; an internal error for a
     /// value that is not one (the checker gives every attribute its type).
+    /// Looked up through a borrow: most values are constants met before,
+    /// and copying each text to look it up was a tenth of the lowering.
     fn constant_value(&mut self, v: &Value) -> u32 {
-        match constant_of(v) {
-            Some(c) => self.constant(c),
-            None => {
-                self.internal(format!("`{}` is not a single value", v.display()));
-                self.constant(Constant::Str(String::new().into()))
-            }
+        let Some(scalar) = Scalar::of(v) else {
+            self.internal(format!("`{}` is not a single value", v.display()));
+            return self.constant(Constant::Str(String::new().into()));
+        };
+        let hash = fx_hash(&scalar);
+        if let Some(i) = self.find_constant(hash, |known| scalar.is(known)) {
+            return i;
         }
+        self.push_constant(hash, scalar.to_constant())
     }
 
     fn program(&mut self, code: Vec<Instr>) -> u32 {
@@ -800,6 +816,75 @@ fn string_list(items: &[Value]) -> Option<Vec<String>> {
             _ => None,
         })
         .collect()
+}
+
+/// A scalar constant seen through a borrow of its value: what
+/// [`Lowerer::constant_value`] looks up before it copies anything. The
+/// interning index hashes scalar constants as this ([`constant_hash`]), so
+/// a borrowed value finds its constant.
+#[derive(Hash)]
+enum Scalar<'v> {
+    Str(&'v str),
+    Word(&'v str),
+    Int(i64),
+    Bool(bool),
+    Duration(u64),
+}
+
+impl<'v> Scalar<'v> {
+    fn of(v: &'v Value) -> Option<Self> {
+        Some(match v {
+            Value::Str(s) => Scalar::Str(s),
+            Value::Word(w) => Scalar::Word(w),
+            Value::Int(i) => Scalar::Int(*i),
+            Value::Bool(b) => Scalar::Bool(*b),
+            Value::Duration(s) => Scalar::Duration(*s),
+            _ => return None,
+        })
+    }
+
+    fn of_constant(c: &'v Constant) -> Option<Self> {
+        Some(match c {
+            Constant::Str(s) => Scalar::Str(s),
+            Constant::Word(w) => Scalar::Word(w),
+            Constant::Int(i) => Scalar::Int(*i),
+            Constant::Bool(b) => Scalar::Bool(*b),
+            Constant::Duration(s) => Scalar::Duration(*s),
+            _ => return None,
+        })
+    }
+
+    /// Whether `c` is this scalar.
+    fn is(&self, c: &Constant) -> bool {
+        match (self, c) {
+            (Scalar::Str(a), Constant::Str(b)) | (Scalar::Word(a), Constant::Word(b)) => {
+                *a == b.as_str()
+            }
+            (Scalar::Int(a), Constant::Int(b)) => a == b,
+            (Scalar::Bool(a), Constant::Bool(b)) => a == b,
+            (Scalar::Duration(a), Constant::Duration(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    fn to_constant(&self) -> Constant {
+        match *self {
+            Scalar::Str(s) => Constant::Str(s.into()),
+            Scalar::Word(w) => Constant::Word(w.into()),
+            Scalar::Int(i) => Constant::Int(i),
+            Scalar::Bool(b) => Constant::Bool(b),
+            Scalar::Duration(s) => Constant::Duration(s),
+        }
+    }
+}
+
+/// The interning hash of a constant: a scalar's as [`Scalar`], any other
+/// constant's own.
+fn constant_hash(c: &Constant) -> u64 {
+    match Scalar::of_constant(c) {
+        Some(scalar) => fx_hash(&scalar),
+        None => fx_hash(c),
+    }
 }
 
 /// The constant of a compile-time scalar; `None` for a list, map or
