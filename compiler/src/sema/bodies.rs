@@ -15,8 +15,8 @@
 //! the `policy` block or in a bundle that is itself expanded at most once.
 //! Other bundles keep their statements to the end.
 
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
 
 use converge_grammar::ast::{BundleDef, Stmt};
 use converge_grammar::Span;
@@ -85,15 +85,15 @@ impl Bodies {
         if self.moved.is_empty() {
             return;
         }
-        let mut sites: HashMap<&str, Vec<Site<'_>>> = HashMap::new();
+        let mut sites: HashMap<&str, Vec<Site<'_>>> = HashMap::default();
         if let Some(policy) = symbols.policy {
             call_sites(&policy.body, None, false, &mut sites);
         }
         for (name, bundle) in &symbols.bundles.defs {
             call_sites(self.get(bundle), Some(name), false, &mut sites);
         }
-        let mut memo: HashMap<&str, bool> = HashMap::new();
-        let mut once = HashSet::new();
+        let mut memo: HashMap<&str, bool> = HashMap::default();
+        let mut once = HashSet::default();
         for (name, bundle) in &symbols.bundles.defs {
             if expanded_once(name, &sites, &mut memo, &mut Vec::new()) {
                 once.insert(bundle.span);

@@ -2,7 +2,7 @@
 //! lets, bodies, bundles) across every file of the program; a second
 //! definition is an error pointing at both.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use converge_grammar::ast::{
     BodyDef, BundleDef, ClassDef, Exclusive, FactDef, Item, LetDef, PolicyDef, TypeDef,
@@ -23,7 +23,7 @@ impl<T> Default for Table<'_, T> {
     fn default() -> Self {
         Table {
             defs: Vec::new(),
-            index: HashMap::new(),
+            index: HashMap::default(),
         }
     }
 }

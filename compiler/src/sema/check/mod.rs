@@ -31,7 +31,7 @@ mod values;
 pub use arguments::{bind_arguments, ArgError};
 pub use statements::{promiser_problem, promiser_text, relative_path};
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use converge_grammar::ast::{BundleDef, Expr, Ident, SmolStr};
 use converge_grammar::Span;
@@ -121,20 +121,20 @@ impl<'a> Checker<'a> {
         Checker {
             symbols,
             diagnostics: Vec::new(),
-            used_lets: HashSet::new(),
-            used_bodies: HashSet::new(),
-            used_bundles: HashSet::new(),
-            let_states: HashMap::new(),
-            param_types: HashMap::new(),
+            used_lets: HashSet::default(),
+            used_bodies: HashSet::default(),
+            used_bundles: HashSet::default(),
+            let_states: HashMap::default(),
+            param_types: HashMap::default(),
             class_refs: None,
             promise_statements: 0,
             names: global_names(symbols),
-            records: HashMap::new(),
-            data_values: HashMap::new(),
-            record_literals: HashMap::new(),
+            records: HashMap::default(),
+            data_values: HashMap::default(),
+            record_literals: HashMap::default(),
             facts: Vec::new(),
-            secrets: HashMap::new(),
-            bundle_defaults: HashMap::new(),
+            secrets: HashMap::default(),
+            bundle_defaults: HashMap::default(),
             defaults: defaults::Defaults::default(),
         }
     }
