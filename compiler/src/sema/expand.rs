@@ -72,6 +72,17 @@ pub fn instance_budget(source_bytes: usize) -> usize {
     MAX_INSTANCES.max(source_bytes / SOURCE_BYTES_PER_INSTANCE)
 }
 
+/// The capacity expansion reserves for the promises of a program of
+/// `statements` promise statements: twice as many (loops and bundles
+/// called more than once make more), at most the instance budget. A list
+/// that doubled its way up to 1,200,000 promises copied them and wrote
+/// fresh pages at every step (the allocator moves a large block to grow
+/// it); pages of the reserve that are never written are never resident,
+/// so a reserve larger than the program costs address space only.
+fn room_for_promises(statements: usize, budget: usize) -> usize {
+    statements.saturating_mul(2).min(budget)
+}
+
 /// Expands the `policy` block of a program whose policy files hold
 /// `source_bytes` bytes (which sets its [`instance_budget`]).
 pub fn expand<'a>(
@@ -84,6 +95,8 @@ pub fn expand<'a>(
 ) -> Expansion {
     // The policy block has no defaults.
     checker.defaults = super::check::defaults::Defaults::default();
+    let budget = instance_budget(source_bytes);
+    let room = room_for_promises(checker.promise_statements, budget);
     let mut ex = Expander {
         db,
         default_origins: HashMap::default(),
@@ -91,7 +104,7 @@ pub fn expand<'a>(
         checker,
         bodies,
         diagnostics: Vec::new(),
-        promises: Vec::new(),
+        promises: Vec::with_capacity(room),
         lets: HashMap::default(),
         chain: Vec::new(),
         loops: Vec::new(),
@@ -99,7 +112,7 @@ pub fn expand<'a>(
         shared_loops: Arc::from(Vec::new()),
         reported_recursion: HashSet::default(),
         instances: 0,
-        budget: instance_budget(source_bytes),
+        budget,
         exhausted: false,
         compile_loops: Vec::new(),
         name_hint: 0,

@@ -1,12 +1,12 @@
 //! Statements: promises (attributes, rules between them, promisers),
 //! `when`, `for` and bundle calls.
 
+use std::rc::Rc;
+
 use converge_format::schema::{self, promise_type, PromiseType, PromiserKind, Rule};
 use converge_grammar::ast::{AttrStmt, Call, Expr, ExprKind, Promise, Stmt};
 use converge_grammar::token::StrPart;
 use converge_grammar::Span;
-
-use std::rc::Rc;
 
 use super::defaults::{self, DefaultsLabel};
 use super::*;
