@@ -890,14 +890,7 @@ fn constant_hash(c: &Constant) -> u64 {
 /// The constant of a compile-time scalar; `None` for a list, map or
 /// reference, which are never one value.
 fn constant_of(v: &Value) -> Option<Constant> {
-    Some(match v {
-        Value::Str(s) => Constant::Str(s.clone().into()),
-        Value::Word(w) => Constant::Word(w.clone().into()),
-        Value::Int(i) => Constant::Int(*i),
-        Value::Bool(b) => Constant::Bool(*b),
-        Value::Duration(s) => Constant::Duration(*s),
-        _ => return None,
-    })
+    Scalar::of(v).map(|scalar| scalar.to_constant())
 }
 
 fn guard_classes<'g>(g: &'g Guard, out: &mut Vec<&'g str>) {
