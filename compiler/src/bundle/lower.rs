@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 
 use converge_format::bundle::format::{
     AttrValue, Body, Bytes, ClassEntry, Constant, FixedList, Header, Item, List, Operand, Program,
-    Promise, Sealed, SourceLoc,
+    PromiseParts, Sealed, SourceLoc,
 };
 use converge_format::bundle::functions;
 use converge_format::bundle::instr::Instr;
@@ -32,6 +32,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, CompareOp, Guard, TemplatePart, Value};
 
 mod merged;
+mod parts;
 mod sources;
 use crate::sema::expand::{value_kind, ValueKind};
 use crate::source::SourceDb;
@@ -64,21 +65,21 @@ pub fn lower_storing(
     info: &BuildInfo,
     blobs: Option<&super::embed_blob::BlobSink>,
 ) -> Result<Body, Vec<Diagnostic>> {
-    let mut l = Lowerer {
-        db,
-        blobs,
-        constants: Vec::new(),
-        constant_index: FxHashMap::default(),
-        constant_next: Vec::new(),
-        programs: Vec::new(),
-        program_index: FxHashMap::default(),
-        program_next: Vec::new(),
-        source_files: Vec::new(),
-        diagnostics: Vec::new(),
-        at: Span::default(),
-        elems: Vec::new(),
-        overrides: merged::Overrides::default(),
-    };
+    lower_in(db, files, program, info, blobs, None)
+}
+
+/// [`lower_storing`], with the promises lowered in `parts` parts on as
+/// many threads (`None`: [`parts::by_cores`]). The body is the same
+/// whatever the number.
+fn lower_in(
+    db: &SourceDb,
+    files: &[converge_grammar::FileId],
+    program: &ir::Program,
+    info: &BuildInfo,
+    blobs: Option<&super::embed_blob::BlobSink>,
+    parts: Option<usize>,
+) -> Result<Body, Vec<Diagnostic>> {
+    let mut l = Lowerer::new(db, blobs);
     // The probe table first (format 2.3): declared facts run on every host
     // whether or not a promise reads them, so reports carry them all.
     for probe in &program.probes {
@@ -99,20 +100,17 @@ pub fn lower_storing(
     // The instances of a lookup split per key become one promise again
     // (`merge`); edges and the order are renumbered to match.
     let settled = merge::layout(program);
-    let mut sources = sources::SourceTable::default();
-    let mut promises = Vec::with_capacity(settled.promises.len());
-    for (j, &(i, m)) in settled.promises.iter().enumerate() {
-        let Some(p) = program.promises.get(i) else {
-            continue;
-        };
-        let a = settled.after.get(j).cloned().unwrap_or_default();
-        let n = settled.notify.get(j).cloned().unwrap_or_default();
-        let source = l.source_loc(p.span, &mut sources);
-        let merged = m.and_then(|m| settled.merges.get(m));
-        if let Some(lowered) = l.promise(p, a, n, source, merged.map(|m| (m, program))) {
-            promises.push(lowered);
-        }
-    }
+    let (promises, source_digest) = std::thread::scope(|scope| {
+        // The digest reads every byte of the policy: it runs beside the
+        // lowering instead of after it.
+        let digest = scope.spawn(|| source_digest(db, files));
+        let parts = parts.unwrap_or_else(|| parts::by_cores(settled.promises.len()));
+        let promises = parts::lower_in_parts(&mut l, program, &settled, parts);
+        let digest = digest
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (promises, digest)
+    });
     if !l.diagnostics.is_empty() {
         return Err(l.diagnostics);
     }
@@ -123,7 +121,7 @@ pub fn lower_storing(
             serial: info.serial,
             pass_limit: program.pass_limit.max(2),
             compiler_version: env!("CARGO_PKG_VERSION").to_owned(),
-            source_digest: source_digest(db, files),
+            source_digest,
         },
         constants: List(l.constants),
         programs: List(l.programs),
@@ -131,7 +129,7 @@ pub fn lower_storing(
         exclusive: List(exclusive),
         promises: List(promises),
         order: List(settled.order),
-        sources: List(sources.into_entries()),
+        sources: List(l.sources.into_entries()),
     })
 }
 
@@ -180,6 +178,8 @@ struct Lowerer<'a> {
     program_next: Vec<Option<u32>>,
     /// The constant of each source file's name met so far.
     source_files: Vec<(converge_grammar::FileId, u32)>,
+    /// The `file:line` of each promise lowered.
+    sources: sources::SourceTable,
     diagnostics: Vec<Diagnostic>,
     /// What is being lowered (a class or a promise), for internal errors.
     at: Span,
@@ -191,7 +191,54 @@ struct Lowerer<'a> {
     overrides: merged::Overrides,
 }
 
-impl Lowerer<'_> {
+impl<'a> Lowerer<'a> {
+    /// A lowerer with empty pools.
+    fn new(db: &'a SourceDb, blobs: Option<&'a super::embed_blob::BlobSink>) -> Self {
+        Lowerer {
+            db,
+            blobs,
+            constants: Vec::new(),
+            constant_index: FxHashMap::default(),
+            constant_next: Vec::new(),
+            programs: Vec::new(),
+            program_index: FxHashMap::default(),
+            program_next: Vec::new(),
+            source_files: Vec::new(),
+            sources: sources::SourceTable::default(),
+            diagnostics: Vec::new(),
+            at: Span::default(),
+            elems: Vec::new(),
+            overrides: merged::Overrides::default(),
+        }
+    }
+
+    /// The promises `range` of the layout, lowered in order (dropping any
+    /// that had an error, which is in [`Lowerer::diagnostics`]).
+    fn promises(
+        &mut self,
+        program: &ir::Program,
+        settled: &merge::Settled,
+        range: std::ops::Range<usize>,
+    ) -> Vec<PromiseParts> {
+        let mut promises = Vec::with_capacity(range.len());
+        for j in range {
+            let Some(&(i, m)) = settled.promises.get(j) else {
+                continue;
+            };
+            let Some(p) = program.promises.get(i) else {
+                continue;
+            };
+            let a = settled.after.get(j).cloned().unwrap_or_default();
+            let n = settled.notify.get(j).cloned().unwrap_or_default();
+            let source = self.source_loc(p.span);
+            let merged = m.and_then(|m| settled.merges.get(m));
+            if let Some(lowered) = self.promise(p, a, n, source, merged.map(|m| (m, program))) {
+                promises.push(lowered);
+            }
+        }
+        promises
+    }
+
     /// Something the checker should have refused reached the writer: no
     /// bundle is written (`E0900`).
     fn internal(&mut self, message: String) {
@@ -279,7 +326,7 @@ impl Lowerer<'_> {
         i
     }
 
-    fn source_loc(&mut self, span: Span, sources: &mut sources::SourceTable) -> u32 {
+    fn source_loc(&mut self, span: Span) -> u32 {
         let line = match self.db.get(span.file) {
             Some(f) => f.line_col(span.start).0 as u32,
             None => {
@@ -302,7 +349,7 @@ impl Lowerer<'_> {
                 constant
             }
         };
-        sources.intern(SourceLoc { file, line })
+        self.sources.intern(SourceLoc { file, line })
     }
 
     /// Classes in dependency order: a definition after everything it reads.
@@ -610,7 +657,7 @@ impl Lowerer<'_> {
         notify: Vec<u32>,
         source: u32,
         merged: Option<(&Merge, &ir::Program)>,
-    ) -> Option<Promise> {
+    ) -> Option<PromiseParts> {
         self.at = p.span;
         let Some(pt) = schema::promise_type(p.kind) else {
             self.internal(format!("unknown promise type `{}`", p.kind));
@@ -703,21 +750,19 @@ impl Lowerer<'_> {
         };
         let facts: Vec<u32> = loops.iter().map(|l| self.fact_id(&l.fact)).collect();
         let [on_repaired, on_kept, on_failed] = classes;
-        Some(Promise::from(
-            converge_format::bundle::format::PromiseParts {
-                kind: pt.id,
-                promiser,
-                attrs: FixedList::from(attrs),
-                guard,
-                loops: FixedList::from(facts),
-                after: FixedList::from(after),
-                notify: FixedList::from(notify),
-                on_repaired,
-                on_kept,
-                on_failed,
-                source,
-            },
-        ))
+        Some(PromiseParts {
+            kind: pt.id,
+            promiser,
+            attrs: FixedList::from(attrs),
+            guard,
+            loops: FixedList::from(facts),
+            after: FixedList::from(after),
+            notify: FixedList::from(notify),
+            on_repaired,
+            on_kept,
+            on_failed,
+            source,
+        })
     }
 
     /// Reads a file named relative to the policy file that names it, from
