@@ -20,6 +20,8 @@ pub mod explain;
 pub mod explain_secrets;
 pub mod fleet;
 pub mod fmt;
+#[cfg(test)]
+mod goldens;
 pub mod graph;
 pub mod host_facts;
 pub mod ir;

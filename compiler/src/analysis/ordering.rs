@@ -91,26 +91,119 @@ pub fn edges(program: &Program) -> Vec<Edge> {
     edges_with(program, &Objects::new(program))
 }
 
+/// Programs with fewer promises find their edges on one thread: below
+/// this, starting threads costs more than it saves.
+const PARALLEL_FROM: usize = 1 << 14;
+
 /// [`edges`] with the program's objects already grouped.
+///
+/// The ordering analysis is the longest of the analyses that run side by
+/// side (`sema::analyze_program`): at 1,000,000 promises it went on alone
+/// for half a second after the others were done (issue 22, item 4). So on
+/// a large program its own steps run side by side too: the account edges
+/// and the guard index beside the path index, then the edges of the two
+/// halves of the promises, concatenated in order. The edges, and their
+/// order, are those of one sequential walk.
 fn edges_with(program: &Program, objects: &Objects<'_>) -> Vec<Edge> {
-    let promises = &program.promises;
-    let mut ids: HashMap<&str, Vec<usize>> = HashMap::default();
-    let mut directories: HashMap<&str, Vec<usize>> = HashMap::default();
-    let mut files: HashMap<&str, Vec<usize>> = HashMap::default();
-    for (i, p) in promises.iter().enumerate() {
-        if let Some(id) = p.attr("id").and_then(Value::as_str) {
-            ids.entry(id).or_default().push(i);
-        }
-        match (p.kind, p.promiser.as_str()) {
-            ("directory", Some(path)) => directories.entry(path).or_default().push(i),
-            ("file", Some(path)) => files.entry(path).or_default().push(i),
-            _ => {}
-        }
+    if program.promises.len() < PARALLEL_FROM {
+        sequential_edges(program, objects)
+    } else {
+        parallel_edges(program, objects)
     }
-    let mut guarded = GuardedBy::new(program);
+}
+
+/// [`edges_with`] on this thread.
+fn sequential_edges(program: &Program, objects: &Objects<'_>) -> Vec<Edge> {
+    let index = EdgeIndex::new(program);
+    let guarded = GuardedBy::new(program);
+    let mut edges = promise_edges(
+        program,
+        objects,
+        &index,
+        &guarded,
+        0..program.promises.len(),
+    );
+    account_edges(program, &mut edges);
+    edges
+}
+
+/// [`edges_with`] on three threads.
+fn parallel_edges(program: &Program, objects: &Objects<'_>) -> Vec<Edge> {
+    let n = program.promises.len();
+    std::thread::scope(|scope| {
+        let accounts = scope.spawn(|| {
+            let mut edges = Vec::new();
+            account_edges(program, &mut edges);
+            edges
+        });
+        let guarded = scope.spawn(|| GuardedBy::new(program));
+        let index = EdgeIndex::new(program);
+        let guarded = joined(guarded);
+        let half = n / 2;
+        let mut edges = std::thread::scope(|halves| {
+            let second =
+                halves.spawn(|| promise_edges(program, objects, &index, &guarded, half..n));
+            let mut edges = promise_edges(program, objects, &index, &guarded, 0..half);
+            edges.extend(joined(second));
+            edges
+        });
+        edges.extend(joined(accounts));
+        edges
+    })
+}
+
+/// The result of a thread of [`edges_with`]; its panic is the caller's.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// The promises by `id`, and the `directory` and `file` promises by path.
+struct EdgeIndex<'p> {
+    ids: HashMap<&'p str, Vec<usize>>,
+    directories: HashMap<&'p str, Vec<usize>>,
+    files: HashMap<&'p str, Vec<usize>>,
+}
+
+impl<'p> EdgeIndex<'p> {
+    fn new(program: &'p Program) -> Self {
+        let mut index = EdgeIndex {
+            ids: HashMap::default(),
+            directories: HashMap::default(),
+            files: HashMap::default(),
+        };
+        for (i, p) in program.promises.iter().enumerate() {
+            if let Some(id) = p.attr("id").and_then(Value::as_str) {
+                index.ids.entry(id).or_default().push(i);
+            }
+            match (p.kind, p.promiser.as_str()) {
+                ("directory", Some(path)) => index.directories.entry(path).or_default().push(i),
+                ("file", Some(path)) => index.files.entry(path).or_default().push(i),
+                _ => {}
+            }
+        }
+        index
+    }
+}
+
+/// The edges that promises `range` make, in promise order: their `after`
+/// and `notify` lists, their outcome classes, and what contains them.
+fn promise_edges<'p>(
+    program: &'p Program,
+    objects: &Objects<'_>,
+    index: &EdgeIndex<'_>,
+    guarded: &GuardedBy<'p>,
+    range: std::ops::Range<usize>,
+) -> Vec<Edge> {
+    let promises = &program.promises;
+    let mut answers = Answers::default();
     let mut class_attrs = ClassAttrs::default();
     let mut edges = Vec::new();
-    for (i, p) in promises.iter().enumerate() {
+    for i in range {
+        let Some(p) = promises.get(i) else {
+            continue;
+        };
         let sets_classes = class_attrs.of(p.kind);
         for attr in &p.attrs {
             match attr.name {
@@ -125,7 +218,7 @@ fn edges_with(program: &Program, objects: &Objects<'_>) -> Vec<Edge> {
                         let targets: &[usize] = if &**kind == "id" {
                             target
                                 .as_str()
-                                .and_then(|t| ids.get(t))
+                                .and_then(|t| index.ids.get(t))
                                 .map_or(&[], Vec::as_slice)
                         } else {
                             objects.promises_of(kind, target)
@@ -154,7 +247,7 @@ fn edges_with(program: &Program, objects: &Objects<'_>) -> Vec<Edge> {
                     let Some(class) = attr.value.as_str() else {
                         continue;
                     };
-                    for &q in guarded.promises(class) {
+                    for &q in guarded.promises(class, &mut answers) {
                         edges.push(Edge {
                             from: i,
                             to: q,
@@ -172,7 +265,7 @@ fn edges_with(program: &Program, objects: &Objects<'_>) -> Vec<Edge> {
             continue;
         };
         if matches!(p.kind, "line" | "setting" | "block") {
-            for &f in files.get(path).map_or(&[][..], Vec::as_slice) {
+            for &f in index.files.get(path).map_or(&[][..], Vec::as_slice) {
                 edges.push(Edge {
                     from: f,
                     to: i,
@@ -193,7 +286,7 @@ fn edges_with(program: &Program, objects: &Objects<'_>) -> Vec<Edge> {
                 } else {
                     rest.get(..slash).unwrap_or("/")
                 };
-                if let Some(dirs) = directories.get(dir) {
+                if let Some(dirs) = index.directories.get(dir) {
                     for &d in dirs {
                         edges.push(Edge {
                             from: d,
@@ -212,7 +305,6 @@ fn edges_with(program: &Program, objects: &Objects<'_>) -> Vec<Edge> {
             }
         }
     }
-    account_edges(program, &mut edges);
     edges
 }
 
@@ -338,8 +430,10 @@ struct GuardedBy<'p> {
     direct: HashMap<&'p str, Vec<usize>>,
     /// Class -> classes whose definition names it.
     dependents: HashMap<&'p str, Vec<&'p str>>,
-    answers: HashMap<&'p str, Vec<usize>>,
 }
+
+/// The answers of [`GuardedBy::promises`] so far: one per thread.
+type Answers<'p> = HashMap<&'p str, Vec<usize>>;
 
 impl<'p> GuardedBy<'p> {
     fn new(program: &'p Program) -> Self {
@@ -363,16 +457,12 @@ impl<'p> GuardedBy<'p> {
                 dependents.entry(d).or_default().push(c.name.as_str());
             }
         }
-        GuardedBy {
-            direct,
-            dependents,
-            answers: HashMap::default(),
-        }
+        GuardedBy { direct, dependents }
     }
 
     /// The promises that wait for `class`, ascending, each once.
-    fn promises(&mut self, class: &'p str) -> &[usize] {
-        if !self.answers.contains_key(class) {
+    fn promises<'a>(&self, class: &'p str, answers: &'a mut Answers<'p>) -> &'a [usize] {
+        if !answers.contains_key(class) {
             let mut seen: HashSet<&str> = HashSet::default();
             let mut stack = vec![class];
             let mut found: Vec<usize> = Vec::new();
@@ -387,9 +477,9 @@ impl<'p> GuardedBy<'p> {
             }
             found.sort_unstable();
             found.dedup();
-            self.answers.insert(class, found);
+            answers.insert(class, found);
         }
-        self.answers.get(class).map_or(&[][..], Vec::as_slice)
+        answers.get(class).map_or(&[][..], Vec::as_slice)
     }
 }
 
@@ -562,5 +652,31 @@ fn step_label(edge: &Edge, from: &str, to: &str) -> String {
             format!("{to} is in {from}, which must exist first")
         }
         EdgeKind::Account => format!("{to} lists {from} as a member, who must exist first"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::goldens;
+
+    #[test]
+    fn the_edges_are_the_same_on_one_thread_and_on_three() {
+        let mut kinds = HashSet::default();
+        for policy in goldens::policies() {
+            let (_, checked) = goldens::checked(&policy);
+            let program = &checked.program;
+            let objects = Objects::new(program);
+            let edges = sequential_edges(program, &objects);
+            assert_eq!(
+                parallel_edges(program, &objects),
+                edges,
+                "{}",
+                policy.display()
+            );
+            kinds.extend(edges.iter().map(|e| format!("{:?}", e.kind)));
+        }
+        // The goldens make every kind of edge.
+        assert_eq!(kinds.len(), 5, "{kinds:?}");
     }
 }

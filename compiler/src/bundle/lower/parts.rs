@@ -215,43 +215,16 @@ impl Renumber {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
     use converge_format::bundle::format::Body;
 
     use crate::bundle::lower::{lower_in, BuildInfo};
-    use crate::check::check;
-    use crate::workspace::{FileSystem, Workspace};
-
-    /// Every golden policy (`tests/golden/NAME/NAME.policy`): together
-    /// they write every kind of value, guard, loop, lookup and file.
-    fn golden_policies() -> Vec<PathBuf> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden");
-        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter_map(|d| {
-                let name = d.file_name()?.to_str()?.to_owned();
-                Some(d.join(format!("{name}.policy"))).filter(|p| p.is_file())
-            })
-            .collect();
-        found.sort();
-        assert!(found.len() >= 10, "golden policies: {found:?}");
-        found
-    }
+    use crate::goldens;
 
     /// The body of `policy`, its promises lowered in `parts` parts.
     fn lowered(policy: &Path, parts: usize) -> Body {
-        let mut ws = Workspace::new(FileSystem::new());
-        ws.add_root(policy).unwrap();
-        let mut outcome = check(&ws);
-        let errors: Vec<_> = outcome
-            .diagnostics
-            .iter()
-            .filter(|d| d.is_error())
-            .collect();
-        assert!(errors.is_empty(), "{}: {errors:?}", policy.display());
-        let checked = outcome.programs.pop().expect("a policy block");
+        let (ws, checked) = goldens::checked(policy);
         let info = BuildInfo {
             name: "t".into(),
             key_id: [0; 8],
@@ -292,7 +265,7 @@ policy { late(); }
         let late = dir.path().join("late.policy");
         std::fs::write(&late, LATE).unwrap();
         std::fs::write(dir.path().join("motd.tpl"), MOTD).unwrap();
-        for policy in golden_policies().into_iter().chain([late]) {
+        for policy in goldens::policies().into_iter().chain([late]) {
             let whole = lowered(&policy, 1);
             let n = whole.promises.len();
             assert!(n >= 2, "{}: {n} promises", policy.display());
