@@ -103,7 +103,6 @@ impl Lowerer<'_> {
             })
             .collect();
         self.diagnostics.extend(diagnostics);
-        out.reserve(promises.len());
         for mut promise in promises {
             map.promise(&mut promise);
             out.push(Promise::from(promise));
