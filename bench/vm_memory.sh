@@ -14,6 +14,9 @@
 # 10,000-file figure meets the target (<= 8 MB). Memory per promise is
 # constant when the per-promise figure does not grow with N.
 #
+# NAMES=long gives every file a 35-36-byte path and 57 bytes of content
+# (texts longer than the 24 bytes a constant keeps inline), where the
+# default names are 10-16 bytes and contents 17-21.
 # SIZES="1 1000 10000 100000" chooses the sizes (the first is the
 # baseline). PEER=DIR measures DIR/policyvm too (another build of the VM, e.g. of
 # `main`), on the same bundles and roots, interleaved run by run with this
@@ -42,17 +45,23 @@ vms = {"this": policyvm}
 if peer:
     vms["peer"] = f"{peer}/policyvm"
 
+LONG = os.environ.get("NAMES") == "long"
+
 def content(i):
+    if LONG:  # 57 bytes: longer than a text kept inline (24)
+        return f"listen 127.0.0.1:{8000 + i % 1000}; server_name www{i:05}.example.org;\n"
     return f"content of file {i}\n"
 
 def path(i):
+    if LONG:  # 35-36 bytes
+        return f"/srv/www/site{i // 100}/conf/file-{i:05}.conf"
     return f"/data/d{i // 100}/f{i}"
 
 def prepare(n):
     """The bundle of n file promises, and a root where every file already
     is as promised."""
     policy = ["bundle files {"]
-    policy += [f'  file "{path(i)}" {{ content = "content of file {i}\\n"; mode = 0o644; }}'
+    policy += [f'  file "{path(i)}" {{ content = "{content(i)[:-1]}\\n"; mode = 0o644; }}'
                for i in range(n)]
     policy.append("}\npolicy { files(); }\n")
     src, bundle = f"{work}/p{n}.policy", f"{work}/p{n}.bundle"

@@ -118,8 +118,8 @@ pub fn repaired(r: &RunReport) -> usize {
 pub fn failed(r: &RunReport) -> Vec<String> {
     r.promises
         .iter()
-        .filter_map(|p| match &p.outcome {
-            Outcome::Failed(e) => Some(format!("{} {}: {e}", p.kind, p.promiser)),
+        .filter_map(|p| match &p.outcome() {
+            Outcome::Failed(e) => Some(format!("{} {}: {e}", p.kind(), p.promiser)),
             _ => None,
         })
         .collect()

@@ -44,11 +44,11 @@ fn line<'t>(text: &'t str, name: &str) -> Option<&'t str> {
 }
 
 fn outcome<'r>(r: &'r RunReport, kind: &str, promiser: &str) -> &'r Outcome {
-    &r.promises
+    r.promises
         .iter()
-        .find(|p| p.kind == kind && p.promiser == promiser)
+        .find(|p| p.kind() == kind && p.promiser == promiser)
         .unwrap_or_else(|| panic!("no promise {kind} {promiser}: {r:?}"))
-        .outcome
+        .outcome()
 }
 
 const CREATE: &str = r#"

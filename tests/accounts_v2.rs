@@ -60,11 +60,11 @@ fn fields(text: &str, name: &str) -> Vec<String> {
 }
 
 fn outcome<'r>(r: &'r RunReport, kind: &str, promiser: &str) -> &'r Outcome {
-    &r.promises
+    r.promises
         .iter()
-        .find(|p| p.kind == kind && p.promiser == promiser)
+        .find(|p| p.kind() == kind && p.promiser == promiser)
         .unwrap_or_else(|| panic!("no promise {kind} {promiser}: {r:?}"))
-        .outcome
+        .outcome()
 }
 
 /// Every way the VM shows a run: the human report, the JSON report, and
@@ -200,7 +200,7 @@ fn debian_group_and_user_converge_in_one_run_and_the_hash_is_never_printed() {
     let app_changes: Vec<&str> = third
         .promises
         .iter()
-        .find(|p| p.kind == "user" && p.promiser == "app")
+        .find(|p| p.kind() == "user" && p.promiser == "app")
         .unwrap()
         .changes()
         .iter()

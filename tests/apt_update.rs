@@ -139,7 +139,7 @@ fn a_missing_or_old_index_is_refreshed_once_per_run_before_the_batch() {
     // Without the refresh there would be no candidate: one run installs.
     let first = converge(&bundle, r, false);
     assert!(failed(&first).is_empty(), "{:?}", failed(&first));
-    assert_eq!(promise(&first, "cvg-fresh").outcome, Outcome::Repaired);
+    assert_eq!(*promise(&first, "cvg-fresh").outcome(), Outcome::Repaired);
     assert!(!lists(r).is_empty());
     assert!(r.join("usr/share/cvg-fresh/README").exists());
     // Two batches asked (the second after a file), one update ran.
@@ -189,5 +189,8 @@ fn a_failed_refresh_fails_the_batch_with_the_reason_and_is_not_retried() {
         failures[0].split_once(": ").unwrap().1,
         failures[1].split_once(": ").unwrap().1
     );
-    assert_eq!(promise(&report, "/etc/between").outcome, Outcome::Repaired);
+    assert_eq!(
+        *promise(&report, "/etc/between").outcome(),
+        Outcome::Repaired
+    );
 }

@@ -111,12 +111,12 @@ fn promises(r: &RunReport) -> Vec<String> {
                     format!("{}: {} -> {}", c.what, c.before, after)
                 })
                 .collect();
-            let outcome = match &p.outcome {
+            let outcome = match p.outcome() {
                 Outcome::Failed(e) => format!("failed: {e}"),
                 Outcome::Skipped(e) => format!("skipped: {e}"),
                 o => format!("{o:?}"),
             };
-            format!("{} {} {outcome} {changes:?}", p.kind, p.promiser)
+            format!("{} {} {outcome} {changes:?}", p.kind(), p.promiser)
         })
         .collect()
 }
@@ -172,7 +172,7 @@ fn a_file_owned_by_a_user_the_run_creates_would_be_repaired() {
         .iter()
         .find(|p| p.promiser == "/srv/app/conf/d/app.conf")
         .unwrap();
-    assert_eq!(conf.outcome, Outcome::Repaired, "{conf:?}");
+    assert_eq!(*conf.outcome(), Outcome::Repaired, "{conf:?}");
     let dir = dry
         .promises
         .iter()
@@ -184,9 +184,9 @@ fn a_file_owned_by_a_user_the_run_creates_would_be_repaired() {
     let notes = dry
         .promises
         .iter()
-        .find(|p| p.kind == "line" && p.promiser == "/srv/app/notes")
+        .find(|p| p.kind() == "line" && p.promiser == "/srv/app/notes")
         .unwrap();
-    assert_eq!(notes.outcome, Outcome::Repaired, "{notes:?}");
+    assert_eq!(*notes.outcome(), Outcome::Repaired, "{notes:?}");
 }
 
 /// A world-writable directory the run creates: the real run refuses to

@@ -178,7 +178,7 @@ fn a_dry_run_shows_a_diff_and_writes_nothing() {
     let sshd = report
         .promises
         .iter()
-        .find(|p| p.kind == "setting" && p.outcome == Outcome::Repaired)
+        .find(|p| p.kind() == "setting" && *p.outcome() == Outcome::Repaired)
         .expect("a setting would repair");
     let diff = sshd
         .changes()

@@ -74,11 +74,11 @@ impl Sandbox {
 }
 
 fn outcome<'r>(r: &'r RunReport, promiser: &str) -> &'r Outcome {
-    &r.promises
+    r.promises
         .iter()
         .find(|p| p.promiser == promiser)
         .unwrap_or_else(|| panic!("no promise {promiser:?} in {r:?}"))
-        .outcome
+        .outcome()
 }
 
 /// Item 1 (the empty private key): a permissions-only promise with

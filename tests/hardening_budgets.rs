@@ -73,12 +73,12 @@ fn root() -> tempfile::TempDir {
 }
 
 fn outcome_of<'r>(report: &'r converge_vm::run::RunReport, promiser: &str) -> &'r Outcome {
-    &report
+    report
         .promises
         .iter()
         .find(|p| p.promiser == promiser)
         .unwrap_or_else(|| panic!("no result for {promiser}: {:?}", report.promises))
-        .outcome
+        .outcome()
 }
 
 fn failure_of(report: &converge_vm::run::RunReport, promiser: &str) -> String {

@@ -436,7 +436,7 @@ fn item16_a_stale_temporary_is_removed_when_the_target_is_unchanged() {
     let report = converge(&bundle, &host.root(), false);
     assert!(!stale.exists());
     let motd = &report.promises[0];
-    assert_eq!(motd.outcome, Outcome::Repaired, "{report:?}");
+    assert_eq!(*motd.outcome(), Outcome::Repaired, "{report:?}");
     assert_eq!(motd.changes()[0].what, "removed stale temporary");
     assert_eq!(motd.changes()[0].before, "/etc/.converge-tmp.dead.3");
     let again = converge(&bundle, &host.root(), false);

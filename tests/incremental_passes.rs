@@ -34,12 +34,12 @@ fn observed(r: &RunReport, root: &Path) -> String {
         .map(|p| {
             format!(
                 "{} {:?} {:?} {:?} {:?} passes={}",
-                p.kind,
+                p.kind(),
                 p.promiser,
-                p.outcome,
+                p.outcome(),
                 p.changes(),
                 p.output(),
-                p.repaired_passes
+                p.repaired_passes()
             )
         })
         .collect();
@@ -192,7 +192,7 @@ policy { b(); }"#;
     // kept (`/etc/b` untouched since, `/etc/a` read back at its write).
     assert!(r.passes >= 2, "{r:?}");
     assert_eq!(r.checks_skipped, 2 * (u64::from(r.passes) - 2), "{r:?}");
-    assert_eq!(r.promises[0].repaired_passes, 1, "{r:?}");
+    assert_eq!(r.promises[0].repaired_passes(), 1, "{r:?}");
 }
 
 /// An instance whose value changes with a class set on repair (a template
@@ -217,7 +217,7 @@ policy { b(); }"#;
     };
     let r = compare(&bytes, policy, &setup).unwrap();
     let t = r.promises.iter().find(|p| p.promiser == "/etc/t").unwrap();
-    assert_eq!(t.repaired_passes, 1, "{r:?}");
+    assert_eq!(t.repaired_passes(), 1, "{r:?}");
     assert!(r.checks_skipped >= 1, "{r:?}");
 }
 

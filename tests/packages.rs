@@ -55,11 +55,11 @@ fn installed(root: &Path) -> Vec<String> {
 }
 
 fn outcome<'r>(r: &'r RunReport, promiser: &str) -> &'r Outcome {
-    &r.promises
+    r.promises
         .iter()
         .find(|p| p.promiser == promiser)
         .unwrap_or_else(|| panic!("no promise {promiser}: {r:?}"))
-        .outcome
+        .outcome()
 }
 
 fn host_has(name: &str) -> bool {

@@ -73,11 +73,11 @@ impl Root {
 
 /// The outcome of the promise on `promiser`.
 fn outcome<'r>(r: &'r RunReport, promiser: &str) -> &'r Outcome {
-    &r.promises
+    r.promises
         .iter()
         .find(|p| p.promiser == promiser)
         .unwrap_or_else(|| panic!("no promise {promiser}: {r:?}"))
-        .outcome
+        .outcome()
 }
 
 /// The reason a promise was skipped (it must have been).

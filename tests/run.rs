@@ -129,8 +129,8 @@ fn drift_is_repaired_exactly_and_unmanaged_files_reported() {
     let fixed: Vec<String> = r
         .promises
         .iter()
-        .filter(|p| p.outcome == Outcome::Repaired)
-        .map(|p| format!("{} {}", p.kind, p.promiser))
+        .filter(|p| *p.outcome() == Outcome::Repaired)
+        .map(|p| format!("{} {}", p.kind(), p.promiser))
         .collect();
     assert_eq!(
         fixed,
@@ -590,9 +590,9 @@ policy { b(); }"#,
     let slow = r.promises.iter().find(|p| p.promiser == "slow").unwrap();
     // Killed at its timeout (the message says so), not left running.
     assert!(
-        matches!(&slow.outcome, Outcome::Failed(e) if e.contains("timeout")),
+        matches!(slow.outcome(), Outcome::Failed(e) if e.contains("timeout")),
         "{:?}",
-        slow.outcome
+        slow.outcome()
     );
 }
 
@@ -636,12 +636,12 @@ policy { b(); }"#,
     let line = r
         .promises
         .iter()
-        .find(|p| p.kind == "line" && p.promiser == "/etc/fifo")
+        .find(|p| p.kind() == "line" && p.promiser == "/etc/fifo")
         .unwrap();
     assert!(
-        matches!(line.outcome, Outcome::Skipped(_)),
+        matches!(line.outcome(), Outcome::Skipped(_)),
         "{:?}",
-        line.outcome
+        line.outcome()
     );
     assert_eq!(
         std::fs::metadata(root.path().join("etc/huge"))
@@ -670,7 +670,7 @@ policy { b(); }"#,
     let outcomes: Vec<&str> = r
         .promises
         .iter()
-        .map(|p| match p.outcome {
+        .map(|p| match p.outcome() {
             Outcome::Failed(_) => "failed",
             Outcome::Skipped(_) => "skipped",
             Outcome::Repaired => "repaired",

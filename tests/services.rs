@@ -95,11 +95,11 @@ fn pid(root: &Path, name: &str) -> Option<u32> {
 }
 
 fn outcome<'r>(r: &'r RunReport, promiser: &str) -> &'r Outcome {
-    &r.promises
+    r.promises
         .iter()
         .find(|p| p.promiser == promiser)
         .unwrap_or_else(|| panic!("no promise {promiser}: {r:?}"))
-        .outcome
+        .outcome()
 }
 
 fn policy(state: &str, enabled: bool, conf: &str) -> String {

@@ -38,11 +38,11 @@ fn snapshot(root: &Path) -> BTreeMap<String, String> {
 }
 
 fn outcome<'r>(r: &'r RunReport, kind: &str, promiser: &str) -> &'r Outcome {
-    &r.promises
+    r.promises
         .iter()
-        .find(|p| p.kind == kind && p.promiser == promiser)
+        .find(|p| p.kind() == kind && p.promiser == promiser)
         .unwrap_or_else(|| panic!("no promise {kind} {promiser}: {r:#?}"))
-        .outcome
+        .outcome()
 }
 
 const FILES: &str = r#"

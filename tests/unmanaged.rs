@@ -66,11 +66,11 @@ fn entry(kind: &str, name: &str, action: Action) -> (String, String, Action) {
 }
 
 fn outcome<'r>(r: &'r RunReport, kind: &str, promiser: &str) -> &'r Outcome {
-    &r.promises
+    r.promises
         .iter()
-        .find(|p| p.kind == kind && p.promiser == promiser)
+        .find(|p| p.kind() == kind && p.promiser == promiser)
         .unwrap_or_else(|| panic!("no promise {kind} {promiser}: {r:?}"))
-        .outcome
+        .outcome()
 }
 
 fn read(root: &Path, path: &str) -> String {
@@ -529,7 +529,11 @@ policy { b(); }"#,
         extras(&dry),
         [entry("package", "cvg-extra", Action::WouldRemove)]
     );
-    let unmanaged = dry.promises.iter().find(|p| p.kind == "unmanaged").unwrap();
+    let unmanaged = dry
+        .promises
+        .iter()
+        .find(|p| p.kind() == "unmanaged")
+        .unwrap();
     assert!(
         unmanaged.changes().iter().any(|c| c.after.contains("dpkg")),
         "{unmanaged:?}"

@@ -171,12 +171,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for FixedList<T> {
     }
 }
 
-/// The text of a string or word constant. Short texts (up to 24 bytes:
-/// most paths, names and words of a policy) are held inline, without an
-/// allocation of their own: a body of 10,000 file promises holds 20,000
-/// such texts, and a `String` each cost its 24 bytes plus a heap block
-/// (issue 22, item 3). On the wire it is a string, as before.
-pub type Text = compact_str::CompactString;
+pub use super::text::Text;
 
 /// Bytes that decode without trusting their length prefix either.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
@@ -924,7 +919,7 @@ mod tests {
                 panic!("not a string constant");
             };
             assert_eq!(back, text);
-            assert_eq!(back.is_heap_allocated(), !inline, "{text}");
+            assert_eq!(back.is_inline(), inline, "{text}");
         }
     }
 

@@ -4,7 +4,7 @@
 //! the compiler's writer follows it. [`envelope`] is the signed framing and
 //! the checks made before anything is decoded, [`format`] the body,
 //! [`instr`] the instruction set, [`functions`] the built-in functions of
-//! `func`, [`probe`] the probe table (format 2.3), [`verify`] the structural checks on a decoded body, [`keys`] the
+//! `func`, [`probe`] the probe table (format 2.3), [`text`] the texts of constants, [`verify`] the structural checks on a decoded body, [`keys`] the
 //! key files, [`disasm`] `policyvm inspect`, [`wire`] the canonical
 //! encoding, and [`error`] why a bundle is refused. Every number that names
 //! something (opcodes, kinds, functions, promise types, attributes, facts)
@@ -20,6 +20,7 @@ pub mod instr;
 pub mod keys;
 pub mod limits;
 pub mod probe;
+pub mod text;
 pub mod verify;
 pub mod wire;
 

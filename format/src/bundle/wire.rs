@@ -76,7 +76,10 @@ pub fn decode(bytes: &[u8]) -> Result<Body, BundleError> {
     REFUSAL.with(|r| r.borrow_mut().take());
     let mut de = postcard::Deserializer::from_bytes(bytes);
     // Lists are charged their memory as they are read (format.rs).
-    let decoded = super::format::with_decode_budget(bytes.len(), || Body::deserialize(&mut de));
+    // Long texts share one buffer (text.rs), set before they are read.
+    let decoded = super::text::with_text_pool(|| {
+        super::format::with_decode_budget(bytes.len(), || Body::deserialize(&mut de))
+    });
     let rest = de.finalize().map_or(0, |rest| rest.len());
     let at = bytes.len().saturating_sub(rest);
     let body = decoded.map_err(|e| {

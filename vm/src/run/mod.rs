@@ -16,9 +16,11 @@ pub mod operators;
 pub mod owed;
 pub mod report;
 pub use converge_eval::resolve;
+pub use result::PromiseResult;
 mod dirty;
 mod pass;
 mod recorded;
+mod result;
 pub mod simulated;
 mod slots;
 pub mod source;
@@ -33,7 +35,6 @@ use operators::{Accounts, Applied, Change, Ctx, Outcome};
 use recorded::Recorded;
 use resolve::{loop_combinations, Instance, Resolver};
 use slots::{InstanceKey, Slots};
-use source::Source;
 
 use crate::backend;
 use crate::backend::packages::{Batcher, Entry};
@@ -89,65 +90,6 @@ enum Unresolved {
     /// A probe fact its guard or values need is unknown here (LANGUAGE.md
     /// section 15): it is skipped with the reason.
     Unknown(String),
-}
-
-/// The result of one promise instance over the whole run.
-#[derive(Clone, Debug)]
-pub struct PromiseResult {
-    pub index: usize,
-    pub kind: &'static str,
-    pub promiser: String,
-    pub outcome: Outcome,
-    /// `file:line` of the promise.
-    pub source: Source,
-    /// Its changes and output, which most results do not have: boxed, a
-    /// result is 112 bytes, not 160 (a report holds one per promise, and
-    /// is made while the body is held: a converged run's peak memory;
-    /// issue 22, item 3).
-    details: Option<Box<Details>>,
-    /// In how many passes it repaired something.
-    pub repaired_passes: u32,
-}
-
-/// What a promise changed, and the output of its command.
-#[derive(Clone, Debug, Default)]
-struct Details {
-    changes: Vec<Change>,
-    output: Option<String>,
-}
-
-impl PromiseResult {
-    pub fn new(
-        index: usize,
-        kind: &'static str,
-        promiser: String,
-        outcome: Outcome,
-        source: Source,
-        changes: Vec<Change>,
-        output: Option<String>,
-    ) -> Self {
-        let details = (!changes.is_empty() || output.is_some())
-            .then(|| Box::new(Details { changes, output }));
-        PromiseResult {
-            index,
-            kind,
-            promiser,
-            outcome,
-            source,
-            details,
-            repaired_passes: 0,
-        }
-    }
-
-    /// What it changed, in order.
-    pub fn changes(&self) -> &[Change] {
-        self.details.as_ref().map_or(&[], |d| &d.changes)
-    }
-
-    /// The output of its command, if it ran one that printed.
-    pub fn output(&self) -> Option<&str> {
-        self.details.as_ref().and_then(|d| d.output.as_deref())
-    }
 }
 
 #[derive(Clone, Debug)]
@@ -238,16 +180,16 @@ impl Passed {
         if !report.converged {
             report.oscillating = results
                 .iter()
-                .filter(|r| r.repaired_passes >= report.passes)
-                .map(|r| format!("{} {:?} ({})", r.kind, r.promiser, r.source))
+                .filter(|r| r.repaired_passes() >= report.passes)
+                .map(|r| format!("{} {:?} ({})", r.kind(), r.promiser, r.source))
                 .collect();
         }
         if let Some(e) = &report.watch.error {
             // The run's record could not be written: what the watches saw
             // is not recorded, so none of them may claim it was.
-            for r in results.iter_mut().filter(|r| r.kind == "watch") {
-                if !matches!(r.outcome, Outcome::Failed(_) | Outcome::Skipped(_)) {
-                    r.outcome = Outcome::Failed(e.clone());
+            for r in results.iter_mut().filter(|r| r.kind() == "watch") {
+                if !matches!(r.outcome(), Outcome::Failed(_) | Outcome::Skipped(_)) {
+                    r.set_outcome(Outcome::Failed(e.clone()));
                 }
             }
         }
@@ -1598,7 +1540,7 @@ fn record(
 
 impl RunReport {
     pub fn count(&self, pred: impl Fn(&Outcome) -> bool) -> usize {
-        self.promises.iter().filter(|p| pred(&p.outcome)).count()
+        self.promises.iter().filter(|p| pred(p.outcome())).count()
     }
 }
 

@@ -16,7 +16,7 @@ use std::borrow::Cow;
 use super::operators::{Applied, Change, Outcome};
 use super::source::SourceFiles;
 use super::PromiseResult;
-use crate::bundle::format::{Body, Constant, Item};
+use crate::bundle::format::{Body, Constant, Item, Text};
 use crate::bundle::Verified;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -253,16 +253,17 @@ impl Recorded {
         let index = self.index();
         let head = heads.get(index);
         let promiser = match self.more.as_ref().and_then(|m| m.promiser.as_deref()) {
-            Some(own) => own.to_owned(),
+            Some(own) => Text::from(own),
+            // The body's text, shared, not copied (format's `text.rs`).
             None => match head.map(|h| h.promiser) {
                 Some(Item::Const(c)) => match v.body.constants.get(c as usize) {
-                    Some(Constant::Str(s) | Constant::Word(s)) => s.to_string(),
-                    _ => String::new(),
+                    Some(Constant::Str(s) | Constant::Word(s)) => s.clone(),
+                    _ => Text::default(),
                 },
-                _ => String::new(),
+                _ => Text::default(),
             },
         };
-        let kind = self.kind();
+        let kind = self.kind;
         let source = files.of(v, head.map(|h| h.source));
         let mark = self.mark;
         let More {
@@ -278,10 +279,10 @@ impl Recorded {
             Mark::Changed => Outcome::Changed,
             Mark::Other => outcome.unwrap_or_else(|| UNRECORDED.clone()),
         };
-        PromiseResult {
-            repaired_passes: u32::from(repaired_passes),
-            ..PromiseResult::new(index, kind, promiser, outcome, source, changes, output)
-        }
+        let mut result =
+            PromiseResult::of_kind(index, kind, promiser, outcome, source, changes, output);
+        result.set_repaired_passes(u32::from(repaired_passes));
+        result
     }
 }
 
@@ -365,7 +366,7 @@ mod tests {
             len: 0,
         };
         let done = r.finish(&v, &heads(&v.body), &mut files);
-        assert_eq!(done.outcome, Outcome::Failed("no".into()));
+        assert_eq!(*done.outcome(), Outcome::Failed("no".into()));
         assert_eq!(done.promiser, "/etc/motd");
         assert_eq!(
             done.changes()

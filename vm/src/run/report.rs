@@ -63,7 +63,7 @@ fn push_repair_lines(
 fn write_head(out: &mut String, p: &super::PromiseResult) {
     use std::fmt::Write as _;
     out.clear();
-    out.push_str(p.kind);
+    out.push_str(p.kind());
     out.push(' ');
     // `{:?}` leaves printable ASCII but `"` and `\\` as it is: such a
     // promiser (nearly all) is copied between quotes; any other is
@@ -173,18 +173,18 @@ impl serde::Serialize for StreamedPromise<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap as _;
         let p = self.0;
-        let error = match &p.outcome {
+        let error = match p.outcome() {
             Outcome::Failed(e) | Outcome::Skipped(e) => Some(e),
             _ => None,
         };
         let mut map = s.serialize_map(Some(7))?;
         map.serialize_entry("changes", &StreamedChanges(p.changes()))?;
         map.serialize_entry("error", &error)?;
-        map.serialize_entry("outcome", outcome_word(&p.outcome))?;
+        map.serialize_entry("outcome", outcome_word(p.outcome()))?;
         map.serialize_entry("output", &p.output())?;
         map.serialize_entry("promiser", &p.promiser)?;
         map.serialize_entry("source", &p.source)?;
-        map.serialize_entry("type", p.kind)?;
+        map.serialize_entry("type", p.kind())?;
         map.end()
     }
 }
@@ -218,7 +218,7 @@ fn json_head(r: &RunReport) -> Value {
     let count = |w: &str| {
         r.promises
             .iter()
-            .filter(|p| outcome_word(&p.outcome) == w)
+            .filter(|p| outcome_word(p.outcome()) == w)
             .count()
     };
     let owed: Vec<Value> = r
@@ -288,7 +288,11 @@ fn json_head(r: &RunReport) -> Value {
     });
     // Only a run with `unmanaged` promises says anything of extra entries
     // (LANGUAGE.md section 17): each with its type, escaped name and fate.
-    if !r.extra.is_empty() || r.promises.iter().any(|p| p.kind == crate::unmanaged::KIND) {
+    if !r.extra.is_empty()
+        || r.promises
+            .iter()
+            .any(|p| p.kind() == crate::unmanaged::KIND)
+    {
         if let Some(map) = report.as_object_mut() {
             map.insert(
                 "extra".to_owned(),
@@ -385,11 +389,11 @@ fn human_lines(r: &RunReport, out: &mut Lines<'_>) {
         // A kept promise prints nothing unless a watch or a report says
         // something: its head is not formatted (a converged run of 10,000
         // promises formatted 10,000 heads to print none).
-        if p.outcome == Outcome::Kept && p.kind != "watch" && p.kind != "report" {
+        if *p.outcome() == Outcome::Kept && p.kind() != "watch" && p.kind() != "report" {
             continue;
         }
         write_head(&mut head, p);
-        match &p.outcome {
+        match p.outcome() {
             Outcome::Failed(e) => {
                 out.problem(format!("FAILED   {head}: {}\n", printable(e)));
             }
@@ -397,7 +401,7 @@ fn human_lines(r: &RunReport, out: &mut Lines<'_>) {
                 push_repair_lines(out.out, verb, &head, p.changes());
                 // The commands a backend ran (their output is in the JSON
                 // report).
-                if BACKEND_TYPES.contains(&p.kind) {
+                if BACKEND_TYPES.contains(&p.kind()) {
                     for line in p.output().iter().flat_map(|o| o.lines()) {
                         if line.starts_with("$ ") {
                             out.push_str(&format!("         {}\n", printable(line)));
@@ -424,12 +428,12 @@ fn human_lines(r: &RunReport, out: &mut Lines<'_>) {
             Outcome::Kept => {}
         }
         // What a watch recorded or could not read.
-        if p.kind == "watch" {
+        if p.kind() == "watch" {
             for line in p.output().iter().flat_map(|o| o.lines()) {
                 out.push_str(&format!("watch    {head}: {}\n", printable(line)));
             }
         }
-        if p.kind == "report" {
+        if p.kind() == "report" {
             if let Some(message) = &p.output() {
                 out.push_str(&format!("report   {}: {message}\n", p.promiser));
             }
@@ -487,7 +491,7 @@ fn human_lines(r: &RunReport, out: &mut Lines<'_>) {
     let count = |w: &str| {
         r.promises
             .iter()
-            .filter(|p| outcome_word(&p.outcome) == w)
+            .filter(|p| outcome_word(p.outcome()) == w)
             .count()
     };
     let owed = if r.owed.is_empty() {
@@ -544,18 +548,17 @@ mod tests {
     use crate::run::PromiseResult;
 
     fn result(promiser: &str, source: Source) -> PromiseResult {
-        PromiseResult {
-            repaired_passes: 1,
-            ..PromiseResult::new(
-                0,
-                "file",
-                promiser.into(),
-                Outcome::Repaired,
-                source,
-                Vec::new(),
-                None,
-            )
-        }
+        let mut result = PromiseResult::new(
+            0,
+            "file",
+            promiser,
+            Outcome::Repaired,
+            source,
+            Vec::new(),
+            None,
+        );
+        result.set_repaired_passes(1);
+        result
     }
 
     /// The head written in place is the `format!` it replaced, for every
@@ -577,7 +580,10 @@ mod tests {
             for source in [Source::default(), Source::for_test("p.policy", 12)] {
                 let p = result(promiser, source);
                 write_head(&mut head, &p);
-                assert_eq!(head, format!("{} {:?} ({})", p.kind, p.promiser, p.source));
+                assert_eq!(
+                    head,
+                    format!("{} {:?} ({})", p.kind(), p.promiser, p.source)
+                );
             }
         }
     }

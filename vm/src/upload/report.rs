@@ -37,7 +37,7 @@ pub struct Cycle<'a> {
 /// The status a run comes to: a failed promise or no fixed point is
 /// `failed`, any repair `repaired`, else `kept`.
 pub fn status(r: &RunReport) -> Status {
-    let any = |f: fn(&Outcome) -> bool| r.promises.iter().any(|p| f(&p.outcome));
+    let any = |f: fn(&Outcome) -> bool| r.promises.iter().any(|p| f(p.outcome()));
     if !r.converged || any(|o| matches!(o, Outcome::Failed(_))) {
         Status::Failed
     } else if any(|o| matches!(o, Outcome::Repaired)) {
@@ -96,7 +96,11 @@ pub fn build(cycle: &Cycle<'_>) -> Report {
                 converge_format::chain::EXTENSION.to_owned(),
                 watch_extension(r),
             );
-            if !r.extra.is_empty() || r.promises.iter().any(|p| p.kind == crate::unmanaged::KIND) {
+            if !r.extra.is_empty()
+                || r.promises
+                    .iter()
+                    .any(|p| p.kind() == crate::unmanaged::KIND)
+            {
                 report.extensions.insert(
                     converge_format::report::EXTRA_EXTENSION.to_owned(),
                     extra_extension(r),
@@ -177,7 +181,7 @@ pub fn watch_extension(r: &RunReport) -> Value {
 
 fn summary(r: &RunReport) -> Summary {
     let count =
-        |f: fn(&Outcome) -> bool| r.promises.iter().filter(|p| f(&p.outcome)).count() as u64;
+        |f: fn(&Outcome) -> bool| r.promises.iter().filter(|p| f(p.outcome())).count() as u64;
     Summary {
         kept: count(|o| matches!(o, Outcome::Kept)),
         repaired: count(|o| matches!(o, Outcome::Repaired)),
@@ -194,7 +198,7 @@ fn promises(r: &RunReport) -> Vec<PromiseResult> {
     r.promises
         .iter()
         .filter_map(|p| {
-            let (outcome, error) = match &p.outcome {
+            let (outcome, error) = match p.outcome() {
                 Outcome::Kept => return None,
                 Outcome::Repaired => ("repaired", None),
                 Outcome::Failed(e) => ("failed", Some(e.clone())),
@@ -202,8 +206,8 @@ fn promises(r: &RunReport) -> Vec<PromiseResult> {
                 Outcome::Changed => ("changed", None),
             };
             Some(PromiseResult {
-                kind: p.kind.to_owned(),
-                promiser: p.promiser.clone(),
+                kind: p.kind().to_owned(),
+                promiser: p.promiser.to_string(),
                 outcome: outcome.to_owned(),
                 source: p.source.to_string(),
                 error,
