@@ -15,8 +15,9 @@
 # constant when the per-promise figure does not grow with N.
 #
 # NAMES=long gives every file a 35-36-byte path and 57 bytes of content
-# (texts longer than the 24 bytes a constant keeps inline), where the
-# default names are 10-16 bytes and contents 17-21.
+# (texts longer than the 24 bytes a constant keeps inline), NAMES=mid a
+# 27-29-byte path and the default content; the default paths are 7-16
+# bytes and contents 17-21.
 # SIZES="1 1000 10000 100000" chooses the sizes (the first is the
 # baseline). PEER=DIR measures DIR/policyvm too (another build of the VM, e.g. of
 # `main`), on the same bundles and roots, interleaved run by run with this
@@ -45,7 +46,8 @@ vms = {"this": policyvm}
 if peer:
     vms["peer"] = f"{peer}/policyvm"
 
-LONG = os.environ.get("NAMES") == "long"
+NAMES = os.environ.get("NAMES", "short")
+LONG = NAMES == "long"
 
 def content(i):
     if LONG:  # 57 bytes: longer than a text kept inline (24)
@@ -55,6 +57,8 @@ def content(i):
 def path(i):
     if LONG:  # 35-36 bytes
         return f"/srv/www/site{i // 100}/conf/file-{i:05}.conf"
+    if NAMES == "mid":  # 27-29 bytes
+        return f"/srv/bench/d{i // 100}/file-{i:05}.txt"
     return f"/data/d{i // 100}/f{i}"
 
 def prepare(n):
@@ -108,7 +112,7 @@ for _ in range(runs):  # interleaved: every size and VM sees the same machine
 def med(vm, n, k):
     return statistics.median(s[k] for s in samples[(vm, n)])
 
-print(f"converged `policyvm run` of N file promises, median of {runs}; "
+print(f"converged `policyvm run` of N file promises ({NAMES} names), median of {runs}; "
       f"load average {min(loads):.1f}-{max(loads):.1f} (1 min, at each round)")
 for vm, exe in vms.items():
     base = med(vm, sizes[0], 0)
