@@ -14,6 +14,7 @@
 use std::borrow::Cow;
 
 use super::operators::{Applied, Change, Outcome};
+use super::result::Mark;
 use super::source::SourceFiles;
 use super::PromiseResult;
 use crate::bundle::format::{Body, Constant, Item, Text};
@@ -31,23 +32,6 @@ pub(crate) struct Recorded {
     /// promiser: with it, a result is 16 bytes.
     more: Option<Box<More>>,
 }
-
-/// A result's outcome when it has no reason; one with a reason (a
-/// failure, a skip) is [`Mark::Other`], its outcome in [`More::outcome`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mark {
-    Kept,
-    Repaired,
-    Changed,
-    Other,
-}
-
-static KEPT: Outcome = Outcome::Kept;
-static REPAIRED: Outcome = Outcome::Repaired;
-static CHANGED: Outcome = Outcome::Changed;
-/// What [`Mark::Other`] reads without its outcome (never made: the
-/// outcome is set with the mark).
-static UNRECORDED: Outcome = Outcome::Failed(String::new());
 
 /// [`Recorded::kind`] of a result whose promise type is not known (a
 /// promise the body does not have).
@@ -191,29 +175,16 @@ impl Recorded {
 
     /// Its outcome so far.
     pub(crate) fn outcome(&self) -> &Outcome {
-        match self.mark {
-            Mark::Kept => &KEPT,
-            Mark::Repaired => &REPAIRED,
-            Mark::Changed => &CHANGED,
-            Mark::Other => self
-                .more
-                .as_ref()
-                .and_then(|m| m.outcome.as_ref())
-                .unwrap_or(&UNRECORDED),
-        }
+        self.mark
+            .outcome(self.more.as_ref().and_then(|m| m.outcome.as_ref()))
     }
 
     /// Sets its outcome: a mark, and one with a reason in [`More`].
     fn set_outcome(&mut self, outcome: Outcome) {
-        let (mark, reasoned) = match outcome {
-            Outcome::Kept => (Mark::Kept, None),
-            Outcome::Repaired => (Mark::Repaired, None),
-            Outcome::Changed => (Mark::Changed, None),
-            other => (Mark::Other, Some(other)),
-        };
+        let (mark, reasoned) = Mark::of(outcome);
         self.mark = mark;
-        if let Some(outcome) = reasoned {
-            self.more.get_or_insert_with(Box::default).outcome = Some(outcome);
+        if reasoned.is_some() {
+            self.more.get_or_insert_with(Box::default).outcome = reasoned;
         } else if let Some(more) = self.more.as_mut() {
             more.outcome = None;
         }
@@ -273,12 +244,7 @@ impl Recorded {
             repaired_passes,
             ..
         } = self.more.map(|m| *m).unwrap_or_default();
-        let outcome = match mark {
-            Mark::Kept => Outcome::Kept,
-            Mark::Repaired => Outcome::Repaired,
-            Mark::Changed => Outcome::Changed,
-            Mark::Other => outcome.unwrap_or_else(|| UNRECORDED.clone()),
-        };
+        let outcome = outcome.unwrap_or_else(|| mark.outcome(None).clone());
         let mut result =
             PromiseResult::of_kind(index, kind, promiser, outcome, source, changes, output);
         result.set_repaired_passes(u32::from(repaired_passes));

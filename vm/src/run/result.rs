@@ -26,10 +26,11 @@ pub struct PromiseResult {
     mark: Mark,
 }
 
-/// An outcome without a reason; one with a reason is [`Mark::Other`], the
-/// outcome in [`Details::outcome`].
+/// An outcome without a reason; one with a reason is [`Mark::Other`], kept
+/// beside it (in a box a result or a run's record already has). Shared by
+/// the report's results and the run's ([`super::recorded`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mark {
+pub(super) enum Mark {
     Kept,
     Repaired,
     Changed,
@@ -42,6 +43,29 @@ static CHANGED: Outcome = Outcome::Changed;
 /// What [`Mark::Other`] reads without its outcome (never made: the
 /// outcome is set with the mark).
 static UNRECORDED: Outcome = Outcome::Failed(String::new());
+
+impl Mark {
+    /// The mark of `outcome`, and the outcome itself when it has a reason.
+    pub(super) fn of(outcome: Outcome) -> (Mark, Option<Outcome>) {
+        match outcome {
+            Outcome::Kept => (Mark::Kept, None),
+            Outcome::Repaired => (Mark::Repaired, None),
+            Outcome::Changed => (Mark::Changed, None),
+            other => (Mark::Other, Some(other)),
+        }
+    }
+
+    /// The outcome it marks; `reasoned` is the one kept beside
+    /// [`Mark::Other`].
+    pub(super) fn outcome(self, reasoned: Option<&Outcome>) -> &Outcome {
+        match self {
+            Mark::Kept => &KEPT,
+            Mark::Repaired => &REPAIRED,
+            Mark::Changed => &CHANGED,
+            Mark::Other => reasoned.unwrap_or(&UNRECORDED),
+        }
+    }
+}
 
 /// [`PromiseResult::kind`]'s id for a promise type not known (`?`).
 const UNKNOWN_KIND: u16 = u16::MAX;
@@ -119,28 +143,15 @@ impl PromiseResult {
     }
 
     pub fn outcome(&self) -> &Outcome {
-        match self.mark {
-            Mark::Kept => &KEPT,
-            Mark::Repaired => &REPAIRED,
-            Mark::Changed => &CHANGED,
-            Mark::Other => self
-                .details
-                .as_ref()
-                .and_then(|d| d.outcome.as_ref())
-                .unwrap_or(&UNRECORDED),
-        }
+        self.mark
+            .outcome(self.details.as_ref().and_then(|d| d.outcome.as_ref()))
     }
 
     pub fn set_outcome(&mut self, outcome: Outcome) {
-        let (mark, reasoned) = match outcome {
-            Outcome::Kept => (Mark::Kept, None),
-            Outcome::Repaired => (Mark::Repaired, None),
-            Outcome::Changed => (Mark::Changed, None),
-            other => (Mark::Other, Some(other)),
-        };
+        let (mark, reasoned) = Mark::of(outcome);
         self.mark = mark;
-        if let Some(outcome) = reasoned {
-            self.details.get_or_insert_with(Box::default).outcome = Some(outcome);
+        if reasoned.is_some() {
+            self.details.get_or_insert_with(Box::default).outcome = reasoned;
         } else if let Some(details) = self.details.as_mut() {
             details.outcome = None;
         }
