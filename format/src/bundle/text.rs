@@ -96,6 +96,12 @@ impl Text {
         matches!(&self.0, Repr::Own(s) if !s.is_heap_allocated())
     }
 
+    /// A range of a decoded body's shared buffer.
+    #[cfg(test)]
+    pub(crate) fn is_pooled(&self) -> bool {
+        matches!(self.0, Repr::Pooled { .. })
+    }
+
     /// `text` as decoded from a body: in the pool when one is being filled
     /// and the text is long.
     fn decoded(text: &str) -> Text {

@@ -193,6 +193,35 @@ mod tests {
         assert_eq!(decode(&bytes).unwrap(), body());
     }
 
+    /// A body's texts over 24 bytes decode into its shared buffer (and
+    /// read back as they were; the canonical check re-encodes them); a
+    /// text decoded outside a body, or a short one, owns its string.
+    #[test]
+    fn long_texts_of_a_body_decode_into_its_shared_buffer() {
+        let long = "/srv/www/site12/conf/file-01234.conf";
+        let content = "listen 127.0.0.1:8234; server_name www01234.example.org;\n";
+        let mut b = body();
+        b.constants.0.push(Constant::Str(long.into()));
+        b.constants.0.push(Constant::Word(content.into()));
+        let decoded = decode(&encode(&b).unwrap()).unwrap();
+        assert_eq!(decoded, b);
+        let texts: Vec<_> = decoded
+            .constants
+            .iter()
+            .filter_map(|c| match c {
+                Constant::Str(t) | Constant::Word(t) => Some(t),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(texts.len(), 3);
+        assert!(texts[0].is_inline(), "{:?}", texts[0]);
+        assert!(texts[1].is_pooled() && texts[2].is_pooled());
+        assert_eq!((texts[1].as_str(), texts[2].as_str()), (long, content));
+        let alone: Constant =
+            postcard::from_bytes(&postcard::to_allocvec(&b.constants.0[2]).unwrap()).unwrap();
+        assert!(matches!(alone, Constant::Str(t) if !t.is_pooled()));
+    }
+
     /// A list constant (format 2.2) is its tag 7, a count, then that many
     /// strings, and it round-trips, empty strings and all.
     #[test]
