@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 
 use super::operators::{Applied, Change, Outcome};
-use super::result::Mark;
+use super::result::{kind_id, kind_name, Mark};
 use super::source::SourceFiles;
 use super::PromiseResult;
 use crate::bundle::format::{Body, Constant, Item, Text};
@@ -24,7 +24,7 @@ use crate::bundle::Verified;
 pub(crate) struct Recorded {
     /// The promise's index (a body holds far fewer than `u32::MAX`).
     index: u32,
-    /// Its promise type's id ([`UNKNOWN_KIND`] for none).
+    /// Its promise type's id ([`kind_id`]).
     kind: u16,
     /// Its outcome, when that is all there is to it.
     mark: Mark,
@@ -32,10 +32,6 @@ pub(crate) struct Recorded {
     /// promiser: with it, a result is 16 bytes.
     more: Option<Box<More>>,
 }
-
-/// [`Recorded::kind`] of a result whose promise type is not known (a
-/// promise the body does not have).
-const UNKNOWN_KIND: u16 = u16::MAX;
 
 /// What a result has beyond its outcome; most have none of it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -136,7 +132,7 @@ impl Recorded {
                 });
         let mut recorded = Recorded {
             index: u32::try_from(index).unwrap_or(u32::MAX),
-            kind: crate::schema::promise_type(kind).map_or(UNKNOWN_KIND, |t| t.id),
+            kind: kind_id(kind),
             mark: Mark::Kept,
             more,
         };
@@ -181,13 +177,7 @@ impl Recorded {
 
     /// Sets its outcome: a mark, and one with a reason in [`More`].
     fn set_outcome(&mut self, outcome: Outcome) {
-        let (mark, reasoned) = Mark::of(outcome);
-        self.mark = mark;
-        if reasoned.is_some() {
-            self.more.get_or_insert_with(Box::default).outcome = reasoned;
-        } else if let Some(more) = self.more.as_mut() {
-            more.outcome = None;
-        }
+        self.mark = Mark::store(outcome, &mut self.more, |m| &mut m.outcome);
     }
 
     /// In how many passes it repaired something.
@@ -198,7 +188,7 @@ impl Recorded {
 
     /// Its promise type (`?` when not known, as the report says).
     pub(crate) fn kind(&self) -> &'static str {
-        crate::schema::promise_type_by_id(self.kind).map_or("?", |t| t.name)
+        kind_name(self.kind)
     }
 
     /// The index of its promise.

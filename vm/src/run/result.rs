@@ -21,7 +21,7 @@ pub struct PromiseResult {
     pub source: Source,
     details: Option<Box<Details>>,
     index: u32,
-    /// Its promise type's id ([`UNKNOWN_KIND`] for none).
+    /// Its promise type's id ([`kind_id`]).
     kind: u16,
     mark: Mark,
 }
@@ -46,13 +46,30 @@ static UNRECORDED: Outcome = Outcome::Failed(String::new());
 
 impl Mark {
     /// The mark of `outcome`, and the outcome itself when it has a reason.
-    pub(super) fn of(outcome: Outcome) -> (Mark, Option<Outcome>) {
+    fn of(outcome: Outcome) -> (Mark, Option<Outcome>) {
         match outcome {
             Outcome::Kept => (Mark::Kept, None),
             Outcome::Repaired => (Mark::Repaired, None),
             Outcome::Changed => (Mark::Changed, None),
             other => (Mark::Other, Some(other)),
         }
+    }
+
+    /// Marks `outcome`: one with a reason goes to the `slot` of the box
+    /// `boxed` (made when there is none), and a reason left from an
+    /// earlier outcome is cleared.
+    pub(super) fn store<B: Default>(
+        outcome: Outcome,
+        boxed: &mut Option<Box<B>>,
+        slot: fn(&mut B) -> &mut Option<Outcome>,
+    ) -> Mark {
+        let (mark, reasoned) = Mark::of(outcome);
+        if reasoned.is_some() {
+            *slot(boxed.get_or_insert_with(Box::default)) = reasoned;
+        } else if let Some(b) = boxed.as_mut() {
+            *slot(b) = None;
+        }
+        mark
     }
 
     /// The outcome it marks; `reasoned` is the one kept beside
@@ -67,8 +84,19 @@ impl Mark {
     }
 }
 
-/// [`PromiseResult::kind`]'s id for a promise type not known (`?`).
+/// The id of a promise type not known (shown as `?`).
 const UNKNOWN_KIND: u16 = u16::MAX;
+
+/// The id a result keeps for promise type `name`: results hold a type as
+/// its id, not its name (here and in [`super::recorded`]).
+pub(super) fn kind_id(name: &str) -> u16 {
+    crate::schema::promise_type(name).map_or(UNKNOWN_KIND, |t| t.id)
+}
+
+/// The name of promise type `id`, `?` when it is not known.
+pub(super) fn kind_name(id: u16) -> &'static str {
+    crate::schema::promise_type_by_id(id).map_or("?", |t| t.name)
+}
 
 /// What a promise changed, the output of its command, an outcome with a
 /// reason, and how often it repaired.
@@ -90,10 +118,9 @@ impl PromiseResult {
         changes: Vec<Change>,
         output: Option<String>,
     ) -> Self {
-        let kind = crate::schema::promise_type(kind).map_or(UNKNOWN_KIND, |t| t.id);
         PromiseResult::of_kind(
             index,
-            kind,
+            kind_id(kind),
             promiser.into(),
             outcome,
             source,
@@ -102,8 +129,8 @@ impl PromiseResult {
         )
     }
 
-    /// [`PromiseResult::new`] of a promise type given by its id (as the
-    /// run records it; `u16::MAX` for none).
+    /// [`PromiseResult::new`] of a promise type given by its id
+    /// ([`kind_id`]), as the run records it.
     pub(super) fn of_kind(
         index: usize,
         kind: u16,
@@ -139,7 +166,7 @@ impl PromiseResult {
 
     /// Its promise type (`?` when the bundle's is not known).
     pub fn kind(&self) -> &'static str {
-        crate::schema::promise_type_by_id(self.kind).map_or("?", |t| t.name)
+        kind_name(self.kind)
     }
 
     pub fn outcome(&self) -> &Outcome {
@@ -148,13 +175,7 @@ impl PromiseResult {
     }
 
     pub fn set_outcome(&mut self, outcome: Outcome) {
-        let (mark, reasoned) = Mark::of(outcome);
-        self.mark = mark;
-        if reasoned.is_some() {
-            self.details.get_or_insert_with(Box::default).outcome = reasoned;
-        } else if let Some(details) = self.details.as_mut() {
-            details.outcome = None;
-        }
+        self.mark = Mark::store(outcome, &mut self.details, |d| &mut d.outcome);
     }
 
     /// In how many passes it repaired something.
